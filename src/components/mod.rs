@@ -1,0 +1,3 @@
+//! The components built into forge, one file each.
+
+pub mod null_layers;

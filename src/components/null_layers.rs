@@ -1,0 +1,74 @@
+//! `null_layers`: a layered graph of `null` resources, to rehearse how long a stack of a given
+//! shape takes to apply. Node `j` of layer `i` follows nodes `j` and `j+1` (wrapping) of layer
+//! `i-1`, so the critical path is `layers × delay_ms`.
+
+use crate::provider::{Field, FieldType};
+use crate::stack::component::{Component, Expansion, Part};
+use serde_json::{Map, Value, json};
+
+/// The component's registration.
+pub const COMPONENT: Component = Component {
+    name: "null_layers",
+    schema: &[
+        Field { name: "layers", ty: FieldType::Integer, required: true },
+        Field { name: "width", ty: FieldType::Integer, required: true },
+        Field { name: "delay_ms", ty: FieldType::Integer, required: false },
+    ],
+    expand,
+};
+
+const MAX_NODES: u64 = 100_000;
+
+fn expand(address: &str, config: &Map<String, Value>) -> Result<Expansion, String> {
+    let number = |key: &str| config.get(key).and_then(Value::as_u64);
+    let (Some(layers), Some(width)) = (number("layers"), number("width")) else {
+        return Err("`layers` and `width` must be whole numbers of at least 1".into());
+    };
+    if layers == 0 || width == 0 || layers * width > MAX_NODES {
+        return Err(format!("`layers × width` must be between 1 and {MAX_NODES}, got {layers} × {width}"));
+    }
+    let delay = number("delay_ms").unwrap_or(0);
+    let node = |i: u64, j: u64| format!("l{i}.n{j}");
+    let mut parts = Vec::new();
+    for i in 0..layers {
+        for j in 0..width {
+            let depends_on = if i == 0 {
+                vec![]
+            } else {
+                let mut deps = vec![format!("{address}.{}", node(i - 1, j))];
+                if width > 1 {
+                    deps.push(format!("{address}.{}", node(i - 1, (j + 1) % width)));
+                }
+                deps
+            };
+            parts.push(Part {
+                local: node(i, j),
+                kind: "null",
+                config: json!({ "triggers": { "layer": i, "node": j }, "delay_ms": delay }),
+                depends_on,
+            });
+        }
+    }
+    let last: Vec<Value> = (0..width).map(|j| json!(format!("${{{address}.{}.id}}", node(layers - 1, j)))).collect();
+    let mut outputs = Map::new();
+    outputs.insert("last_ids".into(), Value::Array(last));
+    Ok(Expansion { parts, outputs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_layers_with_two_parents_each() {
+        let config = json!({"layers": 3, "width": 4}).as_object().unwrap().clone();
+        let out = expand("null_layers.r", &config).unwrap();
+        assert_eq!(out.parts.len(), 12);
+        let last = &out.parts[11];
+        assert_eq!(last.local, "l2.n3");
+        assert_eq!(last.depends_on, ["null_layers.r.l1.n3", "null_layers.r.l1.n0"]);
+        assert_eq!(out.outputs["last_ids"][0], json!("${null_layers.r.l2.n0.id}"));
+        let zero = json!({"layers": 0, "width": 4}).as_object().unwrap().clone();
+        assert!(expand("null_layers.r", &zero).is_err());
+    }
+}

@@ -1,0 +1,160 @@
+//! Resource kinds: the trait every kind implements, the schema it declares, and the registry
+//! that maps block types to kinds. A kind sees its own config, its outputs and a [`Ctx`] —
+//! never the graph, the plan or the state store.
+
+pub mod null;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed future, so kinds can live behind `dyn Kind` in one registry.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The type a block attribute must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// A string.
+    String,
+    /// A whole number.
+    Integer,
+    /// `true` or `false`.
+    Bool,
+    /// A TOML table.
+    Table,
+    /// A TOML array.
+    List,
+}
+
+impl FieldType {
+    /// The name used in error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FieldType::String => "a string",
+            FieldType::Integer => "an integer",
+            FieldType::Bool => "a boolean",
+            FieldType::Table => "a table",
+            FieldType::List => "a list",
+        }
+    }
+
+    /// True when a literal value is of this type.
+    pub fn accepts(self, value: &Value) -> bool {
+        match self {
+            FieldType::String => value.is_string(),
+            FieldType::Integer => value.is_i64() || value.is_u64(),
+            FieldType::Bool => value.is_boolean(),
+            FieldType::Table => value.is_object(),
+            FieldType::List => value.is_array(),
+        }
+    }
+}
+
+/// One attribute a kind or component accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    /// Attribute name as written in the stack file.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: FieldType,
+    /// Whether a block must set it.
+    pub required: bool,
+}
+
+/// What the cloud call may report while it runs: a short status shown on the resource's
+/// progress line ("CREATING", "waiting for ACTIVE").
+pub type StatusFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a kind gets for a call, besides its config.
+pub struct Ctx {
+    /// The stack's name (`forge:stack` tag).
+    pub stack: String,
+    /// The resource's address (`forge:address` tag).
+    pub address: String,
+    /// Reports status text to the person watching.
+    pub status: StatusFn,
+}
+
+/// The result of a successful create.
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// The cloud's id for the new object.
+    pub id: String,
+    /// The kind's outputs (no JSON nulls: absent means absent).
+    pub outputs: Value,
+}
+
+/// A failed cloud call. Retry and backoff live in one place (apply), driven by `retryable`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    /// The cloud's own message, verbatim.
+    pub message: String,
+    /// Throttling or a transient server error: the same call may succeed later.
+    pub retryable: bool,
+}
+
+/// A resource kind, e.g. `null` or `aws_vpc`.
+pub trait Kind: Send + Sync + 'static {
+    /// The block type that selects this kind.
+    fn name(&self) -> &'static str;
+    /// The attributes a block of this kind accepts.
+    fn schema(&self) -> &'static [Field];
+    /// Attributes the kind computes, readable as `${<address>.<output>}`.
+    fn outputs(&self) -> &'static [&'static str];
+    /// Attributes whose change forces replacement.
+    fn replace_on(&self) -> &'static [&'static str];
+    /// The outputs as far as they are known before the call (`null` where unknown); `prior` is
+    /// the recorded outputs when the resource is updated in place.
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value;
+    /// Creates the object. `token` is unique to this create and stays the same when an
+    /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
+    /// create adopts the object the first try made instead of making a second one.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
+    /// Brings the object from `old` to `new` in place; returns the new outputs.
+    fn update<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a str,
+        old: &'a Value,
+        new: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>>;
+    /// Deletes the object; an object that is already gone is a success.
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>>;
+}
+
+/// All kinds forge knows, by block type.
+#[derive(Clone)]
+pub struct Registry {
+    kinds: BTreeMap<&'static str, Arc<dyn Kind>>,
+}
+
+impl Registry {
+    /// The kinds built into this binary.
+    pub fn builtin() -> Self {
+        Self::empty().with(null::Null)
+    }
+
+    /// A registry with no kinds (tests add their own).
+    pub fn empty() -> Self {
+        Self { kinds: BTreeMap::new() }
+    }
+
+    /// Adds a kind.
+    pub fn with(mut self, kind: impl Kind) -> Self {
+        self.kinds.insert(kind.name(), Arc::new(kind));
+        self
+    }
+
+    /// The kind for a block type.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Kind>> {
+        self.kinds.get(name)
+    }
+
+    /// Every kind's name.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.kinds.keys().copied()
+    }
+}

@@ -1,0 +1,72 @@
+//! `null`: forge's `terraform_data`. It touches no cloud; `triggers` force replacement and
+//! `delay_ms` makes every call take that long, to rehearse a stack's timing.
+
+use super::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `null` kind.
+pub struct Null;
+
+const SCHEMA: &[Field] = &[
+    Field { name: "triggers", ty: FieldType::Table, required: false },
+    Field { name: "delay_ms", ty: FieldType::Integer, required: false },
+];
+
+async fn pause(ctx: &Ctx, config: &Value, doing: &str) {
+    let ms = config.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
+    if ms > 0 {
+        (ctx.status)(doing);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+fn triggers(config: &Value) -> Value {
+    config.get("triggers").cloned().unwrap_or_else(|| json!({}))
+}
+
+impl Kind for Null {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "triggers"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["triggers"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let id = prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null);
+        json!({ "id": id, "triggers": triggers(config) })
+    }
+
+    /// The id is the create's token: a fresh UUID per create, and the same one when an
+    /// interrupted create is resumed — the idempotency real kinds get from their API.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            pause(ctx, config, "creating").await;
+            Ok(Created { id: token.to_owned(), outputs: json!({ "id": token, "triggers": triggers(config) }) })
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            pause(ctx, new, "updating").await;
+            Ok(json!({ "id": id, "triggers": triggers(new) }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, _id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            pause(ctx, config, "deleting").await;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,558 @@
+//! Reading and checking a stack file. Every error names the file, line and key.
+
+use super::component::{self, Component};
+use super::diagnostic::{SourceFile, StackError, suggestion};
+use super::template::{self, Reference};
+use super::{Resource, Stack, StateSettings};
+use crate::provider::{Field, FieldType, Registry};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+/// Where each string of a block sits in the file, by JSON pointer (`/triggers/nodes`).
+type Spans = HashMap<String, Range<usize>>;
+
+const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
+const META_KEYS: &[&str] = &["depends_on"];
+const PROVIDER_KEYS: &[(&str, &[&str])] = &[("aws", &["region", "profile"]), ("gcp", &["project", "region"])];
+
+/// Reads and checks the stack file at `path`, with `--var` overrides.
+pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read { path: path.to_owned(), source: e })?;
+    Ok(load_str(&path.display().to_string(), &text, overrides, registry)?)
+}
+
+/// Why a stack could not be loaded.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read the stack file `{}`", path.display())]
+    #[diagnostic(help("check the path; stack files are TOML, e.g. `examples/hello.toml`"))]
+    Read {
+        /// The path given.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file has a problem.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Invalid(#[from] StackError),
+}
+
+/// Checks a stack given as text; `name` is the file name shown in errors.
+pub fn load_str(name: &str, text: &str, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, StackError> {
+    let file = SourceFile { name: name.to_owned(), text: Arc::from(text) };
+    Loader { file: &file, registry }.load(text, overrides)
+}
+
+struct Loader<'a> {
+    file: &'a SourceFile,
+    registry: &'a Registry,
+}
+
+/// A block as parsed, before references are checked.
+struct Block {
+    address: String,
+    kind: String,
+    config: Value,
+    explicit_deps: Vec<(String, Range<usize>)>,
+    spans: Spans,
+    span: Range<usize>,
+    /// Set when a component made this block: errors point at the component.
+    generated: bool,
+}
+
+impl Loader<'_> {
+    fn err(&self, span: Range<usize>, message: impl Into<String>, label: impl Into<String>, help: impl Into<String>) -> StackError {
+        self.file.error(Some(span), message, label, Some(help.into()))
+    }
+
+    fn load(&self, text: &str, overrides: &[(String, String)]) -> Result<Stack, StackError> {
+        let root = DeTable::parse(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            self.file.error(
+                Some(span),
+                format!("the stack file is not valid TOML: {}", e.message().trim_end()),
+                "here",
+                Some("fix the TOML syntax; see docs/stack-format.md".into()),
+            )
+        })?;
+        let root = root.get_ref();
+
+        let Some((_, stack_section)) = root.iter().find(|(k, _)| k.get_ref() == "stack") else {
+            return Err(self.file.error(
+                Some(0..0),
+                "the stack file has no `[stack]` section",
+                "expected `[stack]` with a `name`",
+                Some("start the file with:\n[stack]\nname = \"my-cluster\"".into()),
+            ));
+        };
+        let (name, description) = self.stack_section(stack_section)?;
+
+        let mut providers = BTreeMap::new();
+        let mut state = StateSettings { backend: "local".into(), path: PathBuf::from(format!("state/{name}.json")) };
+        let mut vars = Map::new();
+        let mut outputs_section = None;
+        let mut block_sections = Vec::new();
+        for (key, value) in root.iter() {
+            match key.get_ref().as_ref() {
+                "stack" => {}
+                provider @ ("aws" | "gcp") => {
+                    providers.insert(provider.to_owned(), self.provider_section(provider, value)?);
+                }
+                "state" => state = self.state_section(value, &name)?,
+                "vars" => {
+                    let (vars_json, _) = self.to_json(value, "")?;
+                    vars = vars_json.as_object().cloned().unwrap_or_default();
+                    if !value.get_ref().is_table() {
+                        return Err(self.err(value.span(), "`vars` must be a table", "not a table", "write `[vars]` with `name = default` lines"));
+                    }
+                }
+                "outputs" => outputs_section = Some(value),
+                block_type => block_sections.push((key, block_type, value)),
+            }
+        }
+        self.apply_overrides(&mut vars, overrides)?;
+
+        let mut blocks = Vec::new();
+        let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
+        for (key, block_type, value) in block_sections {
+            let kind_fields = self.registry.get(block_type).map(|k| k.schema());
+            let comp = component::find(block_type);
+            if kind_fields.is_none() && comp.is_none() {
+                let known: Vec<&str> = SECTIONS.iter().copied().chain(self.registry.names()).chain(component::builtin().iter().map(|c| c.name)).collect();
+                return Err(self.err(
+                    key.span(),
+                    format!("unknown section `{block_type}`"),
+                    "not a section, resource kind or component",
+                    suggestion(block_type, &known),
+                ));
+            }
+            let DeValue::Table(named) = value.get_ref() else {
+                return Err(self.err(value.span(), format!("`{block_type}` must hold named blocks"), "expected a table", format!("write `[{block_type}.<name>]`")));
+            };
+            for (block_name, body) in named.iter() {
+                let address = format!("{block_type}.{}", block_name.get_ref());
+                self.check_block_name(block_name)?;
+                let header = block_name.span();
+                let DeValue::Table(body_table) = body.get_ref() else {
+                    return Err(self.err(body.span(), format!("`{address}` must be a table"), "expected a table", format!("write `[{address}]` followed by its attributes")));
+                };
+                let fields = kind_fields.or(comp.map(|c| c.schema)).unwrap_or_default();
+                let explicit_deps = self.check_attributes(&address, body_table, header.clone(), fields)?;
+                let (mut config, spans) = self.to_json(body, "")?;
+                if let Some(map) = config.as_object_mut() {
+                    for meta in META_KEYS {
+                        map.remove(*meta);
+                    }
+                }
+                let config = self.substitute_vars(&config, &spans, &vars)?;
+                match comp {
+                    Some(c) => {
+                        let (parts, outputs) = self.expand(c, &address, &config, header.clone(), &explicit_deps)?;
+                        components.insert(address, outputs);
+                        blocks.extend(parts);
+                    }
+                    None => blocks.push(Block { address, kind: block_type.to_owned(), config, explicit_deps, spans, span: header, generated: false }),
+                }
+            }
+        }
+
+        let addresses: HashMap<&str, &Block> = blocks.iter().map(|b| (b.address.as_str(), b)).collect();
+        let targets = Targets { loader: self, blocks: &addresses, components: &components };
+        let mut resources = Vec::with_capacity(blocks.len());
+        for block in &blocks {
+            resources.push(targets.resolve_block(block)?);
+        }
+        let outputs = match outputs_section {
+            Some(section) => targets.outputs(section, &vars)?,
+            None => BTreeMap::new(),
+        };
+        Ok(Stack { name, description, source: self.file.clone(), providers, state, outputs, resources })
+    }
+
+    fn stack_section(&self, section: &Spanned<DeValue>) -> Result<(String, Option<String>), StackError> {
+        let DeValue::Table(table) = section.get_ref() else {
+            return Err(self.err(section.span(), "`stack` must be a table", "expected `[stack]`", "write `[stack]` with `name = \"…\"`"));
+        };
+        self.known_keys("stack", table, &["name", "description"])?;
+        let string = |key: &str| -> Result<Option<(String, Range<usize>)>, StackError> {
+            match table.iter().find(|(k, _)| k.get_ref() == key) {
+                None => Ok(None),
+                Some((_, v)) => match v.get_ref() {
+                    DeValue::String(s) => Ok(Some((s.to_string(), v.span()))),
+                    _ => Err(self.err(v.span(), format!("`stack.{key}` must be a string"), "not a string", format!("write `{key} = \"…\"`"))),
+                },
+            }
+        };
+        let Some((name, span)) = string("name")? else {
+            return Err(self.err(section.span(), "`[stack]` has no `name`", "missing `name`", "add `name = \"my-cluster\"`: it names the state and tags every resource"));
+        };
+        let valid = name.len() <= 40
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !valid {
+            return Err(self.err(span, format!("invalid stack name `{name}`"), "invalid name", "a stack name is 1 to 40 characters: a lowercase letter, then lowercase letters, digits or `-`"));
+        }
+        Ok((name, string("description")?.map(|(d, _)| d)))
+    }
+
+    fn provider_section(&self, provider: &str, section: &Spanned<DeValue>) -> Result<Value, StackError> {
+        let DeValue::Table(table) = section.get_ref() else {
+            return Err(self.err(section.span(), format!("`{provider}` must be a table"), "expected a table", format!("write `[{provider}]`")));
+        };
+        let keys = PROVIDER_KEYS.iter().find(|(p, _)| *p == provider).map(|(_, k)| *k).unwrap_or_default();
+        self.known_keys(provider, table, keys)?;
+        for (key, value) in table.iter() {
+            if !matches!(value.get_ref(), DeValue::String(_)) {
+                return Err(self.err(value.span(), format!("`{provider}.{}` must be a string", key.get_ref()), "not a string", format!("write `{} = \"…\"`", key.get_ref())));
+            }
+        }
+        Ok(self.to_json(section, "")?.0)
+    }
+
+    fn state_section(&self, section: &Spanned<DeValue>, stack_name: &str) -> Result<StateSettings, StackError> {
+        let DeValue::Table(table) = section.get_ref() else {
+            return Err(self.err(section.span(), "`state` must be a table", "expected a table", "write `[state]` with `backend` and `path`"));
+        };
+        self.known_keys("state", table, &["backend", "path"])?;
+        let mut settings = StateSettings { backend: "local".into(), path: PathBuf::from(format!("state/{stack_name}.json")) };
+        for (key, value) in table.iter() {
+            let DeValue::String(s) = value.get_ref() else {
+                return Err(self.err(value.span(), format!("`state.{}` must be a string", key.get_ref()), "not a string", "write it in quotes"));
+            };
+            match key.get_ref().as_ref() {
+                "backend" if s.as_ref() != "local" => {
+                    return Err(self.err(value.span(), format!("unsupported state backend `{s}`"), "unknown backend", "only `local` exists in this version of forge; remove `backend` to use it"));
+                }
+                "path" if s.is_empty() => return Err(self.err(value.span(), "`state.path` is empty", "empty path", "give a file path such as `state/my-stack.json`")),
+                "path" => settings.path = PathBuf::from(s.as_ref()),
+                _ => {}
+            }
+        }
+        Ok(settings)
+    }
+
+    fn apply_overrides(&self, vars: &mut Map<String, Value>, overrides: &[(String, String)]) -> Result<(), StackError> {
+        for (name, raw) in overrides {
+            let Some(default) = vars.get(name) else {
+                let declared: Vec<&str> = vars.keys().map(String::as_str).collect();
+                return Err(self.file.error(
+                    None,
+                    format!("`--var {name}` sets a variable the stack does not declare"),
+                    "",
+                    Some(format!("declare it under `[vars]` with a default, or fix the name ({})", suggestion(name, &declared))),
+                ));
+            };
+            let value = parse_var(raw);
+            if std::mem::discriminant(&value) != std::mem::discriminant(default) {
+                return Err(self.file.error(
+                    None,
+                    format!("`--var {name}={raw}` has the wrong type: `{name}` is {}", describe(default)),
+                    "",
+                    Some(format!("its default is `{default}`; give a value of the same type")),
+                ));
+            }
+            vars.insert(name.clone(), value);
+        }
+        Ok(())
+    }
+
+    fn check_block_name(&self, name: &Spanned<std::borrow::Cow<str>>) -> Result<(), StackError> {
+        let n = name.get_ref();
+        let valid = n.len() <= 64 && n.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        if valid {
+            return Ok(());
+        }
+        Err(self.err(name.span(), format!("invalid block name `{n}`"), "invalid name", "a block name is 1 to 64 characters: a lowercase letter or `_`, then lowercase letters, digits, `_` or `-`"))
+    }
+
+    fn known_keys(&self, section: &str, table: &DeTable, allowed: &[&str]) -> Result<(), StackError> {
+        for (key, _) in table.iter() {
+            if !allowed.contains(&key.get_ref().as_ref()) {
+                return Err(self.err(key.span(), format!("unknown key `{}` in `{section}`", key.get_ref()), "unknown key", suggestion(key.get_ref(), allowed)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks keys and literal types against the schema; returns the `depends_on` entries.
+    fn check_attributes(&self, address: &str, table: &DeTable, header: Range<usize>, fields: &[Field]) -> Result<Vec<(String, Range<usize>)>, StackError> {
+        let allowed: Vec<&str> = fields.iter().map(|f| f.name).chain(META_KEYS.iter().copied()).collect();
+        self.known_keys(address, table, &allowed)?;
+        for field in fields.iter().filter(|f| f.required) {
+            if !table.iter().any(|(k, _)| k.get_ref() == field.name) {
+                return Err(self.err(header.clone(), format!("`{address}` is missing `{}`", field.name), format!("`{}` is required", field.name), format!("add `{} = …` ({})", field.name, field.ty.describe())));
+            }
+        }
+        let mut deps = Vec::new();
+        for (key, value) in table.iter() {
+            if key.get_ref() == "depends_on" {
+                let DeValue::Array(items) = value.get_ref() else {
+                    return Err(self.err(value.span(), format!("`{address}.depends_on` must be a list of addresses"), "not a list", "write `depends_on = [\"null.b\"]`"));
+                };
+                for item in items.iter() {
+                    let DeValue::String(s) = item.get_ref() else {
+                        return Err(self.err(item.span(), "a `depends_on` entry must be an address string", "not a string", "write `depends_on = [\"null.b\"]`"));
+                    };
+                    deps.push((s.to_string(), item.span()));
+                }
+                continue;
+            }
+            let field = fields.iter().find(|f| f.name == key.get_ref()).expect("checked above");
+            let is_reference = matches!(value.get_ref(), DeValue::String(s) if s.trim_start().starts_with("${") && s.trim_end().ends_with('}'));
+            let (literal, _) = self.to_json(value, "")?;
+            if !is_reference && !field.ty.accepts(&literal) {
+                return Err(self.err(
+                    value.span(),
+                    format!("`{address}.{}` must be {}, not {}", field.name, field.ty.describe(), describe(&literal)),
+                    format!("expected {}", field.ty.describe()),
+                    format!("see `{}` in docs/stack-format.md", address.split('.').next().unwrap_or(address)),
+                ));
+            }
+        }
+        Ok(deps)
+    }
+
+    /// Converts a TOML value to JSON and records where each string and value sits.
+    fn to_json(&self, value: &Spanned<DeValue>, pointer: &str) -> Result<(Value, Spans), StackError> {
+        let mut spans = Spans::new();
+        let json = self.to_json_into(value, pointer, &mut spans)?;
+        Ok((json, spans))
+    }
+
+    fn to_json_into(&self, value: &Spanned<DeValue>, pointer: &str, spans: &mut Spans) -> Result<Value, StackError> {
+        spans.insert(pointer.to_owned(), value.span());
+        Ok(match value.get_ref() {
+            DeValue::String(s) => Value::String(s.to_string()),
+            DeValue::Integer(i) => {
+                let digits = i.as_str().replace('_', "");
+                match i64::from_str_radix(&digits, i.radix()) {
+                    Ok(n) => Value::from(n),
+                    Err(_) => return Err(self.err(value.span(), "integer out of range", "too large", "integers must fit in 64 bits")),
+                }
+            }
+            DeValue::Float(f) => match f.as_str().replace('_', "").parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                Some(n) => Value::Number(n),
+                None => return Err(self.err(value.span(), "this number cannot be used", "not a finite number", "use a finite number; `inf` and `nan` are not allowed")),
+            },
+            DeValue::Boolean(b) => Value::Bool(*b),
+            DeValue::Datetime(d) => Value::String(d.to_string()),
+            DeValue::Array(items) => Value::Array(
+                items.iter().enumerate().map(|(i, item)| self.to_json_into(item, &format!("{pointer}/{i}"), spans)).collect::<Result<_, _>>()?,
+            ),
+            DeValue::Table(table) => {
+                let mut map = Map::new();
+                for (k, v) in table.iter() {
+                    let child = format!("{pointer}/{}", k.get_ref().replace('~', "~0").replace('/', "~1"));
+                    spans.insert(format!("{child}#key"), k.span());
+                    map.insert(k.get_ref().to_string(), self.to_json_into(v, &child, spans)?);
+                }
+                Value::Object(map)
+            }
+        })
+    }
+
+    fn substitute_vars(&self, config: &Value, spans: &Spans, vars: &Map<String, Value>) -> Result<Value, StackError> {
+        check_syntax(self, config, spans)?;
+        let mut lookup = |r: &Reference| -> Result<Option<Value>, String> {
+            if r.segments[0] != "var" {
+                return Ok(None);
+            }
+            let name = &r.segments[1];
+            let Some(value) = vars.get(name) else {
+                let declared: Vec<&str> = vars.keys().map(String::as_str).collect();
+                return Err(format!("there is no variable `{name}`; {}", suggestion(name, &declared)));
+            };
+            template::get_path(value, &r.segments[2..]).map(|v| Some(template::quote(v))).ok_or_else(|| format!("variable `{name}` has no `{}`", r.segments[2..].join(".")))
+        };
+        template::substitute(config, &mut lookup).map_err(|e| {
+            let span = span_of_reference(config, spans, &e.reference);
+            self.err(span, format!("unknown variable in `{}`", e.reference), "here", format!("{}; declare variables under `[vars]`", e.message))
+        })
+    }
+
+    fn expand(
+        &self,
+        comp: &Component,
+        address: &str,
+        config: &Value,
+        header: Range<usize>,
+        explicit_deps: &[(String, Range<usize>)],
+    ) -> Result<(Vec<Block>, Map<String, Value>), StackError> {
+        let attrs = config.as_object().cloned().unwrap_or_default();
+        let expansion = (comp.expand)(address, &attrs).map_err(|message| self.err(header.clone(), format!("`{address}`: {message}"), "in this component", format!("see `{}` in docs/stack-format.md", comp.name)))?;
+        let blocks = expansion
+            .parts
+            .into_iter()
+            .map(|part| Block {
+                address: format!("{address}.{}", part.local),
+                kind: part.kind.to_owned(),
+                config: part.config,
+                explicit_deps: part.depends_on.into_iter().map(|d| (d, header.clone())).chain(explicit_deps.iter().cloned()).collect(),
+                spans: Spans::new(),
+                span: header.clone(),
+                generated: true,
+            })
+            .collect();
+        Ok((blocks, expansion.outputs))
+    }
+}
+
+fn check_syntax(loader: &Loader, value: &Value, spans: &Spans) -> Result<(), StackError> {
+    let mut result = Ok(());
+    walk_strings(value, "", &mut |pointer, s| {
+        if result.is_ok()
+            && let Err(e) = template::references(&Value::String(s.to_owned()))
+        {
+            result = Err(loader.err(spans.get(pointer).cloned().unwrap_or(0..0), e.message, "invalid reference", e.hint));
+        }
+    });
+    result
+}
+
+fn walk_strings(value: &Value, pointer: &str, f: &mut impl FnMut(&str, &str)) {
+    match value {
+        Value::String(s) => f(pointer, s),
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| walk_strings(v, &format!("{pointer}/{i}"), f)),
+        Value::Object(map) => map.iter().for_each(|(k, v)| walk_strings(v, &format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")), f)),
+        _ => {}
+    }
+}
+
+/// The span of the first string in `value` that contains `reference`.
+fn span_of_reference(value: &Value, spans: &Spans, reference: &str) -> Range<usize> {
+    let mut found = None;
+    walk_strings(value, "", &mut |pointer, s| {
+        if found.is_none() && s.contains(reference) {
+            found = spans.get(pointer).cloned();
+        }
+    });
+    found.unwrap_or(0..0)
+}
+
+/// What references may point at: resources and component outputs.
+struct Targets<'a> {
+    loader: &'a Loader<'a>,
+    blocks: &'a HashMap<&'a str, &'a Block>,
+    components: &'a HashMap<String, Map<String, Value>>,
+}
+
+enum Target<'a> {
+    Resource(&'a Block, &'a [String]),
+    Component(&'a str, &'a [String]),
+}
+
+impl Targets<'_> {
+    /// Finds what a reference points at: the longest address that is a prefix of its path.
+    fn find<'r>(&self, r: &'r Reference) -> Result<Target<'r>, String>
+    where
+        Self: 'r,
+    {
+        for split in (2..=r.segments.len()).rev() {
+            let prefix = r.segments[..split].join(".");
+            let attr = &r.segments[split..];
+            if let Some(block) = self.blocks.get(prefix.as_str()) {
+                if attr.is_empty() {
+                    return Err(format!("`{prefix}` is a resource; name one of its attributes, e.g. `${{{prefix}.id}}`"));
+                }
+                return Ok(Target::Resource(block, attr));
+            }
+            if let Some((name, outputs)) = self.components.get_key_value(&prefix) {
+                if attr.is_empty() || !outputs.contains_key(&attr[0]) {
+                    let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+                    return Err(format!("component `{prefix}` has no output `{}`; its outputs: {}", attr.join("."), names.join(", ")));
+                }
+                return Ok(Target::Component(name, attr));
+            }
+        }
+        let wanted = r.segments[..2].join(".");
+        let mut known: Vec<&str> = self.blocks.keys().copied().chain(self.components.keys().map(String::as_str)).collect();
+        known.sort_unstable();
+        Err(format!("there is no block `{wanted}`; {}", suggestion(&wanted, &known)))
+    }
+
+    /// Checks a block's references and `depends_on`, inlines component outputs.
+    fn resolve_block(&self, block: &Block) -> Result<Resource, StackError> {
+        let span_for = |reference: &str| if block.generated { block.span.clone() } else { span_of_reference(&block.config, &block.spans, reference) };
+        let config = self.inline(&block.config, span_for)?;
+        let mut deps = BTreeSet::new();
+        for r in template::references(&config).expect("checked") {
+            if let Ok(Target::Resource(target, _)) = self.find(&r) {
+                deps.insert(target.address.clone());
+            }
+        }
+        for (dep, span) in &block.explicit_deps {
+            if self.blocks.contains_key(dep.as_str()) {
+                deps.insert(dep.clone());
+            } else if self.components.contains_key(dep) {
+                let prefix = format!("{dep}.");
+                deps.extend(self.blocks.keys().filter(|a| a.starts_with(&prefix)).map(|a| a.to_string()));
+            } else {
+                let mut known: Vec<&str> = self.blocks.keys().copied().chain(self.components.keys().map(String::as_str)).collect();
+                known.sort_unstable();
+                return Err(self.loader.err(span.clone(), format!("`{}` depends on `{dep}`, which does not exist", block.address), "unknown address", suggestion(dep, &known)));
+            }
+        }
+        Ok(Resource { address: block.address.clone(), kind: block.kind.clone(), config, depends_on: deps.into_iter().collect(), span: block.span.clone() })
+    }
+
+    /// Validates every reference in `value` and replaces component outputs by their templates.
+    fn inline(&self, value: &Value, span_for: impl Fn(&str) -> Range<usize>) -> Result<Value, StackError> {
+        let mut lookup = |r: &Reference| -> Result<Option<Value>, String> {
+            match self.find(r)? {
+                Target::Resource(block, attr) => {
+                    let kind_outputs = self.loader.registry.get(&block.kind).map(|k| k.outputs()).unwrap_or_default();
+                    let has_config_key = block.config.get(&attr[0]).is_some();
+                    if !kind_outputs.contains(&attr[0].as_str()) && !has_config_key {
+                        let mut names: Vec<&str> = kind_outputs.to_vec();
+                        names.extend(block.config.as_object().into_iter().flat_map(|m| m.keys().map(String::as_str)));
+                        return Err(format!("`{}` has no attribute `{}`; {}", block.address, attr[0], suggestion(&attr[0], &names)));
+                    }
+                    Ok(None)
+                }
+                Target::Component(name, attr) => {
+                    let outputs = Value::Object(self.components[name].clone());
+                    template::get_path(&outputs, attr).cloned().map(Some).ok_or_else(|| format!("component `{name}` has no output `{}`", attr.join(".")))
+                }
+            }
+        };
+        template::substitute(value, &mut lookup).map_err(|e| self.loader.err(span_for(&e.reference), format!("invalid reference `{}`", e.reference), "here", e.message))
+    }
+
+    fn outputs(&self, section: &Spanned<DeValue>, vars: &Map<String, Value>) -> Result<BTreeMap<String, Value>, StackError> {
+        if !section.get_ref().is_table() {
+            return Err(self.loader.err(section.span(), "`outputs` must be a table", "not a table", "write `[outputs]` with `name = \"${…}\"` lines"));
+        }
+        let (json, spans) = self.loader.to_json(section, "")?;
+        let json = self.loader.substitute_vars(&json, &spans, vars)?;
+        let inlined = self.inline(&json, |reference| span_of_reference(&json, &spans, reference))?;
+        Ok(inlined.as_object().cloned().unwrap_or_default().into_iter().collect())
+    }
+}
+
+/// Parses a `--var` value as TOML (`4`, `true`, `[1, 2]`, `"x"`), or takes it as a string.
+fn parse_var(raw: &str) -> Value {
+    toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|t| t.get("v").cloned())
+        .and_then(|v| serde_json::to_value(v).ok())
+        .unwrap_or_else(|| Value::String(raw.to_owned()))
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => FieldType::Bool.describe(),
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(_) => FieldType::Integer.describe(),
+        Value::String(_) => FieldType::String.describe(),
+        Value::Array(_) => FieldType::List.describe(),
+        Value::Object(_) => FieldType::Table.describe(),
+    }
+}

@@ -1,0 +1,63 @@
+//! ① The stack file: TOML → a validated [`Stack`]. Reads the file and nothing else.
+//!
+//! Loading checks every section, key, type, name and reference against the kinds and
+//! components forge knows, substitutes `${var.…}`, expands components into resources and
+//! inlines references to component outputs, so that what leaves this module is a flat list of
+//! resources whose templates refer only to other resources.
+
+pub mod component;
+pub mod diagnostic;
+mod load;
+pub mod template;
+
+pub use diagnostic::{SourceFile, StackError};
+pub use load::{load, load_str};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// A validated stack: what `forge` builds.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// `[stack] name`: names the state and tags every resource.
+    pub name: String,
+    /// `[stack] description`.
+    pub description: Option<String>,
+    /// The file it came from, for errors that point into it.
+    pub source: SourceFile,
+    /// Provider settings (`[aws]`, `[gcp]`) by provider name.
+    pub providers: BTreeMap<String, Value>,
+    /// Where the state lives.
+    pub state: StateSettings,
+    /// `[outputs]`: templates evaluated against the state after `up`.
+    pub outputs: BTreeMap<String, Value>,
+    /// Every resource, components expanded, in file order.
+    pub resources: Vec<Resource>,
+}
+
+/// One resource the stack declares.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// `null.a`, or `<component>.<name>.<local>` for a component's resources.
+    pub address: String,
+    /// The kind's name (`null`).
+    pub kind: String,
+    /// The attributes, as a template whose references name other resources.
+    pub config: Value,
+    /// Addresses this resource must follow: its references and `depends_on`, sorted, unique.
+    pub depends_on: Vec<String>,
+    /// The block header (or the component's) in the file.
+    pub span: Range<usize>,
+}
+
+/// Where and how state is kept (`[state]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateSettings {
+    /// The backend; only `local` exists today.
+    pub backend: String,
+    /// The state file, relative to the working directory.
+    pub path: PathBuf,
+}
