@@ -4,11 +4,21 @@
 //! ```text
 //! cluster.toml ─stack::load─▶ Stack ─graph::build─▶ ResourceGraph ─┐
 //!                                                                  ├─ plan::plan ─▶ Plan ─▶ apply::run ─▶ State'
-//! state store ─StateStore::load (under lock)─▶ State ─────────────┘                          │
-//!      ▲───────────── journal: an intent before every cloud call, the result after ───────────┘
+//! state store ─LocalStore::load (under lock)─▶ State ─────────────┘                          │
+//!      ▲────────── journal: an intent before every create or delete, the result after ───────┘
 //! ```
+//!
+//! Modules in pipeline order: [`stack`] ① reads the file, [`graph`] ② orders it, [`plan`] ③
+//! diffs it against [`state`] ⑤, [`apply`] ④ runs the plan through the [`provider`] kinds.
 
 pub mod stack;
+pub mod graph;
+pub mod plan;
+pub mod apply;
+pub mod state;
 pub mod provider;
 pub mod components;
-pub mod state;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod output;

@@ -1,0 +1,322 @@
+//! ④ Apply: runs a plan's changes through the kinds. One coordinator owns the state: it
+//! schedules operations whose dependencies are done (bounded by `parallelism`), records an
+//! intent in the journal before every create or delete and the result after, marks the
+//! dependents of a failure as skipped while independent branches go on, and on Ctrl-C stops
+//! scheduling and waits for the calls in flight (a second Ctrl-C stops waiting).
+
+mod ops;
+mod retry;
+
+use crate::plan::{Action, Plan};
+use crate::provider::{Created, Ctx, Kind, Registry};
+use crate::stack::template;
+use crate::state::{Entry, Event, Journal, ResourceRecord, State, Status};
+use ops::OpGraph;
+pub use ops::Phase;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub use retry::RetryPolicy;
+
+/// What the person watching is told while apply runs (the CLI draws progress from it).
+pub trait Observer: Send + Sync {
+    /// An operation started.
+    fn started(&self, address: &str, phase: Phase);
+    /// A kind reported status text for a running operation.
+    fn status(&self, address: &str, text: &str);
+    /// An operation ended; `error` is set when it failed.
+    fn finished(&self, address: &str, phase: Phase, elapsed: Duration, error: Option<&str>);
+    /// Ctrl-C was received; `in_flight` calls are being waited for.
+    fn interrupted(&self, in_flight: usize, second: bool);
+}
+
+/// Apply settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How many cloud calls may run at once.
+    pub parallelism: usize,
+    /// How retryable errors are retried.
+    pub retry: RetryPolicy,
+}
+
+/// A resource that failed: the root cause of everything skipped behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The resource.
+    pub address: String,
+    /// What was being done.
+    pub phase: Phase,
+    /// The cloud's or forge's message.
+    pub message: String,
+}
+
+/// What an apply did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Completed changes per action.
+    pub done: HashMap<Action, usize>,
+    /// Root-cause failures.
+    pub failures: Vec<Failure>,
+    /// Resources not attempted because something they depend on failed: (address, root cause).
+    pub skipped: Vec<(String, String)>,
+    /// Operations never started because of Ctrl-C.
+    pub not_started: usize,
+    /// Whether Ctrl-C ended the run early.
+    pub interrupted: bool,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// Completed changes of one action.
+    pub fn count(&self, action: Action) -> usize {
+        self.done.get(&action).copied().unwrap_or(0)
+    }
+
+    /// True when every change was made.
+    pub fn complete(&self) -> bool {
+        self.failures.is_empty() && self.skipped.is_empty() && self.not_started == 0 && !self.interrupted
+    }
+}
+
+/// The outcome of one spawned operation.
+enum Outcome {
+    Created(Created, Value),
+    Updated(Value, Value),
+    Deleted,
+    Failed(String),
+}
+
+/// Writes one event to the in-memory state and the journal.
+fn record(state: &mut State, journal: &mut Journal, event: Event) -> crate::state::journal::Ticket {
+    state.apply(event.clone());
+    journal.append(&Entry { lineage: state.lineage, serial: state.serial, event })
+}
+
+/// Evaluates a change's template against the state as applied so far.
+fn evaluate(state: &State, config: &Value) -> Result<Value, String> {
+    let mut lookup = |r: &template::Reference| {
+        for split in (2..=r.segments.len()).rev() {
+            let address = r.segments[..split].join(".");
+            if let Some(rec) = state.resources.get(&address) {
+                return crate::plan::attribute(&address, &rec.outputs, &rec.config, &r.segments[split..])?
+                    .map(Some)
+                    .ok_or_else(|| format!("`{}` is not known yet", r.path()));
+            }
+        }
+        Err(format!("`{}` names a resource that does not exist", r.path()))
+    };
+    template::evaluate(config, &mut lookup).map_err(|e| format!("cannot evaluate `{}`: {}", e.reference, e.message))
+}
+
+/// Runs `plan` to completion (or failure, or Ctrl-C). `interrupts` counts Ctrl-C presses.
+pub async fn run(
+    plan: &Plan,
+    state: &mut State,
+    journal: &mut Journal,
+    registry: &Registry,
+    options: &Options,
+    observer: Arc<dyn Observer>,
+    mut interrupts: watch::Receiver<u32>,
+) -> Report {
+    let started = Instant::now();
+    let mut graph = OpGraph::build(plan);
+    let mut report = Report::default();
+    let mut tasks: JoinSet<Outcome> = JoinSet::new();
+    let mut running: HashMap<tokio::task::Id, usize> = HashMap::new();
+    let mut stopping = *interrupts.borrow() > 0;
+    let mut signals_open = true;
+    let parallelism = options.parallelism.max(1);
+
+    loop {
+        while !stopping && running.len() < parallelism {
+            let Some(op) = graph.next_ready() else { break };
+            match dispatch(plan, op, &graph, state, journal, registry, options, &observer) {
+                Ok(task) => {
+                    let handle = tasks.spawn(task);
+                    running.insert(handle.id(), op);
+                }
+                Err(message) => {
+                    let (address, phase) = graph.describe(plan, op);
+                    observer.finished(&address, phase, Duration::ZERO, Some(&message));
+                    fail(plan, &mut graph, &mut report, op, message);
+                }
+            }
+        }
+        if tasks.is_empty() {
+            break;
+        }
+        tokio::select! {
+            joined = tasks.join_next_with_id() => {
+                let (id, outcome) = match joined.expect("tasks is not empty") {
+                    Ok((id, outcome)) => (id, outcome),
+                    Err(e) => (e.id(), Outcome::Failed("stopped by a second Ctrl-C; the state records the call as pending".into())),
+                };
+                let op = running.remove(&id).expect("every task is tracked");
+                finish(plan, op, outcome, &mut graph, state, journal, &mut report, &observer);
+            }
+            changed = interrupts.changed(), if signals_open => {
+                if changed.is_err() {
+                    signals_open = false;
+                    continue;
+                }
+                let presses = *interrupts.borrow();
+                stopping = true;
+                report.interrupted = true;
+                observer.interrupted(running.len(), presses >= 2);
+                if presses >= 2 {
+                    tasks.abort_all();
+                }
+            }
+        }
+    }
+    report.not_started = graph.unfinished_count();
+    report.elapsed = started.elapsed();
+    if report.complete() && plan.mode == crate::plan::Mode::Apply {
+        let outputs = plan.outputs.iter().filter_map(|(k, t)| evaluate(state, t).ok().map(|v| (k.clone(), v))).collect();
+        record(state, journal, Event::Outputs(outputs));
+    } else if plan.mode == crate::plan::Mode::Destroy && report.complete() {
+        record(state, journal, Event::Outputs(Default::default()));
+    }
+    report
+}
+
+fn fail(plan: &Plan, graph: &mut OpGraph, report: &mut Report, op: usize, message: String) {
+    let (address, phase) = graph.describe(plan, op);
+    for skipped in graph.prune(op) {
+        let (skipped_address, _) = graph.describe(plan, skipped);
+        if skipped_address != address && !report.skipped.iter().any(|(a, _)| a == &skipped_address) {
+            report.skipped.push((skipped_address, address.clone()));
+        }
+    }
+    report.failures.push(Failure { address, phase, message });
+}
+
+type Task = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+
+/// Records the intent and returns the future that makes the cloud call.
+#[allow(clippy::too_many_arguments)]
+fn dispatch(
+    plan: &Plan,
+    op: usize,
+    graph: &OpGraph,
+    state: &mut State,
+    journal: &mut Journal,
+    registry: &Registry,
+    options: &Options,
+    observer: &Arc<dyn Observer>,
+) -> Result<Task, String> {
+    let (address, phase) = graph.describe(plan, op);
+    let change = &plan.changes[graph.change_of(op)];
+    let kind: Arc<dyn Kind> = registry.get(&change.kind).cloned().ok_or_else(|| format!("this forge has no resource kind `{}`", change.kind))?;
+    let status_observer = observer.clone();
+    let status_address = address.clone();
+    let ctx = Ctx { stack: plan.stack.clone(), address: address.clone(), status: Arc::new(move |text: &str| status_observer.status(&status_address, text)) };
+    let retry = options.retry.clone();
+    let mut waiter = journal.waiter();
+    observer.started(&address, phase);
+    let prior = state.resources.get(&address).cloned();
+    match phase {
+        Phase::Create => {
+            let config = evaluate(state, change.config.as_ref().expect("creates carry a config"))?;
+            let token = prior.filter(|p| p.status == Status::PendingCreate).and_then(|p| p.token).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            let intent = ResourceRecord {
+                address: address.clone(),
+                kind: change.kind.clone(),
+                status: Status::PendingCreate,
+                id: None,
+                token: Some(token.clone()),
+                config: config.clone(),
+                outputs: Value::Object(Default::default()),
+                dependencies: change.depends_on.clone(),
+            };
+            let ticket = record(state, journal, Event::Put(intent));
+            Ok(Box::pin(async move {
+                if let Err(e) = waiter.wait(ticket).await {
+                    return Outcome::Failed(format!("not created: {e}"));
+                }
+                match retry.run(|| kind.create(&ctx, &token, &config)).await {
+                    Ok(created) => Outcome::Created(created, config),
+                    Err(e) => Outcome::Failed(e.message),
+                }
+            }))
+        }
+        Phase::Update => {
+            let prior = prior.ok_or("the resource is not in the state any more")?;
+            let config = evaluate(state, change.config.as_ref().expect("updates carry a config"))?;
+            let id = prior.id.clone().unwrap_or_default();
+            Ok(Box::pin(async move {
+                match retry.run(|| kind.update(&ctx, &id, &prior.config, &config)).await {
+                    Ok(outputs) => Outcome::Updated(outputs, config),
+                    Err(e) => Outcome::Failed(e.message),
+                }
+            }))
+        }
+        Phase::Destroy => {
+            let Some(prior) = prior else { return Ok(Box::pin(async { Outcome::Deleted })) };
+            let ticket = record(state, journal, Event::Put(ResourceRecord { status: Status::PendingDelete, ..prior.clone() }));
+            Ok(Box::pin(async move {
+                if let Err(e) = waiter.wait(ticket).await {
+                    return Outcome::Failed(format!("not deleted: {e}"));
+                }
+                let id = match (&prior.id, &prior.token) {
+                    (Some(id), _) => id.clone(),
+                    // An interrupted create: adopt what it made (same token), then delete it.
+                    (None, Some(token)) => match retry.run(|| kind.create(&ctx, token, &prior.config)).await {
+                        Ok(created) => created.id,
+                        Err(e) => return Outcome::Failed(format!("adopting an interrupted create: {}", e.message)),
+                    },
+                    (None, None) => return Outcome::Deleted,
+                };
+                match retry.run(|| kind.delete(&ctx, &id, &prior.config)).await {
+                    Ok(()) => Outcome::Deleted,
+                    Err(e) => Outcome::Failed(e.message),
+                }
+            }))
+        }
+    }
+}
+
+/// Records an operation's result and releases its dependents.
+#[allow(clippy::too_many_arguments)]
+fn finish(plan: &Plan, op: usize, outcome: Outcome, graph: &mut OpGraph, state: &mut State, journal: &mut Journal, report: &mut Report, observer: &Arc<dyn Observer>) {
+    let (address, phase) = graph.describe(plan, op);
+    let change = &plan.changes[graph.change_of(op)];
+    let elapsed = graph.elapsed(op);
+    match outcome {
+        Outcome::Failed(message) => {
+            observer.finished(&address, phase, elapsed, Some(&message));
+            fail(plan, graph, report, op, message);
+            return;
+        }
+        Outcome::Created(created, config) => {
+            let rec = ResourceRecord {
+                address: address.clone(),
+                kind: change.kind.clone(),
+                status: Status::Created,
+                id: Some(created.id),
+                token: None,
+                config,
+                outputs: created.outputs,
+                dependencies: change.depends_on.clone(),
+            };
+            record(state, journal, Event::Put(rec));
+        }
+        Outcome::Updated(outputs, config) => {
+            if let Some(prior) = state.resources.get(&address).cloned() {
+                record(state, journal, Event::Put(ResourceRecord { config, outputs, dependencies: change.depends_on.clone(), ..prior }));
+            }
+        }
+        Outcome::Deleted => {
+            record(state, journal, Event::Remove(address.clone()));
+        }
+    }
+    observer.finished(&address, phase, elapsed, None);
+    if graph.complete(op) {
+        *report.done.entry(change.action).or_default() += 1;
+    }
+}

@@ -1,0 +1,155 @@
+//! The command line (clap types only).
+
+use crate::graph::render::Format;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// forge: one declarative TOML file, one command, a GPU training cluster.
+///
+/// A stack file declares resources; forge turns it into a dependency graph, diffs it against
+/// the recorded state and applies the changes concurrently in dependency order.
+///
+/// Exit codes: 0 success (or no changes), 1 error, 2 changes present (`plan --detailed-exitcode`).
+#[derive(Debug, Parser)]
+#[command(name = "forge", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Global options.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Set a stack variable declared under `[vars]`: `--var gpu_nodes=4` (repeatable; the value is
+    /// read as TOML, so `4`, `true` and `[1, 2]` keep their types; anything else is a string).
+    #[arg(long = "var", value_name = "NAME=VALUE", global = true, value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// Cloud calls in flight at once during apply and destroy.
+    #[arg(long, value_name = "N", default_value_t = 64, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    pub parallelism: u16,
+    /// How long to wait for a state lock held by another run (`30s`, `5m`); 0 fails at once.
+    #[arg(long, value_name = "DURATION", default_value = "0s", global = true, value_parser = humantime::parse_duration)]
+    pub lock_timeout: Duration,
+    /// Print nothing but errors and requested output.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Print more detail (lock, state and journal activity).
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+    /// Never colour the output (also set by `NO_COLOR`).
+    #[arg(long, global = true)]
+    pub no_color: bool,
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    Ok((k.trim().to_owned(), v.to_owned()))
+}
+
+/// forge's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what `up` would change, without changing anything.
+    Plan {
+        /// The stack file.
+        file: PathBuf,
+        /// Save the plan; `forge up PLAN` applies exactly it (or refuses it once the state moved on).
+        #[arg(long, value_name = "PLAN")]
+        out: Option<PathBuf>,
+        /// Print the plan as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Exit 2 when there are changes, 0 when there are none, 1 on error.
+        #[arg(long)]
+        detailed_exitcode: bool,
+        /// Plan the destruction of everything in the state.
+        #[arg(long)]
+        destroy: bool,
+    },
+    /// Create or update everything the stack declares, and delete what it no longer does.
+    Up {
+        /// A stack file, or a plan saved with `forge plan --out`.
+        file: PathBuf,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Delete every resource the state holds, dependents first.
+    Destroy {
+        /// The stack file.
+        file: PathBuf,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Print the stack's dependency graph.
+    Graph {
+        /// The stack file.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Print the stack's outputs as of the last apply.
+    Output {
+        /// The stack file.
+        file: PathBuf,
+        /// One output; its value alone is printed (strings without quotes).
+        name: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a stack file without reading state or calling a cloud.
+    Validate {
+        /// The stack file.
+        file: PathBuf,
+    },
+    /// Inspect or repair the state.
+    #[command(subcommand)]
+    State(StateCommand),
+    /// Print a shell completion script: `forge completions bash > /etc/bash_completion.d/forge`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `forge state …`
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// List the resources in the state.
+    List {
+        /// The stack file.
+        file: PathBuf,
+    },
+    /// Print one resource's record as JSON.
+    Show {
+        /// The stack file.
+        file: PathBuf,
+        /// The resource's address.
+        address: String,
+    },
+    /// Forget a resource without deleting it in the cloud.
+    Rm {
+        /// The stack file.
+        file: PathBuf,
+        /// The resource's address.
+        address: String,
+    },
+    /// Release a lock left by a run that is gone.
+    Unlock {
+        /// The stack file.
+        file: PathBuf,
+        /// The lock id from the message that reported the lock.
+        lock_id: String,
+        /// Release it even if its holder still runs on this host.
+        #[arg(long)]
+        force: bool,
+    },
+}

@@ -1,0 +1,17 @@
+//! `forge destroy`: delete everything the state holds, dependents first.
+
+use super::Session;
+use crate::error::Exit;
+use crate::plan::Mode;
+use crate::state::lock::LockMode;
+use miette::Result;
+use std::path::Path;
+
+/// Runs `forge destroy`.
+pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
+    let (stack, graph) = session.load(file)?;
+    session.announce(&stack.name, &stack.source.name, &stack.state);
+    let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "destroy")?;
+    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, Mode::Destroy, &session.registry)?;
+    session.apply(&plan, &store, loaded, yes)
+}

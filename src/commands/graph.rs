@@ -1,0 +1,14 @@
+//! `forge graph`: print the dependency graph.
+
+use super::Session;
+use crate::error::Exit;
+use crate::graph::render::{Format, render};
+use miette::Result;
+use std::path::Path;
+
+/// Runs `forge graph`.
+pub fn run(session: &Session, file: &Path, format: Format) -> Result<Exit> {
+    let (stack, graph) = session.load(file)?;
+    print!("{}", render(&stack, &graph, format));
+    Ok(Exit::Ok)
+}

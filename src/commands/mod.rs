@@ -1,0 +1,154 @@
+//! One thin file per subcommand: lock → load → graph → plan → confirm → apply → save. The
+//! steps they share live here.
+
+mod completions;
+mod destroy;
+mod graph;
+mod output;
+mod plan;
+mod state;
+mod up;
+mod validate;
+
+use crate::apply::{self, Options, RetryPolicy};
+use crate::cli::{Cli, Command, Global};
+use crate::error::{CommandError, Exit};
+use crate::graph::ResourceGraph;
+use crate::output::{Printer, format_duration};
+use crate::plan::{Action, Mode, Plan};
+use crate::provider::Registry;
+use crate::stack::{Stack, StateSettings};
+use crate::state::lock::LockMode;
+use crate::state::store::Loaded;
+use crate::state::{LocalStore, StateLock};
+use miette::Result;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What every command needs: the flags, the printer and the kinds.
+pub struct Session {
+    /// Global flags.
+    pub global: Global,
+    /// Output policy.
+    pub printer: Printer,
+    /// Resource kinds.
+    pub registry: Registry,
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<Exit> {
+    let printer = Printer::new(cli.global.quiet, cli.global.verbose, cli.global.no_color);
+    let session = Session { global: cli.global, printer, registry: Registry::builtin() };
+    match cli.command {
+        Command::Plan { file, out, json, detailed_exitcode, destroy } => plan::run(&session, &file, out.as_deref(), json, detailed_exitcode, destroy),
+        Command::Up { file, yes } => up::run(&session, &file, yes),
+        Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
+        Command::Graph { file, format } => graph::run(&session, &file, format),
+        Command::Output { file, name, json } => output::run(&session, &file, name.as_deref(), json),
+        Command::Validate { file } => validate::run(&session, &file),
+        Command::State(cmd) => state::run(&session, cmd),
+        Command::Completions { shell } => completions::run(shell),
+    }
+}
+
+impl Session {
+    /// Loads and checks the stack file and builds its graph.
+    pub fn load(&self, file: &Path) -> Result<(Stack, ResourceGraph)> {
+        let stack = crate::stack::load(file, &self.global.vars, &self.registry)?;
+        let graph = crate::graph::build(&stack)?;
+        Ok((stack, graph))
+    }
+
+    /// Says which stack and which state the command uses.
+    pub fn announce(&self, stack: &str, file: &str, state: &StateSettings) {
+        self.printer.info(&format!("stack `{stack}` ({file}) · state {} ({})", state.path.display(), state.backend));
+    }
+
+    /// Takes the state lock and loads the state, reporting a stale lock taken over.
+    pub fn open_state(&self, settings: &StateSettings, stack: &str, mode: LockMode, operation: &str) -> Result<(LocalStore, StateLock, Loaded)> {
+        let store = LocalStore::new(&settings.path);
+        let (lock, stale) = store.lock(mode, operation, self.global.lock_timeout)?;
+        if let Some(info) = stale
+            && mode == LockMode::Exclusive
+        {
+            self.printer.warn(&format!("took over a stale lock: {info} — that process no longer exists"));
+        }
+        let loaded = store.load(stack)?;
+        if loaded.dropped_tail {
+            self.printer.warn("the state journal ended in a torn write (a crash mid-write); that last partial line was ignored");
+        }
+        self.printer.detail(&format!("state: {} resources, serial {}, lineage {}", loaded.state.resources.len(), loaded.state.serial, loaded.state.lineage));
+        Ok((store, lock, loaded))
+    }
+
+    /// Shows the plan, asks for confirmation, applies it and saves the state.
+    pub fn apply(&self, plan: &Plan, store: &LocalStore, loaded: Loaded, yes: bool) -> Result<Exit> {
+        self.printer.plan(&crate::plan::render::render(plan));
+        let outputs_stale = plan.mode == Mode::Apply && loaded.state.outputs.len() != plan.outputs.len();
+        if plan.is_empty() && !outputs_stale {
+            return Ok(Exit::Ok);
+        }
+        if !plan.is_empty() && !yes {
+            let verb = if plan.mode == Mode::Destroy { "destroy" } else { "apply" };
+            match self.printer.confirm(&format!("Do you want to {verb} these changes to `{}`?", plan.stack)) {
+                Some(true) => {}
+                Some(false) => return Err(CommandError::new(format!("{verb} cancelled; nothing was changed"), "answer `yes` to proceed").into()),
+                None => return Err(CommandError::new(format!("refusing to {verb} without confirmation: there is no terminal to ask on"), format!("review the plan, then run again with `--yes` (or save it with `forge plan --out` and apply that file)")).into()),
+            }
+        }
+        let mut state = loaded.state;
+        let mut journal = store.journal()?;
+        let (tx, rx) = tokio::sync::watch::channel(0u32);
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits"))?;
+        let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
+        let options = Options { parallelism: usize::from(self.global.parallelism), retry: RetryPolicy::default() };
+        let report = runtime.block_on(async {
+            tokio::spawn(async move {
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    tx.send_modify(|n| *n += 1);
+                }
+            });
+            apply::run(plan, &mut state, &mut journal, &self.registry, &options, progress.clone(), rx).await
+        });
+        progress.finish();
+        runtime.shutdown_background();
+        journal.close()?;
+        store.compact(&state)?;
+        let replaced = report.count(Action::Replace);
+        let verb = if report.complete() { "complete" } else { "stopped" };
+        let heading = if plan.mode == Mode::Destroy { "Destroy" } else { "Apply" };
+        self.printer.info(&format!(
+            "{heading} {verb}: {} added, {} changed, {} destroyed in {}",
+            report.count(Action::Create) + replaced,
+            report.count(Action::Update),
+            report.count(Action::Delete) + replaced,
+            format_duration(report.elapsed)
+        ));
+        for f in &report.failures {
+            self.printer.error(&format!("`{}`: {} failed", f.address, match f.phase {
+                apply::Phase::Create => "create",
+                apply::Phase::Update => "update",
+                apply::Phase::Destroy => "delete",
+            }), &f.message);
+        }
+        if !report.skipped.is_empty() {
+            let sample: Vec<String> = report.skipped.iter().take(5).map(|(a, cause)| format!("`{a}` (after `{cause}`)")).collect();
+            let more = report.skipped.len().saturating_sub(sample.len());
+            self.printer.info(&format!("skipped {} resource(s) whose dependencies failed: {}{}", report.skipped.len(), sample.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() }));
+        }
+        if report.complete() {
+            if plan.mode == Mode::Apply && !state.outputs.is_empty() {
+                for (name, value) in &state.outputs {
+                    self.printer.info(&format!("  {name} = {}", crate::plan::render::value(value)));
+                }
+            }
+            return Ok(Exit::Ok);
+        }
+        let message = if report.interrupted {
+            format!("interrupted: {} change(s) not started", report.not_started)
+        } else {
+            format!("{} resource(s) failed", report.failures.len())
+        };
+        Err(CommandError::new(message, "the state records everything that finished and every call that may be in flight; run the same command again to resume").into())
+    }
+}

@@ -1,0 +1,35 @@
+//! `forge plan`: show (and optionally save) what `up` would do.
+
+use super::Session;
+use crate::error::{CommandError, Exit};
+use crate::plan::{Mode, render};
+use crate::state::lock::LockMode;
+use miette::Result;
+use std::path::Path;
+
+/// Runs `forge plan`.
+pub fn run(session: &Session, file: &Path, out: Option<&Path>, json: bool, detailed_exitcode: bool, destroy: bool) -> Result<Exit> {
+    let (stack, graph) = session.load(file)?;
+    session.announce(&stack.name, &stack.source.name, &stack.state);
+    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "plan")?;
+    let mode = if destroy { Mode::Destroy } else { Mode::Apply };
+    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));
+    } else {
+        session.printer.plan(&render::render(&plan));
+    }
+    if let Some(out) = out {
+        write_plan(out, &plan)?;
+        session.printer.info(&format!("Saved the plan to {}; apply exactly it with `forge up {}`.", out.display(), out.display()));
+    }
+    Ok(if detailed_exitcode && !plan.is_empty() { Exit::Changes } else { Exit::Ok })
+}
+
+fn write_plan(path: &Path, plan: &crate::plan::Plan) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let bytes = serde_json::to_vec_pretty(plan).expect("plans serialize");
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| CommandError::new(format!("cannot write the plan to `{}`: {e}", path.display()), "check that the directory exists and is writable").into())
+}

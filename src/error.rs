@@ -1,0 +1,38 @@
+//! Exit codes and the errors that end a command.
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Success, or no changes.
+    Ok,
+    /// Changes present (`plan --detailed-exitcode`).
+    Changes,
+}
+
+impl Exit {
+    /// The process exit code (errors exit with 1).
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Changes => 2,
+        }
+    }
+}
+
+/// A command-level error with a hint.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{message}")]
+pub struct CommandError {
+    /// First line, lowercase, addresses in backticks.
+    pub message: String,
+    /// What to do about it.
+    #[help]
+    pub hint: Option<String>,
+}
+
+impl CommandError {
+    /// An error with a hint.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        CommandError { message: message.into(), hint: Some(hint.into()) }
+    }
+}

@@ -1,0 +1,237 @@
+//! ③ The plan: desired stack × recorded state → a list of changes. Plain serde data, so it can
+//! be saved with `--out`, shown, and applied exactly. Never writes state.
+
+pub mod diff;
+pub mod render;
+
+use crate::graph::ResourceGraph;
+use crate::provider::Registry;
+use crate::stack::template::{self, Reference};
+use crate::stack::{Stack, StackError, StateSettings};
+use crate::state::{ResourceRecord, State, Status};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use uuid::Uuid;
+
+/// The plan file format this forge writes and reads.
+pub const PLAN_FORMAT: u32 = 1;
+
+/// What the plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Make the cloud match the stack.
+    Apply,
+    /// Delete everything the state holds.
+    Destroy,
+}
+
+/// What happens to one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// `+`
+    Create,
+    /// `~` in place.
+    Update,
+    /// `-/+`: delete, then create.
+    Replace,
+    /// `-`
+    Delete,
+}
+
+impl Action {
+    /// The symbol shown in plans.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Action::Create => "+",
+            Action::Update => "~",
+            Action::Replace => "-/+",
+            Action::Delete => "-",
+        }
+    }
+}
+
+/// One planned change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// The resource's address.
+    pub address: String,
+    /// Its kind.
+    pub kind: String,
+    /// What happens.
+    pub action: Action,
+    /// The attributes as last applied (none for a create).
+    pub before: Option<Value>,
+    /// The attributes after the change as far as known now: `null` means known after apply.
+    pub after: Option<Value>,
+    /// The template apply evaluates against the outputs of what it has applied (none for a
+    /// delete).
+    pub config: Option<Value>,
+    /// Addresses this resource depends on in the stack.
+    pub depends_on: Vec<String>,
+    /// Addresses it depended on when last applied (deletes follow these in reverse).
+    pub prior_depends_on: Vec<String>,
+    /// Attributes whose change forces the replacement.
+    pub replace_because: Vec<String>,
+    /// Why, when the state itself asks for the change (an interrupted call).
+    pub reason: Option<String>,
+}
+
+/// A plan: everything `forge up PLAN` needs, without the stack file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// [`PLAN_FORMAT`].
+    pub format_version: u32,
+    /// Apply or destroy.
+    pub mode: Mode,
+    /// The stack's name.
+    pub stack: String,
+    /// The stack file the plan was made from.
+    pub stack_file: String,
+    /// Where the state lives.
+    pub state: StateSettings,
+    /// The state's lineage when planned (`None`: there was no state).
+    pub state_lineage: Option<Uuid>,
+    /// The state's serial when planned.
+    pub state_serial: u64,
+    /// Provider settings.
+    pub providers: BTreeMap<String, Value>,
+    /// Output templates, evaluated after apply.
+    pub outputs: BTreeMap<String, Value>,
+    /// The changes: creates and updates in dependency order, then deletes.
+    pub changes: Vec<Change>,
+    /// Resources that need nothing.
+    pub unchanged: usize,
+}
+
+impl Plan {
+    /// How many changes of `action`.
+    pub fn count(&self, action: Action) -> usize {
+        self.changes.iter().filter(|c| c.action == action).count()
+    }
+
+    /// True when applying would change nothing (outputs aside).
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+/// A resource as it will be after apply, for evaluating references to it.
+struct Planned {
+    config: Value,
+    outputs: Value,
+}
+
+/// Looks up `address.attr…` among planned resources: outputs first, then attributes.
+/// `Ok(None)` while unknown.
+fn lookup(planned: &HashMap<&str, Planned>, r: &Reference) -> Result<Option<Value>, String> {
+    for split in (2..=r.segments.len()).rev() {
+        let address = r.segments[..split].join(".");
+        let Some(p) = planned.get(address.as_str()) else { continue };
+        return attribute(&address, &p.outputs, &p.config, &r.segments[split..]);
+    }
+    Err(format!("`{}` is not in the plan", r.path()))
+}
+
+/// Reads an attribute path from a resource's outputs or config; `Ok(None)` when it passes
+/// through an unknown value.
+pub fn attribute(address: &str, outputs: &Value, config: &Value, path: &[String]) -> Result<Option<Value>, String> {
+    let root = outputs.get(&path[0]).or_else(|| config.get(&path[0]));
+    let mut cur = root;
+    for (depth, seg) in path.iter().enumerate().skip(1) {
+        cur = match cur {
+            Some(Value::Null) => return Ok(None),
+            Some(v) => template::get_path(v, std::slice::from_ref(seg)),
+            None => break,
+        };
+        if cur.is_none() {
+            return Err(format!("`{address}` has no attribute `{}`", path[..=depth].join(".")));
+        }
+    }
+    match cur {
+        None => Err(format!("`{address}` has no attribute `{}`", path[0])),
+        Some(Value::Null) => Ok(None),
+        Some(v) => Ok(Some(v.clone())),
+    }
+}
+
+/// Plans `mode` for `stack` against `state`.
+pub fn plan(stack: &Stack, graph: &ResourceGraph, state: &State, state_existed: bool, mode: Mode, registry: &Registry) -> Result<Plan, StackError> {
+    let mut changes = Vec::new();
+    let mut unchanged = 0;
+    let mut planned: HashMap<&str, Planned> = HashMap::with_capacity(stack.resources.len());
+    if mode == Mode::Apply {
+        for &i in graph.order() {
+            let r = &stack.resources[i];
+            let kind = registry.get(&r.kind).expect("kinds are checked when the stack loads");
+            let after = template::evaluate(&r.config, &mut |reference| lookup(&planned, reference))
+                .map_err(|e| stack.source.error(Some(r.span.clone()), format!("cannot evaluate `{}` in `{}`", e.reference, r.address), "in this block", Some(e.message)))?;
+            let prior = state.resources.get(&r.address);
+            let change = diff::classify(r, kind.as_ref(), prior, &after);
+            let outputs = match (&change, prior) {
+                (None, Some(p)) => p.outputs.clone(),
+                (Some(c), Some(p)) if c.action == Action::Update => kind.planned_outputs(&after, Some(&p.outputs)),
+                _ => kind.planned_outputs(&after, None),
+            };
+            planned.insert(&r.address, Planned { config: after, outputs });
+            match change {
+                Some(c) => changes.push(c),
+                None => unchanged += 1,
+            }
+        }
+    }
+    changes.extend(deletes(stack, state, mode));
+    Ok(Plan {
+        format_version: PLAN_FORMAT,
+        mode,
+        stack: stack.name.clone(),
+        stack_file: stack.source.name.clone(),
+        state: stack.state.clone(),
+        state_lineage: state_existed.then_some(state.lineage),
+        state_serial: state.serial,
+        providers: stack.providers.clone(),
+        outputs: if mode == Mode::Apply { stack.outputs.clone() } else { BTreeMap::new() },
+        changes,
+        unchanged,
+    })
+}
+
+/// Deletes for recorded resources the stack no longer declares (all of them when destroying),
+/// ordered so that dependents come first.
+fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
+    let declared: std::collections::HashSet<&str> = stack.resources.iter().map(|r| r.address.as_str()).collect();
+    let doomed: Vec<&ResourceRecord> = state.resources.values().filter(|r| mode == Mode::Destroy || !declared.contains(r.address.as_str())).collect();
+    let mut depth: HashMap<&str, usize> = HashMap::new();
+    fn depth_of<'s>(state: &'s State, address: &'s str, depth: &mut HashMap<&'s str, usize>, guard: usize) -> usize {
+        if let Some(&d) = depth.get(address) {
+            return d;
+        }
+        let deps = state.resources.get(address).map(|r| r.dependencies.as_slice()).unwrap_or_default();
+        let d = if guard == 0 { 0 } else { deps.iter().map(|a| depth_of(state, a, depth, guard - 1) + 1).max().unwrap_or(0) };
+        depth.insert(address, d);
+        d
+    }
+    let mut ordered: Vec<(usize, &ResourceRecord)> = doomed.into_iter().map(|r| (depth_of(state, &r.address, &mut depth, state.resources.len()), r)).collect();
+    ordered.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.address.cmp(&b.1.address)));
+    ordered
+        .into_iter()
+        .map(|(_, r)| Change {
+            address: r.address.clone(),
+            kind: r.kind.clone(),
+            action: Action::Delete,
+            before: Some(r.config.clone()),
+            after: None,
+            config: None,
+            depends_on: vec![],
+            prior_depends_on: r.dependencies.clone(),
+            replace_because: vec![],
+            reason: match r.status {
+                Status::PendingCreate => Some("an interrupted create: adopt whatever it made, then delete it".into()),
+                _ if mode == Mode::Apply => Some("no longer in the stack".into()),
+                _ => None,
+            },
+        })
+        .collect()
+}

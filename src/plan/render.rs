@@ -1,0 +1,87 @@
+//! The plan as text for people: one line per change with its symbol, then the attributes that
+//! change, then the summary line. Colour is added by `output`.
+
+use super::{Action, Change, Mode, Plan};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Renders a value the way it is written in a stack file; `null` is "(known after apply)".
+pub fn value(v: &Value) -> String {
+    match v {
+        Value::Null => "(known after apply)".into(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(items) => format!("[{}]", items.iter().map(value).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) if map.is_empty() => "{}".into(),
+        Value::Object(map) => format!("{{ {} }}", map.iter().map(|(k, v)| format!("{k} = {}", value(v))).collect::<Vec<_>>().join(", ")),
+        other => other.to_string(),
+    }
+}
+
+/// Lines for the attributes that differ, nested tables walked key by key.
+fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: Option<&Value>, forcing: &[String]) {
+    let mark = |out: &mut String, symbol: &str, text: String| {
+        let top = path.split('.').next().unwrap_or(path);
+        let note = if forcing.iter().any(|f| f == top) { "   # forces replacement" } else { "" };
+        let _ = writeln!(out, "      {symbol} {path} = {text}{note}");
+    };
+    match (before, after) {
+        (Some(Value::Object(b)), Some(Value::Object(a))) => {
+            for key in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                attribute_lines(out, &child, b.get(key), a.get(key), forcing);
+            }
+        }
+        (Some(b), Some(a)) if b == a && !a.is_null() => {}
+        (Some(b), Some(a)) => mark(out, "~", format!("{} -> {}", value(b), value(a))),
+        (None, Some(a)) => mark(out, "+", value(a)),
+        (Some(b), None) => mark(out, "-", value(b)),
+        (None, None) => {}
+    }
+}
+
+fn change_block(out: &mut String, c: &Change) {
+    let mut header = format!("  {} {} ({})", c.action.symbol(), c.address, c.kind);
+    if !c.replace_because.is_empty() {
+        let _ = write!(header, ", replaced because {} changed", c.replace_because.join(", "));
+    }
+    if let Some(reason) = &c.reason {
+        let _ = write!(header, " — {reason}");
+    }
+    let _ = writeln!(out, "{header}");
+    if c.action != Action::Delete {
+        let nothing = Value::Object(Default::default());
+        attribute_lines(out, "", Some(c.before.as_ref().unwrap_or(&nothing)), c.after.as_ref(), &c.replace_because);
+    }
+}
+
+/// The summary line.
+pub fn summary(plan: &Plan) -> String {
+    if plan.is_empty() {
+        return match plan.mode {
+            Mode::Apply => format!("No changes. The stack matches its state ({} resources).", plan.unchanged),
+            Mode::Destroy => "No changes. The state holds no resources to destroy.".into(),
+        };
+    }
+    format!(
+        "Plan: {} to add, {} to change, {} to replace, {} to destroy.",
+        plan.count(Action::Create),
+        plan.count(Action::Update),
+        plan.count(Action::Replace),
+        plan.count(Action::Delete)
+    )
+}
+
+/// The whole plan as text.
+pub fn render(plan: &Plan) -> String {
+    let mut out = String::new();
+    if !plan.is_empty() {
+        out.push_str("forge will perform these actions:\n\n");
+        for c in &plan.changes {
+            change_block(&mut out, c);
+        }
+        out.push('\n');
+    }
+    out.push_str(&summary(plan));
+    out.push('\n');
+    out
+}
