@@ -1,0 +1,335 @@
+//! Engine tests: the real stack → graph → plan → apply → state pipeline with an in-memory kind
+//! that records every call, so ordering, the concurrency cap, failure pruning, cancel,
+//! reversed deletes, pending intents and retries can be asserted exactly.
+
+use forge::apply::{self, Observer, Options, Phase, Report, RetryPolicy};
+use forge::plan::{self, Action, Mode, Plan};
+use forge::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError, Registry};
+use forge::state::{LocalStore, State, Status};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// What the recording kind saw.
+#[derive(Default)]
+struct Log {
+    calls: Mutex<Vec<String>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    attempts: AtomicUsize,
+    hung: std::sync::atomic::AtomicBool,
+}
+
+/// `rec`: sleeps `delay_ms`, fails when `fail = true`, fails retryably `flaky` times, hangs
+/// forever on the first create with `hang = true` (a crash mid-call); id = the create token.
+#[derive(Clone)]
+struct Recorder(Arc<Log>);
+
+const SCHEMA: &[Field] = &[
+    Field { name: "delay_ms", ty: FieldType::Integer, required: false },
+    Field { name: "fail", ty: FieldType::Bool, required: false },
+    Field { name: "flaky", ty: FieldType::Integer, required: false },
+    Field { name: "hang", ty: FieldType::Bool, required: false },
+    Field { name: "label", ty: FieldType::String, required: false },
+];
+
+impl Recorder {
+    async fn call(&self, what: &str, ctx: &Ctx, config: &Value) -> Result<(), ProviderError> {
+        let log = &self.0;
+        let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        log.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        log.calls.lock().unwrap().push(format!("{what} {}", ctx.address));
+        let ms = config.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        if config.get("hang") == Some(&json!(true)) && what == "create" && !log.hung.swap(true, Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        log.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let flaky = config.get("flaky").and_then(Value::as_u64).unwrap_or(0) as usize;
+        if flaky > 0 && log.attempts.fetch_add(1, Ordering::SeqCst) < flaky {
+            return Err(ProviderError { message: "Throttling: Rate exceeded".into(), retryable: true });
+        }
+        if config.get("fail") == Some(&json!(true)) && what == "create" {
+            return Err(ProviderError { message: "InvalidParameterValue: the cloud said no".into(), retryable: false });
+        }
+        Ok(())
+    }
+}
+
+impl Kind for Recorder {
+    fn name(&self) -> &'static str {
+        "rec"
+    }
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id"]
+    }
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["label"]
+    }
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        prior.cloned().unwrap_or(json!({ "id": null }))
+    }
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            self.call("create", ctx, config).await?;
+            Ok(Created { id: token.to_owned(), outputs: json!({ "id": token }) })
+        })
+    }
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            self.call("update", ctx, new).await?;
+            Ok(json!({ "id": id }))
+        })
+    }
+    fn delete<'a>(&'a self, ctx: &'a Ctx, _id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move { self.call("delete", ctx, config).await })
+    }
+}
+
+struct Quiet;
+impl Observer for Quiet {
+    fn started(&self, _: &str, _: Phase) {}
+    fn status(&self, _: &str, _: &str) {}
+    fn finished(&self, _: &str, _: Phase, _: Duration, _: Option<&str>) {}
+    fn interrupted(&self, _: usize, _: bool) {}
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    log: Arc<Log>,
+    registry: Registry,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let log = Arc::new(Log::default());
+        let registry = Registry::builtin().with(Recorder(log.clone()));
+        Fixture { dir: tempfile::tempdir().unwrap(), log, registry }
+    }
+
+    fn store(&self) -> LocalStore {
+        LocalStore::new(self.dir.path().join("t.json"))
+    }
+
+    fn plan(&self, body: &str, mode: Mode) -> (Plan, State) {
+        let stack = forge::stack::load_str("t.toml", &format!("[stack]\nname = \"t\"\n{body}"), &[], &self.registry).unwrap();
+        let graph = forge::graph::build(&stack).unwrap();
+        let loaded = self.store().load("t").unwrap();
+        let plan = plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &self.registry).unwrap();
+        (plan, loaded.state)
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::mem::take(&mut *self.log.calls.lock().unwrap())
+    }
+
+    /// Applies `body` and reloads the state from disk, as the next run would see it.
+    async fn apply(&self, body: &str, mode: Mode, parallelism: usize, interrupts: watch::Receiver<u32>) -> (Report, State) {
+        let (plan, mut state) = self.plan(body, mode);
+        let store = self.store();
+        let mut journal = store.journal().unwrap();
+        let options = Options { parallelism, retry: RetryPolicy { attempts: 4, base: Duration::from_millis(1), max: Duration::from_millis(5) } };
+        let report = apply::run(&plan, &mut state, &mut journal, &self.registry, &options, Arc::new(Quiet), interrupts).await;
+        journal.close().unwrap();
+        let reloaded = store.load("t").unwrap().state;
+        assert_eq!(reloaded, state, "the journal holds exactly the in-memory state");
+        (report, reloaded)
+    }
+
+    async fn up(&self, body: &str, parallelism: usize) -> (Report, State) {
+        let (_tx, rx) = watch::channel(0);
+        self.apply(body, Mode::Apply, parallelism, rx).await
+    }
+}
+
+fn position(calls: &[String], call: &str) -> usize {
+    calls.iter().position(|c| c == call).unwrap_or_else(|| panic!("{call} not in {calls:?}"))
+}
+
+const CHAIN: &str = r#"
+[rec.c]
+label = "${rec.b.id}"
+[rec.b]
+delay_ms = 20
+depends_on = ["rec.a"]
+[rec.a]
+delay_ms = 20
+"#;
+
+#[tokio::test]
+async fn creates_follow_dependencies_and_destroy_reverses_them() {
+    let f = Fixture::new();
+    let (report, state) = f.up(CHAIN, 64).await;
+    assert!(report.complete());
+    assert_eq!(f.calls(), ["create rec.a", "create rec.b", "create rec.c"]);
+    let b_id = state.resources["rec.b"].id.clone().unwrap();
+    assert_eq!(state.resources["rec.c"].config["label"], json!(b_id), "references resolve to the applied outputs");
+    assert_eq!(state.resources["rec.c"].dependencies, ["rec.b"]);
+
+    let (_tx, rx) = watch::channel(0);
+    let (report, state) = f.apply(CHAIN, Mode::Destroy, 64, rx).await;
+    assert_eq!(report.count(Action::Delete), 3);
+    assert_eq!(f.calls(), ["delete rec.c", "delete rec.b", "delete rec.a"]);
+    assert!(state.resources.is_empty());
+}
+
+#[tokio::test]
+async fn resources_removed_from_the_file_are_deleted_dependents_first() {
+    let f = Fixture::new();
+    f.up(CHAIN, 64).await;
+    f.calls();
+    let (report, state) = f.up("[rec.a]\ndelay_ms = 20\n", 64).await;
+    assert_eq!(report.count(Action::Delete), 2);
+    assert_eq!(f.calls(), ["delete rec.c", "delete rec.b"]);
+    assert_eq!(state.resources.keys().collect::<Vec<_>>(), ["rec.a"]);
+}
+
+#[tokio::test]
+async fn the_concurrency_cap_holds() {
+    let f = Fixture::new();
+    let body: String = (0..24).map(|i| format!("[rec.r{i}]\ndelay_ms = 30\n")).collect();
+    let (report, _) = f.up(&body, 4).await;
+    assert_eq!(report.count(Action::Create), 24);
+    assert_eq!(f.log.max_in_flight.load(Ordering::SeqCst), 4);
+    let g = Fixture::new();
+    g.up(&body, 64).await;
+    assert_eq!(g.log.max_in_flight.load(Ordering::SeqCst), 24, "independent resources all run at once under a wide cap");
+}
+
+#[tokio::test]
+async fn a_failure_skips_its_dependents_and_independent_branches_finish() {
+    let f = Fixture::new();
+    let body = r#"
+[rec.bad]
+fail = true
+[rec.after_bad]
+label = "${rec.bad.id}"
+[rec.after_after]
+depends_on = ["rec.after_bad"]
+[rec.fine]
+delay_ms = 30
+"#;
+    let (report, state) = f.up(body, 64).await;
+    assert_eq!(report.failures.len(), 1, "only the root cause is a failure");
+    assert_eq!(report.failures[0].address, "rec.bad");
+    assert!(report.failures[0].message.contains("the cloud said no"));
+    let mut skipped = report.skipped.clone();
+    skipped.sort();
+    assert_eq!(skipped, [("rec.after_after".to_owned(), "rec.bad".to_owned()), ("rec.after_bad".to_owned(), "rec.bad".to_owned())]);
+    assert_eq!(state.resources["rec.fine"].status, Status::Created);
+    assert_eq!(state.resources["rec.bad"].status, Status::PendingCreate, "a failed create stays pending with its token");
+    assert!(!state.resources.contains_key("rec.after_bad"));
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_scheduling_and_waits_for_calls_in_flight() {
+    let f = Fixture::new();
+    let body: String = (0..10).map(|i| format!("[rec.r{i}]\ndelay_ms = 150\n")).collect();
+    let (tx, rx) = watch::channel(0);
+    let run = f.apply(&body, Mode::Apply, 2, rx);
+    let press = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tx.send(1).unwrap();
+    };
+    let ((report, state), ()) = tokio::join!(run, press);
+    assert!(report.interrupted);
+    assert_eq!(report.count(Action::Create), 2, "the two calls in flight finished");
+    assert_eq!(report.not_started, 8);
+    assert_eq!(state.resources.values().filter(|r| r.status == Status::Created).count(), 2);
+}
+
+#[tokio::test]
+async fn a_second_ctrl_c_stops_waiting_and_leaves_pending_intents() {
+    let f = Fixture::new();
+    let body = "[rec.slow]\nhang = true\n[rec.next]\ndepends_on = [\"rec.slow\"]\n";
+    let (tx, rx) = watch::channel(0);
+    let run = f.apply(body, Mode::Apply, 4, rx);
+    let press = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tx.send(1).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tx.send(2).unwrap();
+    };
+    let ((report, state), ()) = tokio::join!(run, press);
+    assert!(report.interrupted);
+    let slow = &state.resources["rec.slow"];
+    assert_eq!(slow.status, Status::PendingCreate);
+    assert!(slow.token.is_some());
+}
+
+#[tokio::test]
+async fn an_interrupted_create_is_resumed_with_the_same_token() {
+    let f = Fixture::new();
+    // A "crash": the create hangs after its intent is durable, and the whole run is dropped.
+    let crash = tokio::time::timeout(Duration::from_millis(200), f.up("[rec.a]\nhang = true\n", 4)).await;
+    assert!(crash.is_err(), "the run never finished");
+    let state = f.store().load("t").unwrap().state;
+    let token = state.resources["rec.a"].token.clone().expect("the intent was durable before the call");
+    assert_eq!(state.resources["rec.a"].status, Status::PendingCreate);
+
+    let (plan, _) = f.plan("[rec.a]\n", Mode::Apply);
+    assert_eq!(plan.changes[0].action, Action::Create);
+    assert!(plan.changes[0].reason.as_deref().unwrap().contains("interrupted create"));
+    let (report, state) = f.up("[rec.a]\n", 4).await;
+    assert!(report.complete());
+    assert_eq!(state.resources["rec.a"].id.as_deref(), Some(token.as_str()), "the resumed create adopted the first one's object");
+}
+
+#[tokio::test]
+async fn an_interrupted_create_no_longer_declared_is_adopted_then_deleted() {
+    let f = Fixture::new();
+    let _ = tokio::time::timeout(Duration::from_millis(200), f.up("[rec.a]\nhang = true\n", 4)).await;
+    f.calls();
+    let (report, state) = f.up("", 4).await;
+    assert!(report.complete());
+    assert_eq!(f.calls(), ["create rec.a", "delete rec.a"]);
+    assert!(state.resources.is_empty());
+}
+
+#[tokio::test]
+async fn retryable_errors_are_retried_and_permanent_ones_are_not() {
+    let f = Fixture::new();
+    let (report, state) = f.up("[rec.a]\nflaky = 2\n", 4).await;
+    assert!(report.complete());
+    assert_eq!(f.log.attempts.load(Ordering::SeqCst), 3);
+    assert_eq!(state.resources["rec.a"].status, Status::Created);
+    let g = Fixture::new();
+    g.up("[rec.a]\nfail = true\n", 4).await;
+    assert_eq!(g.calls().len(), 1);
+}
+
+#[tokio::test]
+async fn replacing_a_dependency_replaces_in_the_right_order() {
+    let f = Fixture::new();
+    let v1 = "[rec.x]\nlabel = \"1\"\n[rec.y]\nlabel = \"${rec.x.id}\"\n";
+    f.up(v1, 64).await;
+    f.calls();
+    let v2 = v1.replace("label = \"1\"", "label = \"2\"");
+    let (plan, _) = f.plan(&v2, Mode::Apply);
+    let actions: Vec<_> = plan.changes.iter().map(|c| (c.address.as_str(), c.action)).collect();
+    assert_eq!(actions, [("rec.x", Action::Replace), ("rec.y", Action::Replace)], "y's label is unknown until x is re-created, and label forces replacement");
+    let (report, state) = f.up(&v2, 64).await;
+    assert!(report.complete());
+    let calls = f.calls();
+    assert!(position(&calls, "delete rec.y") < position(&calls, "delete rec.x"));
+    assert!(position(&calls, "create rec.x") < position(&calls, "create rec.y"));
+    assert_eq!(state.resources["rec.y"].config["label"], json!(state.resources["rec.x"].id.clone().unwrap()));
+}
+
+#[tokio::test]
+async fn updates_in_place_keep_the_id() {
+    let f = Fixture::new();
+    let (_, before) = f.up("[rec.a]\ndelay_ms = 1\n", 4).await;
+    f.calls();
+    let (plan, _) = f.plan("[rec.a]\ndelay_ms = 2\n", Mode::Apply);
+    assert_eq!(plan.changes[0].action, Action::Update);
+    let (_, after) = f.up("[rec.a]\ndelay_ms = 2\n", 4).await;
+    assert_eq!(f.calls(), ["update rec.a"]);
+    assert_eq!(before.resources["rec.a"].id, after.resources["rec.a"].id);
+    assert_eq!(after.resources["rec.a"].config["delay_ms"], json!(2));
+}
