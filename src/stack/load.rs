@@ -75,6 +75,15 @@ impl Loader<'_> {
     fn load(&self, text: &str, overrides: &[(String, String)]) -> Result<Stack, StackError> {
         let root = DeTable::parse(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
+            if e.message().contains("duplicate key") {
+                let key = text.get(span.clone()).unwrap_or_default();
+                return self.file.error(
+                    Some(span),
+                    format!("duplicate `{key}`: this block or key is declared twice"),
+                    "declared again here",
+                    Some("each address (`[<type>.<name>]`) and key may appear once; rename or merge one of them".into()),
+                );
+            }
             self.file.error(
                 Some(span),
                 format!("the stack file is not valid TOML: {}", e.message().trim_end()),
@@ -367,13 +376,13 @@ impl Loader<'_> {
             let name = &r.segments[1];
             let Some(value) = vars.get(name) else {
                 let declared: Vec<&str> = vars.keys().map(String::as_str).collect();
-                return Err(format!("there is no variable `{name}`; {}", suggestion(name, &declared)));
+                return Err(format!("there is no variable `{name}`: {}", suggestion(name, &declared)));
             };
             template::get_path(value, &r.segments[2..]).map(|v| Some(template::quote(v))).ok_or_else(|| format!("variable `{name}` has no `{}`", r.segments[2..].join(".")))
         };
         template::substitute(config, &mut lookup).map_err(|e| {
             let span = span_of_reference(config, spans, &e.reference);
-            self.err(span, format!("unknown variable in `{}`", e.reference), "here", format!("{}; declare variables under `[vars]`", e.message))
+            self.err(span, format!("unknown variable in `{}`", e.reference), "here", format!("{} (variables are declared under `[vars]`)", e.message))
         })
     }
 
