@@ -33,6 +33,9 @@ pub struct CommandError {
 impl CommandError {
     /// An error with a hint.
     pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        CommandError { message: message.into(), hint: Some(hint.into()) }
+        CommandError {
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
     }
 }

@@ -11,6 +11,9 @@
 //! Modules in pipeline order: [`stack`] ① reads the file, [`graph`] ② orders it, [`plan`] ③
 //! diffs it against [`state`] ⑤, [`apply`] ④ runs the plan through the [`provider`] kinds.
 
+// Stack errors carry the source text and a span; they are built once, on the cold path.
+#![allow(clippy::result_large_err)]
+
 pub mod stack;
 pub mod graph;
 pub mod plan;

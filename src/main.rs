@@ -9,7 +9,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = !cli.global.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal();
     let _ = miette::set_hook(Box::new(move |_| {
-        let mut theme = if color { miette::GraphicalTheme::unicode() } else { miette::GraphicalTheme::unicode_nocolor() };
+        let mut theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
         theme.characters.error = "error:".into();
         Box::new(miette::GraphicalReportHandler::new_themed(theme).with_width(100))
     }));

@@ -30,7 +30,12 @@ impl Printer {
     pub fn new(quiet: bool, verbose: bool, no_color: bool) -> Self {
         let tty = std::io::stderr().is_terminal();
         let color = tty && !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        Printer { quiet, verbose, color, tty }
+        Printer {
+            quiet,
+            verbose,
+            color,
+            tty,
+        }
     }
 
     /// Whether colour is used.
@@ -39,7 +44,11 @@ impl Printer {
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.color { format!("{code}{text}{RESET}") } else { text.to_owned() }
+        if self.color {
+            format!("{code}{text}{RESET}")
+        } else {
+            text.to_owned()
+        }
     }
 
     /// A line for people.
@@ -103,11 +112,24 @@ impl Printer {
 
     /// The apply progress display for `total` operations.
     pub fn progress(&self, total: usize) -> Progress {
-        let multi = MultiProgress::with_draw_target(if self.tty && !self.quiet { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+        let multi = MultiProgress::with_draw_target(if self.tty && !self.quiet {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
         let overall = multi.add(ProgressBar::new(total as u64));
-        overall.set_style(ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} done · {elapsed}").expect("valid template").progress_chars("=> "));
+        overall.set_style(
+            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} done · {elapsed}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
         overall.enable_steady_tick(Duration::from_millis(120));
-        Progress { printer: *self, multi, overall, bars: Mutex::new(HashMap::new()) }
+        Progress {
+            printer: *self,
+            multi,
+            overall,
+            bars: Mutex::new(HashMap::new()),
+        }
     }
 }
 

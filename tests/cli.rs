@@ -33,7 +33,11 @@ impl Dir {
     /// Runs forge; returns (exit code, stdout, stderr).
     fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.forge(args).output().unwrap();
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     fn ok(&self, args: &[&str]) -> String {
@@ -54,7 +58,10 @@ impl Dir {
     }
 
     fn state(&self, stack: &str) -> State {
-        LocalStore::new(self.path().join(format!("state/{stack}.json"))).load(stack).unwrap().state
+        LocalStore::new(self.path().join(format!("state/{stack}.json")))
+            .load(stack)
+            .unwrap()
+            .state
     }
 }
 
@@ -109,28 +116,47 @@ fn lifecycle_up_noop_update_replace_remove_destroy() {
     d.write("s.toml", &STACK.replace("delay_ms = 10", "delay_ms = 20"));
     let (code, _, stderr) = d.run(&["plan", "s.toml", "--detailed-exitcode"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("~ null.a (null)") && stderr.contains("~ delay_ms = 10 -> 20"), "{stderr}");
+    assert!(
+        stderr.contains("~ null.a (null)") && stderr.contains("~ delay_ms = 10 -> 20"),
+        "{stderr}"
+    );
     d.ok(&["up", "s.toml", "--yes"]);
-    assert_eq!(d.state("demo").resources["null.a"].id.as_deref(), Some(a_id.as_str()), "an update keeps the id");
+    assert_eq!(
+        d.state("demo").resources["null.a"].id.as_deref(),
+        Some(a_id.as_str()),
+        "an update keeps the id"
+    );
 
     let out = d.ok(&["up", "s.toml", "--yes", "--var", "nodes=3"]);
     assert!(out.contains("-/+ null.a (null), replaced because triggers changed"), "{out}");
     assert!(out.contains("~ triggers.nodes = 2 -> 3   # forces replacement"), "{out}");
-    assert!(out.contains("-/+ null.c (null), replaced because triggers changed"), "c depends on a's new id: {out}");
+    assert!(
+        out.contains("-/+ null.c (null), replaced because triggers changed"),
+        "c depends on a's new id: {out}"
+    );
     let state = d.state("demo");
     assert_ne!(state.resources["null.a"].id.as_deref(), Some(a_id.as_str()));
-    assert_eq!(state.resources["null.c"].config["triggers"]["from_a"], state.resources["null.a"].id.clone().unwrap().as_str());
+    assert_eq!(
+        state.resources["null.c"].config["triggers"]["from_a"],
+        state.resources["null.a"].id.clone().unwrap().as_str()
+    );
 
     d.write("s.toml", "[stack]\nname = \"demo\"\n[null.b]\ntriggers = { v = \"1\" }\n");
     let out = d.ok(&["up", "s.toml", "--yes"]);
     assert!(out.contains("- null.c (null) — no longer in the stack"), "{out}");
-    assert!(out.find("- null.c: deleted").unwrap() < out.find("- null.a: deleted").unwrap(), "dependents go first: {out}");
+    assert!(
+        out.find("- null.c: deleted").unwrap() < out.find("- null.a: deleted").unwrap(),
+        "dependents go first: {out}"
+    );
     assert_eq!(d.state("demo").resources.keys().collect::<Vec<_>>(), ["null.b"]);
 
     let out = d.ok(&["destroy", "s.toml", "--yes"]);
     assert!(out.contains("Destroy complete: 0 added, 0 changed, 1 destroyed"), "{out}");
     assert!(d.state("demo").resources.is_empty());
-    assert!(d.ok(&["destroy", "s.toml", "--yes"]).contains("No changes. The state holds no resources to destroy."));
+    assert!(
+        d.ok(&["destroy", "s.toml", "--yes"])
+            .contains("No changes. The state holds no resources to destroy.")
+    );
 }
 
 #[test]
@@ -141,7 +167,10 @@ fn saved_plans_apply_exactly_and_stale_ones_are_refused() {
     d.ok(&["plan", "s.toml", "--out", "second.plan"]);
     d.write("s.toml", &STACK.replace("[null.c]", "[null.d]\n[null.c]"));
     let out = d.ok(&["up", "first.plan"]);
-    assert!(out.contains("Apply complete: 3 added"), "the saved plan, not the edited file: {out}");
+    assert!(
+        out.contains("Apply complete: 3 added"),
+        "the saved plan, not the edited file: {out}"
+    );
     assert!(!d.state("demo").resources.contains_key("null.d"));
     let (code, _, stderr) = d.run(&["up", "second.plan"]);
     assert_eq!(code, 1);
@@ -161,7 +190,10 @@ fn up_without_a_terminal_needs_yes() {
     d.write("s.toml", STACK);
     let (code, _, stderr) = d.run(&["up", "s.toml"]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("refusing to apply without confirmation") && stderr.contains("--yes"), "{stderr}");
+    assert!(
+        stderr.contains("refusing to apply without confirmation") && stderr.contains("--yes"),
+        "{stderr}"
+    );
     assert!(!d.path().join("state/demo.json").exists(), "nothing was written");
 }
 
@@ -184,7 +216,10 @@ fn a_second_run_fails_at_once_naming_the_holder_or_waits_with_lock_timeout() {
     let (code, _, stderr) = d.run(&["up", "s.toml", "--yes"]);
     assert_eq!(code, 1);
     assert!(started.elapsed() < Duration::from_secs(2), "it failed at once");
-    assert!(stderr.contains("the state is locked: `up` by") && stderr.contains(&format!("(pid {})", first.id())), "{stderr}");
+    assert!(
+        stderr.contains("the state is locked: `up` by") && stderr.contains(&format!("(pid {})", first.id())),
+        "{stderr}"
+    );
     assert!(stderr.contains("lock id"), "{stderr}");
     let (code, _, stderr) = d.run(&["plan", "s.toml"]);
     assert_eq!(code, 1, "a plan does not read a state that is being written: {stderr}");
@@ -212,7 +247,10 @@ fn a_lock_left_by_a_dead_process_is_taken_over_and_can_be_unlocked() {
 
     std::fs::write(&lock, info.to_string()).unwrap();
     let out = d.ok(&["up", "s.toml", "--yes"]);
-    assert!(out.contains(&format!("warning: took over a stale lock: `up` by ci@box (pid {pid})")), "{out}");
+    assert!(
+        out.contains(&format!("warning: took over a stale lock: `up` by ci@box (pid {pid})")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -221,7 +259,10 @@ fn state_list_show_and_rm() {
     d.write("s.toml", STACK);
     d.ok(&["up", "s.toml", "--yes"]);
     let (_, list, _) = d.run(&["state", "list", "s.toml"]);
-    assert_eq!(list.lines().map(|l| l.split('\t').next().unwrap()).collect::<Vec<_>>(), ["null.a", "null.b", "null.c"]);
+    assert_eq!(
+        list.lines().map(|l| l.split('\t').next().unwrap()).collect::<Vec<_>>(),
+        ["null.a", "null.b", "null.c"]
+    );
     let (_, show, _) = d.run(&["state", "show", "s.toml", "null.b"]);
     let record: serde_json::Value = serde_json::from_str(&show).unwrap();
     assert_eq!(record["status"], "created");
@@ -249,7 +290,13 @@ fn plan_rendering() {
     let d = Dir::new();
     d.write("s.toml", STACK);
     d.ok(&["up", "s.toml", "--yes"]);
-    d.write("s.toml", &STACK.replace("delay_ms = 10", "delay_ms = 20").replace("v = \"1\"", "v = \"1\", w = true").replace("[null.c]", "[null.e]\n[null.c]"));
+    d.write(
+        "s.toml",
+        &STACK
+            .replace("delay_ms = 10", "delay_ms = 20")
+            .replace("v = \"1\"", "v = \"1\", w = true")
+            .replace("[null.c]", "[null.e]\n[null.c]"),
+    );
     let (_, _, stderr) = d.run(&["plan", "s.toml"]);
     let plan = stderr.lines().skip(1).collect::<Vec<_>>().join("\n");
     insta::assert_snapshot!("plan_text", plan);
@@ -261,7 +308,10 @@ fn plan_rendering() {
 #[test]
 fn sigkill_at_random_points_then_rerun_converges() {
     let d = Dir::new();
-    d.write("s.toml", "[stack]\nname = \"crash\"\n[null_layers.g]\nlayers = 6\nwidth = 25\ndelay_ms = 60\n");
+    d.write(
+        "s.toml",
+        "[stack]\nname = \"crash\"\n[null_layers.g]\nlayers = 6\nwidth = 25\ndelay_ms = 60\n",
+    );
     let mut seed: u64 = 0x5eed_f0e9;
     let mut next = move |bound: u64| {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -274,10 +324,18 @@ fn sigkill_at_random_points_then_rerun_converges() {
         let _ = child.kill();
         child.wait().unwrap();
         let crashed = d.state("crash");
-        let before_rerun: Vec<(String, String)> =
-            crashed.resources.values().filter(|r| r.status == Status::Created).map(|r| (r.address.clone(), r.id.clone().unwrap())).collect();
-        let pending_tokens: Vec<(String, String)> =
-            crashed.resources.values().filter(|r| r.status == Status::PendingCreate).map(|r| (r.address.clone(), r.token.clone().unwrap())).collect();
+        let before_rerun: Vec<(String, String)> = crashed
+            .resources
+            .values()
+            .filter(|r| r.status == Status::Created)
+            .map(|r| (r.address.clone(), r.id.clone().unwrap()))
+            .collect();
+        let pending_tokens: Vec<(String, String)> = crashed
+            .resources
+            .values()
+            .filter(|r| r.status == Status::PendingCreate)
+            .map(|r| (r.address.clone(), r.token.clone().unwrap()))
+            .collect();
 
         d.ok(&[command, "s.toml", "--yes"]);
         let state = d.state("crash");
@@ -286,14 +344,25 @@ fn sigkill_at_random_points_then_rerun_converges() {
             continue;
         }
         assert_eq!(state.resources.len(), 150, "round {round}");
-        assert!(state.resources.values().all(|r| r.status == Status::Created), "round {round}: nothing left pending");
+        assert!(
+            state.resources.values().all(|r| r.status == Status::Created),
+            "round {round}: nothing left pending"
+        );
         let ids: std::collections::HashSet<_> = state.resources.values().map(|r| r.id.clone().unwrap()).collect();
         assert_eq!(ids.len(), 150, "round {round}: no duplicate ids");
         for (address, id) in before_rerun {
-            assert_eq!(state.resources[&address].id.as_deref(), Some(id.as_str()), "round {round}: `{address}` was not created twice");
+            assert_eq!(
+                state.resources[&address].id.as_deref(),
+                Some(id.as_str()),
+                "round {round}: `{address}` was not created twice"
+            );
         }
         for (address, token) in pending_tokens {
-            assert_eq!(state.resources[&address].id.as_deref(), Some(token.as_str()), "round {round}: `{address}` resumed with its token");
+            assert_eq!(
+                state.resources[&address].id.as_deref(),
+                Some(token.as_str()),
+                "round {round}: `{address}` resumed with its token"
+            );
         }
         let (code, _, stderr) = d.run(&["plan", "s.toml", "--detailed-exitcode"]);
         assert_eq!(code, 0, "round {round}: converged to no changes: {stderr}");
@@ -316,12 +385,38 @@ fn bad_input_errors() {
         ("missing_required", format!("{header}[null_layers.g]\nlayers = 2\n"), &[]),
         ("invalid_block_name", format!("{header}[null.\"Has Space\"]\n"), &[]),
         ("duplicate_address", format!("{header}[null.a]\n[null.b]\n[null.a]\n"), &[]),
-        ("unknown_reference_block", format!("{header}[null.a]\n[null.b]\ntriggers = {{ x = \"${{null.aa.id}}\" }}\n"), &[]),
-        ("unknown_reference_attribute", format!("{header}[null.a]\n[null.b]\ntriggers = {{ x = \"${{null.a.idd}}\" }}\n"), &[]),
-        ("unknown_variable", format!("{header}[vars]\nnodes = 2\n[null.a]\ntriggers = {{ n = \"${{var.node}}\" }}\n"), &[]),
-        ("bad_reference_syntax", format!("{header}[null.a]\ntriggers = {{ n = \"${{null.b\" }}\n"), &[]),
-        ("depends_on_missing", format!("{header}[null.a]\ndepends_on = [\"null.c\"]\n[null.b]\n"), &[]),
-        ("cycle", format!("{header}[null.a]\ndepends_on = [\"null.c\"]\n[null.b]\ndepends_on = [\"null.a\"]\n[null.c]\ntriggers = {{ x = \"${{null.b.id}}\" }}\n"), &[]),
+        (
+            "unknown_reference_block",
+            format!("{header}[null.a]\n[null.b]\ntriggers = {{ x = \"${{null.aa.id}}\" }}\n"),
+            &[],
+        ),
+        (
+            "unknown_reference_attribute",
+            format!("{header}[null.a]\n[null.b]\ntriggers = {{ x = \"${{null.a.idd}}\" }}\n"),
+            &[],
+        ),
+        (
+            "unknown_variable",
+            format!("{header}[vars]\nnodes = 2\n[null.a]\ntriggers = {{ n = \"${{var.node}}\" }}\n"),
+            &[],
+        ),
+        (
+            "bad_reference_syntax",
+            format!("{header}[null.a]\ntriggers = {{ n = \"${{null.b\" }}\n"),
+            &[],
+        ),
+        (
+            "depends_on_missing",
+            format!("{header}[null.a]\ndepends_on = [\"null.c\"]\n[null.b]\n"),
+            &[],
+        ),
+        (
+            "cycle",
+            format!(
+                "{header}[null.a]\ndepends_on = [\"null.c\"]\n[null.b]\ndepends_on = [\"null.a\"]\n[null.c]\ntriggers = {{ x = \"${{null.b.id}}\" }}\n"
+            ),
+            &[],
+        ),
         ("var_undeclared", format!("{header}[vars]\nnodes = 2\n"), &["--var", "node=3"]),
         ("var_wrong_type", format!("{header}[vars]\nnodes = 2\n"), &["--var", "nodes=many"]),
         ("unsupported_backend", format!("{header}[state]\nbackend = \"s3\"\n"), &[]),
@@ -347,7 +442,10 @@ fn bad_state_files_are_refused_and_left_untouched() {
     let d = Dir::new();
     d.write("s.toml", "[stack]\nname = \"st\"\n[null.a]\n");
     std::fs::create_dir_all(d.path().join("state")).unwrap();
-    let cases = [("newer", r#"{"version": 7, "lineage": "x"}"#.to_owned()), ("corrupt", "{\"version\": 1, \"resou".to_owned())];
+    let cases = [
+        ("newer", r#"{"version": 7, "lineage": "x"}"#.to_owned()),
+        ("corrupt", "{\"version\": 1, \"resou".to_owned()),
+    ];
     for (name, text) in cases {
         let path = d.write("state/st.json", &text);
         let (code, _, stderr) = d.run(&["up", "s.toml", "--yes"]);
@@ -355,7 +453,10 @@ fn bad_state_files_are_refused_and_left_untouched() {
         insta::assert_snapshot!(format!("state_{name}"), stderr.replace(&d.path().display().to_string(), "<tmp>"));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "nothing overwritten");
     }
-    d.write("other.toml", "[stack]\nname = \"other\"\n[state]\npath = \"state/st2.json\"\n[null.a]\n");
+    d.write(
+        "other.toml",
+        "[stack]\nname = \"other\"\n[state]\npath = \"state/st2.json\"\n[null.a]\n",
+    );
     d.ok(&["up", "other.toml", "--yes"]);
     d.write("s2.toml", "[stack]\nname = \"st\"\n[state]\npath = \"state/st2.json\"\n");
     let (code, _, stderr) = d.run(&["plan", "s2.toml"]);
@@ -367,10 +468,23 @@ fn bad_state_files_are_refused_and_left_untouched() {
 fn help_and_completions() {
     let d = Dir::new();
     let help = d.ok(&["--help"]);
-    for command in ["plan", "up", "destroy", "graph", "output", "validate", "state", "completions", "Exit codes"] {
+    for command in [
+        "plan",
+        "up",
+        "destroy",
+        "graph",
+        "output",
+        "validate",
+        "state",
+        "completions",
+        "Exit codes",
+    ] {
         assert!(help.contains(command), "{command} in --help");
     }
     assert!(d.ok(&["completions", "bash"]).contains("forge"));
     d.write("s.toml", STACK);
-    assert!(d.ok(&["validate", "s.toml"]).contains("The stack `demo` is valid: 3 resources of 1 kind(s), 2 dependencies, no cycles."));
+    assert!(
+        d.ok(&["validate", "s.toml"])
+            .contains("The stack `demo` is valid: 3 resources of 1 kind(s), 2 dependencies, no cycles.")
+    );
 }

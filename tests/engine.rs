@@ -28,11 +28,31 @@ struct Log {
 struct Recorder(Arc<Log>);
 
 const SCHEMA: &[Field] = &[
-    Field { name: "delay_ms", ty: FieldType::Integer, required: false },
-    Field { name: "fail", ty: FieldType::Bool, required: false },
-    Field { name: "flaky", ty: FieldType::Integer, required: false },
-    Field { name: "hang", ty: FieldType::Bool, required: false },
-    Field { name: "label", ty: FieldType::String, required: false },
+    Field {
+        name: "delay_ms",
+        ty: FieldType::Integer,
+        required: false,
+    },
+    Field {
+        name: "fail",
+        ty: FieldType::Bool,
+        required: false,
+    },
+    Field {
+        name: "flaky",
+        ty: FieldType::Integer,
+        required: false,
+    },
+    Field {
+        name: "hang",
+        ty: FieldType::Bool,
+        required: false,
+    },
+    Field {
+        name: "label",
+        ty: FieldType::String,
+        required: false,
+    },
 ];
 
 impl Recorder {
@@ -49,10 +69,16 @@ impl Recorder {
         log.in_flight.fetch_sub(1, Ordering::SeqCst);
         let flaky = config.get("flaky").and_then(Value::as_u64).unwrap_or(0) as usize;
         if flaky > 0 && log.attempts.fetch_add(1, Ordering::SeqCst) < flaky {
-            return Err(ProviderError { message: "Throttling: Rate exceeded".into(), retryable: true });
+            return Err(ProviderError {
+                message: "Throttling: Rate exceeded".into(),
+                retryable: true,
+            });
         }
         if config.get("fail") == Some(&json!(true)) && what == "create" {
-            return Err(ProviderError { message: "InvalidParameterValue: the cloud said no".into(), retryable: false });
+            return Err(ProviderError {
+                message: "InvalidParameterValue: the cloud said no".into(),
+                retryable: false,
+            });
         }
         Ok(())
     }
@@ -77,7 +103,10 @@ impl Kind for Recorder {
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             self.call("create", ctx, config).await?;
-            Ok(Created { id: token.to_owned(), outputs: json!({ "id": token }) })
+            Ok(Created {
+                id: token.to_owned(),
+                outputs: json!({ "id": token }),
+            })
         })
     }
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
@@ -109,7 +138,11 @@ impl Fixture {
     fn new() -> Self {
         let log = Arc::new(Log::default());
         let registry = Registry::builtin().with(Recorder(log.clone()));
-        Fixture { dir: tempfile::tempdir().unwrap(), log, registry }
+        Fixture {
+            dir: tempfile::tempdir().unwrap(),
+            log,
+            registry,
+        }
     }
 
     fn store(&self) -> LocalStore {
@@ -133,8 +166,24 @@ impl Fixture {
         let (plan, mut state) = self.plan(body, mode);
         let store = self.store();
         let mut journal = store.journal().unwrap();
-        let options = Options { parallelism, retry: RetryPolicy { attempts: 4, base: Duration::from_millis(1), max: Duration::from_millis(5) } };
-        let report = apply::run(&plan, &mut state, &mut journal, &self.registry, &options, Arc::new(Quiet), interrupts).await;
+        let options = Options {
+            parallelism,
+            retry: RetryPolicy {
+                attempts: 4,
+                base: Duration::from_millis(1),
+                max: Duration::from_millis(5),
+            },
+        };
+        let report = apply::run(
+            &plan,
+            &mut state,
+            &mut journal,
+            &self.registry,
+            &options,
+            Arc::new(Quiet),
+            interrupts,
+        )
+        .await;
         journal.close().unwrap();
         let reloaded = store.load("t").unwrap().state;
         assert_eq!(reloaded, state, "the journal holds exactly the in-memory state");
@@ -148,7 +197,10 @@ impl Fixture {
 }
 
 fn position(calls: &[String], call: &str) -> usize {
-    calls.iter().position(|c| c == call).unwrap_or_else(|| panic!("{call} not in {calls:?}"))
+    calls
+        .iter()
+        .position(|c| c == call)
+        .unwrap_or_else(|| panic!("{call} not in {calls:?}"))
 }
 
 const CHAIN: &str = r#"
@@ -168,7 +220,11 @@ async fn creates_follow_dependencies_and_destroy_reverses_them() {
     assert!(report.complete());
     assert_eq!(f.calls(), ["create rec.a", "create rec.b", "create rec.c"]);
     let b_id = state.resources["rec.b"].id.clone().unwrap();
-    assert_eq!(state.resources["rec.c"].config["label"], json!(b_id), "references resolve to the applied outputs");
+    assert_eq!(
+        state.resources["rec.c"].config["label"],
+        json!(b_id),
+        "references resolve to the applied outputs"
+    );
     assert_eq!(state.resources["rec.c"].dependencies, ["rec.b"]);
 
     let (_tx, rx) = watch::channel(0);
@@ -198,7 +254,11 @@ async fn the_concurrency_cap_holds() {
     assert_eq!(f.log.max_in_flight.load(Ordering::SeqCst), 4);
     let g = Fixture::new();
     g.up(&body, 64).await;
-    assert_eq!(g.log.max_in_flight.load(Ordering::SeqCst), 24, "independent resources all run at once under a wide cap");
+    assert_eq!(
+        g.log.max_in_flight.load(Ordering::SeqCst),
+        24,
+        "independent resources all run at once under a wide cap"
+    );
 }
 
 #[tokio::test]
@@ -220,9 +280,19 @@ delay_ms = 30
     assert!(report.failures[0].message.contains("the cloud said no"));
     let mut skipped = report.skipped.clone();
     skipped.sort();
-    assert_eq!(skipped, [("rec.after_after".to_owned(), "rec.bad".to_owned()), ("rec.after_bad".to_owned(), "rec.bad".to_owned())]);
+    assert_eq!(
+        skipped,
+        [
+            ("rec.after_after".to_owned(), "rec.bad".to_owned()),
+            ("rec.after_bad".to_owned(), "rec.bad".to_owned())
+        ]
+    );
     assert_eq!(state.resources["rec.fine"].status, Status::Created);
-    assert_eq!(state.resources["rec.bad"].status, Status::PendingCreate, "a failed create stays pending with its token");
+    assert_eq!(
+        state.resources["rec.bad"].status,
+        Status::PendingCreate,
+        "a failed create stays pending with its token"
+    );
     assert!(!state.resources.contains_key("rec.after_bad"));
 }
 
@@ -269,7 +339,10 @@ async fn an_interrupted_create_is_resumed_with_the_same_token() {
     let crash = tokio::time::timeout(Duration::from_millis(200), f.up("[rec.a]\nhang = true\n", 4)).await;
     assert!(crash.is_err(), "the run never finished");
     let state = f.store().load("t").unwrap().state;
-    let token = state.resources["rec.a"].token.clone().expect("the intent was durable before the call");
+    let token = state.resources["rec.a"]
+        .token
+        .clone()
+        .expect("the intent was durable before the call");
     assert_eq!(state.resources["rec.a"].status, Status::PendingCreate);
 
     let (plan, _) = f.plan("[rec.a]\n", Mode::Apply);
@@ -277,7 +350,11 @@ async fn an_interrupted_create_is_resumed_with_the_same_token() {
     assert!(plan.changes[0].reason.as_deref().unwrap().contains("interrupted create"));
     let (report, state) = f.up("[rec.a]\n", 4).await;
     assert!(report.complete());
-    assert_eq!(state.resources["rec.a"].id.as_deref(), Some(token.as_str()), "the resumed create adopted the first one's object");
+    assert_eq!(
+        state.resources["rec.a"].id.as_deref(),
+        Some(token.as_str()),
+        "the resumed create adopted the first one's object"
+    );
 }
 
 #[tokio::test]
@@ -312,13 +389,20 @@ async fn replacing_a_dependency_replaces_in_the_right_order() {
     let v2 = v1.replace("label = \"1\"", "label = \"2\"");
     let (plan, _) = f.plan(&v2, Mode::Apply);
     let actions: Vec<_> = plan.changes.iter().map(|c| (c.address.as_str(), c.action)).collect();
-    assert_eq!(actions, [("rec.x", Action::Replace), ("rec.y", Action::Replace)], "y's label is unknown until x is re-created, and label forces replacement");
+    assert_eq!(
+        actions,
+        [("rec.x", Action::Replace), ("rec.y", Action::Replace)],
+        "y's label is unknown until x is re-created, and label forces replacement"
+    );
     let (report, state) = f.up(&v2, 64).await;
     assert!(report.complete());
     let calls = f.calls();
     assert!(position(&calls, "delete rec.y") < position(&calls, "delete rec.x"));
     assert!(position(&calls, "create rec.x") < position(&calls, "create rec.y"));
-    assert_eq!(state.resources["rec.y"].config["label"], json!(state.resources["rec.x"].id.clone().unwrap()));
+    assert_eq!(
+        state.resources["rec.y"].config["label"],
+        json!(state.resources["rec.x"].id.clone().unwrap())
+    );
 }
 
 #[tokio::test]

@@ -13,53 +13,91 @@ const SEEDS: &[&str] = &[
     "[stack]\nname = \"g\"\n[null_layers.g]\nlayers = 3\nwidth = 4\n[null.tail]\ntriggers = { ids = \"${null_layers.g.last_ids}\", first = \"${null_layers.g.last_ids.0}\" }\ndepends_on = [\"null_layers.g\"]\n",
 ];
 
-const TOKENS: &[&str] = &["${", "}", "[", "]", "\"", "=", ".", "\n", "null", "var", "depends_on", "${null.a.id}", "${var.n}", "[null.z]", "{", ",", "0", "-1", "true", "$${", "#", "'''", "\\u0000"];
+const TOKENS: &[&str] = &[
+    "${",
+    "}",
+    "[",
+    "]",
+    "\"",
+    "=",
+    ".",
+    "\n",
+    "null",
+    "var",
+    "depends_on",
+    "${null.a.id}",
+    "${var.n}",
+    "[null.z]",
+    "{",
+    ",",
+    "0",
+    "-1",
+    "true",
+    "$${",
+    "#",
+    "'''",
+    "\\u0000",
+];
 
 fn check(text: &str) {
     let registry = Registry::builtin();
-    if let Ok(stack) = forge::stack::load_str("fuzz.toml", text, &[], &registry) {
-        if let Ok(graph) = forge::graph::build(&stack) {
-            let _ = plan(&stack, &graph, &State::new(&stack.name), false, Mode::Apply, &registry);
-        }
+    if let Ok(stack) = forge::stack::load_str("fuzz.toml", text, &[], &registry)
+        && let Ok(graph) = forge::graph::build(&stack)
+    {
+        let _ = plan(&stack, &graph, &State::new(&stack.name), false, Mode::Apply, &registry);
     }
 }
 
 fn runner(cases: u32) -> TestRunner {
     let seed: [u8; 32] = *b"forge-stack-parser-fuzz-seed-001";
-    TestRunner::new_with_rng(Config { cases, failure_persistence: None, ..Config::default() }, TestRng::from_seed(RngAlgorithm::ChaCha, &seed))
+    TestRunner::new_with_rng(
+        Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed),
+    )
 }
 
 #[test]
 fn arbitrary_text_never_panics() {
-    runner(2000).run(&".{0,400}", |text| {
-        check(&text);
-        Ok(())
-    }).unwrap();
+    runner(2000)
+        .run(&".{0,400}", |text| {
+            check(&text);
+            Ok(())
+        })
+        .unwrap();
 }
 
 #[test]
 fn mutated_stacks_never_panic() {
-    let edit = (0..SEEDS.len(), prop::collection::vec((any::<prop::sample::Index>(), 0..TOKENS.len(), 0..3usize), 1..6));
-    runner(4000).run(&edit, |(seed, edits)| {
-        let mut text = SEEDS[seed].to_owned();
-        for (at, token, op) in edits {
-            let mut pos = at.index(text.len() + 1);
-            while !text.is_char_boundary(pos) {
-                pos -= 1;
-            }
-            match op {
-                0 => text.insert_str(pos, TOKENS[token]),
-                1 => text.truncate(pos),
-                _ => {
-                    let end = (pos + TOKENS[token].len()).min(text.len());
-                    let end = (end..=text.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(text.len());
-                    text.replace_range(pos..end, "");
+    let edit = (
+        0..SEEDS.len(),
+        prop::collection::vec((any::<prop::sample::Index>(), 0..TOKENS.len(), 0..3usize), 1..6),
+    );
+    runner(4000)
+        .run(&edit, |(seed, edits)| {
+            let mut text = SEEDS[seed].to_owned();
+            for (at, token, op) in edits {
+                let mut pos = at.index(text.len() + 1);
+                while !text.is_char_boundary(pos) {
+                    pos -= 1;
+                }
+                match op {
+                    0 => text.insert_str(pos, TOKENS[token]),
+                    1 => text.truncate(pos),
+                    _ => {
+                        let end = (pos + TOKENS[token].len()).min(text.len());
+                        let end = (end..=text.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(text.len());
+                        text.replace_range(pos..end, "");
+                    }
                 }
             }
-        }
-        check(&text);
-        Ok(())
-    }).unwrap();
+            check(&text);
+            Ok(())
+        })
+        .unwrap();
 }
 
 #[test]

@@ -94,7 +94,11 @@ enum Outcome {
 /// Writes one event to the in-memory state and the journal.
 fn record(state: &mut State, journal: &mut Journal, event: Event) -> crate::state::journal::Ticket {
     state.apply(event.clone());
-    journal.append(&Entry { lineage: state.lineage, serial: state.serial, event })
+    journal.append(&Entry {
+        lineage: state.lineage,
+        serial: state.serial,
+        event,
+    })
 }
 
 /// Evaluates a change's template against the state as applied so far.
@@ -177,7 +181,11 @@ pub async fn run(
     report.not_started = graph.unfinished_count();
     report.elapsed = started.elapsed();
     if report.complete() && plan.mode == crate::plan::Mode::Apply {
-        let outputs = plan.outputs.iter().filter_map(|(k, t)| evaluate(state, t).ok().map(|v| (k.clone(), v))).collect();
+        let outputs = plan
+            .outputs
+            .iter()
+            .filter_map(|(k, t)| evaluate(state, t).ok().map(|v| (k.clone(), v)))
+            .collect();
         record(state, journal, Event::Outputs(outputs));
     } else if plan.mode == crate::plan::Mode::Destroy && report.complete() {
         record(state, journal, Event::Outputs(Default::default()));
@@ -212,10 +220,17 @@ fn dispatch(
 ) -> Result<Task, String> {
     let (address, phase) = graph.describe(plan, op);
     let change = &plan.changes[graph.change_of(op)];
-    let kind: Arc<dyn Kind> = registry.get(&change.kind).cloned().ok_or_else(|| format!("this forge has no resource kind `{}`", change.kind))?;
+    let kind: Arc<dyn Kind> = registry
+        .get(&change.kind)
+        .cloned()
+        .ok_or_else(|| format!("this forge has no resource kind `{}`", change.kind))?;
     let status_observer = observer.clone();
     let status_address = address.clone();
-    let ctx = Ctx { stack: plan.stack.clone(), address: address.clone(), status: Arc::new(move |text: &str| status_observer.status(&status_address, text)) };
+    let ctx = Ctx {
+        stack: plan.stack.clone(),
+        address: address.clone(),
+        status: Arc::new(move |text: &str| status_observer.status(&status_address, text)),
+    };
     let retry = options.retry.clone();
     let mut waiter = journal.waiter();
     observer.started(&address, phase);
@@ -223,7 +238,10 @@ fn dispatch(
     match phase {
         Phase::Create => {
             let config = evaluate(state, change.config.as_ref().expect("creates carry a config"))?;
-            let token = prior.filter(|p| p.status == Status::PendingCreate).and_then(|p| p.token).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            let token = prior
+                .filter(|p| p.status == Status::PendingCreate)
+                .and_then(|p| p.token)
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
             let intent = ResourceRecord {
                 address: address.clone(),
                 kind: change.kind.clone(),
@@ -257,8 +275,17 @@ fn dispatch(
             }))
         }
         Phase::Destroy => {
-            let Some(prior) = prior else { return Ok(Box::pin(async { Outcome::Deleted })) };
-            let ticket = record(state, journal, Event::Put(ResourceRecord { status: Status::PendingDelete, ..prior.clone() }));
+            let Some(prior) = prior else {
+                return Ok(Box::pin(async { Outcome::Deleted }));
+            };
+            let ticket = record(
+                state,
+                journal,
+                Event::Put(ResourceRecord {
+                    status: Status::PendingDelete,
+                    ..prior.clone()
+                }),
+            );
             Ok(Box::pin(async move {
                 if let Err(e) = waiter.wait(ticket).await {
                     return Outcome::Failed(format!("not deleted: {e}"));
@@ -283,7 +310,16 @@ fn dispatch(
 
 /// Records an operation's result and releases its dependents.
 #[allow(clippy::too_many_arguments)]
-fn finish(plan: &Plan, op: usize, outcome: Outcome, graph: &mut OpGraph, state: &mut State, journal: &mut Journal, report: &mut Report, observer: &Arc<dyn Observer>) {
+fn finish(
+    plan: &Plan,
+    op: usize,
+    outcome: Outcome,
+    graph: &mut OpGraph,
+    state: &mut State,
+    journal: &mut Journal,
+    report: &mut Report,
+    observer: &Arc<dyn Observer>,
+) {
     let (address, phase) = graph.describe(plan, op);
     let change = &plan.changes[graph.change_of(op)];
     let elapsed = graph.elapsed(op);
@@ -308,7 +344,16 @@ fn finish(plan: &Plan, op: usize, outcome: Outcome, graph: &mut OpGraph, state: 
         }
         Outcome::Updated(outputs, config) => {
             if let Some(prior) = state.resources.get(&address).cloned() {
-                record(state, journal, Event::Put(ResourceRecord { config, outputs, dependencies: change.depends_on.clone(), ..prior }));
+                record(
+                    state,
+                    journal,
+                    Event::Put(ResourceRecord {
+                        config,
+                        outputs,
+                        dependencies: change.depends_on.clone(),
+                        ..prior
+                    }),
+                );
             }
         }
         Outcome::Deleted => {

@@ -49,7 +49,13 @@ impl OpGraph {
         let mut main = vec![None; plan.changes.len()];
         let mut destroy = vec![None; plan.changes.len()];
         let mut new_op = |change, phase| {
-            ops.push(Op { change, phase, waits_for: 0, dependents: Vec::new(), stage: Stage::Waiting });
+            ops.push(Op {
+                change,
+                phase,
+                waits_for: 0,
+                dependents: Vec::new(),
+                stage: Stage::Waiting,
+            });
             ops.len() - 1
         };
         for (i, c) in plan.changes.iter().enumerate() {

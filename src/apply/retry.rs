@@ -17,7 +17,11 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { attempts: 8, base: Duration::from_millis(250), max: Duration::from_secs(20) }
+        RetryPolicy {
+            attempts: 8,
+            base: Duration::from_millis(250),
+            max: Duration::from_secs(20),
+        }
     }
 }
 

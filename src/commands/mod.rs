@@ -38,9 +38,19 @@ pub struct Session {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     let printer = Printer::new(cli.global.quiet, cli.global.verbose, cli.global.no_color);
-    let session = Session { global: cli.global, printer, registry: Registry::builtin() };
+    let session = Session {
+        global: cli.global,
+        printer,
+        registry: Registry::builtin(),
+    };
     match cli.command {
-        Command::Plan { file, out, json, detailed_exitcode, destroy } => plan::run(&session, &file, out.as_deref(), json, detailed_exitcode, destroy),
+        Command::Plan {
+            file,
+            out,
+            json,
+            detailed_exitcode,
+            destroy,
+        } => plan::run(&session, &file, out.as_deref(), json, detailed_exitcode, destroy),
         Command::Up { file, yes } => up::run(&session, &file, yes),
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
         Command::Graph { file, format } => graph::run(&session, &file, format),
@@ -61,23 +71,40 @@ impl Session {
 
     /// Says which stack and which state the command uses.
     pub fn announce(&self, stack: &str, file: &str, state: &StateSettings) {
-        self.printer.info(&format!("stack `{stack}` ({file}) · state {} ({})", state.path.display(), state.backend));
+        self.printer.info(&format!(
+            "stack `{stack}` ({file}) · state {} ({})",
+            state.path.display(),
+            state.backend
+        ));
     }
 
     /// Takes the state lock and loads the state, reporting a stale lock taken over.
-    pub fn open_state(&self, settings: &StateSettings, stack: &str, mode: LockMode, operation: &str) -> Result<(LocalStore, StateLock, Loaded)> {
+    pub fn open_state(
+        &self,
+        settings: &StateSettings,
+        stack: &str,
+        mode: LockMode,
+        operation: &str,
+    ) -> Result<(LocalStore, StateLock, Loaded)> {
         let store = LocalStore::new(&settings.path);
         let (lock, stale) = store.lock(mode, operation, self.global.lock_timeout)?;
         if let Some(info) = stale
             && mode == LockMode::Exclusive
         {
-            self.printer.warn(&format!("took over a stale lock: {info} — that process no longer exists"));
+            self.printer
+                .warn(&format!("took over a stale lock: {info} — that process no longer exists"));
         }
         let loaded = store.load(stack)?;
         if loaded.dropped_tail {
-            self.printer.warn("the state journal ended in a torn write (a crash mid-write); that last partial line was ignored");
+            self.printer
+                .warn("the state journal ended in a torn write (a crash mid-write); that last partial line was ignored");
         }
-        self.printer.detail(&format!("state: {} resources, serial {}, lineage {}", loaded.state.resources.len(), loaded.state.serial, loaded.state.lineage));
+        self.printer.detail(&format!(
+            "state: {} resources, serial {}, lineage {}",
+            loaded.state.resources.len(),
+            loaded.state.serial,
+            loaded.state.lineage
+        ));
         Ok((store, lock, loaded))
     }
 
@@ -90,18 +117,35 @@ impl Session {
         }
         if !plan.is_empty() && !yes {
             let verb = if plan.mode == Mode::Destroy { "destroy" } else { "apply" };
-            match self.printer.confirm(&format!("Do you want to {verb} these changes to `{}`?", plan.stack)) {
+            match self
+                .printer
+                .confirm(&format!("Do you want to {verb} these changes to `{}`?", plan.stack))
+            {
                 Some(true) => {}
-                Some(false) => return Err(CommandError::new(format!("{verb} cancelled; nothing was changed"), "answer `yes` to proceed").into()),
-                None => return Err(CommandError::new(format!("refusing to {verb} without confirmation: there is no terminal to ask on"), format!("review the plan, then run again with `--yes` (or save it with `forge plan --out` and apply that file)")).into()),
+                Some(false) => {
+                    return Err(CommandError::new(format!("{verb} cancelled; nothing was changed"), "answer `yes` to proceed").into());
+                }
+                None => {
+                    return Err(CommandError::new(
+                        format!("refusing to {verb} without confirmation: there is no terminal to ask on"),
+                        "review the plan, then run again with `--yes` (or save it with `forge plan --out` and apply that file)",
+                    )
+                    .into());
+                }
             }
         }
         let mut state = loaded.state;
         let mut journal = store.journal()?;
         let (tx, rx) = tokio::sync::watch::channel(0u32);
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits"))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits"))?;
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
-        let options = Options { parallelism: usize::from(self.global.parallelism), retry: RetryPolicy::default() };
+        let options = Options {
+            parallelism: usize::from(self.global.parallelism),
+            retry: RetryPolicy::default(),
+        };
         let report = runtime.block_on(async {
             tokio::spawn(async move {
                 while tokio::signal::ctrl_c().await.is_ok() {
@@ -125,16 +169,33 @@ impl Session {
             format_duration(report.elapsed)
         ));
         for f in &report.failures {
-            self.printer.error(&format!("`{}`: {} failed", f.address, match f.phase {
-                apply::Phase::Create => "create",
-                apply::Phase::Update => "update",
-                apply::Phase::Destroy => "delete",
-            }), &f.message);
+            self.printer.error(
+                &format!(
+                    "`{}`: {} failed",
+                    f.address,
+                    match f.phase {
+                        apply::Phase::Create => "create",
+                        apply::Phase::Update => "update",
+                        apply::Phase::Destroy => "delete",
+                    }
+                ),
+                &f.message,
+            );
         }
         if !report.skipped.is_empty() {
-            let sample: Vec<String> = report.skipped.iter().take(5).map(|(a, cause)| format!("`{a}` (after `{cause}`)")).collect();
+            let sample: Vec<String> = report
+                .skipped
+                .iter()
+                .take(5)
+                .map(|(a, cause)| format!("`{a}` (after `{cause}`)"))
+                .collect();
             let more = report.skipped.len().saturating_sub(sample.len());
-            self.printer.info(&format!("skipped {} resource(s) whose dependencies failed: {}{}", report.skipped.len(), sample.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() }));
+            self.printer.info(&format!(
+                "skipped {} resource(s) whose dependencies failed: {}{}",
+                report.skipped.len(),
+                sample.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            ));
         }
         if report.complete() {
             if plan.mode == Mode::Apply && !state.outputs.is_empty() {
@@ -149,6 +210,10 @@ impl Session {
         } else {
             format!("{} resource(s) failed", report.failures.len())
         };
-        Err(CommandError::new(message, "the state records everything that finished and every call that may be in flight; run the same command again to resume").into())
+        Err(CommandError::new(
+            message,
+            "the state records everything that finished and every call that may be in flight; run the same command again to resume",
+        )
+        .into())
     }
 }

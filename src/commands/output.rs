@@ -18,7 +18,9 @@ pub fn run(session: &Session, file: &Path, name: Option<&str>, json: bool) -> Re
         if json {
             println!("{}", serde_json::to_string_pretty(outputs).expect("json"));
         } else if outputs.is_empty() {
-            session.printer.info("No outputs: declare them under `[outputs]` and run `forge up`.");
+            session
+                .printer
+                .info("No outputs: declare them under `[outputs]` and run `forge up`.");
         } else {
             for (k, v) in outputs {
                 println!("{k} = {}", crate::plan::render::value(v));
@@ -28,7 +30,11 @@ pub fn run(session: &Session, file: &Path, name: Option<&str>, json: bool) -> Re
     };
     let Some(value) = outputs.get(name) else {
         let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
-        let hint = if stack.outputs.contains_key(name) { "it is declared but not applied yet: run `forge up`".to_owned() } else { suggestion(name, &names) };
+        let hint = if stack.outputs.contains_key(name) {
+            "it is declared but not applied yet: run `forge up`".to_owned()
+        } else {
+            suggestion(name, &names)
+        };
         return Err(CommandError::new(format!("no output `{name}` in the state of `{}`", stack.name), hint).into());
     };
     match value {

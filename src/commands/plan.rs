@@ -21,15 +21,27 @@ pub fn run(session: &Session, file: &Path, out: Option<&Path>, json: bool, detai
     }
     if let Some(out) = out {
         write_plan(out, &plan)?;
-        session.printer.info(&format!("Saved the plan to {}; apply exactly it with `forge up {}`.", out.display(), out.display()));
+        session.printer.info(&format!(
+            "Saved the plan to {}; apply exactly it with `forge up {}`.",
+            out.display(),
+            out.display()
+        ));
     }
-    Ok(if detailed_exitcode && !plan.is_empty() { Exit::Changes } else { Exit::Ok })
+    Ok(if detailed_exitcode && !plan.is_empty() {
+        Exit::Changes
+    } else {
+        Exit::Ok
+    })
 }
 
 fn write_plan(path: &Path, plan: &crate::plan::Plan) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let bytes = serde_json::to_vec_pretty(plan).expect("plans serialize");
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| CommandError::new(format!("cannot write the plan to `{}`: {e}", path.display()), "check that the directory exists and is writable").into())
+    std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| {
+        CommandError::new(
+            format!("cannot write the plan to `{}`: {e}", path.display()),
+            "check that the directory exists and is writable",
+        )
+        .into()
+    })
 }

@@ -16,7 +16,13 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
             session.announce(&stack.name, &stack.source.name, &stack.state);
             let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "state list")?;
             for r in loaded.state.resources.values() {
-                println!("{}\t{}\t{}\t{}", r.address, r.kind, serde_json::to_value(r.status).expect("json").as_str().unwrap_or("?"), r.id.as_deref().unwrap_or("-"));
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    r.address,
+                    r.kind,
+                    serde_json::to_value(r.status).expect("json").as_str().unwrap_or("?"),
+                    r.id.as_deref().unwrap_or("-")
+                );
             }
             Ok(Exit::Ok)
         }
@@ -56,6 +62,10 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
 fn find<'s>(state: &'s crate::state::State, address: &str) -> Result<&'s crate::state::ResourceRecord> {
     state.resources.get(address).ok_or_else(|| {
         let known: Vec<&str> = state.resources.keys().map(String::as_str).collect();
-        CommandError::new(format!("no resource `{address}` in the state of `{}`", state.stack), suggestion(address, &known)).into()
+        CommandError::new(
+            format!("no resource `{address}` in the state of `{}`", state.stack),
+            suggestion(address, &known),
+        )
+        .into()
     })
 }

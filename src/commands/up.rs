@@ -15,8 +15,15 @@ pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
         let lineage = loaded.existed.then_some(loaded.state.lineage);
         if lineage != plan.state_lineage || loaded.state.serial != plan.state_serial {
             return Err(CommandError::new(
-                format!("saved plan is stale: it was made at state serial {} and the state is now at serial {}", plan.state_serial, loaded.state.serial),
-                format!("the state changed since the plan was made; make a new one with `forge plan {} --out {}`", plan.stack_file, file.display()),
+                format!(
+                    "saved plan is stale: it was made at state serial {} and the state is now at serial {}",
+                    plan.state_serial, loaded.state.serial
+                ),
+                format!(
+                    "the state changed since the plan was made; make a new one with `forge plan {} --out {}`",
+                    plan.stack_file,
+                    file.display()
+                ),
             )
             .into());
         }
@@ -34,12 +41,35 @@ fn read_saved_plan(file: &Path) -> Result<Option<Plan>> {
     if file.extension().is_some_and(|e| e == "toml") {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(file).map_err(|e| CommandError::new(format!("cannot read `{}`: {e}", file.display()), "give a stack file (`.toml`) or a plan saved with `forge plan --out`"))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|_| CommandError::new(format!("`{}` is neither a stack file (`.toml`) nor a saved plan", file.display()), "stack files end in `.toml`; saved plans come from `forge plan FILE --out PLAN`"))?;
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        CommandError::new(
+            format!("cannot read `{}`: {e}", file.display()),
+            "give a stack file (`.toml`) or a plan saved with `forge plan --out`",
+        )
+    })?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|_| {
+        CommandError::new(
+            format!("`{}` is neither a stack file (`.toml`) nor a saved plan", file.display()),
+            "stack files end in `.toml`; saved plans come from `forge plan FILE --out PLAN`",
+        )
+    })?;
     let format = value.get("format_version").and_then(serde_json::Value::as_u64);
     if format != Some(u64::from(PLAN_FORMAT)) {
-        return Err(CommandError::new(format!("`{}` is not a plan this forge can apply (format {})", file.display(), format.map_or("missing".into(), |f| f.to_string())), "make the plan again with this forge's `forge plan --out`").into());
+        return Err(CommandError::new(
+            format!(
+                "`{}` is not a plan this forge can apply (format {})",
+                file.display(),
+                format.map_or("missing".into(), |f| f.to_string())
+            ),
+            "make the plan again with this forge's `forge plan --out`",
+        )
+        .into());
     }
-    let plan = serde_json::from_value(value).map_err(|e| CommandError::new(format!("`{}` is a damaged plan: {e}", file.display()), "make the plan again with `forge plan --out`"))?;
+    let plan = serde_json::from_value(value).map_err(|e| {
+        CommandError::new(
+            format!("`{}` is a damaged plan: {e}", file.display()),
+            "make the plan again with `forge plan --out`",
+        )
+    })?;
     Ok(Some(plan))
 }

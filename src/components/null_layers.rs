@@ -10,9 +10,21 @@ use serde_json::{Map, Value, json};
 pub const COMPONENT: Component = Component {
     name: "null_layers",
     schema: &[
-        Field { name: "layers", ty: FieldType::Integer, required: true },
-        Field { name: "width", ty: FieldType::Integer, required: true },
-        Field { name: "delay_ms", ty: FieldType::Integer, required: false },
+        Field {
+            name: "layers",
+            ty: FieldType::Integer,
+            required: true,
+        },
+        Field {
+            name: "width",
+            ty: FieldType::Integer,
+            required: true,
+        },
+        Field {
+            name: "delay_ms",
+            ty: FieldType::Integer,
+            required: false,
+        },
     ],
     expand,
 };
@@ -25,7 +37,9 @@ fn expand(address: &str, config: &Map<String, Value>) -> Result<Expansion, Strin
         return Err("`layers` and `width` must be whole numbers of at least 1".into());
     };
     if layers == 0 || width == 0 || layers * width > MAX_NODES {
-        return Err(format!("`layers × width` must be between 1 and {MAX_NODES}, got {layers} × {width}"));
+        return Err(format!(
+            "`layers × width` must be between 1 and {MAX_NODES}, got {layers} × {width}"
+        ));
     }
     let delay = number("delay_ms").unwrap_or(0);
     let node = |i: u64, j: u64| format!("l{i}.n{j}");
@@ -49,7 +63,9 @@ fn expand(address: &str, config: &Map<String, Value>) -> Result<Expansion, Strin
             });
         }
     }
-    let last: Vec<Value> = (0..width).map(|j| json!(format!("${{{address}.{}.id}}", node(layers - 1, j)))).collect();
+    let last: Vec<Value> = (0..width)
+        .map(|j| json!(format!("${{{address}.{}.id}}", node(layers - 1, j))))
+        .collect();
     let mut outputs = Map::new();
     outputs.insert("last_ids".into(), Value::Array(last));
     Ok(Expansion { parts, outputs })

@@ -41,7 +41,10 @@ pub fn build(stack: &Stack) -> Result<ResourceGraph, StackError> {
         }
     }
     match toposort(&graph, None) {
-        Ok(nodes) => Ok(ResourceGraph { order: nodes.into_iter().map(|n| graph[n]).collect(), graph }),
+        Ok(nodes) => Ok(ResourceGraph {
+            order: nodes.into_iter().map(|n| graph[n]).collect(),
+            graph,
+        }),
         Err(_) => Err(cycle_error(stack, &graph)),
     }
 }
@@ -56,9 +59,15 @@ fn cycle_error(stack: &Stack, graph: &DiGraph<usize, ()>) -> StackError {
     let start = &stack.resources[graph[cycle[0]]];
     stack.source.error(
         Some(start.span.clone()),
-        format!("dependency cycle: {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" -> ")),
+        format!(
+            "dependency cycle: {}",
+            names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" -> ")
+        ),
         "this resource depends on itself through the cycle",
-        Some(format!("remove one reference or `depends_on` entry along the cycle, e.g. the one in `{}` that names `{}`", names[0], names[1])),
+        Some(format!(
+            "remove one reference or `depends_on` entry along the cycle, e.g. the one in `{}` that names `{}`",
+            names[0], names[1]
+        )),
     )
 }
 
@@ -112,7 +121,9 @@ mod tests {
 
     #[test]
     fn reports_the_cycle_path() {
-        let s = stack("[null.a]\ndepends_on = [\"null.c\"]\n[null.b]\ndepends_on = [\"null.a\"]\n[null.c]\ntriggers = { x = \"${null.b.id}\" }\n");
+        let s = stack(
+            "[null.a]\ndepends_on = [\"null.c\"]\n[null.b]\ndepends_on = [\"null.a\"]\n[null.c]\ntriggers = { x = \"${null.b.id}\" }\n",
+        );
         let err = super::build(&s).unwrap_err();
         assert_eq!(err.message, "dependency cycle: `null.a` -> `null.c` -> `null.b` -> `null.a`");
         let own = stack("[null.a]\ntriggers = { x = \"${null.a.id}\" }\n");

@@ -53,7 +53,9 @@ pub fn render(stack: &Stack, graph: &ResourceGraph, format: Format) -> String {
         }
         Format::Json => {
             let nodes: Vec<_> = ordered.clone().map(|r| json!({ "address": r.address, "kind": r.kind })).collect();
-            let edges: Vec<_> = ordered.flat_map(|r| r.depends_on.iter().map(move |d| json!([d, r.address]))).collect();
+            let edges: Vec<_> = ordered
+                .flat_map(|r| r.depends_on.iter().map(move |d| json!([d, r.address])))
+                .collect();
             out = serde_json::to_string_pretty(&json!({ "nodes": nodes, "edges": edges })).expect("json") + "\n";
         }
     }

@@ -42,8 +42,22 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
         return Some(change(Action::Create, None, vec![], None));
     };
     match prior.status {
-        Status::PendingCreate => return Some(change(Action::Create, None, vec![], Some("resuming an interrupted create (same idempotency token)"))),
-        Status::PendingDelete => return Some(change(Action::Replace, Some(&prior.config), vec![], Some("an interrupted delete may have removed it"))),
+        Status::PendingCreate => {
+            return Some(change(
+                Action::Create,
+                None,
+                vec![],
+                Some("resuming an interrupted create (same idempotency token)"),
+            ));
+        }
+        Status::PendingDelete => {
+            return Some(change(
+                Action::Replace,
+                Some(&prior.config),
+                vec![],
+                Some("an interrupted delete may have removed it"),
+            ));
+        }
         Status::Created => {}
     }
     if prior.kind != r.kind {
@@ -53,7 +67,11 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
     if changed.is_empty() {
         return None;
     }
-    let forcing: Vec<String> = changed.iter().filter(|a| kind.replace_on().contains(&a.as_str())).cloned().collect();
+    let forcing: Vec<String> = changed
+        .iter()
+        .filter(|a| kind.replace_on().contains(&a.as_str()))
+        .cloned()
+        .collect();
     let action = if forcing.is_empty() { Action::Update } else { Action::Replace };
     Some(change(action, Some(&prior.config), forcing, None))
 }
@@ -65,7 +83,10 @@ mod tests {
 
     #[test]
     fn unknown_values_count_as_changes() {
-        let changed = changed_attributes(&json!({"a": 1, "b": {"x": "1"}, "c": 3}), &json!({"a": 1, "b": {"x": null}, "d": 4}));
+        let changed = changed_attributes(
+            &json!({"a": 1, "b": {"x": "1"}, "c": 3}),
+            &json!({"a": 1, "b": {"x": null}, "d": 4}),
+        );
         assert_eq!(changed.into_iter().collect::<Vec<_>>(), ["b", "c", "d"]);
     }
 }

@@ -158,7 +158,14 @@ pub fn attribute(address: &str, outputs: &Value, config: &Value, path: &[String]
 }
 
 /// Plans `mode` for `stack` against `state`.
-pub fn plan(stack: &Stack, graph: &ResourceGraph, state: &State, state_existed: bool, mode: Mode, registry: &Registry) -> Result<Plan, StackError> {
+pub fn plan(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    state: &State,
+    state_existed: bool,
+    mode: Mode,
+    registry: &Registry,
+) -> Result<Plan, StackError> {
     let mut changes = Vec::new();
     let mut unchanged = 0;
     let mut planned: HashMap<&str, Planned> = HashMap::with_capacity(stack.resources.len());
@@ -166,8 +173,14 @@ pub fn plan(stack: &Stack, graph: &ResourceGraph, state: &State, state_existed: 
         for &i in graph.order() {
             let r = &stack.resources[i];
             let kind = registry.get(&r.kind).expect("kinds are checked when the stack loads");
-            let after = template::evaluate(&r.config, &mut |reference| lookup(&planned, reference))
-                .map_err(|e| stack.source.error(Some(r.span.clone()), format!("cannot evaluate `{}` in `{}`", e.reference, r.address), "in this block", Some(e.message)))?;
+            let after = template::evaluate(&r.config, &mut |reference| lookup(&planned, reference)).map_err(|e| {
+                stack.source.error(
+                    Some(r.span.clone()),
+                    format!("cannot evaluate `{}` in `{}`", e.reference, r.address),
+                    "in this block",
+                    Some(e.message),
+                )
+            })?;
             let prior = state.resources.get(&r.address);
             let change = diff::classify(r, kind.as_ref(), prior, &after);
             let outputs = match (&change, prior) {
@@ -192,7 +205,11 @@ pub fn plan(stack: &Stack, graph: &ResourceGraph, state: &State, state_existed: 
         state_lineage: state_existed.then_some(state.lineage),
         state_serial: state.serial,
         providers: stack.providers.clone(),
-        outputs: if mode == Mode::Apply { stack.outputs.clone() } else { BTreeMap::new() },
+        outputs: if mode == Mode::Apply {
+            stack.outputs.clone()
+        } else {
+            BTreeMap::new()
+        },
         changes,
         unchanged,
     })
@@ -202,18 +219,29 @@ pub fn plan(stack: &Stack, graph: &ResourceGraph, state: &State, state_existed: 
 /// ordered so that dependents come first.
 fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
     let declared: std::collections::HashSet<&str> = stack.resources.iter().map(|r| r.address.as_str()).collect();
-    let doomed: Vec<&ResourceRecord> = state.resources.values().filter(|r| mode == Mode::Destroy || !declared.contains(r.address.as_str())).collect();
+    let doomed: Vec<&ResourceRecord> = state
+        .resources
+        .values()
+        .filter(|r| mode == Mode::Destroy || !declared.contains(r.address.as_str()))
+        .collect();
     let mut depth: HashMap<&str, usize> = HashMap::new();
     fn depth_of<'s>(state: &'s State, address: &'s str, depth: &mut HashMap<&'s str, usize>, guard: usize) -> usize {
         if let Some(&d) = depth.get(address) {
             return d;
         }
         let deps = state.resources.get(address).map(|r| r.dependencies.as_slice()).unwrap_or_default();
-        let d = if guard == 0 { 0 } else { deps.iter().map(|a| depth_of(state, a, depth, guard - 1) + 1).max().unwrap_or(0) };
+        let d = if guard == 0 {
+            0
+        } else {
+            deps.iter().map(|a| depth_of(state, a, depth, guard - 1) + 1).max().unwrap_or(0)
+        };
         depth.insert(address, d);
         d
     }
-    let mut ordered: Vec<(usize, &ResourceRecord)> = doomed.into_iter().map(|r| (depth_of(state, &r.address, &mut depth, state.resources.len()), r)).collect();
+    let mut ordered: Vec<(usize, &ResourceRecord)> = doomed
+        .into_iter()
+        .map(|r| (depth_of(state, &r.address, &mut depth, state.resources.len()), r))
+        .collect();
     ordered.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.address.cmp(&b.1.address)));
     ordered
         .into_iter()

@@ -12,7 +12,13 @@ pub fn value(v: &Value) -> String {
         Value::String(s) => format!("{s:?}"),
         Value::Array(items) => format!("[{}]", items.iter().map(value).collect::<Vec<_>>().join(", ")),
         Value::Object(map) if map.is_empty() => "{}".into(),
-        Value::Object(map) => format!("{{ {} }}", map.iter().map(|(k, v)| format!("{k} = {}", value(v))).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) => format!(
+            "{{ {} }}",
+            map.iter()
+                .map(|(k, v)| format!("{k} = {}", value(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         other => other.to_string(),
     }
 }
@@ -21,7 +27,11 @@ pub fn value(v: &Value) -> String {
 fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: Option<&Value>, forcing: &[String]) {
     let mark = |out: &mut String, symbol: &str, text: String| {
         let top = path.split('.').next().unwrap_or(path);
-        let note = if forcing.iter().any(|f| f == top) { "   # forces replacement" } else { "" };
+        let note = if forcing.iter().any(|f| f == top) {
+            "   # forces replacement"
+        } else {
+            ""
+        };
         let _ = writeln!(out, "      {symbol} {path} = {text}{note}");
     };
     match (before, after) {
@@ -50,7 +60,13 @@ fn change_block(out: &mut String, c: &Change) {
     let _ = writeln!(out, "{header}");
     if c.action != Action::Delete {
         let nothing = Value::Object(Default::default());
-        attribute_lines(out, "", Some(c.before.as_ref().unwrap_or(&nothing)), c.after.as_ref(), &c.replace_because);
+        attribute_lines(
+            out,
+            "",
+            Some(c.before.as_ref().unwrap_or(&nothing)),
+            c.after.as_ref(),
+            &c.replace_because,
+        );
     }
 }
 

@@ -114,13 +114,7 @@ pub trait Kind: Send + Sync + 'static {
     /// create adopts the object the first try made instead of making a second one.
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
     /// Brings the object from `old` to `new` in place; returns the new outputs.
-    fn update<'a>(
-        &'a self,
-        ctx: &'a Ctx,
-        id: &'a str,
-        old: &'a Value,
-        new: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, ProviderError>>;
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// Deletes the object; an object that is already gone is a success.
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>>;
 }

@@ -9,8 +9,16 @@ use std::time::Duration;
 pub struct Null;
 
 const SCHEMA: &[Field] = &[
-    Field { name: "triggers", ty: FieldType::Table, required: false },
-    Field { name: "delay_ms", ty: FieldType::Integer, required: false },
+    Field {
+        name: "triggers",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "delay_ms",
+        ty: FieldType::Integer,
+        required: false,
+    },
 ];
 
 async fn pause(ctx: &Ctx, config: &Value, doing: &str) {
@@ -52,7 +60,10 @@ impl Kind for Null {
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             pause(ctx, config, "creating").await;
-            Ok(Created { id: token.to_owned(), outputs: json!({ "id": token, "triggers": triggers(config) }) })
+            Ok(Created {
+                id: token.to_owned(),
+                outputs: json!({ "id": token, "triggers": triggers(config) }),
+            })
         })
     }
 

@@ -43,7 +43,13 @@ pub struct SourceFile {
 
 impl SourceFile {
     /// An error at `span` (or at no place, when `None`).
-    pub fn error(&self, span: Option<Range<usize>>, message: impl Into<String>, label: impl Into<String>, help: Option<String>) -> StackError {
+    pub fn error(
+        &self,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: Option<String>,
+    ) -> StackError {
         StackError {
             message: message.into(),
             source_code: NamedSource::new(&self.name, self.text.clone()),
@@ -65,10 +71,13 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
 }
 
 /// "did you mean `x`?" or the list of what is valid.
-pub fn suggestion<'a>(word: &str, candidates: &[&'a str]) -> String {
+pub fn suggestion(word: &str, candidates: &[&str]) -> String {
     match did_you_mean(word, candidates.iter().copied()) {
         Some(best) => format!("did you mean `{best}`?"),
         None if candidates.is_empty() => "nothing is accepted here".to_owned(),
-        None => format!("expected one of: {}", candidates.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")),
+        None => format!(
+            "expected one of: {}",
+            candidates.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        ),
     }
 }

@@ -22,7 +22,10 @@ const PROVIDER_KEYS: &[(&str, &[&str])] = &[("aws", &["region", "profile"]), ("g
 
 /// Reads and checks the stack file at `path`, with `--var` overrides.
 pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read { path: path.to_owned(), source: e })?;
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read {
+        path: path.to_owned(),
+        source: e,
+    })?;
     Ok(load_str(&path.display().to_string(), &text, overrides, registry)?)
 }
 
@@ -46,7 +49,10 @@ pub enum LoadError {
 
 /// Checks a stack given as text; `name` is the file name shown in errors.
 pub fn load_str(name: &str, text: &str, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, StackError> {
-    let file = SourceFile { name: name.to_owned(), text: Arc::from(text) };
+    let file = SourceFile {
+        name: name.to_owned(),
+        text: Arc::from(text),
+    };
     Loader { file: &file, registry }.load(text, overrides)
 }
 
@@ -104,7 +110,10 @@ impl Loader<'_> {
         let (name, description) = self.stack_section(stack_section)?;
 
         let mut providers = BTreeMap::new();
-        let mut state = StateSettings { backend: "local".into(), path: PathBuf::from(format!("state/{name}.json")) };
+        let mut state = StateSettings {
+            backend: "local".into(),
+            path: PathBuf::from(format!("state/{name}.json")),
+        };
         let mut vars = Map::new();
         let mut outputs_section = None;
         let mut block_sections = Vec::new();
@@ -119,7 +128,12 @@ impl Loader<'_> {
                     let (vars_json, _) = self.to_json(value, "")?;
                     vars = vars_json.as_object().cloned().unwrap_or_default();
                     if !value.get_ref().is_table() {
-                        return Err(self.err(value.span(), "`vars` must be a table", "not a table", "write `[vars]` with `name = default` lines"));
+                        return Err(self.err(
+                            value.span(),
+                            "`vars` must be a table",
+                            "not a table",
+                            "write `[vars]` with `name = default` lines",
+                        ));
                     }
                 }
                 "outputs" => outputs_section = Some(value),
@@ -134,7 +148,12 @@ impl Loader<'_> {
             let kind_fields = self.registry.get(block_type).map(|k| k.schema());
             let comp = component::find(block_type);
             if kind_fields.is_none() && comp.is_none() {
-                let known: Vec<&str> = SECTIONS.iter().copied().chain(self.registry.names()).chain(component::builtin().iter().map(|c| c.name)).collect();
+                let known: Vec<&str> = SECTIONS
+                    .iter()
+                    .copied()
+                    .chain(self.registry.names())
+                    .chain(component::builtin().iter().map(|c| c.name))
+                    .collect();
                 return Err(self.err(
                     key.span(),
                     format!("unknown section `{block_type}`"),
@@ -143,14 +162,24 @@ impl Loader<'_> {
                 ));
             }
             let DeValue::Table(named) = value.get_ref() else {
-                return Err(self.err(value.span(), format!("`{block_type}` must hold named blocks"), "expected a table", format!("write `[{block_type}.<name>]`")));
+                return Err(self.err(
+                    value.span(),
+                    format!("`{block_type}` must hold named blocks"),
+                    "expected a table",
+                    format!("write `[{block_type}.<name>]`"),
+                ));
             };
             for (block_name, body) in named.iter() {
                 let address = format!("{block_type}.{}", block_name.get_ref());
                 self.check_block_name(block_name)?;
                 let header = block_name.span();
                 let DeValue::Table(body_table) = body.get_ref() else {
-                    return Err(self.err(body.span(), format!("`{address}` must be a table"), "expected a table", format!("write `[{address}]` followed by its attributes")));
+                    return Err(self.err(
+                        body.span(),
+                        format!("`{address}` must be a table"),
+                        "expected a table",
+                        format!("write `[{address}]` followed by its attributes"),
+                    ));
                 };
                 let fields = kind_fields.or(comp.map(|c| c.schema)).unwrap_or_default();
                 let explicit_deps = self.check_attributes(&address, body_table, header.clone(), fields)?;
@@ -167,13 +196,25 @@ impl Loader<'_> {
                         components.insert(address, outputs);
                         blocks.extend(parts);
                     }
-                    None => blocks.push(Block { address, kind: block_type.to_owned(), config, explicit_deps, spans, span: header, generated: false }),
+                    None => blocks.push(Block {
+                        address,
+                        kind: block_type.to_owned(),
+                        config,
+                        explicit_deps,
+                        spans,
+                        span: header,
+                        generated: false,
+                    }),
                 }
             }
         }
 
         let addresses: HashMap<&str, &Block> = blocks.iter().map(|b| (b.address.as_str(), b)).collect();
-        let targets = Targets { loader: self, blocks: &addresses, components: &components };
+        let targets = Targets {
+            loader: self,
+            blocks: &addresses,
+            components: &components,
+        };
         let mut resources = Vec::with_capacity(blocks.len());
         for block in &blocks {
             resources.push(targets.resolve_block(block)?);
@@ -182,12 +223,25 @@ impl Loader<'_> {
             Some(section) => targets.outputs(section, &vars)?,
             None => BTreeMap::new(),
         };
-        Ok(Stack { name, description, source: self.file.clone(), providers, state, outputs, resources })
+        Ok(Stack {
+            name,
+            description,
+            source: self.file.clone(),
+            providers,
+            state,
+            outputs,
+            resources,
+        })
     }
 
     fn stack_section(&self, section: &Spanned<DeValue>) -> Result<(String, Option<String>), StackError> {
         let DeValue::Table(table) = section.get_ref() else {
-            return Err(self.err(section.span(), "`stack` must be a table", "expected `[stack]`", "write `[stack]` with `name = \"…\"`"));
+            return Err(self.err(
+                section.span(),
+                "`stack` must be a table",
+                "expected `[stack]`",
+                "write `[stack]` with `name = \"…\"`",
+            ));
         };
         self.known_keys("stack", table, &["name", "description"])?;
         let string = |key: &str| -> Result<Option<(String, Range<usize>)>, StackError> {
@@ -195,31 +249,60 @@ impl Loader<'_> {
                 None => Ok(None),
                 Some((_, v)) => match v.get_ref() {
                     DeValue::String(s) => Ok(Some((s.to_string(), v.span()))),
-                    _ => Err(self.err(v.span(), format!("`stack.{key}` must be a string"), "not a string", format!("write `{key} = \"…\"`"))),
+                    _ => Err(self.err(
+                        v.span(),
+                        format!("`stack.{key}` must be a string"),
+                        "not a string",
+                        format!("write `{key} = \"…\"`"),
+                    )),
                 },
             }
         };
         let Some((name, span)) = string("name")? else {
-            return Err(self.err(section.span(), "`[stack]` has no `name`", "missing `name`", "add `name = \"my-cluster\"`: it names the state and tags every resource"));
+            return Err(self.err(
+                section.span(),
+                "`[stack]` has no `name`",
+                "missing `name`",
+                "add `name = \"my-cluster\"`: it names the state and tags every resource",
+            ));
         };
         let valid = name.len() <= 40
             && name.starts_with(|c: char| c.is_ascii_lowercase())
             && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
         if !valid {
-            return Err(self.err(span, format!("invalid stack name `{name}`"), "invalid name", "a stack name is 1 to 40 characters: a lowercase letter, then lowercase letters, digits or `-`"));
+            return Err(self.err(
+                span,
+                format!("invalid stack name `{name}`"),
+                "invalid name",
+                "a stack name is 1 to 40 characters: a lowercase letter, then lowercase letters, digits or `-`",
+            ));
         }
         Ok((name, string("description")?.map(|(d, _)| d)))
     }
 
     fn provider_section(&self, provider: &str, section: &Spanned<DeValue>) -> Result<Value, StackError> {
         let DeValue::Table(table) = section.get_ref() else {
-            return Err(self.err(section.span(), format!("`{provider}` must be a table"), "expected a table", format!("write `[{provider}]`")));
+            return Err(self.err(
+                section.span(),
+                format!("`{provider}` must be a table"),
+                "expected a table",
+                format!("write `[{provider}]`"),
+            ));
         };
-        let keys = PROVIDER_KEYS.iter().find(|(p, _)| *p == provider).map(|(_, k)| *k).unwrap_or_default();
+        let keys = PROVIDER_KEYS
+            .iter()
+            .find(|(p, _)| *p == provider)
+            .map(|(_, k)| *k)
+            .unwrap_or_default();
         self.known_keys(provider, table, keys)?;
         for (key, value) in table.iter() {
             if !matches!(value.get_ref(), DeValue::String(_)) {
-                return Err(self.err(value.span(), format!("`{provider}.{}` must be a string", key.get_ref()), "not a string", format!("write `{} = \"…\"`", key.get_ref())));
+                return Err(self.err(
+                    value.span(),
+                    format!("`{provider}.{}` must be a string", key.get_ref()),
+                    "not a string",
+                    format!("write `{} = \"…\"`", key.get_ref()),
+                ));
             }
         }
         Ok(self.to_json(section, "")?.0)
@@ -227,19 +310,44 @@ impl Loader<'_> {
 
     fn state_section(&self, section: &Spanned<DeValue>, stack_name: &str) -> Result<StateSettings, StackError> {
         let DeValue::Table(table) = section.get_ref() else {
-            return Err(self.err(section.span(), "`state` must be a table", "expected a table", "write `[state]` with `backend` and `path`"));
+            return Err(self.err(
+                section.span(),
+                "`state` must be a table",
+                "expected a table",
+                "write `[state]` with `backend` and `path`",
+            ));
         };
         self.known_keys("state", table, &["backend", "path"])?;
-        let mut settings = StateSettings { backend: "local".into(), path: PathBuf::from(format!("state/{stack_name}.json")) };
+        let mut settings = StateSettings {
+            backend: "local".into(),
+            path: PathBuf::from(format!("state/{stack_name}.json")),
+        };
         for (key, value) in table.iter() {
             let DeValue::String(s) = value.get_ref() else {
-                return Err(self.err(value.span(), format!("`state.{}` must be a string", key.get_ref()), "not a string", "write it in quotes"));
+                return Err(self.err(
+                    value.span(),
+                    format!("`state.{}` must be a string", key.get_ref()),
+                    "not a string",
+                    "write it in quotes",
+                ));
             };
             match key.get_ref().as_ref() {
                 "backend" if s.as_ref() != "local" => {
-                    return Err(self.err(value.span(), format!("unsupported state backend `{s}`"), "unknown backend", "only `local` exists in this version of forge; remove `backend` to use it"));
+                    return Err(self.err(
+                        value.span(),
+                        format!("unsupported state backend `{s}`"),
+                        "unknown backend",
+                        "only `local` exists in this version of forge; remove `backend` to use it",
+                    ));
                 }
-                "path" if s.is_empty() => return Err(self.err(value.span(), "`state.path` is empty", "empty path", "give a file path such as `state/my-stack.json`")),
+                "path" if s.is_empty() => {
+                    return Err(self.err(
+                        value.span(),
+                        "`state.path` is empty",
+                        "empty path",
+                        "give a file path such as `state/my-stack.json`",
+                    ));
+                }
                 "path" => settings.path = PathBuf::from(s.as_ref()),
                 _ => {}
             }
@@ -255,7 +363,10 @@ impl Loader<'_> {
                     None,
                     format!("`--var {name}` sets a variable the stack does not declare"),
                     "",
-                    Some(format!("declare it under `[vars]` with a default, or fix the name ({})", suggestion(name, &declared))),
+                    Some(format!(
+                        "declare it under `[vars]` with a default, or fix the name ({})",
+                        suggestion(name, &declared)
+                    )),
                 ));
             };
             let value = parse_var(raw);
@@ -274,52 +385,92 @@ impl Loader<'_> {
 
     fn check_block_name(&self, name: &Spanned<std::borrow::Cow<str>>) -> Result<(), StackError> {
         let n = name.get_ref();
-        let valid = n.len() <= 64 && n.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        let valid = n.len() <= 64
+            && n.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && n.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
         if valid {
             return Ok(());
         }
-        Err(self.err(name.span(), format!("invalid block name `{n}`"), "invalid name", "a block name is 1 to 64 characters: a lowercase letter or `_`, then lowercase letters, digits, `_` or `-`"))
+        Err(self.err(
+            name.span(),
+            format!("invalid block name `{n}`"),
+            "invalid name",
+            "a block name is 1 to 64 characters: a lowercase letter or `_`, then lowercase letters, digits, `_` or `-`",
+        ))
     }
 
     fn known_keys(&self, section: &str, table: &DeTable, allowed: &[&str]) -> Result<(), StackError> {
         for (key, _) in table.iter() {
             if !allowed.contains(&key.get_ref().as_ref()) {
-                return Err(self.err(key.span(), format!("unknown key `{}` in `{section}`", key.get_ref()), "unknown key", suggestion(key.get_ref(), allowed)));
+                return Err(self.err(
+                    key.span(),
+                    format!("unknown key `{}` in `{section}`", key.get_ref()),
+                    "unknown key",
+                    suggestion(key.get_ref(), allowed),
+                ));
             }
         }
         Ok(())
     }
 
     /// Checks keys and literal types against the schema; returns the `depends_on` entries.
-    fn check_attributes(&self, address: &str, table: &DeTable, header: Range<usize>, fields: &[Field]) -> Result<Vec<(String, Range<usize>)>, StackError> {
+    fn check_attributes(
+        &self,
+        address: &str,
+        table: &DeTable,
+        header: Range<usize>,
+        fields: &[Field],
+    ) -> Result<Vec<(String, Range<usize>)>, StackError> {
         let allowed: Vec<&str> = fields.iter().map(|f| f.name).chain(META_KEYS.iter().copied()).collect();
         self.known_keys(address, table, &allowed)?;
         for field in fields.iter().filter(|f| f.required) {
             if !table.iter().any(|(k, _)| k.get_ref() == field.name) {
-                return Err(self.err(header.clone(), format!("`{address}` is missing `{}`", field.name), format!("`{}` is required", field.name), format!("add `{} = …` ({})", field.name, field.ty.describe())));
+                return Err(self.err(
+                    header.clone(),
+                    format!("`{address}` is missing `{}`", field.name),
+                    format!("`{}` is required", field.name),
+                    format!("add `{} = …` ({})", field.name, field.ty.describe()),
+                ));
             }
         }
         let mut deps = Vec::new();
         for (key, value) in table.iter() {
             if key.get_ref() == "depends_on" {
                 let DeValue::Array(items) = value.get_ref() else {
-                    return Err(self.err(value.span(), format!("`{address}.depends_on` must be a list of addresses"), "not a list", "write `depends_on = [\"null.b\"]`"));
+                    return Err(self.err(
+                        value.span(),
+                        format!("`{address}.depends_on` must be a list of addresses"),
+                        "not a list",
+                        "write `depends_on = [\"null.b\"]`",
+                    ));
                 };
                 for item in items.iter() {
                     let DeValue::String(s) = item.get_ref() else {
-                        return Err(self.err(item.span(), "a `depends_on` entry must be an address string", "not a string", "write `depends_on = [\"null.b\"]`"));
+                        return Err(self.err(
+                            item.span(),
+                            "a `depends_on` entry must be an address string",
+                            "not a string",
+                            "write `depends_on = [\"null.b\"]`",
+                        ));
                     };
                     deps.push((s.to_string(), item.span()));
                 }
                 continue;
             }
             let field = fields.iter().find(|f| f.name == key.get_ref()).expect("checked above");
-            let is_reference = matches!(value.get_ref(), DeValue::String(s) if s.trim_start().starts_with("${") && s.trim_end().ends_with('}'));
+            let is_reference =
+                matches!(value.get_ref(), DeValue::String(s) if s.trim_start().starts_with("${") && s.trim_end().ends_with('}'));
             let (literal, _) = self.to_json(value, "")?;
             if !is_reference && !field.ty.accepts(&literal) {
                 return Err(self.err(
                     value.span(),
-                    format!("`{address}.{}` must be {}, not {}", field.name, field.ty.describe(), describe(&literal)),
+                    format!(
+                        "`{address}.{}` must be {}, not {}",
+                        field.name,
+                        field.ty.describe(),
+                        describe(&literal)
+                    ),
                     format!("expected {}", field.ty.describe()),
                     format!("see `{}` in docs/stack-format.md", address.split('.').next().unwrap_or(address)),
                 ));
@@ -346,14 +497,31 @@ impl Loader<'_> {
                     Err(_) => return Err(self.err(value.span(), "integer out of range", "too large", "integers must fit in 64 bits")),
                 }
             }
-            DeValue::Float(f) => match f.as_str().replace('_', "").parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+            DeValue::Float(f) => match f
+                .as_str()
+                .replace('_', "")
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+            {
                 Some(n) => Value::Number(n),
-                None => return Err(self.err(value.span(), "this number cannot be used", "not a finite number", "use a finite number; `inf` and `nan` are not allowed")),
+                None => {
+                    return Err(self.err(
+                        value.span(),
+                        "this number cannot be used",
+                        "not a finite number",
+                        "use a finite number; `inf` and `nan` are not allowed",
+                    ));
+                }
             },
             DeValue::Boolean(b) => Value::Bool(*b),
             DeValue::Datetime(d) => Value::String(d.to_string()),
             DeValue::Array(items) => Value::Array(
-                items.iter().enumerate().map(|(i, item)| self.to_json_into(item, &format!("{pointer}/{i}"), spans)).collect::<Result<_, _>>()?,
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| self.to_json_into(item, &format!("{pointer}/{i}"), spans))
+                    .collect::<Result<_, _>>()?,
             ),
             DeValue::Table(table) => {
                 let mut map = Map::new();
@@ -378,11 +546,18 @@ impl Loader<'_> {
                 let declared: Vec<&str> = vars.keys().map(String::as_str).collect();
                 return Err(format!("there is no variable `{name}`: {}", suggestion(name, &declared)));
             };
-            template::get_path(value, &r.segments[2..]).map(|v| Some(template::quote(v))).ok_or_else(|| format!("variable `{name}` has no `{}`", r.segments[2..].join(".")))
+            template::get_path(value, &r.segments[2..])
+                .map(|v| Some(template::quote(v)))
+                .ok_or_else(|| format!("variable `{name}` has no `{}`", r.segments[2..].join(".")))
         };
         template::substitute(config, &mut lookup).map_err(|e| {
             let span = span_of_reference(config, spans, &e.reference);
-            self.err(span, format!("unknown variable in `{}`", e.reference), "here", format!("{} (variables are declared under `[vars]`)", e.message))
+            self.err(
+                span,
+                format!("unknown variable in `{}`", e.reference),
+                "here",
+                format!("{} (variables are declared under `[vars]`)", e.message),
+            )
         })
     }
 
@@ -395,7 +570,14 @@ impl Loader<'_> {
         explicit_deps: &[(String, Range<usize>)],
     ) -> Result<(Vec<Block>, Map<String, Value>), StackError> {
         let attrs = config.as_object().cloned().unwrap_or_default();
-        let expansion = (comp.expand)(address, &attrs).map_err(|message| self.err(header.clone(), format!("`{address}`: {message}"), "in this component", format!("see `{}` in docs/stack-format.md", comp.name)))?;
+        let expansion = (comp.expand)(address, &attrs).map_err(|message| {
+            self.err(
+                header.clone(),
+                format!("`{address}`: {message}"),
+                "in this component",
+                format!("see `{}` in docs/stack-format.md", comp.name),
+            )
+        })?;
         let blocks = expansion
             .parts
             .into_iter()
@@ -403,7 +585,12 @@ impl Loader<'_> {
                 address: format!("{address}.{}", part.local),
                 kind: part.kind.to_owned(),
                 config: part.config,
-                explicit_deps: part.depends_on.into_iter().map(|d| (d, header.clone())).chain(explicit_deps.iter().cloned()).collect(),
+                explicit_deps: part
+                    .depends_on
+                    .into_iter()
+                    .map(|d| (d, header.clone()))
+                    .chain(explicit_deps.iter().cloned())
+                    .collect(),
                 spans: Spans::new(),
                 span: header.clone(),
                 generated: true,
@@ -428,8 +615,13 @@ fn check_syntax(loader: &Loader, value: &Value, spans: &Spans) -> Result<(), Sta
 fn walk_strings(value: &Value, pointer: &str, f: &mut impl FnMut(&str, &str)) {
     match value {
         Value::String(s) => f(pointer, s),
-        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| walk_strings(v, &format!("{pointer}/{i}"), f)),
-        Value::Object(map) => map.iter().for_each(|(k, v)| walk_strings(v, &format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")), f)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| walk_strings(v, &format!("{pointer}/{i}"), f)),
+        Value::Object(map) => map
+            .iter()
+            .for_each(|(k, v)| walk_strings(v, &format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")), f)),
         _ => {}
     }
 }
@@ -468,27 +660,44 @@ impl Targets<'_> {
             let attr = &r.segments[split..];
             if let Some(block) = self.blocks.get(prefix.as_str()) {
                 if attr.is_empty() {
-                    return Err(format!("`{prefix}` is a resource; name one of its attributes, e.g. `${{{prefix}.id}}`"));
+                    return Err(format!(
+                        "`{prefix}` is a resource; name one of its attributes, e.g. `${{{prefix}.id}}`"
+                    ));
                 }
                 return Ok(Target::Resource(block, attr));
             }
             if let Some((name, outputs)) = self.components.get_key_value(&prefix) {
                 if attr.is_empty() || !outputs.contains_key(&attr[0]) {
                     let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
-                    return Err(format!("component `{prefix}` has no output `{}`; its outputs: {}", attr.join("."), names.join(", ")));
+                    return Err(format!(
+                        "component `{prefix}` has no output `{}`; its outputs: {}",
+                        attr.join("."),
+                        names.join(", ")
+                    ));
                 }
                 return Ok(Target::Component(name, attr));
             }
         }
         let wanted = r.segments[..2].join(".");
-        let mut known: Vec<&str> = self.blocks.keys().copied().chain(self.components.keys().map(String::as_str)).collect();
+        let mut known: Vec<&str> = self
+            .blocks
+            .keys()
+            .copied()
+            .chain(self.components.keys().map(String::as_str))
+            .collect();
         known.sort_unstable();
         Err(format!("there is no block `{wanted}`; {}", suggestion(&wanted, &known)))
     }
 
     /// Checks a block's references and `depends_on`, inlines component outputs.
     fn resolve_block(&self, block: &Block) -> Result<Resource, StackError> {
-        let span_for = |reference: &str| if block.generated { block.span.clone() } else { span_of_reference(&block.config, &block.spans, reference) };
+        let span_for = |reference: &str| {
+            if block.generated {
+                block.span.clone()
+            } else {
+                span_of_reference(&block.config, &block.spans, reference)
+            }
+        };
         let config = self.inline(&block.config, span_for)?;
         let mut deps = BTreeSet::new();
         for r in template::references(&config).expect("checked") {
@@ -503,12 +712,28 @@ impl Targets<'_> {
                 let prefix = format!("{dep}.");
                 deps.extend(self.blocks.keys().filter(|a| a.starts_with(&prefix)).map(|a| a.to_string()));
             } else {
-                let mut known: Vec<&str> = self.blocks.keys().copied().chain(self.components.keys().map(String::as_str)).collect();
+                let mut known: Vec<&str> = self
+                    .blocks
+                    .keys()
+                    .copied()
+                    .chain(self.components.keys().map(String::as_str))
+                    .collect();
                 known.sort_unstable();
-                return Err(self.loader.err(span.clone(), format!("`{}` depends on `{dep}`, which does not exist", block.address), "unknown address", suggestion(dep, &known)));
+                return Err(self.loader.err(
+                    span.clone(),
+                    format!("`{}` depends on `{dep}`, which does not exist", block.address),
+                    "unknown address",
+                    suggestion(dep, &known),
+                ));
             }
         }
-        Ok(Resource { address: block.address.clone(), kind: block.kind.clone(), config, depends_on: deps.into_iter().collect(), span: block.span.clone() })
+        Ok(Resource {
+            address: block.address.clone(),
+            kind: block.kind.clone(),
+            config,
+            depends_on: deps.into_iter().collect(),
+            span: block.span.clone(),
+        })
     }
 
     /// Validates every reference in `value` and replaces component outputs by their templates.
@@ -521,22 +746,42 @@ impl Targets<'_> {
                     if !kind_outputs.contains(&attr[0].as_str()) && !has_config_key {
                         let mut names: Vec<&str> = kind_outputs.to_vec();
                         names.extend(block.config.as_object().into_iter().flat_map(|m| m.keys().map(String::as_str)));
-                        return Err(format!("`{}` has no attribute `{}`; {}", block.address, attr[0], suggestion(&attr[0], &names)));
+                        return Err(format!(
+                            "`{}` has no attribute `{}`; {}",
+                            block.address,
+                            attr[0],
+                            suggestion(&attr[0], &names)
+                        ));
                     }
                     Ok(None)
                 }
                 Target::Component(name, attr) => {
                     let outputs = Value::Object(self.components[name].clone());
-                    template::get_path(&outputs, attr).cloned().map(Some).ok_or_else(|| format!("component `{name}` has no output `{}`", attr.join(".")))
+                    template::get_path(&outputs, attr)
+                        .cloned()
+                        .map(Some)
+                        .ok_or_else(|| format!("component `{name}` has no output `{}`", attr.join(".")))
                 }
             }
         };
-        template::substitute(value, &mut lookup).map_err(|e| self.loader.err(span_for(&e.reference), format!("invalid reference `{}`", e.reference), "here", e.message))
+        template::substitute(value, &mut lookup).map_err(|e| {
+            self.loader.err(
+                span_for(&e.reference),
+                format!("invalid reference `{}`", e.reference),
+                "here",
+                e.message,
+            )
+        })
     }
 
     fn outputs(&self, section: &Spanned<DeValue>, vars: &Map<String, Value>) -> Result<BTreeMap<String, Value>, StackError> {
         if !section.get_ref().is_table() {
-            return Err(self.loader.err(section.span(), "`outputs` must be a table", "not a table", "write `[outputs]` with `name = \"${…}\"` lines"));
+            return Err(self.loader.err(
+                section.span(),
+                "`outputs` must be a table",
+                "not a table",
+                "write `[outputs]` with `name = \"${…}\"` lines",
+            ));
         }
         let (json, spans) = self.loader.to_json(section, "")?;
         let json = self.loader.substitute_vars(&json, &spans, vars)?;

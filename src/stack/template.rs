@@ -65,8 +65,7 @@ fn parse(s: &str) -> Result<Vec<Part>, SyntaxError> {
         };
         let path = after[..end].trim();
         let segments: Vec<String> = path.split('.').map(str::to_owned).collect();
-        let valid_segment =
-            |seg: &String| !seg.is_empty() && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let valid_segment = |seg: &String| !seg.is_empty() && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if path.is_empty() || !segments.iter().all(valid_segment) || segments.len() < 2 {
             return Err(SyntaxError {
                 message: format!("`${{{}}}` is not a valid reference", &after[..end]),
@@ -138,10 +137,7 @@ pub struct EvalError {
 
 /// Replaces references by templates: `lookup` returns the template that stands for a reference,
 /// or `None` to keep the reference as it is. The result is again a template.
-pub fn substitute(
-    value: &Value,
-    lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>,
-) -> Result<Value, EvalError> {
+pub fn substitute(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>) -> Result<Value, EvalError> {
     let mut error = None;
     let out = map_strings(value, &mut |s| {
         let parts = parse(s).expect("templates are checked when the stack loads");
@@ -150,7 +146,10 @@ pub fn substitute(
                 Ok(Some(v)) => v,
                 Ok(None) => Value::String(s.to_owned()),
                 Err(message) => {
-                    error.get_or_insert(EvalError { reference: r.to_string(), message });
+                    error.get_or_insert(EvalError {
+                        reference: r.to_string(),
+                        message,
+                    });
                     Value::String(s.to_owned())
                 }
             };
@@ -170,7 +169,10 @@ pub fn substitute(
                     }
                     Ok(None) => text.push_str(&r.to_string()),
                     Err(message) => {
-                        error.get_or_insert(EvalError { reference: r.to_string(), message });
+                        error.get_or_insert(EvalError {
+                            reference: r.to_string(),
+                            message,
+                        });
                     }
                 },
             }
@@ -183,15 +185,15 @@ pub fn substitute(
 /// Evaluates a template to plain data. `lookup` returns a reference's value, or `None` while it
 /// is unknown (before apply); a value that depends on an unknown becomes JSON `null`, which the
 /// plan shows as "(known after apply)". TOML has no null, so it cannot be mistaken for data.
-pub fn evaluate(
-    value: &Value,
-    lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>,
-) -> Result<Value, EvalError> {
+pub fn evaluate(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>) -> Result<Value, EvalError> {
     let mut error = None;
     let out = map_strings(value, &mut |s| {
         let parts = parse(s).expect("templates are checked when the stack loads");
         let mut fail = |r: &Reference, message: String| {
-            error.get_or_insert(EvalError { reference: r.to_string(), message });
+            error.get_or_insert(EvalError {
+                reference: r.to_string(),
+                message,
+            });
             Value::Null
         };
         if let [Part::Ref(r)] = parts.as_slice() {

@@ -63,7 +63,13 @@ impl Journal {
         let (tx, rx) = mpsc::channel::<(u64, Vec<u8>)>();
         let (durable_tx, durable_rx) = watch::channel(Durable::default());
         let writer = std::thread::spawn(move || write_loop(file, rx, durable_tx));
-        Journal { path, lines: Some(tx), durable: durable_rx, sent: 0, writer: Some(writer) }
+        Journal {
+            path,
+            lines: Some(tx),
+            durable: durable_rx,
+            sent: 0,
+            writer: Some(writer),
+        }
     }
 
     /// Queues an entry; it is durable once its ticket is.
@@ -78,7 +84,10 @@ impl Journal {
 
     /// A way to wait for tickets from another task.
     pub fn waiter(&self) -> Waiter {
-        Waiter { path: self.path.clone(), durable: self.durable.clone() }
+        Waiter {
+            path: self.path.clone(),
+            durable: self.durable.clone(),
+        }
     }
 
     /// Makes everything appended durable and stops the writer.
@@ -109,7 +118,10 @@ impl Waiter {
     fn check(&self, ticket: Ticket) -> Result<(), StateError> {
         let d = self.durable.borrow();
         match &d.error {
-            Some(e) if d.upto < ticket.0 => Err(StateError::Write { path: self.path.clone(), message: e.clone() }),
+            Some(e) if d.upto < ticket.0 => Err(StateError::Write {
+                path: self.path.clone(),
+                message: e.clone(),
+            }),
             _ => Ok(()),
         }
     }

@@ -28,7 +28,11 @@ pub struct LockInfo {
 
 impl std::fmt::Display for LockInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "`{}` by {} (pid {}) since {} (lock id {})", self.operation, self.who, self.pid, self.started, self.id)
+        write!(
+            f,
+            "`{}` by {} (pid {}) since {} (lock id {})",
+            self.operation, self.who, self.pid, self.started, self.id
+        )
     }
 }
 
@@ -103,11 +107,21 @@ impl Drop for StateLock {
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> LockError {
-    LockError::Io { path: path.to_owned(), message: e.to_string() }
+    LockError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    }
 }
 
 fn open(path: &Path) -> Result<File, LockError> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path).map_err(|e| io_err(path, e))
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| io_err(path, e))
 }
 
 /// The recorded holder, if any.
@@ -162,7 +176,9 @@ pub fn acquire(path: &Path, mode: LockMode, operation: &str, timeout: Duration) 
     if mode == LockMode::Shared {
         return Ok((StateLock { file, mode, info: None }, left_behind));
     }
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
     let host = hostname();
     let info = LockInfo {
         id: uuid::Uuid::new_v4().to_string(),
@@ -173,15 +189,29 @@ pub fn acquire(path: &Path, mode: LockMode, operation: &str, timeout: Duration) 
         started: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
     };
     let record = serde_json::to_vec(&info).expect("lock info serializes");
-    file.set_len(0).and_then(|()| file.rewind()).and_then(|()| file.write_all(&record)).and_then(|()| file.sync_data()).map_err(|e| io_err(path, e))?;
-    Ok((StateLock { file, mode, info: Some(info) }, left_behind))
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(&record))
+        .and_then(|()| file.sync_data())
+        .map_err(|e| io_err(path, e))?;
+    Ok((
+        StateLock {
+            file,
+            mode,
+            info: Some(info),
+        },
+        left_behind,
+    ))
 }
 
 /// `forge state unlock ID`: releases a lock whose holder is gone (or, with `force`, any).
 pub fn unlock(path: &Path, id: &str, force: bool) -> Result<LockInfo, LockError> {
     let info = read_info(path).ok_or(LockError::NotLocked)?;
     if info.id != id {
-        return Err(LockError::WrongId { given: id.to_owned(), held: info });
+        return Err(LockError::WrongId {
+            given: id.to_owned(),
+            held: info,
+        });
     }
     let file = open(path)?;
     let held = matches!(file.try_lock(), Err(TryLockError::WouldBlock));

@@ -76,7 +76,14 @@ pub enum Status {
 impl State {
     /// A fresh, empty state with a new lineage.
     pub fn new(stack: &str) -> Self {
-        State { version: STATE_VERSION, lineage: Uuid::new_v4(), serial: 0, stack: stack.to_owned(), outputs: Map::new(), resources: BTreeMap::new() }
+        State {
+            version: STATE_VERSION,
+            lineage: Uuid::new_v4(),
+            serial: 0,
+            stack: stack.to_owned(),
+            outputs: Map::new(),
+            resources: BTreeMap::new(),
+        }
     }
 
     /// Applies one journal event and counts it.

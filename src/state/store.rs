@@ -24,7 +24,9 @@ pub enum StateError {
     },
     /// The file is not a forge state.
     #[error("state `{}` is corrupt: {message}", path.display())]
-    #[diagnostic(help("forge keeps the previous snapshot beside it with the suffix `.backup`; inspect both before restoring one. Nothing was overwritten."))]
+    #[diagnostic(help(
+        "forge keeps the previous snapshot beside it with the suffix `.backup`; inspect both before restoring one. Nothing was overwritten."
+    ))]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -106,13 +108,19 @@ impl LocalStore {
     }
 
     fn write_err(&self, path: &Path, e: impl std::fmt::Display) -> StateError {
-        StateError::Write { path: path.to_owned(), message: e.to_string() }
+        StateError::Write {
+            path: path.to_owned(),
+            message: e.to_string(),
+        }
     }
 
     /// Takes the lock: `Exclusive` for commands that write, `Shared` for readers.
     pub fn lock(&self, mode: LockMode, operation: &str, timeout: Duration) -> Result<(StateLock, Option<LockInfo>), LockError> {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| LockError::Io { path: dir.to_owned(), message: e.to_string() })?;
+            fs::create_dir_all(dir).map_err(|e| LockError::Io {
+                path: dir.to_owned(),
+                message: e.to_string(),
+            })?;
         }
         lock::acquire(&self.lock_path(), mode, operation, timeout)
     }
@@ -122,12 +130,22 @@ impl LocalStore {
         let snapshot = match fs::read(&self.path) {
             Ok(bytes) => Some(self.parse_snapshot(&bytes, stack)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(StateError::Read { path: self.path.clone(), source: e }),
+            Err(e) => {
+                return Err(StateError::Read {
+                    path: self.path.clone(),
+                    source: e,
+                });
+            }
         };
         let journal = match fs::read(self.journal_path()) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(StateError::Read { path: self.journal_path(), source: e }),
+            Err(e) => {
+                return Err(StateError::Read {
+                    path: self.journal_path(),
+                    source: e,
+                });
+            }
         };
         let (entries, dropped_tail) = journal::read_entries(&journal);
         let existed = snapshot.is_some() || !entries.is_empty();
@@ -143,19 +161,36 @@ impl LocalStore {
                 state.apply(entry.event);
             }
         }
-        Ok(Loaded { state, existed, dropped_tail })
+        Ok(Loaded {
+            state,
+            existed,
+            dropped_tail,
+        })
     }
 
     fn parse_snapshot(&self, bytes: &[u8], stack: &str) -> Result<State, StateError> {
-        let corrupt = |message: String| StateError::Corrupt { path: self.path.clone(), message };
+        let corrupt = |message: String| StateError::Corrupt {
+            path: self.path.clone(),
+            message,
+        };
         let raw: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        let version = raw.get("version").and_then(serde_json::Value::as_u64).ok_or_else(|| corrupt("no `version` field".into()))?;
+        let version = raw
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| corrupt("no `version` field".into()))?;
         if version > u64::from(STATE_VERSION) {
-            return Err(StateError::TooNew { path: self.path.clone(), found: u32::try_from(version).unwrap_or(u32::MAX) });
+            return Err(StateError::TooNew {
+                path: self.path.clone(),
+                found: u32::try_from(version).unwrap_or(u32::MAX),
+            });
         }
         let state: State = serde_json::from_value(raw).map_err(|e| corrupt(e.to_string()))?;
         if state.stack != stack {
-            return Err(StateError::OtherStack { path: self.path.clone(), found: state.stack, expected: stack.to_owned() });
+            return Err(StateError::OtherStack {
+                path: self.path.clone(),
+                found: state.stack,
+                expected: stack.to_owned(),
+            });
         }
         Ok(state)
     }
@@ -176,13 +211,19 @@ impl LocalStore {
             let backup = self.sibling(".backup");
             let backup_tmp = self.sibling(".backup.tmp");
             let old = fs::read(&self.path).map_err(|e| self.write_err(&backup, e))?;
-            write(&backup_tmp, &old).and_then(|()| fs::rename(&backup_tmp, &backup)).map_err(|e| self.write_err(&backup, e))?;
+            write(&backup_tmp, &old)
+                .and_then(|()| fs::rename(&backup_tmp, &backup))
+                .map_err(|e| self.write_err(&backup, e))?;
         }
         fs::rename(&tmp, &self.path).map_err(|e| self.write_err(&self.path, e))?;
         self.sync_dir()?;
         let journal = self.journal_path();
         if journal.exists() {
-            OpenOptions::new().write(true).open(&journal).and_then(|f| f.set_len(0).and_then(|()| f.sync_all())).map_err(|e| self.write_err(&journal, e))?;
+            OpenOptions::new()
+                .write(true)
+                .open(&journal)
+                .and_then(|f| f.set_len(0).and_then(|()| f.sync_all()))
+                .map_err(|e| self.write_err(&journal, e))?;
         }
         Ok(())
     }
@@ -195,7 +236,12 @@ impl LocalStore {
     /// Opens the journal for appending changes to `state`.
     pub fn journal(&self) -> Result<Journal, StateError> {
         let path = self.journal_path();
-        let file = OpenOptions::new().append(true).create(true).mode(0o600).open(&path).map_err(|e| self.write_err(&path, e))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| self.write_err(&path, e))?;
         Ok(Journal::open(path, file))
     }
 
@@ -204,7 +250,11 @@ impl LocalStore {
         let mut journal = self.journal()?;
         for event in events {
             state.apply(event.clone());
-            journal.append(&Entry { lineage: state.lineage, serial: state.serial, event });
+            journal.append(&Entry {
+                lineage: state.lineage,
+                serial: state.serial,
+                event,
+            });
         }
         journal.close()
     }
@@ -235,7 +285,9 @@ mod tests {
         let store = LocalStore::new(dir.path().join("s.json"));
         let mut state = store.load("s").unwrap().state;
         store.compact(&state).unwrap();
-        store.record(&mut state, vec![Event::Put(record("null.a")), Event::Put(record("null.b"))]).unwrap();
+        store
+            .record(&mut state, vec![Event::Put(record("null.a")), Event::Put(record("null.b"))])
+            .unwrap();
         let journal = dir.path().join("s.json.journal");
         let mut f = OpenOptions::new().append(true).open(&journal).unwrap();
         f.write_all(br#"{"lineage":"torn","ser"#).unwrap();
