@@ -229,6 +229,48 @@ fn a_second_run_fails_at_once_naming_the_holder_or_waits_with_lock_timeout() {
 }
 
 #[test]
+fn ctrl_c_waits_for_calls_in_flight_saves_state_and_the_rerun_finishes() {
+    let d = Dir::new();
+    let body: String = (0..6).map(|i| format!("[null.r{i}]\ndelay_ms = 1200\n")).collect();
+    d.write("s.toml", &format!("[stack]\nname = \"int\"\n{body}"));
+    let child = d.spawn(&["up", "s.toml", "--yes", "--parallelism", "2"]);
+    wait_for_lock_holder(&d, "int");
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: sends SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: starting nothing new, waiting for 2 call(s) in flight"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("interrupted: 4 change(s) not started"), "{stderr}");
+    let state = d.state("int");
+    assert_eq!(
+        state.resources.values().filter(|r| r.status == Status::Created).count(),
+        2,
+        "the calls in flight finished and were saved"
+    );
+    let out = d.ok(&["up", "s.toml", "--yes"]);
+    assert!(out.contains("Plan: 4 to add"), "{out}");
+    assert_eq!(d.state("int").resources.len(), 6);
+}
+
+#[test]
+fn outputs_follow_the_stack_without_resource_changes() {
+    let d = Dir::new();
+    d.write("s.toml", STACK);
+    d.ok(&["up", "s.toml", "--yes"]);
+    d.write(
+        "s.toml",
+        &STACK.replace("label = \"nodes-${var.nodes}\"", "label = \"n=${var.nodes}\""),
+    );
+    d.ok(&["up", "s.toml", "--yes"]);
+    assert_eq!(d.ok(&["output", "s.toml", "label", "-q"]).trim(), "n=2");
+}
+
+#[test]
 fn a_lock_left_by_a_dead_process_is_taken_over_and_can_be_unlocked() {
     let d = Dir::new();
     d.write("s.toml", "[stack]\nname = \"stale\"\n[null.a]\n");

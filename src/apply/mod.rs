@@ -117,6 +117,16 @@ fn evaluate(state: &State, config: &Value) -> Result<Value, String> {
     template::evaluate(config, &mut lookup).map_err(|e| format!("cannot evaluate `{}`: {}", e.reference, e.message))
 }
 
+/// The stack outputs a complete apply of `plan` leaves: its templates evaluated against `state`
+/// (none after a destroy, whose plans carry no outputs). An output that cannot be evaluated is
+/// left out.
+pub fn evaluate_outputs(plan: &Plan, state: &State) -> serde_json::Map<String, Value> {
+    plan.outputs
+        .iter()
+        .filter_map(|(k, t)| evaluate(state, t).ok().map(|v| (k.clone(), v)))
+        .collect()
+}
+
 /// Runs `plan` to completion (or failure, or Ctrl-C). `interrupts` counts Ctrl-C presses.
 pub async fn run(
     plan: &Plan,
@@ -180,15 +190,11 @@ pub async fn run(
     }
     report.not_started = graph.unfinished_count();
     report.elapsed = started.elapsed();
-    if report.complete() && plan.mode == crate::plan::Mode::Apply {
-        let outputs = plan
-            .outputs
-            .iter()
-            .filter_map(|(k, t)| evaluate(state, t).ok().map(|v| (k.clone(), v)))
-            .collect();
-        record(state, journal, Event::Outputs(outputs));
-    } else if plan.mode == crate::plan::Mode::Destroy && report.complete() {
-        record(state, journal, Event::Outputs(Default::default()));
+    if report.complete() {
+        let outputs = evaluate_outputs(plan, state);
+        if outputs != state.outputs {
+            record(state, journal, Event::Outputs(outputs));
+        }
     }
     report
 }

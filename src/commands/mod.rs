@@ -111,7 +111,7 @@ impl Session {
     /// Shows the plan, asks for confirmation, applies it and saves the state.
     pub fn apply(&self, plan: &Plan, store: &LocalStore, loaded: Loaded, yes: bool) -> Result<Exit> {
         self.printer.plan(&crate::plan::render::render(plan));
-        let outputs_stale = plan.mode == Mode::Apply && loaded.state.outputs.len() != plan.outputs.len();
+        let outputs_stale = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs;
         if plan.is_empty() && !outputs_stale {
             return Ok(Exit::Ok);
         }

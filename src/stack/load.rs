@@ -125,16 +125,8 @@ impl Loader<'_> {
                 }
                 "state" => state = self.state_section(value, &name)?,
                 "vars" => {
-                    let (vars_json, _) = self.to_json(value, "")?;
-                    vars = vars_json.as_object().cloned().unwrap_or_default();
-                    if !value.get_ref().is_table() {
-                        return Err(self.err(
-                            value.span(),
-                            "`vars` must be a table",
-                            "not a table",
-                            "write `[vars]` with `name = default` lines",
-                        ));
-                    }
+                    self.table(value, "vars", "write `[vars]` with `name = default` lines")?;
+                    vars = self.to_json(value, "")?.0.as_object().cloned().unwrap_or_default();
                 }
                 "outputs" => outputs_section = Some(value),
                 block_type => block_sections.push((key, block_type, value)),
@@ -173,14 +165,7 @@ impl Loader<'_> {
                 let address = format!("{block_type}.{}", block_name.get_ref());
                 self.check_block_name(block_name)?;
                 let header = block_name.span();
-                let DeValue::Table(body_table) = body.get_ref() else {
-                    return Err(self.err(
-                        body.span(),
-                        format!("`{address}` must be a table"),
-                        "expected a table",
-                        format!("write `[{address}]` followed by its attributes"),
-                    ));
-                };
+                let body_table = self.table(body, &address, &format!("write `[{address}]` followed by its attributes"))?;
                 let fields = kind_fields.or(comp.map(|c| c.schema)).unwrap_or_default();
                 let explicit_deps = self.check_attributes(&address, body_table, header.clone(), fields)?;
                 let (mut config, spans) = self.to_json(body, "")?;
@@ -234,15 +219,16 @@ impl Loader<'_> {
         })
     }
 
+    /// The section as a table, or an error that says how to write `what`.
+    fn table<'t>(&self, section: &'t Spanned<DeValue<'t>>, what: &str, how: &str) -> Result<&'t DeTable<'t>, StackError> {
+        match section.get_ref() {
+            DeValue::Table(table) => Ok(table),
+            _ => Err(self.err(section.span(), format!("`{what}` must be a table"), "expected a table", how)),
+        }
+    }
+
     fn stack_section(&self, section: &Spanned<DeValue>) -> Result<(String, Option<String>), StackError> {
-        let DeValue::Table(table) = section.get_ref() else {
-            return Err(self.err(
-                section.span(),
-                "`stack` must be a table",
-                "expected `[stack]`",
-                "write `[stack]` with `name = \"…\"`",
-            ));
-        };
+        let table = self.table(section, "stack", "write `[stack]` with `name = \"…\"`")?;
         self.known_keys("stack", table, &["name", "description"])?;
         let string = |key: &str| -> Result<Option<(String, Range<usize>)>, StackError> {
             match table.iter().find(|(k, _)| k.get_ref() == key) {
@@ -281,14 +267,7 @@ impl Loader<'_> {
     }
 
     fn provider_section(&self, provider: &str, section: &Spanned<DeValue>) -> Result<Value, StackError> {
-        let DeValue::Table(table) = section.get_ref() else {
-            return Err(self.err(
-                section.span(),
-                format!("`{provider}` must be a table"),
-                "expected a table",
-                format!("write `[{provider}]`"),
-            ));
-        };
+        let table = self.table(section, provider, &format!("write `[{provider}]`"))?;
         let keys = PROVIDER_KEYS
             .iter()
             .find(|(p, _)| *p == provider)
@@ -309,14 +288,7 @@ impl Loader<'_> {
     }
 
     fn state_section(&self, section: &Spanned<DeValue>, stack_name: &str) -> Result<StateSettings, StackError> {
-        let DeValue::Table(table) = section.get_ref() else {
-            return Err(self.err(
-                section.span(),
-                "`state` must be a table",
-                "expected a table",
-                "write `[state]` with `backend` and `path`",
-            ));
-        };
+        let table = self.table(section, "state", "write `[state]` with `backend` and `path`")?;
         self.known_keys("state", table, &["backend", "path"])?;
         let mut settings = StateSettings {
             backend: "local".into(),
@@ -775,14 +747,8 @@ impl Targets<'_> {
     }
 
     fn outputs(&self, section: &Spanned<DeValue>, vars: &Map<String, Value>) -> Result<BTreeMap<String, Value>, StackError> {
-        if !section.get_ref().is_table() {
-            return Err(self.loader.err(
-                section.span(),
-                "`outputs` must be a table",
-                "not a table",
-                "write `[outputs]` with `name = \"${…}\"` lines",
-            ));
-        }
+        self.loader
+            .table(section, "outputs", "write `[outputs]` with `name = \"${…}\"` lines")?;
         let (json, spans) = self.loader.to_json(section, "")?;
         let json = self.loader.substitute_vars(&json, &spans, vars)?;
         let inlined = self.inline(&json, |reference| span_of_reference(&json, &spans, reference))?;
