@@ -185,6 +185,28 @@ fn saved_plans_apply_exactly_and_stale_ones_are_refused() {
 }
 
 #[test]
+fn a_torn_journal_tail_is_repaired_before_anything_is_appended() {
+    let d = Dir::new();
+    d.write("s.toml", STACK);
+    d.ok(&["up", "s.toml", "--yes"]);
+    let journal = d.path().join("state/demo.json.journal");
+    std::fs::write(&journal, br#"{"lineage":"torn-mid-wri"#).unwrap();
+    let out = d.ok(&["up", "s.toml", "--yes", "--var", "nodes=5"]);
+    assert!(out.contains("warning: the state journal ended in a torn write"), "{out}");
+    assert_eq!(std::fs::read(&journal).unwrap(), b"", "folded into the snapshot, torn bytes gone");
+    assert_eq!(d.state("demo").resources["null.a"].config["triggers"]["nodes"], 5);
+}
+
+#[test]
+fn a_plan_is_never_saved_under_a_stack_file_name() {
+    let d = Dir::new();
+    d.write("s.toml", STACK);
+    let (code, _, stderr) = d.run(&["plan", "s.toml", "--out", "p.toml"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("refusing to save a plan as `p.toml`"), "{stderr}");
+}
+
+#[test]
 fn up_without_a_terminal_needs_yes() {
     let d = Dir::new();
     d.write("s.toml", STACK);
@@ -463,6 +485,26 @@ fn bad_input_errors() {
         ("var_wrong_type", format!("{header}[vars]\nnodes = 2\n"), &["--var", "nodes=many"]),
         ("unsupported_backend", format!("{header}[state]\nbackend = \"s3\"\n"), &[]),
         ("component_config", format!("{header}[null_layers.g]\nlayers = 0\nwidth = 3\n"), &[]),
+        (
+            "component_overflow",
+            format!("{header}[null_layers.g]\nlayers = 4294967296\nwidth = 4294967296\n"),
+            &[],
+        ),
+        (
+            "var_ending_in_dollar",
+            format!("{header}[vars]\ncur = \"US$\"\n[null.b]\n[null.a]\ntriggers = {{ x = \"${{var.cur}}${{null.b.id}}\" }}\n"),
+            &[],
+        ),
+        (
+            "var_type_after_substitution",
+            format!("{header}[vars]\nd = \"soon\"\n[null.a]\ndelay_ms = \"${{var.d}}\"\n"),
+            &[],
+        ),
+        (
+            "var_float_for_integer",
+            format!("{header}[vars]\nnodes = 2\n"),
+            &["--var", "nodes=1.5"],
+        ),
     ];
     let d = Dir::new();
     for (name, text, extra) in cases {

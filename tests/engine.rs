@@ -20,6 +20,8 @@ struct Log {
     max_in_flight: AtomicUsize,
     attempts: AtomicUsize,
     hung: std::sync::atomic::AtomicBool,
+    /// Tokens of every create that reached the "cloud" (even one that never returned).
+    started_tokens: Mutex<std::collections::HashSet<String>>,
 }
 
 /// `rec`: sleeps `delay_ms`, fails when `fail = true`, fails retryably `flaky` times, hangs
@@ -102,11 +104,18 @@ impl Kind for Recorder {
     }
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
+            self.0.started_tokens.lock().unwrap().insert(token.to_owned());
             self.call("create", ctx, config).await?;
             Ok(Created {
                 id: token.to_owned(),
                 outputs: json!({ "id": token }),
             })
+        })
+    }
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            self.0.calls.lock().unwrap().push(format!("find {}", ctx.address));
+            Ok(self.0.started_tokens.lock().unwrap().contains(token).then(|| token.to_owned()))
         })
     }
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
@@ -336,7 +345,8 @@ async fn a_second_ctrl_c_stops_waiting_and_leaves_pending_intents() {
 async fn an_interrupted_create_is_resumed_with_the_same_token() {
     let f = Fixture::new();
     // A "crash": the create hangs after its intent is durable, and the whole run is dropped.
-    let crash = tokio::time::timeout(Duration::from_millis(200), f.up("[rec.a]\nhang = true\n", 4)).await;
+    let body = "[rec.a]\nhang = true\n";
+    let crash = tokio::time::timeout(Duration::from_millis(200), f.up(body, 4)).await;
     assert!(crash.is_err(), "the run never finished");
     let state = f.store().load("t").unwrap().state;
     let token = state.resources["rec.a"]
@@ -345,10 +355,10 @@ async fn an_interrupted_create_is_resumed_with_the_same_token() {
         .expect("the intent was durable before the call");
     assert_eq!(state.resources["rec.a"].status, Status::PendingCreate);
 
-    let (plan, _) = f.plan("[rec.a]\n", Mode::Apply);
+    let (plan, _) = f.plan(body, Mode::Apply);
     assert_eq!(plan.changes[0].action, Action::Create);
     assert!(plan.changes[0].reason.as_deref().unwrap().contains("interrupted create"));
-    let (report, state) = f.up("[rec.a]\n", 4).await;
+    let (report, state) = f.up(body, 4).await;
     assert!(report.complete());
     assert_eq!(
         state.resources["rec.a"].id.as_deref(),
@@ -358,13 +368,34 @@ async fn an_interrupted_create_is_resumed_with_the_same_token() {
 }
 
 #[tokio::test]
-async fn an_interrupted_create_no_longer_declared_is_adopted_then_deleted() {
+async fn an_interrupted_create_whose_attributes_changed_is_replaced() {
+    let f = Fixture::new();
+    let _ = tokio::time::timeout(Duration::from_millis(200), f.up("[rec.a]\nhang = true\nlabel = \"old\"\n", 4)).await;
+    f.calls();
+    let (plan, _) = f.plan("[rec.a]\nlabel = \"new\"\n", Mode::Apply);
+    assert_eq!(plan.changes[0].action, Action::Replace);
+    let (report, state) = f.up("[rec.a]\nlabel = \"new\"\n", 4).await;
+    assert!(report.complete());
+    assert_eq!(
+        f.calls(),
+        ["find rec.a", "delete rec.a", "create rec.a"],
+        "the half-made object is found and deleted before the new create"
+    );
+    assert_eq!(state.resources["rec.a"].config["label"], json!("new"));
+}
+
+#[tokio::test]
+async fn an_interrupted_create_no_longer_declared_is_found_then_deleted() {
     let f = Fixture::new();
     let _ = tokio::time::timeout(Duration::from_millis(200), f.up("[rec.a]\nhang = true\n", 4)).await;
     f.calls();
     let (report, state) = f.up("", 4).await;
     assert!(report.complete());
-    assert_eq!(f.calls(), ["create rec.a", "delete rec.a"]);
+    assert_eq!(
+        f.calls(),
+        ["find rec.a", "delete rec.a"],
+        "found by its token, deleted, never created again"
+    );
     assert!(state.resources.is_empty());
 }
 
@@ -416,4 +447,57 @@ async fn updates_in_place_keep_the_id() {
     assert_eq!(f.calls(), ["update rec.a"]);
     assert_eq!(before.resources["rec.a"].id, after.resources["rec.a"].id);
     assert_eq!(after.resources["rec.a"].config["delay_ms"], json!(2));
+}
+
+#[tokio::test]
+async fn a_depends_on_edit_is_recorded_so_destroy_follows_the_new_order() {
+    let f = Fixture::new();
+    f.up("[rec.a]\ndepends_on = [\"rec.b\"]\n[rec.b]\n", 4).await;
+    let (plan, _) = f.plan("[rec.a]\n[rec.b]\ndepends_on = [\"rec.a\"]\ndelay_ms = 1\n", Mode::Apply);
+    assert_eq!(
+        plan.dependency_updates.get("rec.a"),
+        Some(&vec![]),
+        "a is unchanged but its recorded dependencies are not"
+    );
+    let (_, state) = f.up("[rec.a]\n[rec.b]\ndepends_on = [\"rec.a\"]\ndelay_ms = 1\n", 4).await;
+    assert!(state.resources["rec.a"].dependencies.is_empty());
+    f.calls();
+    let (_tx, rx) = watch::channel(0);
+    let (report, state) = f.apply("[rec.a]\n[rec.b]\ndepends_on = [\"rec.a\"]\n", Mode::Destroy, 4, rx).await;
+    assert!(report.complete() && state.resources.is_empty());
+    assert_eq!(f.calls(), ["delete rec.b", "delete rec.a"]);
+}
+
+#[tokio::test]
+async fn an_update_that_stops_using_a_removed_resource_never_deadlocks() {
+    let f = Fixture::new();
+    f.up(
+        "[rec.base]\nlabel = \"1\"\n[rec.mid]\ndepends_on = [\"rec.base\"]\n[rec.top]\ndepends_on = [\"rec.mid\"]\n",
+        4,
+    )
+    .await;
+    // base is replaced, mid removed, top now depends on base and changes in place.
+    let (report, state) = f
+        .up(
+            "[rec.base]\nlabel = \"2\"\n[rec.top]\ndepends_on = [\"rec.base\"]\ndelay_ms = 1\n",
+            4,
+        )
+        .await;
+    assert!(report.complete(), "not started: {}", report.not_started);
+    assert_eq!(state.resources.keys().collect::<Vec<_>>(), ["rec.base", "rec.top"]);
+}
+
+#[test]
+fn a_referenced_value_of_the_wrong_type_is_a_plan_error() {
+    let f = Fixture::new();
+    let stack = forge::stack::load_str(
+        "t.toml",
+        "[stack]\nname = \"t\"\n[rec.a]\nlabel = \"x\"\n[rec.b]\ndelay_ms = \"${rec.a.label}\"\n",
+        &[],
+        &f.registry,
+    )
+    .unwrap();
+    let graph = forge::graph::build(&stack).unwrap();
+    let err = plan::plan(&stack, &graph, &State::new("t"), false, Mode::Apply, &f.registry).unwrap_err();
+    assert_eq!(err.message, "`rec.b.delay_ms` must be an integer, not a string");
 }

@@ -8,7 +8,7 @@ mod ops;
 mod retry;
 
 use crate::plan::{Action, Plan};
-use crate::provider::{Created, Ctx, Kind, Registry};
+use crate::provider::{Cloud, Created, Ctx, Kind, Registry};
 use crate::stack::template;
 use crate::state::{Entry, Event, Journal, ResourceRecord, State, Status};
 use ops::OpGraph;
@@ -145,11 +145,30 @@ pub async fn run(
     let mut stopping = *interrupts.borrow() > 0;
     let mut signals_open = true;
     let parallelism = options.parallelism.max(1);
+    for (address, dependencies) in &plan.dependency_updates {
+        if let Some(prior) = state.resources.get(address).cloned() {
+            record(
+                state,
+                journal,
+                Event::Put(ResourceRecord {
+                    dependencies: dependencies.clone(),
+                    ..prior
+                }),
+            );
+        }
+    }
+    let run = Run {
+        plan,
+        registry,
+        options,
+        observer: observer.clone(),
+        cloud: Arc::new(Cloud::new(plan.providers.clone())),
+    };
 
     loop {
         while !stopping && running.len() < parallelism {
             let Some(op) = graph.next_ready() else { break };
-            match dispatch(plan, op, &graph, state, journal, registry, options, &observer) {
+            match dispatch(&run, op, &graph, state, journal) {
                 Ok(task) => {
                     let handle = tasks.spawn(task);
                     running.insert(handle.id(), op);
@@ -168,6 +187,7 @@ pub async fn run(
             joined = tasks.join_next_with_id() => {
                 let (id, outcome) = match joined.expect("tasks is not empty") {
                     Ok((id, outcome)) => (id, outcome),
+                    Err(e) if e.is_panic() => (e.id(), Outcome::Failed("the kind's code panicked (a bug in forge); the state records the call as pending".into())),
                     Err(e) => (e.id(), Outcome::Failed("stopped by a second Ctrl-C; the state records the call as pending".into())),
                 };
                 let op = running.remove(&id).expect("every task is tracked");
@@ -212,18 +232,24 @@ fn fail(plan: &Plan, graph: &mut OpGraph, report: &mut Report, op: usize, messag
 
 type Task = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
 
+/// What stays the same for every operation of one run.
+struct Run<'a> {
+    plan: &'a Plan,
+    registry: &'a Registry,
+    options: &'a Options,
+    observer: Arc<dyn Observer>,
+    cloud: Arc<Cloud>,
+}
+
 /// Records the intent and returns the future that makes the cloud call.
-#[allow(clippy::too_many_arguments)]
-fn dispatch(
-    plan: &Plan,
-    op: usize,
-    graph: &OpGraph,
-    state: &mut State,
-    journal: &mut Journal,
-    registry: &Registry,
-    options: &Options,
-    observer: &Arc<dyn Observer>,
-) -> Result<Task, String> {
+fn dispatch(run: &Run, op: usize, graph: &OpGraph, state: &mut State, journal: &mut Journal) -> Result<Task, String> {
+    let Run {
+        plan,
+        registry,
+        options,
+        observer,
+        cloud,
+    } = run;
     let (address, phase) = graph.describe(plan, op);
     let change = &plan.changes[graph.change_of(op)];
     let kind: Arc<dyn Kind> = registry
@@ -236,6 +262,7 @@ fn dispatch(
         stack: plan.stack.clone(),
         address: address.clone(),
         status: Arc::new(move |text: &str| status_observer.status(&status_address, text)),
+        cloud: cloud.clone(),
     };
     let retry = options.retry.clone();
     let mut waiter = journal.waiter();
@@ -298,10 +325,11 @@ fn dispatch(
                 }
                 let id = match (&prior.id, &prior.token) {
                     (Some(id), _) => id.clone(),
-                    // An interrupted create: adopt what it made (same token), then delete it.
-                    (None, Some(token)) => match retry.run(|| kind.create(&ctx, token, &prior.config)).await {
-                        Ok(created) => created.id,
-                        Err(e) => return Outcome::Failed(format!("adopting an interrupted create: {}", e.message)),
+                    // An interrupted create: delete whatever it made, if anything.
+                    (None, Some(token)) => match retry.run(|| kind.find(&ctx, token, &prior.config)).await {
+                        Ok(Some(id)) => id,
+                        Ok(None) => return Outcome::Deleted,
+                        Err(e) => return Outcome::Failed(format!("looking for what an interrupted create made: {}", e.message)),
                     },
                     (None, None) => return Outcome::Deleted,
                 };

@@ -42,6 +42,28 @@ pub struct OpGraph {
     ready: VecDeque<usize>,
 }
 
+/// Kahn's algorithm: true when every node can be ordered.
+fn acyclic(nodes: usize, edges: impl Iterator<Item = (usize, usize)> + Clone) -> bool {
+    let mut waits = vec![0usize; nodes];
+    let mut out = vec![Vec::new(); nodes];
+    for (from, to) in edges {
+        waits[to] += 1;
+        out[from].push(to);
+    }
+    let mut ready: Vec<usize> = (0..nodes).filter(|&n| waits[n] == 0).collect();
+    let mut seen = 0;
+    while let Some(n) = ready.pop() {
+        seen += 1;
+        for &m in &out[n] {
+            waits[m] -= 1;
+            if waits[m] == 0 {
+                ready.push(m);
+            }
+        }
+    }
+    seen == nodes
+}
+
 impl OpGraph {
     /// Builds the operations of `plan` and their edges.
     pub fn build(plan: &Plan) -> Self {
@@ -72,12 +94,12 @@ impl OpGraph {
         let mut edges = Vec::new();
         for (y, c) in plan.changes.iter().enumerate() {
             if let (Some(d), Some(m)) = (destroy[y], main[y]) {
-                edges.push((d, m));
+                edges.push((d, m, false));
             }
             if let Some(y_main) = main[y] {
                 for dep in &c.depends_on {
                     if let Some(x_main) = by_address.get(dep.as_str()).and_then(|&x| main[x]) {
-                        edges.push((x_main, y_main));
+                        edges.push((x_main, y_main, false));
                     }
                 }
             }
@@ -85,13 +107,17 @@ impl OpGraph {
                 let Some(&x) = by_address.get(dep.as_str()) else { continue };
                 let Some(x_destroy) = destroy[x] else { continue };
                 match (destroy[y], main[y]) {
-                    (Some(y_destroy), _) => edges.push((y_destroy, x_destroy)),
-                    (None, Some(y_main)) if plan.changes[x].action == Action::Delete => edges.push((y_main, x_destroy)),
+                    (Some(y_destroy), _) => edges.push((y_destroy, x_destroy, false)),
+                    // Soft: stop using a removed object before deleting it, unless that closes a cycle.
+                    (None, Some(y_main)) if plan.changes[x].action == Action::Delete => edges.push((y_main, x_destroy, true)),
                     _ => {}
                 }
             }
         }
-        for (from, to) in edges {
+        if !acyclic(ops.len(), edges.iter().map(|&(from, to, _)| (from, to))) {
+            edges.retain(|&(_, _, soft)| !soft);
+        }
+        for (from, to, _) in edges {
             ops[from].dependents.push(to);
             ops[to].waits_for += 1;
         }

@@ -98,6 +98,10 @@ impl Session {
         if loaded.dropped_tail {
             self.printer
                 .warn("the state journal ended in a torn write (a crash mid-write); that last partial line was ignored");
+            if mode == LockMode::Exclusive {
+                // Fold the good lines into the snapshot now, so nothing is ever appended after the torn bytes.
+                store.compact(&loaded.state)?;
+            }
         }
         self.printer.detail(&format!(
             "state: {} resources, serial {}, lineage {}",
@@ -111,8 +115,8 @@ impl Session {
     /// Shows the plan, asks for confirmation, applies it and saves the state.
     pub fn apply(&self, plan: &Plan, store: &LocalStore, loaded: Loaded, yes: bool) -> Result<Exit> {
         self.printer.plan(&crate::plan::render::render(plan));
-        let outputs_stale = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs;
-        if plan.is_empty() && !outputs_stale {
+        let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
+        if plan.is_empty() && !state_only {
             return Ok(Exit::Ok);
         }
         if !plan.is_empty() && !yes {
@@ -156,8 +160,7 @@ impl Session {
         });
         progress.finish();
         runtime.shutdown_background();
-        journal.close()?;
-        store.compact(&state)?;
+        let saved = journal.close().and_then(|()| store.compact(&state));
         let replaced = report.count(Action::Replace);
         let verb = if report.complete() { "complete" } else { "stopped" };
         let heading = if plan.mode == Mode::Destroy { "Destroy" } else { "Apply" };
@@ -197,6 +200,7 @@ impl Session {
                 if more > 0 { format!(" and {more} more") } else { String::new() }
             ));
         }
+        saved?;
         if report.complete() {
             if plan.mode == Mode::Apply && !state.outputs.is_empty() {
                 for (name, value) in &state.outputs {
@@ -207,6 +211,11 @@ impl Session {
         }
         let message = if report.interrupted {
             format!("interrupted: {} change(s) not started", report.not_started)
+        } else if report.failures.is_empty() {
+            format!(
+                "{} change(s) could not be ordered and were not started: a bug in forge; please report it with `forge plan --json`",
+                report.not_started
+            )
         } else {
             format!("{} resource(s) failed", report.failures.len())
         };

@@ -35,6 +35,13 @@ pub fn run(session: &Session, file: &Path, out: Option<&Path>, json: bool, detai
 }
 
 fn write_plan(path: &Path, plan: &crate::plan::Plan) -> Result<()> {
+    if path.extension().is_some_and(|e| e == "toml") {
+        return Err(CommandError::new(
+            format!("refusing to save a plan as `{}`", path.display()),
+            "`.toml` names stack files, and `forge up` would read it as one; use another name, e.g. `cluster.plan`",
+        )
+        .into());
+    }
     let tmp = path.with_extension("tmp");
     let bytes = serde_json::to_vec_pretty(plan).expect("plans serialize");
     std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| {

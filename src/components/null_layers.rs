@@ -36,7 +36,7 @@ fn expand(address: &str, config: &Map<String, Value>) -> Result<Expansion, Strin
     let (Some(layers), Some(width)) = (number("layers"), number("width")) else {
         return Err("`layers` and `width` must be whole numbers of at least 1".into());
     };
-    if layers == 0 || width == 0 || layers * width > MAX_NODES {
+    if layers == 0 || width == 0 || layers.checked_mul(width).is_none_or(|n| n > MAX_NODES) {
         return Err(format!(
             "`layers × width` must be between 1 and {MAX_NODES}, got {layers} × {width}"
         ));

@@ -42,6 +42,14 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
         return Some(change(Action::Create, None, vec![], None));
     };
     match prior.status {
+        Status::PendingCreate if !changed_attributes(&prior.config, after).is_empty() => {
+            return Some(change(
+                Action::Replace,
+                Some(&prior.config),
+                vec![],
+                Some("an interrupted create used other attributes: whatever it made is deleted first"),
+            ));
+        }
         Status::PendingCreate => {
             return Some(change(
                 Action::Create,

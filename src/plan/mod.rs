@@ -104,6 +104,10 @@ pub struct Plan {
     pub changes: Vec<Change>,
     /// Resources that need nothing.
     pub unchanged: usize,
+    /// Unchanged resources whose dependencies changed (a `depends_on` edit): apply records the
+    /// new ones, without a cloud call, so later deletes follow the stack's current order.
+    #[serde(default)]
+    pub dependency_updates: BTreeMap<String, Vec<String>>,
 }
 
 impl Plan {
@@ -168,6 +172,7 @@ pub fn plan(
 ) -> Result<Plan, StackError> {
     let mut changes = Vec::new();
     let mut unchanged = 0;
+    let mut dependency_updates = BTreeMap::new();
     let mut planned: HashMap<&str, Planned> = HashMap::with_capacity(stack.resources.len());
     if mode == Mode::Apply {
         for &i in graph.order() {
@@ -181,6 +186,20 @@ pub fn plan(
                     Some(e.message),
                 )
             })?;
+            if let Some(field) = crate::provider::mistyped(kind.schema(), &after) {
+                return Err(stack.source.error(
+                    Some(r.span.clone()),
+                    format!(
+                        "`{}.{}` must be {}, not {}",
+                        r.address,
+                        field.name,
+                        field.ty.describe(),
+                        crate::stack::describe(&after[field.name])
+                    ),
+                    "in this block",
+                    Some("the value comes from a reference; point it at an attribute of the right type".into()),
+                ));
+            }
             let prior = state.resources.get(&r.address);
             let change = diff::classify(r, kind.as_ref(), prior, &after);
             let outputs = match (&change, prior) {
@@ -191,7 +210,12 @@ pub fn plan(
             planned.insert(&r.address, Planned { config: after, outputs });
             match change {
                 Some(c) => changes.push(c),
-                None => unchanged += 1,
+                None => {
+                    unchanged += 1;
+                    if let Some(p) = prior.filter(|p| p.dependencies != r.depends_on) {
+                        dependency_updates.insert(p.address.clone(), r.depends_on.clone());
+                    }
+                }
             }
         }
     }
@@ -212,6 +236,7 @@ pub fn plan(
         },
         changes,
         unchanged,
+        dependency_updates,
     })
 }
 
@@ -224,25 +249,32 @@ fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
         .values()
         .filter(|r| mode == Mode::Destroy || !declared.contains(r.address.as_str()))
         .collect();
-    let mut depth: HashMap<&str, usize> = HashMap::new();
-    fn depth_of<'s>(state: &'s State, address: &'s str, depth: &mut HashMap<&'s str, usize>, guard: usize) -> usize {
-        if let Some(&d) = depth.get(address) {
-            return d;
+    // Dependents first: Kahn's algorithm over the recorded dependencies among the doomed (the
+    // op graph enforces the order; this only makes the plan read in it). A cycle in a damaged
+    // state falls back to address order.
+    let index: HashMap<&str, usize> = doomed.iter().enumerate().map(|(i, r)| (r.address.as_str(), i)).collect();
+    let mut dependents_left = vec![0usize; doomed.len()];
+    for r in &doomed {
+        for d in r.dependencies.iter().filter_map(|d| index.get(d.as_str())) {
+            dependents_left[*d] += 1;
         }
-        let deps = state.resources.get(address).map(|r| r.dependencies.as_slice()).unwrap_or_default();
-        let d = if guard == 0 {
-            0
-        } else {
-            deps.iter().map(|a| depth_of(state, a, depth, guard - 1) + 1).max().unwrap_or(0)
-        };
-        depth.insert(address, d);
-        d
     }
-    let mut ordered: Vec<(usize, &ResourceRecord)> = doomed
-        .into_iter()
-        .map(|r| (depth_of(state, &r.address, &mut depth, state.resources.len()), r))
+    let mut ready: std::collections::BTreeSet<(&str, usize)> = (0..doomed.len())
+        .filter(|&i| dependents_left[i] == 0)
+        .map(|i| (doomed[i].address.as_str(), i))
         .collect();
-    ordered.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.address.cmp(&b.1.address)));
+    let mut ordered = Vec::with_capacity(doomed.len());
+    while let Some((_, i)) = ready.pop_first() {
+        ordered.push((i, doomed[i]));
+        for d in doomed[i].dependencies.iter().filter_map(|d| index.get(d.as_str())) {
+            dependents_left[*d] -= 1;
+            if dependents_left[*d] == 0 {
+                ready.insert((doomed[*d].address.as_str(), *d));
+            }
+        }
+    }
+    let placed: std::collections::HashSet<usize> = ordered.iter().map(|(i, _)| *i).collect();
+    ordered.extend((0..doomed.len()).filter(|i| !placed.contains(i)).map(|i| (i, doomed[i])));
     ordered
         .into_iter()
         .map(|(_, r)| Change {
@@ -256,7 +288,7 @@ fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
             prior_depends_on: r.dependencies.clone(),
             replace_because: vec![],
             reason: match r.status {
-                Status::PendingCreate => Some("an interrupted create: adopt whatever it made, then delete it".into()),
+                Status::PendingCreate => Some("an interrupted create: whatever it made is deleted".into()),
                 _ if mode == Mode::Apply => Some("no longer in the stack".into()),
                 _ => None,
             },

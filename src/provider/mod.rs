@@ -2,6 +2,8 @@
 //! that maps block types to kinds. A kind sees its own config, its outputs and a [`Ctx`] —
 //! never the graph, the plan or the state store.
 
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod null;
 
 use serde_json::Value;
@@ -52,6 +54,16 @@ impl FieldType {
     }
 }
 
+/// The first attribute of `config` whose value is known (no references, no unknowns) and of
+/// the wrong type: `(name, expected type)`.
+pub fn mistyped<'f>(fields: &'f [Field], config: &Value) -> Option<&'f Field> {
+    fields.iter().find(|f| {
+        config.get(f.name).is_some_and(|v| {
+            crate::stack::template::is_known(v) && crate::stack::template::references(v).is_ok_and(|r| r.is_empty()) && !f.ty.accepts(v)
+        })
+    })
+}
+
 /// One attribute a kind or component accepts.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {
@@ -75,6 +87,51 @@ pub struct Ctx {
     pub address: String,
     /// Reports status text to the person watching.
     pub status: StatusFn,
+    /// The clouds, connected on first use.
+    pub cloud: Arc<Cloud>,
+}
+
+impl Ctx {
+    /// The tags every object gets in its create call: the provider's `default_tags`, the
+    /// block's own `tags`, then `forge:stack` and `forge:address` (which nothing overrides).
+    pub fn tags(&self, provider: &str, config: &Value) -> BTreeMap<String, String> {
+        let mut tags = BTreeMap::new();
+        let tables = [
+            self.cloud.settings.get(provider).and_then(|p| p.get("default_tags")),
+            config.get("tags"),
+        ];
+        for (k, v) in tables.into_iter().flatten().filter_map(Value::as_object).flatten() {
+            tags.insert(k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+        }
+        tags.insert("forge:stack".into(), self.stack.clone());
+        tags.insert("forge:address".into(), self.address.clone());
+        tags
+    }
+}
+
+/// Provider settings (`[aws]`, `[gcp]`) and the SDK clients made from them on first use.
+#[derive(Default)]
+pub struct Cloud {
+    /// Settings by provider name, as written in the stack.
+    pub settings: BTreeMap<String, Value>,
+    #[cfg(feature = "aws")]
+    aws: tokio::sync::OnceCell<aws::Clients>,
+}
+
+impl Cloud {
+    /// Clouds configured by `settings`; nothing connects until a kind asks.
+    pub fn new(settings: BTreeMap<String, Value>) -> Self {
+        Cloud {
+            settings,
+            ..Default::default()
+        }
+    }
+
+    /// The AWS clients, made from `[aws]` and the standard AWS environment on first use.
+    #[cfg(feature = "aws")]
+    pub async fn aws(&self) -> &aws::Clients {
+        self.aws.get_or_init(|| aws::Clients::connect(self.settings.get("aws"))).await
+    }
 }
 
 /// The result of a successful create.
@@ -113,6 +170,9 @@ pub trait Kind: Send + Sync + 'static {
     /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
     /// create adopts the object the first try made instead of making a second one.
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
+    /// Looks for the object an interrupted create with `token` may have made (by the API's
+    /// idempotency token or by forge's tags); `None` when there is none.
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;
     /// Brings the object from `old` to `new` in place; returns the new outputs.
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// Deletes the object; an object that is already gone is a success.
@@ -128,7 +188,10 @@ pub struct Registry {
 impl Registry {
     /// The kinds built into this binary.
     pub fn builtin() -> Self {
-        Self::empty().with(null::Null)
+        let registry = Self::empty().with(null::Null);
+        #[cfg(feature = "aws")]
+        let registry = aws::register(registry);
+        registry
     }
 
     /// A registry with no kinds (tests add their own).

@@ -67,6 +67,11 @@ impl Kind for Null {
         })
     }
 
+    /// A `null` resource exists only in the state: an interrupted create left nothing behind.
+    fn find<'a>(&'a self, _ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async { Ok(None) })
+    }
+
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
         Box::pin(async move {
             pause(ctx, new, "updating").await;

@@ -18,7 +18,43 @@ type Spans = HashMap<String, Range<usize>>;
 
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
 const META_KEYS: &[&str] = &["depends_on"];
-const PROVIDER_KEYS: &[(&str, &[&str])] = &[("aws", &["region", "profile"]), ("gcp", &["project", "region"])];
+const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
+    (
+        "aws",
+        &[
+            Field {
+                name: "region",
+                ty: FieldType::String,
+                required: false,
+            },
+            Field {
+                name: "profile",
+                ty: FieldType::String,
+                required: false,
+            },
+            Field {
+                name: "default_tags",
+                ty: FieldType::Table,
+                required: false,
+            },
+        ],
+    ),
+    (
+        "gcp",
+        &[
+            Field {
+                name: "project",
+                ty: FieldType::String,
+                required: false,
+            },
+            Field {
+                name: "region",
+                ty: FieldType::String,
+                required: false,
+            },
+        ],
+    ),
+];
 
 /// Reads and checks the stack file at `path`, with `--var` overrides.
 pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, LoadError> {
@@ -175,6 +211,19 @@ impl Loader<'_> {
                     }
                 }
                 let config = self.substitute_vars(&config, &spans, &vars)?;
+                if let Some(field) = crate::provider::mistyped(fields, &config) {
+                    return Err(self.err(
+                        spans.get(&format!("/{}", field.name)).cloned().unwrap_or(header.clone()),
+                        format!(
+                            "`{address}.{}` must be {}, not {}",
+                            field.name,
+                            field.ty.describe(),
+                            describe(&config[field.name])
+                        ),
+                        format!("expected {} once variables are substituted", field.ty.describe()),
+                        "check the variable's value (its default or `--var`)",
+                    ));
+                }
                 match comp {
                     Some(c) => {
                         let (parts, outputs) = self.expand(c, &address, &config, header.clone(), &explicit_deps)?;
@@ -268,19 +317,28 @@ impl Loader<'_> {
 
     fn provider_section(&self, provider: &str, section: &Spanned<DeValue>) -> Result<Value, StackError> {
         let table = self.table(section, provider, &format!("write `[{provider}]`"))?;
-        let keys = PROVIDER_KEYS
+        let fields = PROVIDER_FIELDS
             .iter()
             .find(|(p, _)| *p == provider)
-            .map(|(_, k)| *k)
+            .map(|(_, f)| *f)
             .unwrap_or_default();
-        self.known_keys(provider, table, keys)?;
+        let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
+        self.known_keys(provider, table, &names)?;
         for (key, value) in table.iter() {
-            if !matches!(value.get_ref(), DeValue::String(_)) {
+            let field = fields.iter().find(|f| f.name == key.get_ref()).expect("checked above");
+            let literal = self.to_json(value, "")?.0;
+            let strings_only = literal.as_object().is_none_or(|m| m.values().all(Value::is_string));
+            if !field.ty.accepts(&literal) || !strings_only {
+                let expected = if field.ty == FieldType::Table {
+                    "a table of strings"
+                } else {
+                    field.ty.describe()
+                };
                 return Err(self.err(
                     value.span(),
-                    format!("`{provider}.{}` must be a string", key.get_ref()),
-                    "not a string",
-                    format!("write `{} = \"…\"`", key.get_ref()),
+                    format!("`{provider}.{}` must be {expected}", key.get_ref()),
+                    format!("expected {expected}"),
+                    format!("see `[{provider}]` in docs/stack-format.md"),
                 ));
             }
         }
@@ -342,7 +400,7 @@ impl Loader<'_> {
                 ));
             };
             let value = parse_var(raw);
-            if std::mem::discriminant(&value) != std::mem::discriminant(default) {
+            if describe(&value) != describe(default) {
                 return Err(self.file.error(
                     None,
                     format!("`--var {name}={raw}` has the wrong type: `{name}` is {}", describe(default)),
@@ -522,7 +580,7 @@ impl Loader<'_> {
                 .map(|v| Some(template::quote(v)))
                 .ok_or_else(|| format!("variable `{name}` has no `{}`", r.segments[2..].join(".")))
         };
-        template::substitute(config, &mut lookup).map_err(|e| {
+        let substituted = template::substitute(config, &mut lookup).map_err(|e| {
             let span = span_of_reference(config, spans, &e.reference);
             self.err(
                 span,
@@ -530,7 +588,27 @@ impl Loader<'_> {
                 "here",
                 format!("{} (variables are declared under `[vars]`)", e.message),
             )
-        })
+        })?;
+        // A value ending in `$` would join the `{` or `${` after it into something else.
+        let resource_refs =
+            |v: &Value| template::references(v).map(|r| r.into_iter().filter(|r| r.segments[0] != "var").collect::<Vec<_>>());
+        if resource_refs(&substituted).ok() != resource_refs(config).ok() {
+            let mut changed = None;
+            walk_strings(config, "", &mut |pointer, s| {
+                let one = Value::String(s.to_owned());
+                let after = template::substitute(&one, &mut lookup).ok();
+                if changed.is_none() && after.as_ref().map(resource_refs).and_then(Result::ok) != resource_refs(&one).ok() {
+                    changed = spans.get(pointer).cloned();
+                }
+            });
+            return Err(self.err(
+                changed.unwrap_or(0..0),
+                "a variable's value changes how this string reads",
+                "here",
+                "a value ending in `$` joins the `{` or `${` after it into an escape or a reference; put something between them",
+            ));
+        }
+        Ok(substituted)
     }
 
     fn expand(
@@ -765,7 +843,8 @@ fn parse_var(raw: &str) -> Value {
         .unwrap_or_else(|| Value::String(raw.to_owned()))
 }
 
-fn describe(value: &Value) -> &'static str {
+/// "an integer", "a string", … for messages about a value's type.
+pub fn describe(value: &Value) -> &'static str {
     match value {
         Value::Null => "nothing",
         Value::Bool(_) => FieldType::Bool.describe(),

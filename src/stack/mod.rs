@@ -11,7 +11,7 @@ mod load;
 pub mod template;
 
 pub use diagnostic::{SourceFile, StackError};
-pub use load::{load, load_str};
+pub use load::{describe, load, load_str};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

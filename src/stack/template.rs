@@ -140,7 +140,16 @@ pub struct EvalError {
 pub fn substitute(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>) -> Result<Value, EvalError> {
     let mut error = None;
     let out = map_strings(value, &mut |s| {
-        let parts = parse(s).expect("templates are checked when the stack loads");
+        let parts = match parse(s) {
+            Ok(parts) => parts,
+            Err(e) => {
+                error.get_or_insert(EvalError {
+                    reference: s.to_owned(),
+                    message: e.message,
+                });
+                return Value::String(s.to_owned());
+            }
+        };
         if let [Part::Ref(r)] = parts.as_slice() {
             return match lookup(r) {
                 Ok(Some(v)) => v,
@@ -188,7 +197,16 @@ pub fn substitute(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<O
 pub fn evaluate(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>) -> Result<Value, EvalError> {
     let mut error = None;
     let out = map_strings(value, &mut |s| {
-        let parts = parse(s).expect("templates are checked when the stack loads");
+        let parts = match parse(s) {
+            Ok(parts) => parts,
+            Err(e) => {
+                error.get_or_insert(EvalError {
+                    reference: s.to_owned(),
+                    message: e.message,
+                });
+                return Value::String(s.to_owned());
+            }
+        };
         let mut fail = |r: &Reference, message: String| {
             error.get_or_insert(EvalError {
                 reference: r.to_string(),

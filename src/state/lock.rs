@@ -162,7 +162,11 @@ pub fn acquire(path: &Path, mode: LockMode, operation: &str, timeout: Duration) 
         match attempt {
             Ok(()) => break,
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(TryLockError::WouldBlock) => return Err(read_info(path).map_or(LockError::Busy, LockError::Held)),
+            Err(TryLockError::WouldBlock) => {
+                // A record left by a dead writer while the lock is held means a reader holds it.
+                let holder = read_info(path).filter(|i| i.host != hostname() || pid_alive(i.pid));
+                return Err(holder.map_or(LockError::Busy, LockError::Held));
+            }
             Err(TryLockError::Error(e)) => return Err(io_err(path, e)),
         }
     }

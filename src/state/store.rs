@@ -236,12 +236,16 @@ impl LocalStore {
     /// Opens the journal for appending changes to `state`.
     pub fn journal(&self) -> Result<Journal, StateError> {
         let path = self.journal_path();
+        let created = !path.exists();
         let file = OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
             .open(&path)
             .map_err(|e| self.write_err(&path, e))?;
+        if created {
+            self.sync_dir()?;
+        }
         Ok(Journal::open(path, file))
     }
 

@@ -1,0 +1,173 @@
+//! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
+//! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
+
+mod security_group;
+mod subnet;
+mod vpc;
+
+use super::{Ctx, ProviderError, Registry};
+use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Adds the AWS kinds to a registry.
+pub fn register(registry: Registry) -> Registry {
+    registry.with(vpc::Vpc).with(subnet::Subnet).with(security_group::SecurityGroup)
+}
+
+/// The SDK clients of one run.
+pub struct Clients {
+    /// EC2.
+    pub ec2: aws_sdk_ec2::Client,
+    /// IAM.
+    pub iam: aws_sdk_iam::Client,
+    /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
+    /// endpoint is obvious.
+    pub context: String,
+}
+
+impl Clients {
+    /// Loads the AWS configuration: `region` and `profile` from `[aws]` when set, everything
+    /// else from the standard chain; the SDK's standard retry mode.
+    pub async fn connect(settings: Option<&Value>) -> Clients {
+        let setting = |key: &str| settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3));
+        if let Some(region) = setting("region") {
+            loader = loader.region(aws_config::Region::new(region));
+        }
+        if let Some(profile) = setting("profile") {
+            loader = loader.profile_name(profile);
+        }
+        let config = loader.load().await;
+        let context = format!(
+            "region {}, profile {}, endpoint {}",
+            config.region().map_or("(none)", |r| r.as_ref()),
+            setting("profile")
+                .or_else(|| std::env::var("AWS_PROFILE").ok())
+                .unwrap_or_else(|| "default".into()),
+            config.endpoint_url().unwrap_or("AWS")
+        );
+        Clients {
+            ec2: aws_sdk_ec2::Client::new(&config),
+            iam: aws_sdk_iam::Client::new(&config),
+            context,
+        }
+    }
+}
+
+/// Error codes that a later call may not hit: throttling, server errors, and objects still in
+/// use while their dependents are being deleted.
+const RETRYABLE: &[&str] = &[
+    "RequestLimitExceeded",
+    "Throttling",
+    "ThrottlingException",
+    "InternalError",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "Unavailable",
+    "DependencyViolation",
+];
+
+/// The error code of an SDK error, if the service sent one.
+pub fn code<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Option<&str> {
+    err.code()
+}
+
+/// Maps an SDK error to a [`ProviderError`]: the service's code and message verbatim, whether it
+/// is worth retrying, and the region, profile and endpoint in use.
+pub fn error<E, R>(clients: &Clients, what: &str, err: SdkError<E, R>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    let transport = matches!(
+        err,
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_)
+    );
+    let code = err.code().unwrap_or_default().to_owned();
+    let message = err
+        .message()
+        .map(str::to_owned)
+        .unwrap_or_else(|| DisplayErrorContext(&err).to_string());
+    let hint = if code == "DependencyViolation" {
+        " — something still uses it (ENIs, instances or load balancers left in the VPC?)"
+    } else {
+        ""
+    };
+    ProviderError {
+        message: format!(
+            "{what}: {}{message}{hint} ({})",
+            if code.is_empty() { String::new() } else { format!("{code}: ") },
+            clients.context
+        ),
+        retryable: transport || RETRYABLE.contains(&code.as_str()),
+    }
+}
+
+/// Reads a kind's config (checked against its schema when the stack loaded).
+pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, ProviderError> {
+    serde_json::from_value(config.clone()).map_err(|e| ProviderError {
+        message: format!("invalid attributes for `{}`: {e}", ctx.address),
+        retryable: false,
+    })
+}
+
+/// The tags an EC2 object is created with, as a TagSpecification.
+pub fn tag_spec(ctx: &Ctx, resource: ResourceType, config: &Value) -> TagSpecification {
+    let tags = ctx
+        .tags("aws", config)
+        .into_iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build());
+    TagSpecification::builder()
+        .resource_type(resource)
+        .set_tags(Some(tags.collect()))
+        .build()
+}
+
+/// Filters that find the object this resource's create made: the stack and address tags.
+pub fn own_filters(ctx: &Ctx) -> Vec<Filter> {
+    [("forge:stack", &ctx.stack), ("forge:address", &ctx.address)]
+        .into_iter()
+        .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v.clone()).build())
+        .collect()
+}
+
+/// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
+/// included) with one CreateTags and one DeleteTags at most.
+pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+    let (before, after): (BTreeMap<_, _>, BTreeMap<_, _>) = (ctx.tags("aws", old), ctx.tags("aws", new));
+    let removed: Vec<Tag> = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .map(|k| Tag::builder().key(k).build())
+        .collect();
+    let changed: Vec<Tag> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(v))
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect();
+    if !removed.is_empty() {
+        clients
+            .ec2
+            .delete_tags()
+            .resources(id)
+            .set_tags(Some(removed))
+            .send()
+            .await
+            .map_err(|e| error(clients, "DeleteTags", e))?;
+    }
+    if !changed.is_empty() {
+        clients
+            .ec2
+            .create_tags()
+            .resources(id)
+            .set_tags(Some(changed))
+            .send()
+            .await
+            .map_err(|e| error(clients, "CreateTags", e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,360 @@
+//! `aws_security_group`: a security group with its ingress and egress rules. Rules are compared
+//! as sets of single permissions, so a rule change revokes and authorizes only what changed, in
+//! place. A rule's source is CIDR blocks, other groups, or the group itself (`self = true`: the
+//! EFA rule, all protocols from and to itself).
+
+use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::{IpPermission, IpRange, ResourceType, UserIdGroupPair};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+/// The `aws_security_group` kind.
+pub struct SecurityGroup;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    vpc_id: String,
+    #[serde(default = "default_description", rename = "description")]
+    _description: String,
+    #[serde(default)]
+    ingress: Vec<Rule>,
+    #[serde(default)]
+    egress: Vec<Rule>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn default_description() -> String {
+    "Managed by forge".into()
+}
+
+/// One rule as written: `{ protocol = "tcp", from_port = 988, to_port = 988, cidr_blocks = [...] }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rule {
+    #[serde(default = "all_protocols")]
+    protocol: String,
+    from_port: Option<i32>,
+    to_port: Option<i32>,
+    #[serde(default)]
+    cidr_blocks: Vec<String>,
+    #[serde(default)]
+    security_groups: Vec<String>,
+    #[serde(default, rename = "self")]
+    itself: bool,
+}
+
+fn all_protocols() -> String {
+    "-1".into()
+}
+
+/// A single permission: protocol, port range and one source.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Atom {
+    protocol: String,
+    ports: Option<(i32, i32)>,
+    cidr: Option<String>,
+    group: Option<String>,
+}
+
+impl Atom {
+    fn permission(&self) -> IpPermission {
+        let mut p = IpPermission::builder().ip_protocol(&self.protocol);
+        if let Some((from, to)) = self.ports {
+            p = p.from_port(from).to_port(to);
+        }
+        if let Some(cidr) = &self.cidr {
+            p = p.ip_ranges(IpRange::builder().cidr_ip(cidr).build());
+        }
+        if let Some(group) = &self.group {
+            p = p.user_id_group_pairs(UserIdGroupPair::builder().group_id(group).build());
+        }
+        p.build()
+    }
+}
+
+fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, ProviderError> {
+    let mut out = BTreeSet::new();
+    for rule in rules {
+        let protocol = match rule.protocol.as_str() {
+            "all" | "-1" => "-1".to_owned(),
+            other => other.to_lowercase(),
+        };
+        let ports = match (protocol.as_str(), rule.from_port) {
+            ("-1", _) => None,
+            (_, Some(from)) => Some((from, rule.to_port.unwrap_or(from))),
+            (p, None) => {
+                return Err(ProviderError {
+                    message: format!("a `{p}` rule needs `from_port` (and `to_port` for a range)"),
+                    retryable: false,
+                });
+            }
+        };
+        let groups = rule.security_groups.iter().cloned().chain(rule.itself.then(|| own_id.to_owned()));
+        let sources: Vec<(Option<String>, Option<String>)> = rule
+            .cidr_blocks
+            .iter()
+            .map(|c| (Some(c.clone()), None))
+            .chain(groups.map(|g| (None, Some(g))))
+            .collect();
+        if sources.is_empty() {
+            return Err(ProviderError {
+                message: "a rule needs a source: `cidr_blocks`, `security_groups` or `self = true`".into(),
+                retryable: false,
+            });
+        }
+        for (cidr, group) in sources {
+            out.insert(Atom {
+                protocol: protocol.clone(),
+                ports,
+                cidr,
+                group,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The egress rule AWS adds to every new group.
+fn aws_default_egress() -> BTreeSet<Atom> {
+    BTreeSet::from([Atom {
+        protocol: "-1".into(),
+        ports: None,
+        cidr: Some("0.0.0.0/0".into()),
+        group: None,
+    }])
+}
+
+#[derive(Clone, Copy)]
+enum Direction {
+    Ingress,
+    Egress,
+}
+
+/// Revokes what is no longer wanted, then authorizes what is new.
+async fn sync_rules(
+    aws: &Clients,
+    id: &str,
+    direction: Direction,
+    have: &BTreeSet<Atom>,
+    want: &BTreeSet<Atom>,
+) -> Result<(), ProviderError> {
+    let revoke: Vec<IpPermission> = have.difference(want).map(Atom::permission).collect();
+    let authorize: Vec<IpPermission> = want.difference(have).map(Atom::permission).collect();
+    if !revoke.is_empty() {
+        match direction {
+            Direction::Ingress => aws
+                .ec2
+                .revoke_security_group_ingress()
+                .group_id(id)
+                .set_ip_permissions(Some(revoke))
+                .send()
+                .await
+                .map(drop)
+                .map_err(|e| error(aws, "RevokeSecurityGroupIngress", e))?,
+            Direction::Egress => aws
+                .ec2
+                .revoke_security_group_egress()
+                .group_id(id)
+                .set_ip_permissions(Some(revoke))
+                .send()
+                .await
+                .map(drop)
+                .map_err(|e| error(aws, "RevokeSecurityGroupEgress", e))?,
+        }
+    }
+    if !authorize.is_empty() {
+        // A resumed create may find its rules already there.
+        let duplicate_ok = |code: Option<&str>| code == Some("InvalidPermission.Duplicate");
+        match direction {
+            Direction::Ingress => match aws
+                .ec2
+                .authorize_security_group_ingress()
+                .group_id(id)
+                .set_ip_permissions(Some(authorize))
+                .send()
+                .await
+            {
+                Err(e) if !duplicate_ok(super::code(&e)) => return Err(error(aws, "AuthorizeSecurityGroupIngress", e)),
+                _ => {}
+            },
+            Direction::Egress => match aws
+                .ec2
+                .authorize_security_group_egress()
+                .group_id(id)
+                .set_ip_permissions(Some(authorize))
+                .send()
+                .await
+            {
+                Err(e) if !duplicate_ok(super::code(&e)) => return Err(error(aws, "AuthorizeSecurityGroupEgress", e)),
+                _ => {}
+            },
+        }
+    }
+    Ok(())
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "vpc_id",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "description",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "ingress",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "egress",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The group an earlier create of this resource tagged, if any.
+async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_security_groups()
+        .set_filters(Some(own_filters(ctx)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeSecurityGroups", e))?;
+    Ok(found.security_groups().first().and_then(|g| g.group_id()).map(str::to_owned))
+}
+
+impl Kind for SecurityGroup {
+    fn name(&self) -> &'static str {
+        "aws_security_group"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name", "vpc_id", "description"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null), "name": config.get("name").cloned().unwrap_or(Value::Null) })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let id = match find_own(ctx, aws).await? {
+                Some(id) => id,
+                None => aws
+                    .ec2
+                    .create_security_group()
+                    .group_name(&cfg.name)
+                    .description(config.get("description").and_then(Value::as_str).unwrap_or("Managed by forge"))
+                    .vpc_id(&cfg.vpc_id)
+                    .tag_specifications(tag_spec(ctx, ResourceType::SecurityGroup, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateSecurityGroup", e))?
+                    .group_id()
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            sync_rules(aws, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
+            sync_rules(aws, &id, Direction::Egress, &aws_default_egress(), &atoms(&cfg.egress, &id)?).await?;
+            Ok(Created {
+                outputs: json!({ "id": id, "name": cfg.name }),
+                id,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            sync_tags(ctx, aws, id, old, new).await?;
+            sync_rules(
+                aws,
+                id,
+                Direction::Ingress,
+                &atoms(&before.ingress, id)?,
+                &atoms(&after.ingress, id)?,
+            )
+            .await?;
+            sync_rules(aws, id, Direction::Egress, &atoms(&before.egress, id)?, &atoms(&after.egress, id)?).await?;
+            Ok(json!({ "id": id, "name": after.name }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws.ec2.delete_security_group().group_id(id).send().await {
+                Ok(_) => Ok(()),
+                Err(e) if super::code(&e) == Some("InvalidGroup.NotFound") => Ok(()),
+                Err(e) => Err(error(aws, "DeleteSecurityGroup", e)),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(v: Value) -> Vec<Rule> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn self_rules_and_port_ranges_become_single_permissions() {
+        let efa = atoms(&rules(json!([{ "protocol": "-1", "self": true }])), "sg-1").unwrap();
+        assert_eq!(
+            efa,
+            BTreeSet::from([Atom {
+                protocol: "-1".into(),
+                ports: None,
+                cidr: None,
+                group: Some("sg-1".into())
+            }])
+        );
+        let fsx = atoms(
+            &rules(json!([{ "protocol": "tcp", "from_port": 1018, "to_port": 1023, "cidr_blocks": ["10.0.0.0/16", "10.1.0.0/16"] }])),
+            "sg-1",
+        )
+        .unwrap();
+        assert_eq!(fsx.len(), 2);
+        assert!(fsx.iter().all(|a| a.ports == Some((1018, 1023))));
+        assert!(atoms(&rules(json!([{ "protocol": "tcp", "cidr_blocks": ["0.0.0.0/0"] }])), "sg").is_err());
+        assert!(atoms(&rules(json!([{ "protocol": "-1" }])), "sg").is_err());
+    }
+}

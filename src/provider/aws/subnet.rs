@@ -1,0 +1,174 @@
+//! `aws_subnet`: a subnet in one availability zone.
+
+use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `aws_subnet` kind.
+pub struct Subnet;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    vpc_id: String,
+    cidr_block: String,
+    availability_zone: Option<String>,
+    #[serde(default)]
+    map_public_ip_on_launch: bool,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "vpc_id",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "cidr_block",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "availability_zone",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "map_public_ip_on_launch",
+        ty: FieldType::Bool,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The subnet an earlier create of this resource tagged, if any.
+async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<aws_sdk_ec2::types::Subnet>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_subnets()
+        .set_filters(Some(own_filters(ctx)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeSubnets", e))?;
+    Ok(found.subnets().first().cloned())
+}
+
+impl Kind for Subnet {
+    fn name(&self) -> &'static str {
+        "aws_subnet"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "availability_zone", "cidr_block"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["vpc_id", "cidr_block", "availability_zone"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let prior_field = |k: &str| prior.and_then(|p| p.get(k)).cloned().unwrap_or(Value::Null);
+        json!({
+            "id": prior_field("id"),
+            "availability_zone": config.get("availability_zone").cloned().unwrap_or_else(|| prior_field("availability_zone")),
+            "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let subnet = match find_own(ctx, aws).await? {
+                Some(existing) => existing,
+                None => aws
+                    .ec2
+                    .create_subnet()
+                    .vpc_id(&cfg.vpc_id)
+                    .cidr_block(&cfg.cidr_block)
+                    .set_availability_zone(cfg.availability_zone.clone())
+                    .tag_specifications(tag_spec(ctx, ResourceType::Subnet, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateSubnet", e))?
+                    .subnet()
+                    .cloned()
+                    .ok_or_else(|| ProviderError {
+                        message: "CreateSubnet returned no subnet".into(),
+                        retryable: false,
+                    })?,
+            };
+            let id = subnet.subnet_id().unwrap_or_default().to_owned();
+            if cfg.map_public_ip_on_launch {
+                let on = AttributeBooleanValue::builder().value(true).build();
+                aws.ec2
+                    .modify_subnet_attribute()
+                    .subnet_id(&id)
+                    .map_public_ip_on_launch(on)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "ModifySubnetAttribute", e))?;
+            }
+            let outputs = json!({ "id": id, "availability_zone": subnet.availability_zone(), "cidr_block": cfg.cidr_block });
+            Ok(Created { id, outputs })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            Ok(find_own(ctx, ctx.cloud.aws().await)
+                .await?
+                .and_then(|s| s.subnet_id().map(str::to_owned)))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, new)?;
+            let aws = ctx.cloud.aws().await;
+            sync_tags(ctx, aws, id, old, new).await?;
+            if old.get("map_public_ip_on_launch") != new.get("map_public_ip_on_launch") {
+                let value = AttributeBooleanValue::builder().value(cfg.map_public_ip_on_launch).build();
+                aws.ec2
+                    .modify_subnet_attribute()
+                    .subnet_id(id)
+                    .map_public_ip_on_launch(value)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "ModifySubnetAttribute", e))?;
+            }
+            let described = aws
+                .ec2
+                .describe_subnets()
+                .subnet_ids(id)
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribeSubnets", e))?;
+            let zone = described.subnets().first().and_then(|s| s.availability_zone()).map(str::to_owned);
+            Ok(json!({ "id": id, "availability_zone": zone, "cidr_block": cfg.cidr_block }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws.ec2.delete_subnet().subnet_id(id).send().await {
+                Ok(_) => Ok(()),
+                Err(e) if super::code(&e) == Some("InvalidSubnetID.NotFound") => Ok(()),
+                Err(e) => Err(error(aws, "DeleteSubnet", e)),
+            }
+        })
+    }
+}

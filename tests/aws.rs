@@ -1,0 +1,306 @@
+//! AWS kinds end to end: the real `forge` binary and the official SDK against moto (the repo's
+//! launcher, tests/moto/launcher.py). Each test has its own account, so tests run in parallel
+//! on one emulator; forge sees moto only through the standard AWS environment.
+#![cfg(feature = "aws")]
+
+use assert_cmd::Command;
+use aws_sdk_ec2::types::Filter;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The emulator for this test binary: `FORGE_MOTO_URL` if set, else a launcher started once.
+fn moto_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    static CHILD: OnceLock<std::sync::Mutex<Child>> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("FORGE_MOTO_URL") {
+            return url;
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".venv/bin/python");
+        assert!(
+            python.exists(),
+            "no moto venv: run `scripts/setup-moto` (scripts/test does it for you)"
+        );
+        let mut child = std::process::Command::new(python)
+            .arg(root.join("tests/moto/launcher.py"))
+            .args(["--port", "0", "--phase-seconds", "0.3", "--exit-with-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the moto launcher");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("port=")
+            .unwrap_or_else(|| panic!("launcher said {line:?}"));
+        // The launcher exits when this process ends and the pipe to its stdin closes.
+        CHILD.get_or_init(|| std::sync::Mutex::new(child));
+        format!("http://127.0.0.1:{port}")
+    })
+}
+
+/// One test's world: a fresh account on the emulator and a working directory.
+struct Aws {
+    account: String,
+    dir: tempfile::TempDir,
+}
+
+impl Aws {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let account = format!("{:06}{:06}", std::process::id() % 1_000_000, n);
+        Aws {
+            account,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn forge(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::cargo_bin("forge")
+            .unwrap()
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env("AWS_ENDPOINT_URL", moto_url())
+            .env("AWS_ACCESS_KEY_ID", &self.account)
+            .env("AWS_SECRET_ACCESS_KEY", "secret")
+            .env("AWS_REGION", "us-west-2")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .env_remove("AWS_PROFILE")
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, stderr) = self.forge(args);
+        assert_eq!(code, 0, "forge {args:?}:\n{stderr}");
+        stderr
+    }
+
+    fn control(&self, method: &str, path: &str, body: &str) -> String {
+        let url = moto_url().strip_prefix("http://").unwrap();
+        let mut stream = std::net::TcpStream::connect(url).unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.0\r\nHost: {url}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()
+    }
+
+    /// API calls this test's account made, by `service:Action`; clears the counter.
+    fn calls(&self) -> BTreeMap<String, u64> {
+        let body = self.control("GET", &format!("/_forge/calls?account={}", self.account), "");
+        self.control("POST", &format!("/_forge/reset?account={}", self.account), "{}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    fn ec2(&self) -> aws_sdk_ec2::Client {
+        let creds = aws_sdk_ec2::config::Credentials::new(&self.account, "secret", None, None, "test");
+        let config = aws_sdk_ec2::Config::builder()
+            .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
+            .region(aws_sdk_ec2::config::Region::new("us-west-2"))
+            .endpoint_url(moto_url())
+            .credentials_provider(creds)
+            .build();
+        aws_sdk_ec2::Client::from_conf(config)
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn stack_filter(stack: &str) -> Filter {
+    Filter::builder().name("tag:forge:stack").values(stack).build()
+}
+
+/// What exists in the account with the stack's tag: (vpcs, subnets by cidr, security groups).
+fn tagged(
+    aws: &Aws,
+    stack: &str,
+) -> (
+    Vec<aws_sdk_ec2::types::Vpc>,
+    Vec<aws_sdk_ec2::types::Subnet>,
+    Vec<aws_sdk_ec2::types::SecurityGroup>,
+) {
+    let ec2 = aws.ec2();
+    runtime().block_on(async {
+        let vpcs = ec2
+            .describe_vpcs()
+            .filters(stack_filter(stack))
+            .send()
+            .await
+            .unwrap()
+            .vpcs()
+            .to_vec();
+        let subnets = ec2
+            .describe_subnets()
+            .filters(stack_filter(stack))
+            .send()
+            .await
+            .unwrap()
+            .subnets()
+            .to_vec();
+        let groups = ec2
+            .describe_security_groups()
+            .filters(stack_filter(stack))
+            .send()
+            .await
+            .unwrap()
+            .security_groups()
+            .to_vec();
+        (vpcs, subnets, groups)
+    })
+}
+
+fn tag<'a>(tags: &'a [aws_sdk_ec2::types::Tag], key: &str) -> Option<&'a str> {
+    tags.iter().find(|t| t.key() == Some(key)).and_then(|t| t.value())
+}
+
+const NETWORK: &str = include_str!("../examples/aws-network.toml");
+
+fn mutating(calls: &BTreeMap<String, u64>) -> Vec<&String> {
+    let reads = ["Describe", "List", "Get"];
+    calls
+        .keys()
+        .filter(|c| !reads.iter().any(|r| c.split(':').nth(1).unwrap_or("").starts_with(r)))
+        .collect()
+}
+
+#[test]
+fn network_lifecycle_on_the_emulator() {
+    let aws = Aws::new();
+    aws.write("net.toml", NETWORK);
+    aws.ok(&["up", "net.toml", "--yes"]);
+    let up_calls = aws.calls();
+    let (vpcs, subnets, groups) = tagged(&aws, "aws-network");
+    assert_eq!(vpcs.len(), 1);
+    assert_eq!(tag(vpcs[0].tags(), "Name"), Some("training-dev"));
+    assert_eq!(tag(vpcs[0].tags(), "team"), Some("ml-platform"), "default_tags");
+    assert_eq!(tag(vpcs[0].tags(), "forge:address"), Some("aws_vpc.main"));
+    let mut zones: Vec<(&str, &str)> = subnets
+        .iter()
+        .map(|s| (s.cidr_block().unwrap(), s.availability_zone().unwrap()))
+        .collect();
+    zones.sort();
+    assert_eq!(zones, [("10.0.0.0/20", "us-west-2c"), ("10.0.16.0/20", "us-west-2a")]);
+    assert!(subnets.iter().all(|s| s.vpc_id() == vpcs[0].vpc_id()));
+
+    assert_eq!(groups.len(), 1);
+    let efa = &groups[0];
+    let group_id = efa.group_id().unwrap();
+    let only_self = |perms: &[aws_sdk_ec2::types::IpPermission]| {
+        perms.len() == 1
+            && perms[0].ip_protocol() == Some("-1")
+            && perms[0].ip_ranges().is_empty()
+            && perms[0]
+                .user_id_group_pairs()
+                .iter()
+                .map(|p| p.group_id().unwrap())
+                .collect::<Vec<_>>()
+                == [group_id]
+    };
+    assert!(
+        only_self(efa.ip_permissions()),
+        "ingress: all traffic from itself only: {:?}",
+        efa.ip_permissions()
+    );
+    assert!(
+        only_self(efa.ip_permissions_egress()),
+        "egress: all traffic to itself only: {:?}",
+        efa.ip_permissions_egress()
+    );
+
+    // A second plan: no changes, and not one mutating call.
+    let (code, stderr) = aws.forge(&["plan", "net.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(mutating(&aws.calls()).is_empty());
+
+    // A tag change updates in place.
+    aws.ok(&["up", "net.toml", "--yes", "--var", "env=prod"]);
+    let calls = aws.calls();
+    assert_eq!(mutating(&calls), ["ec2:CreateTags"], "{calls:?}");
+    let (vpcs_after, _, _) = tagged(&aws, "aws-network");
+    assert_eq!(vpcs_after[0].vpc_id(), vpcs[0].vpc_id());
+    assert_eq!(tag(vpcs_after[0].tags(), "Name"), Some("training-prod"));
+
+    // A CIDR change replaces the subnet.
+    aws.write("net.toml", &NETWORK.replace("10.0.16.0/20", "10.0.32.0/20"));
+    let out = aws.ok(&["up", "net.toml", "--yes"]);
+    assert!(
+        out.contains("-/+ aws_subnet.system (aws_subnet), replaced because cidr_block changed"),
+        "{out}"
+    );
+    let (_, subnets, _) = tagged(&aws, "aws-network");
+    let mut cidrs: Vec<&str> = subnets.iter().map(|s| s.cidr_block().unwrap()).collect();
+    cidrs.sort();
+    assert_eq!(cidrs, ["10.0.0.0/20", "10.0.32.0/20"]);
+
+    aws.calls();
+    aws.ok(&["destroy", "net.toml", "--yes"]);
+    let destroy_calls = aws.calls();
+    let (vpcs, subnets, groups) = tagged(&aws, "aws-network");
+    assert!(
+        vpcs.is_empty() && subnets.is_empty() && groups.is_empty(),
+        "nothing tagged with the stack is left"
+    );
+    eprintln!(
+        "API calls: up {}, destroy {}",
+        up_calls.values().sum::<u64>(),
+        destroy_calls.values().sum::<u64>()
+    );
+}
+
+#[test]
+fn injected_throttling_still_converges_without_duplicates() {
+    let aws = Aws::new();
+    aws.write("net.toml", NETWORK);
+    let rule = format!(r#"[{{"account": "{}", "match": "ec2:*", "rate": 0.3, "seed": 7}}]"#, aws.account);
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), &rule);
+    aws.ok(&["up", "net.toml", "--yes"]);
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), "[]");
+    let (vpcs, subnets, groups) = tagged(&aws, "aws-network");
+    assert_eq!((vpcs.len(), subnets.len(), groups.len()), (1, 2, 1), "exactly one of each");
+    let (code, _) = aws.forge(&["plan", "net.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0);
+    aws.ok(&["destroy", "net.toml", "--yes"]);
+}
+
+#[test]
+fn a_permanent_error_names_the_resource_and_the_cloud_message() {
+    let aws = Aws::new();
+    aws.write("bad.toml", "[stack]\nname = \"bad\"\n[aws_vpc.main]\ncidr_block = \"10.0.0.0/16\"\n[aws_subnet.outside]\nvpc_id = \"${aws_vpc.main.id}\"\ncidr_block = \"192.168.0.0/24\"\n");
+    let (code, stderr) = aws.forge(&["up", "bad.toml", "--yes"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("`aws_subnet.outside`: create failed"), "{stderr}");
+    assert!(
+        stderr.contains("InvalidSubnet.Range") && stderr.contains("region us-west-2"),
+        "{stderr}"
+    );
+    let fixed = "[stack]\nname = \"bad\"\n[aws_vpc.main]\ncidr_block = \"10.0.0.0/16\"\n[aws_subnet.outside]\nvpc_id = \"${aws_vpc.main.id}\"\ncidr_block = \"10.0.1.0/24\"\n";
+    aws.write("bad.toml", fixed);
+    aws.ok(&["up", "bad.toml", "--yes"]);
+    let (vpcs, subnets, _) = tagged(&aws, "bad");
+    assert_eq!((vpcs.len(), subnets.len()), (1, 1), "the rerun resumed: no second VPC");
+    aws.ok(&["destroy", "bad.toml", "--yes"]);
+}
