@@ -304,3 +304,157 @@ fn a_permanent_error_names_the_resource_and_the_cloud_message() {
     assert_eq!((vpcs.len(), subnets.len()), (1, 1), "the rerun resumed: no second VPC");
     aws.ok(&["destroy", "bad.toml", "--yes"]);
 }
+
+#[test]
+fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
+    let aws = Aws::new();
+    aws.write("vpc.toml", include_str!("../examples/vpc.toml"));
+    let started = std::time::Instant::now();
+    let out = aws.ok(&["up", "vpc.toml", "--yes"]);
+    let up_time = started.elapsed();
+    assert!(out.contains("Apply complete: 14 added"), "{out}");
+    let up_calls = aws.calls();
+
+    let ec2 = aws.ec2();
+    let (vpcs, subnets, _) = tagged(&aws, "vpc");
+    assert_eq!(vpcs.len(), 1);
+    let vpc_id = vpcs[0].vpc_id().unwrap();
+    let mut layout: Vec<(String, &str, Option<&str>, Option<&str>)> = subnets
+        .iter()
+        .map(|s| {
+            (
+                s.cidr_block().unwrap().to_owned(),
+                s.availability_zone().unwrap(),
+                tag(s.tags(), "kubernetes.io/role/elb"),
+                tag(s.tags(), "kubernetes.io/role/internal-elb"),
+            )
+        })
+        .collect();
+    layout.sort();
+    assert_eq!(
+        layout,
+        [
+            ("10.0.0.0/20".to_owned(), "us-west-2a", None, Some("1")),
+            ("10.0.16.0/20".to_owned(), "us-west-2b", None, Some("1")),
+            ("10.0.32.0/20".to_owned(), "us-west-2c", None, Some("1")),
+            ("10.0.48.0/24".to_owned(), "us-west-2a", Some("1"), None),
+            ("10.0.49.0/24".to_owned(), "us-west-2b", Some("1"), None),
+            ("10.0.50.0/24".to_owned(), "us-west-2c", Some("1"), None),
+        ]
+    );
+    runtime().block_on(async {
+        let igws = ec2.describe_internet_gateways().filters(stack_filter("vpc")).send().await.unwrap();
+        let attached: Vec<_> = igws
+            .internet_gateways()
+            .iter()
+            .flat_map(|g| g.attachments())
+            .map(|a| a.vpc_id().unwrap().to_owned())
+            .collect();
+        assert_eq!(attached, [vpc_id]);
+        let nats = ec2.describe_nat_gateways().filter(stack_filter("vpc")).send().await.unwrap();
+        let states: Vec<_> = nats.nat_gateways().iter().map(|n| n.state().unwrap().as_str().to_owned()).collect();
+        assert_eq!(states, ["available"], "the NAT gateway was waited for");
+        assert_eq!(
+            ec2.describe_addresses()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .addresses()
+                .len(),
+            1
+        );
+        let tables = ec2.describe_route_tables().filters(stack_filter("vpc")).send().await.unwrap();
+        let default_routes: Vec<(bool, bool)> = tables
+            .route_tables()
+            .iter()
+            .map(|t| {
+                let route = t.routes().iter().find(|r| r.destination_cidr_block() == Some("0.0.0.0/0"));
+                (
+                    route.and_then(|r| r.gateway_id()).is_some_and(|g| g.starts_with("igw-")),
+                    route.and_then(|r| r.nat_gateway_id()).is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            default_routes.iter().filter(|(igw, _)| *igw).count(),
+            1,
+            "one public table routes to the internet gateway"
+        );
+        assert_eq!(
+            default_routes.iter().filter(|(_, nat)| *nat).count(),
+            3,
+            "each zone's private table routes to the NAT"
+        );
+        let associated: usize = tables
+            .route_tables()
+            .iter()
+            .map(|t| t.associations().iter().filter(|a| a.subnet_id().is_some()).count())
+            .sum();
+        assert_eq!(associated, 6);
+    });
+    let private: serde_json::Value = {
+        let out = Command::cargo_bin("forge")
+            .unwrap()
+            .current_dir(aws.dir.path())
+            .args(["output", "vpc.toml", "private_subnets", "-q"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(private.as_object().unwrap().len(), 3);
+
+    aws.calls();
+    let (code, stderr) = aws.forge(&["plan", "vpc.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let noop_calls = aws.calls();
+    assert!(mutating(&noop_calls).is_empty());
+
+    aws.calls();
+    let started = std::time::Instant::now();
+    aws.ok(&["destroy", "vpc.toml", "--yes"]);
+    let destroy_time = started.elapsed();
+    let destroy_calls = aws.calls();
+    let (vpcs, subnets, _) = tagged(&aws, "vpc");
+    assert!(vpcs.is_empty() && subnets.is_empty());
+    runtime().block_on(async {
+        assert!(
+            ec2.describe_internet_gateways()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .internet_gateways()
+                .is_empty()
+        );
+        assert!(
+            ec2.describe_addresses()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .addresses()
+                .is_empty()
+        );
+        assert!(
+            ec2.describe_route_tables()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .route_tables()
+                .is_empty()
+        );
+        let nats = ec2.describe_nat_gateways().filter(stack_filter("vpc")).send().await.unwrap();
+        assert!(nats.nat_gateways().iter().all(|n| n.state().map(|s| s.as_str()) == Some("deleted")));
+    });
+    eprintln!(
+        "examples/vpc.toml on moto: up {:.2}s, {} API calls ({} mutating); no-op plan {} calls; destroy {:.2}s, {} calls",
+        up_time.as_secs_f64(),
+        up_calls.values().sum::<u64>(),
+        mutating(&up_calls).iter().map(|c| up_calls[*c]).sum::<u64>(),
+        noop_calls.values().sum::<u64>(),
+        destroy_time.as_secs_f64(),
+        destroy_calls.values().sum::<u64>()
+    );
+}

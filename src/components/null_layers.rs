@@ -5,6 +5,7 @@
 use crate::provider::{Field, FieldType};
 use crate::stack::component::{Component, Expansion, Part};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
@@ -31,7 +32,7 @@ pub const COMPONENT: Component = Component {
 
 const MAX_NODES: u64 = 100_000;
 
-fn expand(address: &str, config: &Map<String, Value>) -> Result<Expansion, String> {
+fn expand(address: &str, config: &Map<String, Value>, _providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
     let number = |key: &str| config.get(key).and_then(Value::as_u64);
     let (Some(layers), Some(width)) = (number("layers"), number("width")) else {
         return Err("`layers` and `width` must be whole numbers of at least 1".into());
@@ -78,13 +79,13 @@ mod tests {
     #[test]
     fn expands_layers_with_two_parents_each() {
         let config = json!({"layers": 3, "width": 4}).as_object().unwrap().clone();
-        let out = expand("null_layers.r", &config).unwrap();
+        let out = expand("null_layers.r", &config, &BTreeMap::new()).unwrap();
         assert_eq!(out.parts.len(), 12);
         let last = &out.parts[11];
         assert_eq!(last.local, "l2.n3");
         assert_eq!(last.depends_on, ["null_layers.r.l1.n3", "null_layers.r.l1.n0"]);
         assert_eq!(out.outputs["last_ids"][0], json!("${null_layers.r.l2.n0.id}"));
         let zero = json!({"layers": 0, "width": 4}).as_object().unwrap().clone();
-        assert!(expand("null_layers.r", &zero).is_err());
+        assert!(expand("null_layers.r", &zero, &BTreeMap::new()).is_err());
     }
 }

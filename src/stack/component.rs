@@ -3,6 +3,7 @@
 
 use crate::provider::Field;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// A resource a component makes.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,13 +34,18 @@ pub struct Component {
     /// The attributes its block accepts.
     pub schema: &'static [Field],
     /// Expands one block: `address` is the component's own (`null_layers.r`), `config` its
-    /// attributes with variables substituted. An `Err` is a message about the config.
-    pub expand: fn(address: &str, config: &Map<String, Value>) -> Result<Expansion, String>,
+    /// attributes with variables substituted, `providers` the stack's `[aws]`/`[gcp]`
+    /// settings. An `Err` is a message about the config.
+    pub expand: fn(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String>,
 }
 
 /// Every component built into this binary.
 pub fn builtin() -> &'static [Component] {
-    &[crate::components::null_layers::COMPONENT]
+    &[
+        crate::components::null_layers::COMPONENT,
+        #[cfg(feature = "aws")]
+        crate::components::vpc::COMPONENT,
+    ]
 }
 
 /// The component for a block type.

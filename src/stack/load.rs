@@ -226,7 +226,7 @@ impl Loader<'_> {
                 }
                 match comp {
                     Some(c) => {
-                        let (parts, outputs) = self.expand(c, &address, &config, header.clone(), &explicit_deps)?;
+                        let (parts, outputs) = self.expand(c, &address, &config, header.clone(), &explicit_deps, &providers)?;
                         components.insert(address, outputs);
                         blocks.extend(parts);
                     }
@@ -618,9 +618,10 @@ impl Loader<'_> {
         config: &Value,
         header: Range<usize>,
         explicit_deps: &[(String, Range<usize>)],
+        providers: &BTreeMap<String, Value>,
     ) -> Result<(Vec<Block>, Map<String, Value>), StackError> {
         let attrs = config.as_object().cloned().unwrap_or_default();
-        let expansion = (comp.expand)(address, &attrs).map_err(|message| {
+        let expansion = (comp.expand)(address, &attrs, providers).map_err(|message| {
             self.err(
                 header.clone(),
                 format!("`{address}`: {message}"),

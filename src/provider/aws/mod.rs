@@ -1,6 +1,10 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
 //! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
 
+mod eip;
+mod internet_gateway;
+mod nat_gateway;
+mod route_table;
 mod security_group;
 mod subnet;
 mod vpc;
@@ -14,7 +18,14 @@ use std::collections::BTreeMap;
 
 /// Adds the AWS kinds to a registry.
 pub fn register(registry: Registry) -> Registry {
-    registry.with(vpc::Vpc).with(subnet::Subnet).with(security_group::SecurityGroup)
+    registry
+        .with(vpc::Vpc)
+        .with(subnet::Subnet)
+        .with(internet_gateway::InternetGateway)
+        .with(eip::Eip)
+        .with(nat_gateway::NatGateway)
+        .with(route_table::RouteTable)
+        .with(security_group::SecurityGroup)
 }
 
 /// The SDK clients of one run.
@@ -170,4 +181,48 @@ pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new:
             .map_err(|e| error(clients, "CreateTags", e))?;
     }
     Ok(())
+}
+
+/// What one look at a slow operation saw.
+pub enum Poll {
+    /// Finished.
+    Done,
+    /// Still going, in this state (`pending`, `CREATING`).
+    Pending(String),
+    /// Ended badly, with the cloud's reason.
+    Failed(String),
+}
+
+/// Polls until `poll` reports done, showing the state and elapsed time on the resource's
+/// progress line. Polls quickly at first, then every few seconds.
+pub async fn wait_until<F, Fut>(ctx: &Ctx, timeout: std::time::Duration, mut poll: F) -> Result<(), ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Poll, ProviderError>>,
+{
+    let started = std::time::Instant::now();
+    let mut interval = std::time::Duration::from_millis(100);
+    loop {
+        match poll().await? {
+            Poll::Done => return Ok(()),
+            Poll::Failed(reason) => {
+                return Err(ProviderError {
+                    message: reason,
+                    retryable: false,
+                });
+            }
+            Poll::Pending(state) if started.elapsed() >= timeout => {
+                return Err(ProviderError {
+                    message: format!(
+                        "still {state} after {}s; the cloud is still working: run `forge up` again to resume waiting",
+                        started.elapsed().as_secs()
+                    ),
+                    retryable: false,
+                });
+            }
+            Poll::Pending(state) => (ctx.status)(&format!("{state} {}s", started.elapsed().as_secs())),
+        }
+        tokio::time::sleep(interval).await;
+        interval = (interval * 2).min(std::time::Duration::from_secs(5));
+    }
 }

@@ -1,0 +1,339 @@
+//! `vpc`: a VPC over several zones — a public and a private subnet per zone (carved without
+//! overlap from the VPC's CIDR and tagged for EKS load balancers), an internet gateway, NAT
+//! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables.
+
+use crate::provider::{Field, FieldType};
+use crate::stack::component::{Component, Expansion, Part};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+/// The component's registration.
+pub const COMPONENT: Component = Component {
+    name: "vpc",
+    schema: &[
+        Field {
+            name: "cidr",
+            ty: FieldType::String,
+            required: true,
+        },
+        Field {
+            name: "zones",
+            ty: FieldType::List,
+            required: true,
+        },
+        Field {
+            name: "nat",
+            ty: FieldType::String,
+            required: false,
+        },
+        Field {
+            name: "public_subnet_bits",
+            ty: FieldType::Integer,
+            required: false,
+        },
+        Field {
+            name: "private_subnet_bits",
+            ty: FieldType::Integer,
+            required: false,
+        },
+        Field {
+            name: "tags",
+            ty: FieldType::Table,
+            required: false,
+        },
+    ],
+    expand,
+};
+
+/// An IPv4 network: its first address and prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cidr {
+    base: u32,
+    prefix: u32,
+}
+
+impl Cidr {
+    fn parse(text: &str) -> Result<Cidr, String> {
+        let bad = || format!("`cidr = \"{text}\"` is not an IPv4 CIDR block such as \"10.0.0.0/16\"");
+        let (ip, prefix) = text.split_once('/').ok_or_else(bad)?;
+        let ip: Ipv4Addr = ip.parse().map_err(|_| bad())?;
+        let prefix: u32 = prefix.parse().map_err(|_| bad())?;
+        if !(16..=28).contains(&prefix) {
+            return Err(format!("`cidr = \"{text}\"`: a VPC's prefix must be between /16 and /28"));
+        }
+        let base = u32::from(ip);
+        let cidr = Cidr {
+            base: base & Cidr::mask(prefix),
+            prefix,
+        };
+        if cidr.base != base {
+            return Err(format!("`cidr = \"{text}\"` has host bits set; did you mean \"{cidr}\"?"));
+        }
+        Ok(cidr)
+    }
+
+    fn mask(prefix: u32) -> u32 {
+        if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) }
+    }
+
+    fn size(self) -> u64 {
+        1u64 << (32 - self.prefix)
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", Ipv4Addr::from(self.base), self.prefix)
+    }
+}
+
+/// Carves `count` blocks of each prefix, in order, each aligned to its size; fails when they do
+/// not fit in `vpc`.
+fn carve(vpc: Cidr, requests: &[(u32, usize)]) -> Option<Vec<Vec<Cidr>>> {
+    let mut next = u64::from(vpc.base);
+    let end = u64::from(vpc.base) + vpc.size();
+    let mut out = Vec::new();
+    for &(prefix, count) in requests {
+        let size = 1u64 << (32 - prefix);
+        next = next.div_ceil(size) * size;
+        let mut blocks = Vec::new();
+        for _ in 0..count {
+            if next + size > end {
+                return None;
+            }
+            blocks.push(Cidr {
+                base: u32::try_from(next).ok()?,
+                prefix,
+            });
+            next += size;
+        }
+        out.push(blocks);
+    }
+    Some(out)
+}
+
+fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
+    let vpc = Cidr::parse(config.get("cidr").and_then(Value::as_str).unwrap_or_default())?;
+    let zones: Vec<String> = config
+        .get("zones")
+        .and_then(Value::as_array)
+        .map(|z| {
+            z.iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or("`zones` must be a list of zone names, e.g. [\"us-west-2a\"]")
+                })
+                .collect()
+        })
+        .transpose()?
+        .unwrap_or_default();
+    if zones.is_empty() {
+        return Err("`zones` is empty: name at least one availability zone".into());
+    }
+    for (i, zone) in zones.iter().enumerate() {
+        if zones[..i].contains(zone) {
+            return Err(format!("zone `{zone}` is listed twice in `zones`"));
+        }
+        let region = providers.get("aws").and_then(|a| a.get("region")).and_then(Value::as_str);
+        let zone_region = zone.trim_end_matches(|c: char| c.is_ascii_lowercase());
+        match region {
+            Some(r) if zone_region != r => return Err(format!("zone `{zone}` is not in the region `{r}` set in `[aws]`")),
+            None if zone_region != zones[0].trim_end_matches(|c: char| c.is_ascii_lowercase()) => {
+                return Err(format!("zones `{}` and `{zone}` are in different regions", zones[0]));
+            }
+            _ => {}
+        }
+    }
+    let nat = config.get("nat").and_then(Value::as_str).unwrap_or("single");
+    if !["single", "per-zone", "none"].contains(&nat) {
+        return Err(format!("`nat = \"{nat}\"`: expected \"single\", \"per-zone\" or \"none\""));
+    }
+    let bits = |key: &str, default: u32| -> Result<u32, String> {
+        let b = config
+            .get(key)
+            .and_then(Value::as_u64)
+            .map_or(Ok(default), |b| u32::try_from(b).map_err(|_| format!("`{key}` is too large")))?;
+        if b == 0 || vpc.prefix + b > 28 {
+            return Err(format!(
+                "`{key} = {b}` makes /{} subnets; AWS subnets are /16 to /28 inside the VPC's /{}",
+                vpc.prefix + b,
+                vpc.prefix
+            ));
+        }
+        Ok(b)
+    };
+    let (private_prefix, public_prefix) = (
+        vpc.prefix + bits("private_subnet_bits", 4)?,
+        vpc.prefix + bits("public_subnet_bits", 8)?,
+    );
+    let Some(blocks) = carve(vpc, &[(private_prefix, zones.len()), (public_prefix, zones.len())]) else {
+        return Err(format!(
+            "{n} zones need {n} private /{private_prefix} and {n} public /{public_prefix} subnets, more than {vpc} holds; use a larger `cidr`, fewer zones or smaller subnets (`private_subnet_bits`, `public_subnet_bits`)",
+            n = zones.len()
+        ));
+    };
+
+    let tags = config.get("tags").cloned().unwrap_or_else(|| json!({}));
+    let with_tags = |extra: Value| {
+        let mut t = tags.as_object().cloned().unwrap_or_default();
+        t.extend(extra.as_object().cloned().unwrap_or_default());
+        Value::Object(t)
+    };
+    let name = address.rsplit('.').next().unwrap_or(address);
+    let reference = |local: &str, attr: &str| json!(format!("${{{address}.{local}.{attr}}}"));
+    let part = |local: String, kind: &'static str, config: Value| Part {
+        local,
+        kind,
+        config,
+        depends_on: vec![],
+    };
+    let mut parts = vec![
+        part(
+            "vpc".into(),
+            "aws_vpc",
+            json!({ "cidr_block": vpc.to_string(), "tags": with_tags(json!({ "Name": name })) }),
+        ),
+        part(
+            "igw".into(),
+            "aws_internet_gateway",
+            json!({ "vpc_id": reference("vpc", "id"), "tags": with_tags(json!({ "Name": name })) }),
+        ),
+    ];
+    for (i, zone) in zones.iter().enumerate() {
+        parts.push(part(
+            format!("public.{zone}"),
+            "aws_subnet",
+            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": blocks[1][i].to_string(), "availability_zone": zone, "map_public_ip_on_launch": true,
+                    "tags": with_tags(json!({ "Name": format!("{name}-public-{zone}"), "kubernetes.io/role/elb": "1" })) }),
+        ));
+        parts.push(part(
+            format!("private.{zone}"),
+            "aws_subnet",
+            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": blocks[0][i].to_string(), "availability_zone": zone,
+                    "tags": with_tags(json!({ "Name": format!("{name}-private-{zone}"), "kubernetes.io/role/internal-elb": "1" })) }),
+        ));
+    }
+    let public_ids: Vec<Value> = zones.iter().map(|z| reference(&format!("public.{z}"), "id")).collect();
+    parts.push(part(
+        "public_routes".into(),
+        "aws_route_table",
+        json!({ "vpc_id": reference("vpc", "id"), "routes": [{ "cidr_block": "0.0.0.0/0", "gateway_id": reference("igw", "id") }], "subnet_ids": public_ids, "tags": with_tags(json!({ "Name": format!("{name}-public") })) }),
+    ));
+    let nat_zones: Vec<&String> = match nat {
+        "per-zone" => zones.iter().collect(),
+        "single" => vec![&zones[0]],
+        _ => vec![],
+    };
+    for zone in &nat_zones {
+        parts.push(part(
+            format!("nat_ip.{zone}"),
+            "aws_eip",
+            json!({ "tags": with_tags(json!({ "Name": format!("{name}-nat-{zone}") })) }),
+        ));
+        let mut gateway = part(
+            format!("nat.{zone}"),
+            "aws_nat_gateway",
+            json!({ "subnet_id": reference(&format!("public.{zone}"), "id"), "allocation_id": reference(&format!("nat_ip.{zone}"), "id"), "tags": with_tags(json!({ "Name": format!("{name}-{zone}") })) }),
+        );
+        // A NAT gateway needs the internet gateway attached first.
+        gateway.depends_on.push(format!("{address}.igw"));
+        parts.push(gateway);
+    }
+    for zone in &zones {
+        let nat_zone = if nat == "per-zone" {
+            Some(zone)
+        } else {
+            nat_zones.first().copied()
+        };
+        let routes: Vec<Value> = nat_zone
+            .map(|z| json!({ "cidr_block": "0.0.0.0/0", "nat_gateway_id": reference(&format!("nat.{z}"), "id") }))
+            .into_iter()
+            .collect();
+        parts.push(part(
+            format!("private_routes.{zone}"),
+            "aws_route_table",
+            json!({ "vpc_id": reference("vpc", "id"), "routes": routes, "subnet_ids": [reference(&format!("private.{zone}"), "id")], "tags": with_tags(json!({ "Name": format!("{name}-private-{zone}") })) }),
+        ));
+    }
+    let by_zone = |kind: &str| Value::Object(zones.iter().map(|z| (z.clone(), reference(&format!("{kind}.{z}"), "id"))).collect());
+    let mut outputs = Map::new();
+    outputs.insert("vpc_id".into(), reference("vpc", "id"));
+    outputs.insert("cidr".into(), json!(vpc.to_string()));
+    outputs.insert("public_subnet_ids".into(), Value::Array(public_ids));
+    outputs.insert(
+        "private_subnet_ids".into(),
+        Value::Array(zones.iter().map(|z| reference(&format!("private.{z}"), "id")).collect()),
+    );
+    outputs.insert("public_subnets_by_zone".into(), by_zone("public"));
+    outputs.insert("private_subnets_by_zone".into(), by_zone("private"));
+    Ok(Expansion { parts, outputs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(config: Value, region: Option<&str>) -> Result<Expansion, String> {
+        let providers = region
+            .map(|r| BTreeMap::from([("aws".to_owned(), json!({ "region": r }))]))
+            .unwrap_or_default();
+        expand("vpc.main", config.as_object().unwrap(), &providers)
+    }
+
+    #[test]
+    fn carves_non_overlapping_aligned_subnets() {
+        let out = run(
+            json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a", "us-west-2b", "us-west-2c"] }),
+            Some("us-west-2"),
+        )
+        .unwrap();
+        let cidrs: Vec<&str> = out
+            .parts
+            .iter()
+            .filter(|p| p.kind == "aws_subnet")
+            .map(|p| p.config["cidr_block"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            cidrs,
+            [
+                "10.0.48.0/24",
+                "10.0.0.0/20",
+                "10.0.49.0/24",
+                "10.0.16.0/20",
+                "10.0.50.0/24",
+                "10.0.32.0/20"
+            ]
+        );
+        assert_eq!(
+            out.parts.iter().filter(|p| p.kind == "aws_nat_gateway").count(),
+            1,
+            "nat = single by default"
+        );
+        assert_eq!(
+            out.outputs["private_subnets_by_zone"]["us-west-2b"],
+            json!("${vpc.main.private.us-west-2b.id}")
+        );
+        let per_zone = run(
+            json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a", "us-west-2b"], "nat": "per-zone" }),
+            None,
+        )
+        .unwrap();
+        assert_eq!(per_zone.parts.iter().filter(|p| p.kind == "aws_eip").count(), 2);
+        let none = run(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a"], "nat": "none" }), None).unwrap();
+        assert!(none.parts.iter().all(|p| p.kind != "aws_nat_gateway"));
+    }
+
+    #[test]
+    fn rejects_what_cannot_work() {
+        let err = |config: Value| run(config, Some("us-west-2")).unwrap_err();
+        assert!(err(json!({ "cidr": "10.0.0.1/16", "zones": ["us-west-2a"] })).contains("did you mean \"10.0.0.0/16\""));
+        assert!(err(json!({ "cidr": "10.0.0/16", "zones": ["us-west-2a"] })).contains("not an IPv4 CIDR block"));
+        assert!(err(json!({ "cidr": "10.0.0.0/33", "zones": ["us-west-2a"] })).contains("between /16 and /28"));
+        assert!(err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-east-1a"] })).contains("not in the region `us-west-2`"));
+        assert!(err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a", "us-west-2a"] })).contains("listed twice"));
+        assert!(err(json!({ "cidr": "10.0.0.0/24", "zones": ["us-west-2a", "us-west-2b", "us-west-2c"], "private_subnet_bits": 2, "public_subnet_bits": 3 })).contains("more than 10.0.0.0/24 holds"));
+        assert!(err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a"], "nat": "two" })).contains("expected \"single\""));
+    }
+}

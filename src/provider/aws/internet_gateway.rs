@@ -1,0 +1,133 @@
+//! `aws_internet_gateway`: an internet gateway attached to a VPC.
+
+use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::ResourceType;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `aws_internet_gateway` kind.
+pub struct InternetGateway;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    vpc_id: String,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "vpc_id",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_internet_gateways()
+        .set_filters(Some(own_filters(ctx)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeInternetGateways", e))?;
+    Ok(found
+        .internet_gateways()
+        .first()
+        .and_then(|g| g.internet_gateway_id())
+        .map(str::to_owned))
+}
+
+impl Kind for InternetGateway {
+    fn name(&self) -> &'static str {
+        "aws_internet_gateway"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["vpc_id"]
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let id = match find_own(ctx, aws).await? {
+                Some(id) => id,
+                None => aws
+                    .ec2
+                    .create_internet_gateway()
+                    .tag_specifications(tag_spec(ctx, ResourceType::InternetGateway, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateInternetGateway", e))?
+                    .internet_gateway()
+                    .and_then(|g| g.internet_gateway_id())
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            match aws
+                .ec2
+                .attach_internet_gateway()
+                .internet_gateway_id(&id)
+                .vpc_id(&cfg.vpc_id)
+                .send()
+                .await
+            {
+                Err(e) if super::code(&e) != Some("Resource.AlreadyAssociated") => return Err(error(aws, "AttachInternetGateway", e)),
+                _ => {}
+            }
+            Ok(Created {
+                outputs: json!({ "id": id }),
+                id,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            sync_tags(ctx, ctx.cloud.aws().await, id, old, new).await?;
+            Ok(json!({ "id": id }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            if let Some(vpc) = config.get("vpc_id").and_then(Value::as_str) {
+                match aws.ec2.detach_internet_gateway().internet_gateway_id(id).vpc_id(vpc).send().await {
+                    Err(e) if !matches!(super::code(&e), Some("Gateway.NotAttached" | "InvalidInternetGatewayID.NotFound")) => {
+                        return Err(error(aws, "DetachInternetGateway", e));
+                    }
+                    _ => {}
+                }
+            }
+            match aws.ec2.delete_internet_gateway().internet_gateway_id(id).send().await {
+                Err(e) if super::code(&e) != Some("InvalidInternetGatewayID.NotFound") => Err(error(aws, "DeleteInternetGateway", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! `aws_nat_gateway`: a public NAT gateway. Creation waits until it is `available`; deletion
+//! waits until it is `deleted`, so that the EIP behind it (deleted after it, in reverse
+//! dependency order) can be released.
+
+use super::{Clients, Poll, error, own_filters, parse, sync_tags, tag_spec, wait_until};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `aws_nat_gateway` kind.
+pub struct NatGateway;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    subnet_id: String,
+    allocation_id: String,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "subnet_id",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "allocation_id",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// NAT gateways usually take one to three minutes.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+async fn state(aws: &Clients, id: &str) -> Result<Option<(NatGatewayState, Option<String>)>, ProviderError> {
+    let found = aws.ec2.describe_nat_gateways().nat_gateway_ids(id).send().await;
+    match found {
+        Ok(out) => Ok(out
+            .nat_gateways()
+            .first()
+            .and_then(|n| n.state().cloned().map(|s| (s, n.failure_message().map(str::to_owned))))),
+        Err(e) if super::code(&e) == Some("NatGatewayNotFound") => Ok(None),
+        Err(e) => Err(error(aws, "DescribeNatGateways", e)),
+    }
+}
+
+/// The gateway an earlier create tagged, unless it is already being deleted.
+async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+    let live = Filter::builder().name("state").values("pending").values("available").build();
+    let mut filters = own_filters(ctx);
+    filters.push(live);
+    let found = aws
+        .ec2
+        .describe_nat_gateways()
+        .set_filter(Some(filters))
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeNatGateways", e))?;
+    Ok(found.nat_gateways().first().and_then(|n| n.nat_gateway_id()).map(str::to_owned))
+}
+
+impl Kind for NatGateway {
+    fn name(&self) -> &'static str {
+        "aws_nat_gateway"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["subnet_id", "allocation_id"]
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
+    }
+
+    /// Passes the create's token as `ClientToken`, and first looks for a gateway an earlier
+    /// attempt tagged.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let id = match find_own(ctx, aws).await? {
+                Some(id) => id,
+                None => aws
+                    .ec2
+                    .create_nat_gateway()
+                    .subnet_id(&cfg.subnet_id)
+                    .allocation_id(&cfg.allocation_id)
+                    .client_token(token)
+                    .tag_specifications(tag_spec(ctx, ResourceType::Natgateway, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateNatGateway", e))?
+                    .nat_gateway()
+                    .and_then(|n| n.nat_gateway_id())
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            wait_until(ctx, CREATE_TIMEOUT, || async {
+                Ok(match state(aws, &id).await? {
+                    Some((NatGatewayState::Available, _)) => Poll::Done,
+                    Some((NatGatewayState::Failed, why)) => Poll::Failed(format!("NAT gateway {id} failed: {}", why.unwrap_or_default())),
+                    Some((s, _)) => Poll::Pending(s.as_str().to_owned()),
+                    None => Poll::Pending("pending".into()),
+                })
+            })
+            .await?;
+            Ok(Created {
+                outputs: json!({ "id": id }),
+                id,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            sync_tags(ctx, ctx.cloud.aws().await, id, old, new).await?;
+            Ok(json!({ "id": id }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws.ec2.delete_nat_gateway().nat_gateway_id(id).send().await {
+                Err(e) if super::code(&e) == Some("NatGatewayNotFound") => return Ok(()),
+                Err(e) => return Err(error(aws, "DeleteNatGateway", e)),
+                Ok(_) => {}
+            }
+            wait_until(ctx, DELETE_TIMEOUT, || async {
+                Ok(match state(aws, id).await? {
+                    None | Some((NatGatewayState::Deleted, _)) => Poll::Done,
+                    Some((s, _)) => Poll::Pending(s.as_str().to_owned()),
+                })
+            })
+            .await
+        })
+    }
+}

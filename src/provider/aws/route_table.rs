@@ -1,0 +1,257 @@
+//! `aws_route_table`: a route table, its routes and its subnet associations. Routes and
+//! associations change in place.
+
+use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::ResourceType;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The `aws_route_table` kind.
+pub struct RouteTable;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    vpc_id: String,
+    #[serde(default)]
+    routes: Vec<Route>,
+    #[serde(default)]
+    subnet_ids: Vec<String>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+/// `{ cidr_block = "0.0.0.0/0", gateway_id = "igw-…" }` or `nat_gateway_id`.
+#[derive(Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Route {
+    cidr_block: String,
+    gateway_id: Option<String>,
+    nat_gateway_id: Option<String>,
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "vpc_id",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "routes",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "subnet_ids",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_route_tables()
+        .set_filters(Some(own_filters(ctx)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeRouteTables", e))?;
+    Ok(found.route_tables().first().and_then(|t| t.route_table_id()).map(str::to_owned))
+}
+
+/// The table's explicit subnet associations: subnet id → association id.
+async fn associations(aws: &Clients, id: &str) -> Result<BTreeMap<String, String>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_route_tables()
+        .route_table_ids(id)
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeRouteTables", e))?;
+    Ok(found
+        .route_tables()
+        .iter()
+        .flat_map(|t| t.associations())
+        .filter(|a| a.main() != Some(true))
+        .filter_map(|a| Some((a.subnet_id()?.to_owned(), a.route_table_association_id()?.to_owned())))
+        .collect())
+}
+
+/// Brings routes and associations from `old` to `new` (empty `old` on create).
+async fn sync(
+    aws: &Clients,
+    id: &str,
+    old_routes: &[Route],
+    new: &Config,
+    present: &BTreeMap<String, String>,
+) -> Result<(), ProviderError> {
+    for gone in old_routes
+        .iter()
+        .filter(|r| !new.routes.iter().any(|n| n.cidr_block == r.cidr_block))
+    {
+        match aws
+            .ec2
+            .delete_route()
+            .route_table_id(id)
+            .destination_cidr_block(&gone.cidr_block)
+            .send()
+            .await
+        {
+            Err(e) if super::code(&e) != Some("InvalidRoute.NotFound") => return Err(error(aws, "DeleteRoute", e)),
+            _ => {}
+        }
+    }
+    for route in &new.routes {
+        let before = old_routes.iter().find(|r| r.cidr_block == route.cidr_block);
+        if before == Some(route) {
+            continue;
+        }
+        let result = if before.is_some() {
+            aws.ec2
+                .replace_route()
+                .route_table_id(id)
+                .destination_cidr_block(&route.cidr_block)
+                .set_gateway_id(route.gateway_id.clone())
+                .set_nat_gateway_id(route.nat_gateway_id.clone())
+                .send()
+                .await
+                .map(drop)
+                .map_err(|e| error(aws, "ReplaceRoute", e))
+        } else {
+            match aws
+                .ec2
+                .create_route()
+                .route_table_id(id)
+                .destination_cidr_block(&route.cidr_block)
+                .set_gateway_id(route.gateway_id.clone())
+                .set_nat_gateway_id(route.nat_gateway_id.clone())
+                .send()
+                .await
+            {
+                Err(e) if super::code(&e) != Some("RouteAlreadyExists") => Err(error(aws, "CreateRoute", e)),
+                _ => Ok(()),
+            }
+        };
+        result?;
+    }
+    for (subnet, association) in present.iter().filter(|(s, _)| !new.subnet_ids.contains(s)) {
+        aws.ec2
+            .disassociate_route_table()
+            .association_id(association)
+            .send()
+            .await
+            .map_err(|e| error(aws, &format!("DisassociateRouteTable ({subnet})"), e))?;
+    }
+    for subnet in new.subnet_ids.iter().filter(|s| !present.contains_key(*s)) {
+        aws.ec2
+            .associate_route_table()
+            .route_table_id(id)
+            .subnet_id(subnet)
+            .send()
+            .await
+            .map_err(|e| error(aws, "AssociateRouteTable", e))?;
+    }
+    Ok(())
+}
+
+impl Kind for RouteTable {
+    fn name(&self) -> &'static str {
+        "aws_route_table"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["vpc_id"]
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let (id, present) = match find_own(ctx, aws).await? {
+                Some(id) => {
+                    let present = associations(aws, &id).await?;
+                    (id, present)
+                }
+                None => {
+                    let made = aws
+                        .ec2
+                        .create_route_table()
+                        .vpc_id(&cfg.vpc_id)
+                        .tag_specifications(tag_spec(ctx, ResourceType::RouteTable, config))
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "CreateRouteTable", e))?;
+                    (
+                        made.route_table().and_then(|t| t.route_table_id()).unwrap_or_default().to_owned(),
+                        BTreeMap::new(),
+                    )
+                }
+            };
+            sync(aws, &id, &[], &cfg, &present).await?;
+            Ok(Created {
+                outputs: json!({ "id": id }),
+                id,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            sync_tags(ctx, aws, id, old, new).await?;
+            let present = if before.subnet_ids == after.subnet_ids {
+                before.subnet_ids.iter().map(|s| (s.clone(), String::new())).collect()
+            } else {
+                associations(aws, id).await?
+            };
+            sync(aws, id, &before.routes, &after, &present).await?;
+            Ok(json!({ "id": id }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            let present = match associations(aws, id).await {
+                Ok(present) => present,
+                Err(_) => BTreeMap::new(),
+            };
+            for association in present.values() {
+                match aws.ec2.disassociate_route_table().association_id(association).send().await {
+                    Err(e) if super::code(&e) != Some("InvalidAssociationID.NotFound") => {
+                        return Err(error(aws, "DisassociateRouteTable", e));
+                    }
+                    _ => {}
+                }
+            }
+            match aws.ec2.delete_route_table().route_table_id(id).send().await {
+                Err(e) if super::code(&e) != Some("InvalidRouteTableID.NotFound") => Err(error(aws, "DeleteRouteTable", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}
