@@ -27,6 +27,9 @@ pub struct Expansion {
     pub outputs: Map<String, Value>,
 }
 
+/// Expands one component block (see [`Component::expand`]).
+pub type ExpandFn = fn(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String>;
+
 /// A component type.
 pub struct Component {
     /// The block type (`vpc`, `eks`, `null_layers`).
@@ -36,7 +39,7 @@ pub struct Component {
     /// Expands one block: `address` is the component's own (`null_layers.r`), `config` its
     /// attributes with variables substituted, `providers` the stack's `[aws]`/`[gcp]`
     /// settings. An `Err` is a message about the config.
-    pub expand: fn(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String>,
+    pub expand: ExpandFn,
 }
 
 /// Every component built into this binary.

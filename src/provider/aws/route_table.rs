@@ -236,9 +236,10 @@ impl Kind for RouteTable {
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
-            let present = match associations(aws, id).await {
-                Ok(present) => present,
-                Err(_) => BTreeMap::new(),
+            let present = match aws.ec2.describe_route_tables().route_table_ids(id).send().await {
+                Err(e) if super::code(&e) == Some("InvalidRouteTableID.NotFound") => return Ok(()),
+                Err(e) => return Err(error(aws, "DescribeRouteTables", e)),
+                Ok(_) => associations(aws, id).await?,
             };
             for association in present.values() {
                 match aws.ec2.disassociate_route_table().association_id(association).send().await {
