@@ -458,3 +458,118 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
         destroy_calls.values().sum::<u64>()
     );
 }
+
+impl Aws {
+    fn iam(&self) -> aws_sdk_iam::Client {
+        let creds = aws_sdk_iam::config::Credentials::new(&self.account, "secret", None, None, "test");
+        let config = aws_sdk_iam::Config::builder()
+            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
+            .region(aws_sdk_iam::config::Region::new("us-west-2"))
+            .endpoint_url(moto_url())
+            .credentials_provider(creds)
+            .build();
+        aws_sdk_iam::Client::from_conf(config)
+    }
+}
+
+#[test]
+fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
+    let aws = Aws::new();
+    aws.write("iam.toml", include_str!("../examples/eks-iam.toml"));
+    aws.ok(&["up", "iam.toml", "--yes"]);
+    let iam = aws.iam();
+    let attached = |role: &str| {
+        runtime().block_on(async {
+            let mut arns: Vec<String> = iam
+                .list_attached_role_policies()
+                .role_name(role)
+                .send()
+                .await
+                .unwrap()
+                .attached_policies()
+                .iter()
+                .map(|p| p.policy_arn().unwrap().to_owned())
+                .collect();
+            arns.sort();
+            arns
+        })
+    };
+    assert_eq!(attached("train-cluster"), ["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"]);
+    let node = attached("train-node");
+    assert_eq!(node.len(), 4, "{node:?}");
+    assert!(
+        node.iter().any(|a| a.ends_with(":policy/train-fsx-csi")),
+        "the customer policy is attached by reference: {node:?}"
+    );
+    runtime().block_on(async {
+        let role = iam.get_role().role_name("train-node").send().await.unwrap();
+        let tags: Vec<(&str, &str)> = role.role().unwrap().tags().iter().map(|t| (t.key(), t.value())).collect();
+        assert!(tags.contains(&("forge:address", "aws_iam_role.node")), "{tags:?}");
+        assert_eq!(
+            iam.list_role_policies()
+                .role_name("train-node")
+                .send()
+                .await
+                .unwrap()
+                .policy_names(),
+            ["logs"]
+        );
+        let profile = iam.get_instance_profile().instance_profile_name("train-node").send().await.unwrap();
+        assert_eq!(
+            profile
+                .instance_profile()
+                .unwrap()
+                .roles()
+                .iter()
+                .map(|r| r.role_name())
+                .collect::<Vec<_>>(),
+            ["train-node"]
+        );
+        assert_eq!(
+            iam.list_open_id_connect_providers()
+                .send()
+                .await
+                .unwrap()
+                .open_id_connect_provider_list()
+                .len(),
+            1
+        );
+    });
+
+    aws.calls();
+    let (code, _) = aws.forge(&["plan", "iam.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0);
+    assert!(mutating(&aws.calls()).is_empty());
+
+    // A policy document change publishes a new default version, in place.
+    aws.write(
+        "iam.toml",
+        &include_str!("../examples/eks-iam.toml").replace("\"fsx:TagResource\"", "\"fsx:TagResource\", \"fsx:UpdateFileSystem\""),
+    );
+    let out = aws.ok(&["up", "iam.toml", "--yes"]);
+    assert!(out.contains("~ aws_iam_policy.fsx_csi"), "{out}");
+    assert!(aws.calls().contains_key("iam:CreatePolicyVersion"));
+
+    aws.ok(&["destroy", "iam.toml", "--yes"]);
+    runtime().block_on(async {
+        for role in ["train-cluster", "train-node"] {
+            assert!(iam.get_role().role_name(role).send().await.is_err(), "{role} is gone");
+        }
+        assert!(iam.get_instance_profile().instance_profile_name("train-node").send().await.is_err());
+        let local = iam
+            .list_policies()
+            .scope(aws_sdk_iam::types::PolicyScopeType::Local)
+            .send()
+            .await
+            .unwrap();
+        assert!(local.policies().is_empty(), "the customer policy is gone");
+        assert!(
+            iam.list_open_id_connect_providers()
+                .send()
+                .await
+                .unwrap()
+                .open_id_connect_provider_list()
+                .is_empty()
+        );
+    });
+}

@@ -2,6 +2,10 @@
 //! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
 
 mod eip;
+mod iam_instance_profile;
+mod iam_oidc_provider;
+mod iam_policy;
+mod iam_role;
 mod internet_gateway;
 mod nat_gateway;
 mod route_table;
@@ -26,6 +30,10 @@ pub fn register(registry: Registry) -> Registry {
         .with(nat_gateway::NatGateway)
         .with(route_table::RouteTable)
         .with(security_group::SecurityGroup)
+        .with(iam_role::IamRole)
+        .with(iam_policy::IamPolicy)
+        .with(iam_instance_profile::IamInstanceProfile)
+        .with(iam_oidc_provider::IamOidcProvider)
 }
 
 /// The SDK clients of one run.
@@ -225,4 +233,35 @@ where
         tokio::time::sleep(interval).await;
         interval = (interval * 2).min(std::time::Duration::from_secs(5));
     }
+}
+
+/// The tags an IAM object is created with.
+pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
+    ctx.tags("aws", config)
+        .into_iter()
+        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
+        .collect()
+}
+
+/// Whether an existing IAM object carries this resource's `forge:stack` and `forge:address`
+/// tags: a resumed create adopts it; anything else with the same name is someone else's.
+pub fn iam_owned(ctx: &Ctx, tags: &[aws_sdk_iam::types::Tag]) -> bool {
+    let has = |k: &str, v: &str| tags.iter().any(|t| t.key() == k && t.value() == v);
+    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address)
+}
+
+/// The error for an IAM name taken by an object this resource did not create.
+pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+    ProviderError {
+        message: format!(
+            "an IAM {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+            ctx.address, ctx.stack
+        ),
+        retryable: false,
+    }
+}
+
+/// A policy document (a TOML table) as the JSON string IAM takes.
+pub fn policy_json(document: &Value) -> String {
+    serde_json::to_string(document).expect("JSON values serialize")
 }

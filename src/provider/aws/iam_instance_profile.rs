@@ -1,0 +1,194 @@
+//! `aws_iam_instance_profile`: an instance profile holding one role.
+
+use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `aws_iam_instance_profile` kind.
+pub struct IamInstanceProfile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    role: String,
+    #[serde(default = "default_path")]
+    path: String,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn default_path() -> String {
+    "/".into()
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "role",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "path",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The profile's ARN and role names, or `None` when there is no such profile.
+async fn roles(aws: &Clients, name: &str) -> Result<Option<(String, Vec<String>)>, ProviderError> {
+    match aws.iam.get_instance_profile().instance_profile_name(name).send().await {
+        Ok(out) => Ok(out
+            .instance_profile()
+            .map(|p| (p.arn().to_owned(), p.roles().iter().map(|r| r.role_name().to_owned()).collect()))),
+        Err(e) if super::code(&e) == Some("NoSuchEntity") => Ok(None),
+        Err(e) => Err(error(aws, "GetInstanceProfile", e)),
+    }
+}
+
+async fn owned(ctx: &Ctx, aws: &Clients, name: &str) -> Result<bool, ProviderError> {
+    let tags = aws
+        .iam
+        .list_instance_profile_tags()
+        .instance_profile_name(name)
+        .send()
+        .await
+        .map_err(|e| error(aws, "ListInstanceProfileTags", e))?;
+    Ok(iam_owned(ctx, tags.tags()))
+}
+
+impl Kind for IamInstanceProfile {
+    fn name(&self) -> &'static str {
+        "aws_iam_instance_profile"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "arn"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name", "path"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": config.get("name"), "name": config.get("name"), "arn": prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null) })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let made = aws
+                .iam
+                .create_instance_profile()
+                .instance_profile_name(&cfg.name)
+                .path(&cfg.path)
+                .set_tags(Some(iam_tags(ctx, config)))
+                .send()
+                .await;
+            match made {
+                Ok(_) => {}
+                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => {
+                    if !owned(ctx, aws, &cfg.name).await? {
+                        return Err(iam_name_taken(ctx, "instance profile", &cfg.name));
+                    }
+                }
+                Err(e) => return Err(error(aws, "CreateInstanceProfile", e)),
+            }
+            let (arn, present) = roles(aws, &cfg.name).await?.unwrap_or_default();
+            if !present.contains(&cfg.role) {
+                aws.iam
+                    .add_role_to_instance_profile()
+                    .instance_profile_name(&cfg.name)
+                    .role_name(&cfg.role)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+            }
+            Ok(Created {
+                outputs: json!({ "id": cfg.name, "name": cfg.name, "arn": arn }),
+                id: cfg.name,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            Ok(match roles(aws, &cfg.name).await? {
+                Some(_) if owned(ctx, aws, &cfg.name).await? => Some(cfg.name),
+                _ => None,
+            })
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            if before.role != after.role {
+                aws.iam
+                    .remove_role_from_instance_profile()
+                    .instance_profile_name(id)
+                    .role_name(&before.role)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "RemoveRoleFromInstanceProfile", e))?;
+                aws.iam
+                    .add_role_to_instance_profile()
+                    .instance_profile_name(id)
+                    .role_name(&after.role)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+            }
+            if ctx.tags("aws", old) != ctx.tags("aws", new) {
+                aws.iam
+                    .tag_instance_profile()
+                    .instance_profile_name(id)
+                    .set_tags(Some(iam_tags(ctx, new)))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "TagInstanceProfile", e))?;
+            }
+            let arn = roles(aws, id).await?.map(|(arn, _)| arn);
+            Ok(json!({ "id": id, "name": id, "arn": arn }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            let Some((_, present)) = roles(aws, id).await? else { return Ok(()) };
+            for role in present {
+                aws.iam
+                    .remove_role_from_instance_profile()
+                    .instance_profile_name(id)
+                    .role_name(role)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "RemoveRoleFromInstanceProfile", e))?;
+            }
+            match aws.iam.delete_instance_profile().instance_profile_name(id).send().await {
+                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteInstanceProfile", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
+//! IAM roles for service accounts. Client ids and thumbprints change in place.
+
+use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `aws_iam_oidc_provider` kind.
+pub struct IamOidcProvider;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    url: String,
+    #[serde(default = "default_clients")]
+    client_ids: Vec<String>,
+    #[serde(default)]
+    thumbprints: Vec<String>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn default_clients() -> Vec<String> {
+    vec!["sts.amazonaws.com".into()]
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "url",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "client_ids",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "thumbprints",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
+/// resource owns it.
+async fn lookup(ctx: &Ctx, aws: &Clients, url: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    let host = url.trim_start_matches("https://");
+    let list = aws
+        .iam
+        .list_open_id_connect_providers()
+        .send()
+        .await
+        .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
+    for arn in list.open_id_connect_provider_list().iter().filter_map(|p| p.arn()) {
+        if arn.ends_with(&format!("oidc-provider/{host}")) {
+            let got = aws
+                .iam
+                .get_open_id_connect_provider()
+                .open_id_connect_provider_arn(arn)
+                .send()
+                .await
+                .map_err(|e| error(aws, "GetOpenIDConnectProvider", e))?;
+            return Ok(Some((arn.to_owned(), iam_owned(ctx, got.tags()))));
+        }
+    }
+    Ok(None)
+}
+
+impl Kind for IamOidcProvider {
+    fn name(&self) -> &'static str {
+        "aws_iam_oidc_provider"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "arn", "url"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["url"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let arn = prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null);
+        json!({ "id": arn, "arn": arn, "url": config.get("url") })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let made = aws
+                .iam
+                .create_open_id_connect_provider()
+                .url(&cfg.url)
+                .set_client_id_list(Some(cfg.client_ids.clone()))
+                .set_thumbprint_list(Some(cfg.thumbprints.clone()))
+                .set_tags(Some(iam_tags(ctx, config)))
+                .send()
+                .await;
+            let arn = match made {
+                Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
+                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url).await? {
+                    Some((arn, true)) => arn,
+                    _ => return Err(iam_name_taken(ctx, "OIDC provider", &cfg.url)),
+                },
+                Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
+            };
+            Ok(Created {
+                outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
+                id: arn,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url)
+                .await?
+                .filter(|(_, owned)| *owned)
+                .map(|(arn, _)| arn))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            for client in before.client_ids.iter().filter(|c| !after.client_ids.contains(c)) {
+                aws.iam
+                    .remove_client_id_from_open_id_connect_provider()
+                    .open_id_connect_provider_arn(id)
+                    .client_id(client)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "RemoveClientIDFromOpenIDConnectProvider", e))?;
+            }
+            for client in after.client_ids.iter().filter(|c| !before.client_ids.contains(c)) {
+                aws.iam
+                    .add_client_id_to_open_id_connect_provider()
+                    .open_id_connect_provider_arn(id)
+                    .client_id(client)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "AddClientIDToOpenIDConnectProvider", e))?;
+            }
+            if before.thumbprints != after.thumbprints {
+                aws.iam
+                    .update_open_id_connect_provider_thumbprint()
+                    .open_id_connect_provider_arn(id)
+                    .set_thumbprint_list(Some(after.thumbprints.clone()))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateOpenIDConnectProviderThumbprint", e))?;
+            }
+            if ctx.tags("aws", old) != ctx.tags("aws", new) {
+                aws.iam
+                    .tag_open_id_connect_provider()
+                    .open_id_connect_provider_arn(id)
+                    .set_tags(Some(iam_tags(ctx, new)))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "TagOpenIDConnectProvider", e))?;
+            }
+            Ok(json!({ "id": id, "arn": id, "url": after.url }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws
+                .iam
+                .delete_open_id_connect_provider()
+                .open_id_connect_provider_arn(id)
+                .send()
+                .await
+            {
+                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteOpenIDConnectProvider", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}

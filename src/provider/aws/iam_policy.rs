@@ -1,0 +1,227 @@
+//! `aws_iam_policy`: a customer-managed IAM policy. A document change publishes a new default
+//! version (the oldest spare one is deleted first when IAM's five are used up).
+
+use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse, policy_json};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_iam::types::PolicyScopeType;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `aws_iam_policy` kind.
+pub struct IamPolicy;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    policy: Value,
+    #[serde(default = "default_path")]
+    path: String,
+    description: Option<String>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn default_path() -> String {
+    "/".into()
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "policy",
+        ty: FieldType::Table,
+        required: true,
+    },
+    Field {
+        name: "path",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "description",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The ARN of this account's policy named `name`, with whether this resource owns it.
+async fn lookup(ctx: &Ctx, aws: &Clients, name: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
+        if let Some(arn) = page.policies().iter().find(|p| p.policy_name() == Some(name)).and_then(|p| p.arn()) {
+            let tags = aws
+                .iam
+                .list_policy_tags()
+                .policy_arn(arn)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListPolicyTags", e))?;
+            return Ok(Some((arn.to_owned(), iam_owned(ctx, tags.tags()))));
+        }
+    }
+    Ok(None)
+}
+
+impl Kind for IamPolicy {
+    fn name(&self) -> &'static str {
+        "aws_iam_policy"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "arn", "name"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name", "path", "description"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let arn = prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null);
+        json!({ "id": arn, "arn": arn, "name": config.get("name") })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let made = aws
+                .iam
+                .create_policy()
+                .policy_name(&cfg.name)
+                .path(&cfg.path)
+                .policy_document(policy_json(&cfg.policy))
+                .set_description(cfg.description.clone())
+                .set_tags(Some(iam_tags(ctx, config)))
+                .send()
+                .await;
+            let arn = match made {
+                Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
+                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name).await? {
+                    Some((arn, true)) => arn,
+                    _ => return Err(iam_name_taken(ctx, "policy", &cfg.name)),
+                },
+                Err(e) => return Err(error(aws, "CreatePolicy", e)),
+            };
+            Ok(Created {
+                outputs: json!({ "id": arn, "arn": arn, "name": cfg.name }),
+                id: arn,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name)
+                .await?
+                .filter(|(_, owned)| *owned)
+                .map(|(arn, _)| arn))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            if before.policy != after.policy {
+                let versions = aws
+                    .iam
+                    .list_policy_versions()
+                    .policy_arn(id)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "ListPolicyVersions", e))?;
+                let spare: Vec<&str> = versions
+                    .versions()
+                    .iter()
+                    .filter(|v| !v.is_default_version())
+                    .filter_map(|v| v.version_id())
+                    .collect();
+                if versions.versions().len() >= 5
+                    && let Some(oldest) = spare.last()
+                {
+                    aws.iam
+                        .delete_policy_version()
+                        .policy_arn(id)
+                        .version_id(*oldest)
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
+                }
+                aws.iam
+                    .create_policy_version()
+                    .policy_arn(id)
+                    .policy_document(policy_json(&after.policy))
+                    .set_as_default(true)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreatePolicyVersion", e))?;
+            }
+            let (old_tags, new_tags) = (ctx.tags("aws", old), ctx.tags("aws", new));
+            let removed: Vec<String> = old_tags.keys().filter(|k| !new_tags.contains_key(*k)).cloned().collect();
+            if !removed.is_empty() {
+                aws.iam
+                    .untag_policy()
+                    .policy_arn(id)
+                    .set_tag_keys(Some(removed))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UntagPolicy", e))?;
+            }
+            if old_tags != new_tags {
+                aws.iam
+                    .tag_policy()
+                    .policy_arn(id)
+                    .set_tags(Some(iam_tags(ctx, new)))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "TagPolicy", e))?;
+            }
+            Ok(json!({ "id": id, "arn": id, "name": after.name }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            let versions = match aws.iam.list_policy_versions().policy_arn(id).send().await {
+                Ok(out) => out,
+                Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
+                Err(e) => return Err(error(aws, "ListPolicyVersions", e)),
+            };
+            for version in versions
+                .versions()
+                .iter()
+                .filter(|v| !v.is_default_version())
+                .filter_map(|v| v.version_id())
+            {
+                aws.iam
+                    .delete_policy_version()
+                    .policy_arn(id)
+                    .version_id(version)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
+            }
+            match aws.iam.delete_policy().policy_arn(id).send().await {
+                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeletePolicy", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}

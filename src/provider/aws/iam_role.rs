@@ -1,0 +1,293 @@
+//! `aws_iam_role`: an IAM role with its trust policy, attached managed policies and inline
+//! policies. Policies are TOML tables, so they are compared as data, not as text.
+
+use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse, policy_json};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+
+/// The `aws_iam_role` kind.
+pub struct IamRole;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    assume_role_policy: Value,
+    #[serde(default)]
+    managed_policy_arns: Vec<String>,
+    #[serde(default)]
+    inline_policies: Map<String, Value>,
+    #[serde(default = "default_path")]
+    path: String,
+    description: Option<String>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn default_path() -> String {
+    "/".into()
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "assume_role_policy",
+        ty: FieldType::Table,
+        required: true,
+    },
+    Field {
+        name: "managed_policy_arns",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "inline_policies",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "path",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "description",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+fn outputs(role: &aws_sdk_iam::types::Role) -> Value {
+    json!({ "id": role.role_name(), "name": role.role_name(), "arn": role.arn(), "unique_id": role.role_id() })
+}
+
+/// Attaches, detaches, puts and deletes policies to go from `old` to `new`.
+async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) -> Result<(), ProviderError> {
+    let (before, after): (BTreeSet<&String>, BTreeSet<&String>) =
+        (old.managed_policy_arns.iter().collect(), new.managed_policy_arns.iter().collect());
+    for arn in before.difference(&after) {
+        match aws.iam.detach_role_policy().role_name(name).policy_arn(*arn).send().await {
+            Err(e) if super::code(&e) != Some("NoSuchEntity") => return Err(error(aws, "DetachRolePolicy", e)),
+            _ => {}
+        }
+    }
+    for arn in after.difference(&before) {
+        aws.iam
+            .attach_role_policy()
+            .role_name(name)
+            .policy_arn(*arn)
+            .send()
+            .await
+            .map_err(|e| error(aws, &format!("AttachRolePolicy {arn}"), e))?;
+    }
+    for policy in old.inline_policies.keys().filter(|k| !new.inline_policies.contains_key(*k)) {
+        match aws.iam.delete_role_policy().role_name(name).policy_name(policy).send().await {
+            Err(e) if super::code(&e) != Some("NoSuchEntity") => return Err(error(aws, "DeleteRolePolicy", e)),
+            _ => {}
+        }
+    }
+    for (policy, document) in new.inline_policies.iter().filter(|(k, v)| old.inline_policies.get(*k) != Some(*v)) {
+        aws.iam
+            .put_role_policy()
+            .role_name(name)
+            .policy_name(policy)
+            .policy_document(policy_json(document))
+            .send()
+            .await
+            .map_err(|e| error(aws, "PutRolePolicy", e))?;
+    }
+    Ok(())
+}
+
+fn nothing_attached() -> Config {
+    Config {
+        name: String::new(),
+        assume_role_policy: Value::Null,
+        managed_policy_arns: vec![],
+        inline_policies: Map::new(),
+        path: default_path(),
+        description: None,
+        _tags: None,
+    }
+}
+
+impl Kind for IamRole {
+    fn name(&self) -> &'static str {
+        "aws_iam_role"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "arn", "unique_id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name", "path"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let prior_field = |k: &str| prior.and_then(|p| p.get(k)).cloned().unwrap_or(Value::Null);
+        json!({ "id": config.get("name"), "name": config.get("name"), "arn": prior_field("arn"), "unique_id": prior_field("unique_id") })
+    }
+
+    /// IAM names are unique per account: a resumed create adopts the role its first attempt
+    /// made (recognised by its tags) and refuses anyone else's.
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let made = aws
+                .iam
+                .create_role()
+                .role_name(&cfg.name)
+                .path(&cfg.path)
+                .assume_role_policy_document(policy_json(&cfg.assume_role_policy))
+                .set_description(cfg.description.clone())
+                .set_tags(Some(iam_tags(ctx, config)))
+                .send()
+                .await;
+            let role = match made {
+                Ok(out) => out.role().cloned(),
+                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => {
+                    let existing = aws
+                        .iam
+                        .get_role()
+                        .role_name(&cfg.name)
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "GetRole", e))?
+                        .role()
+                        .cloned();
+                    match existing {
+                        Some(role) if iam_owned(ctx, role.tags()) => Some(role),
+                        _ => return Err(iam_name_taken(ctx, "role", &cfg.name)),
+                    }
+                }
+                Err(e) => return Err(error(aws, "CreateRole", e)),
+            };
+            let role = role.ok_or_else(|| ProviderError {
+                message: "CreateRole returned no role".into(),
+                retryable: false,
+            })?;
+            sync_policies(aws, &cfg.name, &nothing_attached(), &cfg).await?;
+            Ok(Created {
+                id: cfg.name.clone(),
+                outputs: outputs(&role),
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            match aws.iam.get_role().role_name(&cfg.name).send().await {
+                Ok(out) => Ok(out.role().filter(|r| iam_owned(ctx, r.tags())).map(|r| r.role_name().to_owned())),
+                Err(e) if super::code(&e) == Some("NoSuchEntity") => Ok(None),
+                Err(e) => Err(error(aws, "GetRole", e)),
+            }
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            if before.assume_role_policy != after.assume_role_policy {
+                aws.iam
+                    .update_assume_role_policy()
+                    .role_name(id)
+                    .policy_document(policy_json(&after.assume_role_policy))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateAssumeRolePolicy", e))?;
+            }
+            if before.description != after.description {
+                aws.iam
+                    .update_role()
+                    .role_name(id)
+                    .description(after.description.clone().unwrap_or_default())
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateRole", e))?;
+            }
+            sync_policies(aws, id, &before, &after).await?;
+            let (old_tags, new_tags) = (ctx.tags("aws", old), ctx.tags("aws", new));
+            let removed: Vec<String> = old_tags.keys().filter(|k| !new_tags.contains_key(*k)).cloned().collect();
+            if !removed.is_empty() {
+                aws.iam
+                    .untag_role()
+                    .role_name(id)
+                    .set_tag_keys(Some(removed))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UntagRole", e))?;
+            }
+            if old_tags != new_tags {
+                aws.iam
+                    .tag_role()
+                    .role_name(id)
+                    .set_tags(Some(iam_tags(ctx, new)))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "TagRole", e))?;
+            }
+            let role = aws
+                .iam
+                .get_role()
+                .role_name(id)
+                .send()
+                .await
+                .map_err(|e| error(aws, "GetRole", e))?;
+            Ok(role.role().map(outputs).unwrap_or_else(|| json!({ "id": id, "name": id })))
+        })
+    }
+
+    /// Detaches and deletes its policies (whatever IAM lists, not only what the stack declared),
+    /// then deletes the role.
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            let attached = match aws.iam.list_attached_role_policies().role_name(id).send().await {
+                Ok(out) => out
+                    .attached_policies()
+                    .iter()
+                    .filter_map(|p| p.policy_arn().map(str::to_owned))
+                    .collect(),
+                Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
+                Err(e) => return Err(error(aws, "ListAttachedRolePolicies", e)),
+            };
+            let inline = aws
+                .iam
+                .list_role_policies()
+                .role_name(id)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListRolePolicies", e))?;
+            let present = Config {
+                managed_policy_arns: attached,
+                inline_policies: inline.policy_names().iter().map(|n| (n.clone(), Value::Null)).collect(),
+                ..nothing_attached()
+            };
+            sync_policies(aws, id, &present, &nothing_attached()).await?;
+            match aws.iam.delete_role().role_name(id).send().await {
+                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteRole", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}
