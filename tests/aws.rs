@@ -573,3 +573,100 @@ fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
         );
     });
 }
+
+#[test]
+fn efa_launch_template_and_cluster_placement_group() {
+    let aws = Aws::new();
+    let text = include_str!("../examples/efa-launch-template.toml");
+    aws.write("efa.toml", text);
+    aws.ok(&["up", "efa.toml", "--yes"]);
+    let ec2 = aws.ec2();
+    let (_, _, groups) = tagged(&aws, "efa-nodes");
+    let sg = groups[0].group_id().unwrap().to_owned();
+    let versions = |ec2: &aws_sdk_ec2::Client| {
+        runtime().block_on(async {
+            let found = ec2
+                .describe_launch_templates()
+                .filters(stack_filter("efa-nodes"))
+                .send()
+                .await
+                .unwrap();
+            let id = found.launch_templates()[0].launch_template_id().unwrap().to_owned();
+            ec2.describe_launch_template_versions()
+                .launch_template_id(id)
+                .send()
+                .await
+                .unwrap()
+                .launch_template_versions()
+                .to_vec()
+        })
+    };
+    let all = versions(&ec2);
+    assert_eq!(all.len(), 1);
+    let data = all[0].launch_template_data().unwrap();
+    let nics: Vec<(i32, i32, &str, Vec<&str>)> = data
+        .network_interfaces()
+        .iter()
+        .map(|n| {
+            (
+                n.network_card_index().unwrap(),
+                n.device_index().unwrap(),
+                n.interface_type().unwrap(),
+                n.groups().iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        nics,
+        [
+            (0, 0, "efa", vec![sg.as_str()]),
+            (1, 1, "efa", vec![sg.as_str()]),
+            (2, 1, "efa", vec![sg.as_str()]),
+            (3, 1, "efa", vec![sg.as_str()])
+        ]
+    );
+    assert_eq!(data.placement().and_then(|p| p.group_name()), Some("efa-nodes-gpu"));
+    assert_eq!(data.instance_type().map(|t| t.as_str()), Some("p4d.24xlarge"));
+    runtime().block_on(async {
+        let pgs = ec2.describe_placement_groups().group_names("efa-nodes-gpu").send().await.unwrap();
+        assert_eq!(pgs.placement_groups()[0].strategy().map(|s| s.as_str()), Some("cluster"));
+    });
+
+    aws.write("efa.toml", &text.replace("echo efa", "echo efa v2"));
+    let out = aws.ok(&["up", "efa.toml", "--yes"]);
+    assert!(
+        out.contains("~ aws_launch_template.gpu"),
+        "a change is a new version, in place: {out}"
+    );
+    let all = versions(&ec2);
+    assert_eq!(all.len(), 2);
+    assert!(
+        all.iter()
+            .any(|v| v.version_number() == Some(2) && v.default_version() == Some(true)),
+        "the new version is the default"
+    );
+
+    aws.ok(&["destroy", "efa.toml", "--yes"]);
+    runtime().block_on(async {
+        assert!(
+            ec2.describe_launch_templates()
+                .filters(stack_filter("efa-nodes"))
+                .send()
+                .await
+                .unwrap()
+                .launch_templates()
+                .is_empty()
+        );
+        assert!(
+            ec2.describe_placement_groups()
+                .filters(stack_filter("efa-nodes"))
+                .send()
+                .await
+                .unwrap()
+                .placement_groups()
+                .is_empty()
+        );
+    });
+    let (vpcs, subnets, groups) = tagged(&aws, "efa-nodes");
+    assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
+}

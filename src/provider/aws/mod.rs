@@ -7,7 +7,9 @@ mod iam_oidc_provider;
 mod iam_policy;
 mod iam_role;
 mod internet_gateway;
+mod launch_template;
 mod nat_gateway;
+mod placement_group;
 mod route_table;
 mod security_group;
 mod subnet;
@@ -30,6 +32,8 @@ pub fn register(registry: Registry) -> Registry {
         .with(nat_gateway::NatGateway)
         .with(route_table::RouteTable)
         .with(security_group::SecurityGroup)
+        .with(placement_group::PlacementGroup)
+        .with(launch_template::LaunchTemplate)
         .with(iam_role::IamRole)
         .with(iam_policy::IamPolicy)
         .with(iam_instance_profile::IamInstanceProfile)

@@ -1,0 +1,318 @@
+//! `aws_launch_template`: a launch template for node groups — network interfaces with their
+//! network card and device indexes (EFA), placement group, block devices, user data and the
+//! tags instances get. A change publishes a new version and makes it the default.
+
+use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::{
+    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatePlacementRequest, LaunchTemplateTagSpecificationRequest,
+    RequestLaunchTemplateData, ResourceType, Tag, VolumeType,
+};
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// The `aws_launch_template` kind.
+pub struct LaunchTemplate;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    instance_type: Option<String>,
+    image_id: Option<String>,
+    key_name: Option<String>,
+    user_data: Option<String>,
+    placement_group: Option<String>,
+    #[serde(default)]
+    network_interfaces: Vec<Interface>,
+    #[serde(default)]
+    block_devices: Vec<BlockDevice>,
+    #[serde(default)]
+    instance_tags: Map<String, Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+/// `{ network_card_index = 1, device_index = 1, interface_type = "efa", security_groups = [...] }`
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Interface {
+    #[serde(default)]
+    network_card_index: i32,
+    #[serde(default)]
+    device_index: i32,
+    interface_type: Option<String>,
+    #[serde(default)]
+    security_groups: Vec<String>,
+    subnet_id: Option<String>,
+    #[serde(default = "yes")]
+    delete_on_termination: bool,
+}
+
+/// `{ device_name = "/dev/xvda", volume_size = 500, volume_type = "gp3" }`
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockDevice {
+    device_name: String,
+    volume_size: i32,
+    #[serde(default = "gp3")]
+    volume_type: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn gp3() -> String {
+    "gp3".into()
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "instance_type",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "image_id",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "key_name",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "user_data",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "placement_group",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "network_interfaces",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "block_devices",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "instance_tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The template's data as the API takes it.
+fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
+    let interfaces = cfg.network_interfaces.iter().map(|i| {
+        LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+            .network_card_index(i.network_card_index)
+            .device_index(i.device_index)
+            .set_interface_type(i.interface_type.clone())
+            .set_groups(Some(i.security_groups.clone()))
+            .set_subnet_id(i.subnet_id.clone())
+            .delete_on_termination(i.delete_on_termination)
+            .build()
+    });
+    let devices = cfg.block_devices.iter().map(|d| {
+        let ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
+            .volume_size(d.volume_size)
+            .volume_type(VolumeType::from(d.volume_type.as_str()))
+            .delete_on_termination(true)
+            .build();
+        LaunchTemplateBlockDeviceMappingRequest::builder()
+            .device_name(&d.device_name)
+            .ebs(ebs)
+            .build()
+    });
+    let mut instance_tags: Vec<Tag> = cfg
+        .instance_tags
+        .iter()
+        .map(|(k, v)| {
+            Tag::builder()
+                .key(k)
+                .value(v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .build()
+        })
+        .collect();
+    instance_tags.push(Tag::builder().key("forge:stack").value(&ctx.stack).build());
+    let mut builder = RequestLaunchTemplateData::builder()
+        .set_instance_type(cfg.instance_type.as_deref().map(Into::into))
+        .set_image_id(cfg.image_id.clone())
+        .set_key_name(cfg.key_name.clone())
+        .set_user_data(cfg.user_data.as_ref().map(|u| base64::engine::general_purpose::STANDARD.encode(u)))
+        .set_network_interfaces(Some(interfaces.collect()))
+        .set_block_device_mappings(Some(devices.collect()))
+        .tag_specifications(
+            LaunchTemplateTagSpecificationRequest::builder()
+                .resource_type(ResourceType::Instance)
+                .set_tags(Some(instance_tags))
+                .build(),
+        );
+    if let Some(group) = &cfg.placement_group {
+        builder = builder.placement(LaunchTemplatePlacementRequest::builder().group_name(group).build());
+    }
+    builder.build()
+}
+
+async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<(String, i64)>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_launch_templates()
+        .set_filters(Some(own_filters(ctx)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeLaunchTemplates", e))?;
+    Ok(found.launch_templates().first().map(|t| {
+        (
+            t.launch_template_id().unwrap_or_default().to_owned(),
+            t.latest_version_number().unwrap_or(1),
+        )
+    }))
+}
+
+impl Kind for LaunchTemplate {
+    fn name(&self) -> &'static str {
+        "aws_launch_template"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "latest_version"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name"]
+    }
+
+    /// An update publishes a new version, so the version is known only after it.
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null), "name": config.get("name"), "latest_version": null })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let (id, version) = match find_own(ctx, aws).await? {
+                Some(found) => found,
+                None => {
+                    let made = aws
+                        .ec2
+                        .create_launch_template()
+                        .launch_template_name(&cfg.name)
+                        .client_token(token)
+                        .launch_template_data(data(ctx, &cfg))
+                        .tag_specifications(tag_spec(ctx, ResourceType::LaunchTemplate, config))
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "CreateLaunchTemplate", e))?;
+                    let template = made.launch_template();
+                    (
+                        template.and_then(|t| t.launch_template_id()).unwrap_or_default().to_owned(),
+                        template.and_then(|t| t.latest_version_number()).unwrap_or(1),
+                    )
+                }
+            };
+            Ok(Created {
+                outputs: json!({ "id": id, "name": cfg.name, "latest_version": version }),
+                id,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { Ok(find_own(ctx, ctx.cloud.aws().await).await?.map(|(id, _)| id)) })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, new)?;
+            let aws = ctx.cloud.aws().await;
+            sync_tags(ctx, aws, id, old, new).await?;
+            let mut version = None;
+            let data_changed = SCHEMA
+                .iter()
+                .map(|f| f.name)
+                .filter(|n| *n != "tags")
+                .any(|n| old.get(n) != new.get(n));
+            if data_changed {
+                let made = aws
+                    .ec2
+                    .create_launch_template_version()
+                    .launch_template_id(id)
+                    .launch_template_data(data(ctx, &cfg))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateLaunchTemplateVersion", e))?;
+                let number = made.launch_template_version().and_then(|v| v.version_number()).unwrap_or_default();
+                aws.ec2
+                    .modify_launch_template()
+                    .launch_template_id(id)
+                    .default_version(number.to_string())
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "ModifyLaunchTemplate", e))?;
+                version = Some(number);
+            }
+            let version = match version {
+                Some(v) => v,
+                None => {
+                    let found = aws
+                        .ec2
+                        .describe_launch_templates()
+                        .launch_template_ids(id)
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "DescribeLaunchTemplates", e))?;
+                    found
+                        .launch_templates()
+                        .first()
+                        .and_then(|t| t.latest_version_number())
+                        .unwrap_or(1)
+                }
+            };
+            Ok(json!({ "id": id, "name": cfg.name, "latest_version": version }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws.ec2.delete_launch_template().launch_template_id(id).send().await {
+                Err(e)
+                    if !matches!(
+                        super::code(&e),
+                        Some("InvalidLaunchTemplateId.NotFound" | "InvalidLaunchTemplateId.Malformed")
+                    ) =>
+                {
+                    Err(error(aws, "DeleteLaunchTemplate", e))
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+}

@@ -1,0 +1,160 @@
+//! `aws_placement_group`: a placement group — `cluster` for EFA node groups (all instances on
+//! one network spine), `partition` or `spread`.
+
+use super::{Clients, error, parse, tag_spec};
+use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `aws_placement_group` kind.
+pub struct PlacementGroup;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    #[serde(default = "default_strategy")]
+    strategy: String,
+    partition_count: Option<i32>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn default_strategy() -> String {
+    "cluster".into()
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "strategy",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "partition_count",
+        ty: FieldType::Integer,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// The group named `name`: its id and whether this resource's tags are on it.
+async fn lookup(ctx: &Ctx, aws: &Clients, name: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    match aws.ec2.describe_placement_groups().group_names(name).send().await {
+        Ok(out) => Ok(out.placement_groups().first().map(|g| {
+            let has = |k: &str, v: &str| g.tags().iter().any(|t| t.key() == Some(k) && t.value() == Some(v));
+            (
+                g.group_id().unwrap_or(name).to_owned(),
+                has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address),
+            )
+        })),
+        Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Unknown") => Ok(None),
+        Err(e) => Err(error(aws, "DescribePlacementGroups", e)),
+    }
+}
+
+impl Kind for PlacementGroup {
+    fn name(&self) -> &'static str {
+        "aws_placement_group"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "group_id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name", "strategy", "partition_count"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": config.get("name"), "name": config.get("name"), "group_id": prior.and_then(|p| p.get("group_id")).cloned().unwrap_or(Value::Null) })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let strategy = match cfg.strategy.as_str() {
+                "cluster" | "partition" | "spread" => PlacementStrategy::from(cfg.strategy.as_str()),
+                other => {
+                    return Err(ProviderError {
+                        message: format!("`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""),
+                        retryable: false,
+                    });
+                }
+            };
+            let aws = ctx.cloud.aws().await;
+            let made = aws
+                .ec2
+                .create_placement_group()
+                .group_name(&cfg.name)
+                .strategy(strategy)
+                .set_partition_count(cfg.partition_count)
+                .tag_specifications(tag_spec(ctx, ResourceType::PlacementGroup, config))
+                .send()
+                .await;
+            let group_id = match made {
+                Ok(out) => out.placement_group().and_then(|g| g.group_id()).unwrap_or(&cfg.name).to_owned(),
+                Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Duplicate") => match lookup(ctx, aws, &cfg.name).await? {
+                    Some((id, true)) => id,
+                    _ => {
+                        return Err(ProviderError {
+                            message: format!(
+                                "a placement group named `{}` already exists and was not created by `{}`",
+                                cfg.name, ctx.address
+                            ),
+                            retryable: false,
+                        });
+                    }
+                },
+                Err(e) => return Err(error(aws, "CreatePlacementGroup", e)),
+            };
+            Ok(Created {
+                outputs: json!({ "id": cfg.name, "name": cfg.name, "group_id": group_id }),
+                id: cfg.name,
+            })
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name)
+                .await?
+                .filter(|(_, owned)| *owned)
+                .map(|_| cfg.name))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            let group_id = lookup(ctx, aws, id).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
+            super::sync_tags(ctx, aws, &group_id, old, new).await?;
+            Ok(json!({ "id": id, "name": id, "group_id": group_id }))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws.ec2.delete_placement_group().group_name(id).send().await {
+                Err(e) if super::code(&e) != Some("InvalidPlacementGroup.Unknown") => Err(error(aws, "DeletePlacementGroup", e)),
+                _ => Ok(()),
+            }
+        })
+    }
+}
