@@ -58,18 +58,9 @@ pub enum Command {
     Plan {
         /// The stack file.
         file: PathBuf,
-        /// Save the plan; `forge up PLAN` applies exactly it (or refuses it once the state moved on).
-        #[arg(long, value_name = "PLAN")]
-        out: Option<PathBuf>,
-        /// Print the plan as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Exit 2 when there are changes, 0 when there are none, 1 on error.
-        #[arg(long)]
-        detailed_exitcode: bool,
-        /// Plan the destruction of everything in the state.
-        #[arg(long)]
-        destroy: bool,
+        /// What to plan and how to report it.
+        #[command(flatten)]
+        options: PlanOptions,
     },
     /// Create or update everything the stack declares, and delete what it no longer does.
     Up {
@@ -78,6 +69,10 @@ pub enum Command {
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
+        /// Check which recorded resources still exist first (one batched read per kind);
+        /// `--refresh=false` plans from the state alone.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        refresh: bool,
     },
     /// Delete every resource the state holds, dependents first.
     Destroy {
@@ -118,6 +113,27 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `forge plan` options.
+#[derive(Debug, Args)]
+pub struct PlanOptions {
+    /// Save the plan; `forge up PLAN` applies exactly it (or refuses it once the state moved on).
+    #[arg(long, value_name = "PLAN")]
+    pub out: Option<PathBuf>,
+    /// Print the plan as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 2 when there are changes, 0 when there are none, 1 on error.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Plan the destruction of everything in the state.
+    #[arg(long)]
+    pub destroy: bool,
+    /// Check which recorded resources still exist first (one batched read per kind);
+    /// `--refresh=false` plans from the state alone.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub refresh: bool,
 }
 
 /// `forge state …`

@@ -231,10 +231,40 @@ fn network_lifecycle_on_the_emulator() {
         efa.ip_permissions_egress()
     );
 
-    // A second plan: no changes, and not one mutating call.
+    // A second plan: no changes, and not one mutating call; the refresh reads each kind once.
+    aws.calls();
     let (code, stderr) = aws.forge(&["plan", "net.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(mutating(&aws.calls()).is_empty());
+    let calls = aws.calls();
+    assert!(mutating(&calls).is_empty());
+    assert_eq!(
+        calls.values().sum::<u64>(),
+        3,
+        "one Describe per kind (vpc, subnet, security group): {calls:?}"
+    );
+
+    // A subnet deleted outside forge is found by the refresh and created again.
+    let system = subnets
+        .iter()
+        .find(|s| s.cidr_block() == Some("10.0.16.0/20"))
+        .unwrap()
+        .subnet_id()
+        .unwrap()
+        .to_owned();
+    runtime().block_on(aws.ec2().delete_subnet().subnet_id(&system).send()).unwrap();
+    let (code, stderr) = aws.forge(&["plan", "net.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("warning: `aws_subnet.system` was deleted outside forge"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("+ aws_subnet.system (aws_subnet) — deleted outside forge"),
+        "{stderr}"
+    );
+    aws.ok(&["up", "net.toml", "--yes"]);
+    assert_eq!(tagged(&aws, "aws-network").1.len(), 2);
+    aws.calls();
 
     // A tag change updates in place.
     aws.ok(&["up", "net.toml", "--yes", "--var", "env=prod"]);
@@ -409,6 +439,7 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
     assert_eq!(code, 0, "{stderr}");
     let noop_calls = aws.calls();
     assert!(mutating(&noop_calls).is_empty());
+    assert_eq!(noop_calls.len(), 6, "one read per kind for 14 resources of 6 kinds: {noop_calls:?}");
 
     aws.calls();
     let started = std::time::Instant::now();
@@ -539,7 +570,9 @@ fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
     aws.calls();
     let (code, _) = aws.forge(&["plan", "iam.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0);
-    assert!(mutating(&aws.calls()).is_empty());
+    let calls = aws.calls();
+    assert!(mutating(&calls).is_empty());
+    assert_eq!(calls.len(), 4, "one list per IAM kind: {calls:?}");
 
     // A policy document change publishes a new default version, in place.
     aws.write(

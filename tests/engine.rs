@@ -4,9 +4,10 @@
 
 use forge::apply::{self, Observer, Options, Phase, Report, RetryPolicy};
 use forge::plan::{self, Action, Mode, Plan};
-use forge::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError, Registry};
+use forge::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, Registry};
 use forge::state::{LocalStore, State, Status};
 use serde_json::{Value, json};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +23,8 @@ struct Log {
     hung: std::sync::atomic::AtomicBool,
     /// Tokens of every create that reached the "cloud" (even one that never returned).
     started_tokens: Mutex<std::collections::HashSet<String>>,
+    /// Ids deleted "outside forge".
+    gone: Mutex<HashSet<String>>,
 }
 
 /// `rec`: sleeps `delay_ms`, fails when `fail = true`, fails retryably `flaky` times, hangs
@@ -112,6 +115,15 @@ impl Kind for Recorder {
             })
         })
     }
+    fn live_ids<'a>(
+        &'a self,
+        _cloud: &'a Cloud,
+        _stack: &'a str,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        let gone = self.0.gone.lock().unwrap().clone();
+        Box::pin(async move { Ok(ids.iter().filter(|id| !gone.contains(*id)).cloned().collect()) })
+    }
     fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
             self.0.calls.lock().unwrap().push(format!("find {}", ctx.address));
@@ -162,7 +174,16 @@ impl Fixture {
         let stack = forge::stack::load_str("t.toml", &format!("[stack]\nname = \"t\"\n{body}"), &[], &self.registry).unwrap();
         let graph = forge::graph::build(&stack).unwrap();
         let loaded = self.store().load("t").unwrap();
-        let plan = plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &self.registry).unwrap();
+        let plan = plan::plan(
+            &stack,
+            &graph,
+            &loaded.state,
+            loaded.existed,
+            mode,
+            &self.registry,
+            &Default::default(),
+        )
+        .unwrap();
         (plan, loaded.state)
     }
 
@@ -498,6 +519,15 @@ fn a_referenced_value_of_the_wrong_type_is_a_plan_error() {
     )
     .unwrap();
     let graph = forge::graph::build(&stack).unwrap();
-    let err = plan::plan(&stack, &graph, &State::new("t"), false, Mode::Apply, &f.registry).unwrap_err();
+    let err = plan::plan(
+        &stack,
+        &graph,
+        &State::new("t"),
+        false,
+        Mode::Apply,
+        &f.registry,
+        &Default::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.message, "`rec.b.delay_ms` must be an integer, not a string");
 }

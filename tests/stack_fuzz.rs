@@ -44,7 +44,15 @@ fn check(text: &str) {
     if let Ok(stack) = forge::stack::load_str("fuzz.toml", text, &[], &registry)
         && let Ok(graph) = forge::graph::build(&stack)
     {
-        let _ = plan(&stack, &graph, &State::new(&stack.name), false, Mode::Apply, &registry);
+        let _ = plan(
+            &stack,
+            &graph,
+            &State::new(&stack.name),
+            false,
+            Mode::Apply,
+            &registry,
+            &Default::default(),
+        );
     }
 }
 

@@ -12,6 +12,14 @@ pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
     let (stack, graph) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "destroy")?;
-    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, Mode::Destroy, &session.registry)?;
+    let plan = crate::plan::plan(
+        &stack,
+        &graph,
+        &loaded.state,
+        loaded.existed,
+        Mode::Destroy,
+        &session.registry,
+        &Default::default(),
+    )?;
     session.apply(&plan, &store, loaded, yes)
 }

@@ -44,14 +44,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         registry: Registry::builtin(),
     };
     match cli.command {
-        Command::Plan {
-            file,
-            out,
-            json,
-            detailed_exitcode,
-            destroy,
-        } => plan::run(&session, &file, out.as_deref(), json, detailed_exitcode, destroy),
-        Command::Up { file, yes } => up::run(&session, &file, yes),
+        Command::Plan { file, options } => plan::run(&session, &file, &options),
+        Command::Up { file, yes, refresh } => up::run(&session, &file, yes, refresh),
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
         Command::Graph { file, format } => graph::run(&session, &file, format),
         Command::Output { file, name, json } => output::run(&session, &file, name.as_deref(), json),
@@ -61,7 +55,40 @@ pub fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
+/// The async runtime the cloud calls run on.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
+}
+
 impl Session {
+    /// Asks the clouds which recorded resources still exist (one batched read per kind) and
+    /// returns the addresses of those deleted outside forge.
+    pub fn refresh(
+        &self,
+        state: &crate::state::State,
+        providers: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<std::collections::BTreeSet<String>> {
+        if state.resources.is_empty() {
+            return Ok(Default::default());
+        }
+        let started = std::time::Instant::now();
+        let cloud = Arc::new(crate::provider::Cloud::new(providers.clone()));
+        let gone = runtime()?.block_on(crate::plan::refresh::gone(state, &self.registry, cloud))?;
+        self.printer.detail(&format!(
+            "refresh: {} resources read in {}, {} deleted outside forge",
+            state.resources.len(),
+            format_duration(started.elapsed()),
+            gone.len()
+        ));
+        for address in &gone {
+            self.printer.warn(&format!("`{address}` was deleted outside forge"));
+        }
+        Ok(gone)
+    }
+
     /// Loads and checks the stack file and builds its graph.
     pub fn load(&self, file: &Path) -> Result<(Stack, ResourceGraph)> {
         let stack = crate::stack::load(file, &self.global.vars, &self.registry)?;
@@ -141,10 +168,7 @@ impl Session {
         let mut state = loaded.state;
         let mut journal = store.journal()?;
         let (tx, rx) = tokio::sync::watch::channel(0u32);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits"))?;
+        let runtime = runtime()?;
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
         let options = Options {
             parallelism: usize::from(self.global.parallelism),

@@ -1,6 +1,7 @@
 //! `forge plan`: show (and optionally save) what `up` would do.
 
 use super::Session;
+use crate::cli::PlanOptions;
 use crate::error::{CommandError, Exit};
 use crate::plan::{Mode, render};
 use crate::state::lock::LockMode;
@@ -8,13 +9,25 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge plan`.
-pub fn run(session: &Session, file: &Path, out: Option<&Path>, json: bool, detailed_exitcode: bool, destroy: bool) -> Result<Exit> {
+pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit> {
+    let PlanOptions {
+        out,
+        json,
+        detailed_exitcode,
+        destroy,
+        refresh,
+    } = options;
     let (stack, graph) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "plan")?;
-    let mode = if destroy { Mode::Destroy } else { Mode::Apply };
-    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry)?;
-    if json {
+    let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
+    let gone = if *refresh && !destroy {
+        session.refresh(&loaded.state, &stack.providers)?
+    } else {
+        Default::default()
+    };
+    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry, &gone)?;
+    if *json {
         println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));
     } else {
         session.printer.plan(&render::render(&plan));
@@ -27,7 +40,7 @@ pub fn run(session: &Session, file: &Path, out: Option<&Path>, json: bool, detai
             out.display()
         ));
     }
-    Ok(if detailed_exitcode && !plan.is_empty() {
+    Ok(if *detailed_exitcode && !plan.is_empty() {
         Exit::Changes
     } else {
         Exit::Ok

@@ -8,7 +8,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge up`.
-pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
+pub fn run(session: &Session, file: &Path, yes: bool, refresh: bool) -> Result<Exit> {
     if let Some(plan) = read_saved_plan(file)? {
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
         let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, LockMode::Exclusive, "up")?;
@@ -32,7 +32,12 @@ pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
     let (stack, graph) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "up")?;
-    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, Mode::Apply, &session.registry)?;
+    let gone = if refresh {
+        session.refresh(&loaded.state, &stack.providers)?
+    } else {
+        Default::default()
+    };
+    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, Mode::Apply, &session.registry, &gone)?;
     session.apply(&plan, &store, loaded, yes)
 }
 

@@ -2,6 +2,7 @@
 //! be saved with `--out`, shown, and applied exactly. Never writes state.
 
 pub mod diff;
+pub mod refresh;
 pub mod render;
 
 use crate::graph::ResourceGraph;
@@ -161,7 +162,8 @@ pub fn attribute(address: &str, outputs: &Value, config: &Value, path: &[String]
     }
 }
 
-/// Plans `mode` for `stack` against `state`.
+/// Plans `mode` for `stack` against `state`; `gone` holds the addresses a refresh found deleted
+/// outside forge (declared ones are created again).
 pub fn plan(
     stack: &Stack,
     graph: &ResourceGraph,
@@ -169,6 +171,7 @@ pub fn plan(
     state_existed: bool,
     mode: Mode,
     registry: &Registry,
+    gone: &std::collections::BTreeSet<String>,
 ) -> Result<Plan, StackError> {
     let mut changes = Vec::new();
     let mut unchanged = 0;
@@ -200,8 +203,11 @@ pub fn plan(
                     Some("the value comes from a reference; point it at an attribute of the right type".into()),
                 ));
             }
-            let prior = state.resources.get(&r.address);
-            let change = diff::classify(r, kind.as_ref(), prior, &after);
+            let prior = state.resources.get(&r.address).filter(|_| !gone.contains(&r.address));
+            let mut change = diff::classify(r, kind.as_ref(), prior, &after);
+            if let Some(c) = change.as_mut().filter(|_| gone.contains(&r.address)) {
+                c.reason = Some("deleted outside forge".into());
+            }
             let outputs = match (&change, prior) {
                 (None, Some(p)) => p.outputs.clone(),
                 (Some(c), Some(p)) if c.action == Action::Update => kind.planned_outputs(&after, Some(&p.outputs)),

@@ -1,9 +1,10 @@
 //! `aws_eip`: an Elastic IP address for a NAT gateway.
 
 use super::{Clients, error, own_filters, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_eip` kind.
 pub struct Eip;
@@ -75,6 +76,30 @@ impl Kind for Eip {
                 outputs: json!({ "id": id, "public_ip": ip }),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let found = aws
+                .ec2
+                .describe_addresses()
+                .filters(super::stack_filter(stack))
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribeAddresses", e))?;
+            Ok(found
+                .addresses()
+                .iter()
+                .filter_map(|a| a.allocation_id())
+                .map(str::to_owned)
+                .collect())
         })
     }
 

@@ -1,9 +1,10 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
 use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_iam_instance_profile` kind.
 pub struct IamInstanceProfile;
@@ -124,6 +125,29 @@ impl Kind for IamInstanceProfile {
                 outputs: json!({ "id": cfg.name, "name": cfg.name, "arn": arn }),
                 id: cfg.name,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        _stack: &'a str,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let mut found = HashSet::new();
+            let mut pages = aws.iam.list_instance_profiles().into_paginator().send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| error(aws, "ListInstanceProfiles", e))?;
+                found.extend(
+                    page.instance_profiles()
+                        .iter()
+                        .map(|p| p.instance_profile_name().to_owned())
+                        .filter(|n| ids.contains(n)),
+                );
+            }
+            Ok(found)
         })
     }
 

@@ -2,9 +2,10 @@
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
 use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_iam_oidc_provider` kind.
 pub struct IamOidcProvider;
@@ -120,6 +121,30 @@ impl Kind for IamOidcProvider {
                 outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
                 id: arn,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        _stack: &'a str,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let list = aws
+                .iam
+                .list_open_id_connect_providers()
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
+            Ok(list
+                .open_id_connect_provider_list()
+                .iter()
+                .filter_map(|p| p.arn())
+                .map(str::to_owned)
+                .filter(|a| ids.contains(a))
+                .collect())
         })
     }
 

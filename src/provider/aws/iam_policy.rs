@@ -2,10 +2,11 @@
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
 use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse, policy_json};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_iam::types::PolicyScopeType;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_iam_policy` kind.
 pub struct IamPolicy;
@@ -121,6 +122,30 @@ impl Kind for IamPolicy {
                 outputs: json!({ "id": arn, "arn": arn, "name": cfg.name }),
                 id: arn,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        _stack: &'a str,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let mut found = HashSet::new();
+            let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
+                found.extend(
+                    page.policies()
+                        .iter()
+                        .filter_map(|p| p.arn())
+                        .map(str::to_owned)
+                        .filter(|a| ids.contains(a)),
+                );
+            }
+            Ok(found)
         })
     }
 

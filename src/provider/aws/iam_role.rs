@@ -2,10 +2,11 @@
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
 use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse, policy_json};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
+use std::collections::HashSet;
 
 /// The `aws_iam_role` kind.
 pub struct IamRole;
@@ -188,6 +189,24 @@ impl Kind for IamRole {
                 id: cfg.name.clone(),
                 outputs: outputs(&role),
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        _stack: &'a str,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let mut found = HashSet::new();
+            let mut pages = aws.iam.list_roles().into_paginator().send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| error(aws, "ListRoles", e))?;
+                found.extend(page.roles().iter().map(|r| r.role_name().to_owned()).filter(|n| ids.contains(n)));
+            }
+            Ok(found)
         })
     }
 

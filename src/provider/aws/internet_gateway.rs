@@ -1,10 +1,11 @@
 //! `aws_internet_gateway`: an internet gateway attached to a VPC.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_internet_gateway` kind.
 pub struct InternetGateway;
@@ -99,6 +100,25 @@ impl Kind for InternetGateway {
                 outputs: json!({ "id": id }),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_tag!(
+                aws,
+                stack,
+                describe_internet_gateways,
+                filters,
+                internet_gateways,
+                internet_gateway_id
+            )
         })
     }
 

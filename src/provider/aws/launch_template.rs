@@ -3,7 +3,7 @@
 //! tags instances get. A change publishes a new version and makes it the default.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{
     LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatePlacementRequest, LaunchTemplateTagSpecificationRequest,
@@ -12,6 +12,7 @@ use aws_sdk_ec2::types::{
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 
 /// The `aws_launch_template` kind.
 pub struct LaunchTemplate;
@@ -241,6 +242,18 @@ impl Kind for LaunchTemplate {
                 outputs: json!({ "id": id, "name": cfg.name, "latest_version": version }),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_tag!(aws, stack, describe_launch_templates, filters, launch_templates, launch_template_id)
         })
     }
 

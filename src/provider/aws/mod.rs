@@ -1,6 +1,25 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
 //! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
 
+/// The ids a paginated EC2 Describe returns for the stack's `forge:stack` tag:
+/// `live_by_tag!(aws, stack, describe_vpcs, filters, vpcs, vpc_id)`.
+macro_rules! live_by_tag {
+    ($aws:expr, $stack:expr, $call:ident, $filter:ident, $items:ident, $id:ident) => {{
+        let mut live = std::collections::HashSet::new();
+        let mut pages = $aws
+            .ec2
+            .$call()
+            .$filter($crate::provider::aws::stack_filter($stack))
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
+            live.extend(page.$items().iter().filter_map(|x| x.$id()).map(str::to_owned));
+        }
+        Ok(live)
+    }};
+}
+
 mod eip;
 mod iam_instance_profile;
 mod iam_oidc_provider;
@@ -156,6 +175,11 @@ pub fn own_filters(ctx: &Ctx) -> Vec<Filter> {
         .into_iter()
         .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v.clone()).build())
         .collect()
+}
+
+/// The filter that finds every EC2 object of a stack.
+pub fn stack_filter(stack: &str) -> Filter {
+    Filter::builder().name("tag:forge:stack").values(stack).build()
 }
 
 /// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own

@@ -3,10 +3,11 @@
 //! dependency order) can be released.
 
 use super::{Clients, Poll, error, own_filters, parse, sync_tags, tag_spec, wait_until};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_nat_gateway` kind.
@@ -127,6 +128,31 @@ impl Kind for NatGateway {
                 outputs: json!({ "id": id }),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let live = Filter::builder().name("state").values("pending").values("available").build();
+            let mut found = HashSet::new();
+            let mut pages = aws
+                .ec2
+                .describe_nat_gateways()
+                .filter(super::stack_filter(stack))
+                .filter(live)
+                .into_paginator()
+                .send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| error(aws, "DescribeNatGateways", e))?;
+                found.extend(page.nat_gateways().iter().filter_map(|n| n.nat_gateway_id()).map(str::to_owned));
+            }
+            Ok(found)
         })
     }
 

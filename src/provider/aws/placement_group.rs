@@ -2,10 +2,11 @@
 //! one network spine), `partition` or `spread`.
 
 use super::{Clients, error, parse, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_placement_group` kind.
 pub struct PlacementGroup;
@@ -126,6 +127,30 @@ impl Kind for PlacementGroup {
                 outputs: json!({ "id": cfg.name, "name": cfg.name, "group_id": group_id }),
                 id: cfg.name,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let found = aws
+                .ec2
+                .describe_placement_groups()
+                .filters(super::stack_filter(stack))
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribePlacementGroups", e))?;
+            Ok(found
+                .placement_groups()
+                .iter()
+                .filter_map(|g| g.group_name())
+                .map(str::to_owned)
+                .collect())
         })
     }
 

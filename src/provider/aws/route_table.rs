@@ -2,11 +2,12 @@
 //! associations change in place.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::collections::HashSet;
 
 /// The `aws_route_table` kind.
 pub struct RouteTable;
@@ -211,6 +212,18 @@ impl Kind for RouteTable {
                 outputs: json!({ "id": id }),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_tag!(aws, stack, describe_route_tables, filters, route_tables, route_table_id)
         })
     }
 

@@ -4,11 +4,12 @@
 //! EFA rule, all protocols from and to itself).
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{IpPermission, IpRange, ResourceType, UserIdGroupPair};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::collections::HashSet;
 
 /// The `aws_security_group` kind.
 pub struct SecurityGroup;
@@ -290,6 +291,18 @@ impl Kind for SecurityGroup {
                 outputs: json!({ "id": id, "name": cfg.name }),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_tag!(aws, stack, describe_security_groups, filters, security_groups, group_id)
         })
     }
 

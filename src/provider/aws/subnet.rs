@@ -1,10 +1,11 @@
 //! `aws_subnet`: a subnet in one availability zone.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_subnet` kind.
 pub struct Subnet;
@@ -123,6 +124,18 @@ impl Kind for Subnet {
             }
             let outputs = json!({ "id": id, "availability_zone": subnet.availability_zone(), "cidr_block": cfg.cidr_block });
             Ok(Created { id, outputs })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_tag!(aws, stack, describe_subnets, filters, subnets, subnet_id)
         })
     }
 

@@ -1,10 +1,11 @@
 //! `aws_vpc`: a VPC with DNS support and hostnames on (EKS needs both).
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The `aws_vpc` kind.
 pub struct Vpc;
@@ -130,6 +131,18 @@ impl Kind for Vpc {
                 outputs: outputs(&id, &cfg),
                 id,
             })
+        })
+    }
+
+    fn live_ids<'a>(
+        &'a self,
+        cloud: &'a Cloud,
+        stack: &'a str,
+        _ids: &'a [String],
+    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_tag!(aws, stack, describe_vpcs, filters, vpcs, vpc_id)
         })
     }
 
