@@ -32,6 +32,11 @@ pub struct Global {
     /// Cloud calls in flight at once during apply and destroy.
     #[arg(long, value_name = "N", default_value_t = 64, global = true, value_parser = clap::value_parser!(u16).range(1..))]
     pub parallelism: u16,
+    /// How many times a cloud call that failed with a retryable error (throttling, 5xx, an object
+    /// still in use while its dependents go) is tried, with exponential backoff, before the
+    /// resource fails.
+    #[arg(long, value_name = "N", default_value_t = 8, global = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_attempts: u32,
     /// How long to wait for a state lock held by another run (`30s`, `5m`); 0 fails at once.
     #[arg(long, value_name = "DURATION", default_value = "0s", global = true, value_parser = humantime::parse_duration)]
     pub lock_timeout: Duration,

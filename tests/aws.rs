@@ -703,3 +703,50 @@ fn efa_launch_template_and_cluster_placement_group() {
     let (vpcs, subnets, groups) = tagged(&aws, "efa-nodes");
     assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
 }
+
+#[test]
+fn a_delete_blocked_by_leftovers_names_them_and_the_rerun_finishes() {
+    let aws = Aws::new();
+    aws.write("v.toml", "[stack]\nname = \"left\"\n[aws_vpc.main]\ncidr_block = \"10.9.0.0/16\"\n");
+    aws.ok(&["up", "v.toml", "--yes"]);
+    let ec2 = aws.ec2();
+    let vpc = tagged(&aws, "left").0[0].vpc_id().unwrap().to_owned();
+    // What Kubernetes leaves behind: a subnet and a load balancer's network interface.
+    let (subnet, eni) = runtime().block_on(async {
+        let subnet = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block("10.9.1.0/24")
+            .send()
+            .await
+            .unwrap()
+            .subnet()
+            .unwrap()
+            .subnet_id()
+            .unwrap()
+            .to_owned();
+        let eni = ec2
+            .create_network_interface()
+            .subnet_id(&subnet)
+            .description("ELB app/k8s-default-web")
+            .send()
+            .await
+            .unwrap();
+        (subnet, eni.network_interface().unwrap().network_interface_id().unwrap().to_owned())
+    });
+    let (code, stderr) = aws.forge(&["destroy", "v.toml", "--yes", "--max-attempts", "2"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("`aws_vpc.main`: delete failed"), "{stderr}");
+    assert!(
+        stderr.contains("DependencyViolation") && stderr.contains(&format!("still in use by {eni} (ELB app/k8s-default-web)")),
+        "{stderr}"
+    );
+    assert_eq!(tagged(&aws, "left").0.len(), 1, "the VPC is still recorded and still there");
+
+    runtime().block_on(async {
+        ec2.delete_network_interface().network_interface_id(&eni).send().await.unwrap();
+        ec2.delete_subnet().subnet_id(&subnet).send().await.unwrap();
+    });
+    aws.ok(&["destroy", "v.toml", "--yes"]);
+    assert!(tagged(&aws, "left").0.is_empty());
+}

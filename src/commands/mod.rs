@@ -172,7 +172,10 @@ impl Session {
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
         let options = Options {
             parallelism: usize::from(self.global.parallelism),
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy {
+                attempts: self.global.max_attempts,
+                ..RetryPolicy::default()
+            },
         };
         let report = runtime.block_on(async {
             tokio::spawn(async move {

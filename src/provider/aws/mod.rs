@@ -177,6 +177,48 @@ pub fn own_filters(ctx: &Ctx) -> Vec<Filter> {
         .collect()
 }
 
+/// Maps a failed delete of a VPC, subnet or security group; on `DependencyViolation` it names
+/// the network interfaces still in it (load balancers, EKS, leftover ENIs), found with
+/// `filter` (`vpc-id`, `subnet-id`, `group-id`) = `id`.
+pub async fn delete_error<E, R>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, R>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    let in_use = err.code() == Some("DependencyViolation");
+    let mut mapped = error(aws, what, err);
+    if in_use {
+        let found = aws
+            .ec2
+            .describe_network_interfaces()
+            .filters(Filter::builder().name(filter).values(id).build())
+            .send()
+            .await;
+        let users: Vec<String> = found
+            .map(|out| {
+                out.network_interfaces()
+                    .iter()
+                    .map(|n| {
+                        format!(
+                            "{} ({})",
+                            n.network_interface_id().unwrap_or("?"),
+                            n.description().filter(|d| !d.is_empty()).unwrap_or("no description")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !users.is_empty() {
+            mapped.message = format!(
+                "{}; still in use by {}: delete what created them (Kubernetes load balancers and services, instances) or wait for them to go, then run `forge destroy` again",
+                mapped.message,
+                users.join(", ")
+            );
+        }
+    }
+    mapped
+}
+
 /// The filter that finds every EC2 object of a stack.
 pub fn stack_filter(stack: &str) -> Filter {
     Filter::builder().name("tag:forge:stack").values(stack).build()

@@ -334,7 +334,7 @@ impl Kind for SecurityGroup {
             match aws.ec2.delete_security_group().group_id(id).send().await {
                 Ok(_) => Ok(()),
                 Err(e) if super::code(&e) == Some("InvalidGroup.NotFound") => Ok(()),
-                Err(e) => Err(error(aws, "DeleteSecurityGroup", e)),
+                Err(e) => Err(super::delete_error(aws, "DeleteSecurityGroup", "group-id", id, e).await),
             }
         })
     }

@@ -180,7 +180,7 @@ impl Kind for Subnet {
             match aws.ec2.delete_subnet().subnet_id(id).send().await {
                 Ok(_) => Ok(()),
                 Err(e) if super::code(&e) == Some("InvalidSubnetID.NotFound") => Ok(()),
-                Err(e) => Err(error(aws, "DeleteSubnet", e)),
+                Err(e) => Err(super::delete_error(aws, "DeleteSubnet", "subnet-id", id, e).await),
             }
         })
     }

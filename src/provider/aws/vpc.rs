@@ -171,7 +171,7 @@ impl Kind for Vpc {
             match aws.ec2.delete_vpc().vpc_id(id).send().await {
                 Ok(_) => Ok(()),
                 Err(e) if super::code(&e) == Some("InvalidVpcID.NotFound") => Ok(()),
-                Err(e) => Err(error(aws, "DeleteVpc", e)),
+                Err(e) => Err(super::delete_error(aws, "DeleteVpc", "vpc-id", id, e).await),
             }
         })
     }
