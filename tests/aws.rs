@@ -274,6 +274,27 @@ fn network_lifecycle_on_the_emulator() {
     assert_eq!(vpcs_after[0].vpc_id(), vpcs[0].vpc_id());
     assert_eq!(tag(vpcs_after[0].tags(), "Name"), Some("training-prod"));
 
+    // A rule change updates the group in place: only the new rule is authorized.
+    aws.write(
+        "net.toml",
+        &NETWORK.replace(
+            "ingress = [{ protocol = \"-1\", self = true }]",
+            "ingress = [{ protocol = \"-1\", self = true }, { protocol = \"tcp\", from_port = 988, cidr_blocks = [\"10.0.0.0/16\"] }]",
+        ),
+    );
+    aws.calls();
+    aws.ok(&["up", "net.toml", "--yes", "--var", "env=prod"]);
+    let calls = aws.calls();
+    assert_eq!(mutating(&calls), ["ec2:AuthorizeSecurityGroupIngress"], "{calls:?}");
+    let (_, _, groups_after) = tagged(&aws, "aws-network");
+    assert_eq!(groups_after[0].group_id(), Some(group_id));
+    let lustre = groups_after[0]
+        .ip_permissions()
+        .iter()
+        .find(|p| p.from_port() == Some(988))
+        .expect("the 988 rule");
+    assert_eq!(lustre.ip_ranges()[0].cidr_ip(), Some("10.0.0.0/16"));
+
     // A CIDR change replaces the subnet.
     aws.write("net.toml", &NETWORK.replace("10.0.16.0/20", "10.0.32.0/20"));
     let out = aws.ok(&["up", "net.toml", "--yes"]);
@@ -749,4 +770,93 @@ fn a_delete_blocked_by_leftovers_names_them_and_the_rerun_finishes() {
     });
     aws.ok(&["destroy", "v.toml", "--yes"]);
     assert!(tagged(&aws, "left").0.is_empty());
+}
+
+/// SIGKILL of `forge up` at seeded random moments (NAT gateway waits included), then a rerun:
+/// exactly one of everything exists on the emulator, tagged with the stack — no duplicate, no
+/// orphan — and the state matches it.
+#[test]
+fn sigkill_during_up_then_rerun_leaves_exactly_one_of_everything() {
+    let aws = Aws::new();
+    aws.write("vpc.toml", include_str!("../examples/vpc.toml"));
+    let forge = assert_cmd::cargo::cargo_bin("forge");
+    let mut seed: u64 = 0xfeed_5eed;
+    let mut killed_mid_call = 0;
+    for round in 0..4 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = std::process::Command::new(&forge)
+            .current_dir(aws.dir.path())
+            .env("NO_COLOR", "1")
+            .env("AWS_ENDPOINT_URL", moto_url())
+            .env("AWS_ACCESS_KEY_ID", &aws.account)
+            .env("AWS_SECRET_ACCESS_KEY", "secret")
+            .env("AWS_REGION", "us-west-2")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .args(["up", "vpc.toml", "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100 + (seed >> 33) % 900));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let state = forge::state::LocalStore::new(aws.dir.path().join("state/vpc.json"))
+            .load("vpc")
+            .unwrap()
+            .state;
+        killed_mid_call += usize::from(state.resources.values().any(|r| r.status == forge::state::Status::PendingCreate));
+        if round % 2 == 1 {
+            aws.ok(&["destroy", "vpc.toml", "--yes"]);
+        }
+    }
+    assert!(killed_mid_call > 0, "at least one kill landed while a create was in flight");
+    aws.ok(&["up", "vpc.toml", "--yes"]);
+    let (vpcs, subnets, _) = tagged(&aws, "vpc");
+    assert_eq!((vpcs.len(), subnets.len()), (1, 6));
+    let ec2 = aws.ec2();
+    runtime().block_on(async {
+        assert_eq!(
+            ec2.describe_internet_gateways()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .internet_gateways()
+                .len(),
+            1
+        );
+        assert_eq!(
+            ec2.describe_addresses()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .addresses()
+                .len(),
+            1
+        );
+        assert_eq!(
+            ec2.describe_route_tables()
+                .filters(stack_filter("vpc"))
+                .send()
+                .await
+                .unwrap()
+                .route_tables()
+                .len(),
+            4
+        );
+        let nats = ec2.describe_nat_gateways().filter(stack_filter("vpc")).send().await.unwrap();
+        let live: Vec<_> = nats
+            .nat_gateways()
+            .iter()
+            .filter(|n| n.state().map(|s| s.as_str()) != Some("deleted"))
+            .collect();
+        assert_eq!(live.len(), 1, "one NAT gateway");
+    });
+    let (code, stderr) = aws.forge(&["plan", "vpc.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the state matches the cloud: {stderr}");
+    aws.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(tagged(&aws, "vpc").0.is_empty());
 }

@@ -572,3 +572,30 @@ fn help_and_completions() {
             .contains("The stack `demo` is valid: 3 resources of 1 kind(s), 2 dependencies, no cycles.")
     );
 }
+
+/// The `vpc` component's plan-time checks point at the component block.
+#[cfg(feature = "aws")]
+#[test]
+fn vpc_component_errors() {
+    let d = Dir::new();
+    let cases = [
+        (
+            "vpc_host_bits",
+            "[stack]\nname = \"v\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\ncidr = \"10.0.0.1/16\"\nzones = [\"us-west-2a\"]\n",
+        ),
+        (
+            "vpc_zone_region",
+            "[stack]\nname = \"v\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\ncidr = \"10.0.0.0/16\"\nzones = [\"us-east-1a\"]\n",
+        ),
+        (
+            "vpc_too_small",
+            "[stack]\nname = \"v\"\n[vpc.main]\ncidr = \"10.0.0.0/24\"\nzones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\"]\nprivate_subnet_bits = 2\npublic_subnet_bits = 3\n",
+        ),
+    ];
+    for (name, text) in cases {
+        d.write("v.toml", text);
+        let (code, _, stderr) = d.run(&["validate", "v.toml"]);
+        assert_eq!(code, 1, "{name}");
+        insta::assert_snapshot!(format!("error_{name}"), stderr);
+    }
+}
