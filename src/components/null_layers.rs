@@ -2,8 +2,8 @@
 //! shape takes to apply. Node `j` of layer `i` follows nodes `j` and `j+1` (wrapping) of layer
 //! `i-1`, so the critical path is `layers × delay_ms`.
 
+use super::{Component, Expansion, Part};
 use crate::provider::{Field, FieldType};
-use crate::stack::component::{Component, Expansion, Part};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 

@@ -2,8 +2,8 @@
 //! overlap from the VPC's CIDR and tagged for EKS load balancers), an internet gateway, NAT
 //! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables.
 
+use super::{Component, Expansion, Part};
 use crate::provider::{Field, FieldType};
-use crate::stack::component::{Component, Expansion, Part};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

@@ -189,7 +189,7 @@ pub fn plan(
                     Some(e.message),
                 )
             })?;
-            if let Some(field) = crate::provider::mistyped(kind.schema(), &after) {
+            if let Some(field) = crate::stack::mistyped(kind.schema(), &after) {
                 return Err(stack.source.error(
                     Some(r.span.clone()),
                     format!(

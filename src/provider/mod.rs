@@ -54,16 +54,6 @@ impl FieldType {
     }
 }
 
-/// The first attribute of `config` whose value is known (no references, no unknowns) and of
-/// the wrong type: `(name, expected type)`.
-pub fn mistyped<'f>(fields: &'f [Field], config: &Value) -> Option<&'f Field> {
-    fields.iter().find(|f| {
-        config.get(f.name).is_some_and(|v| {
-            crate::stack::template::is_known(v) && crate::stack::template::references(v).is_ok_and(|r| r.is_empty()) && !f.ty.accepts(v)
-        })
-    })
-}
-
 /// One attribute a kind or component accepts.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {

@@ -1,9 +1,9 @@
 //! Reading and checking a stack file. Every error names the file, line and key.
 
-use super::component::{self, Component};
 use super::diagnostic::{SourceFile, StackError, suggestion};
 use super::template::{self, Reference};
 use super::{Resource, Stack, StateSettings};
+use crate::components::{self, Component};
 use crate::provider::{Field, FieldType, Registry};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -174,13 +174,13 @@ impl Loader<'_> {
         let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
         for (key, block_type, value) in block_sections {
             let kind_fields = self.registry.get(block_type).map(|k| k.schema());
-            let comp = component::find(block_type);
+            let comp = components::find(block_type);
             if kind_fields.is_none() && comp.is_none() {
                 let known: Vec<&str> = SECTIONS
                     .iter()
                     .copied()
                     .chain(self.registry.names())
-                    .chain(component::builtin().iter().map(|c| c.name))
+                    .chain(components::builtin().iter().map(|c| c.name))
                     .collect();
                 return Err(self.err(
                     key.span(),
@@ -211,7 +211,7 @@ impl Loader<'_> {
                     }
                 }
                 let config = self.substitute_vars(&config, &spans, &vars)?;
-                if let Some(field) = crate::provider::mistyped(fields, &config) {
+                if let Some(field) = crate::stack::mistyped(fields, &config) {
                     return Err(self.err(
                         spans.get(&format!("/{}", field.name)).cloned().unwrap_or(header.clone()),
                         format!(

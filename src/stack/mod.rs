@@ -5,7 +5,6 @@
 //! inlines references to component outputs, so that what leaves this module is a flat list of
 //! resources whose templates refer only to other resources.
 
-pub mod component;
 pub mod diagnostic;
 mod load;
 pub mod template;
@@ -15,6 +14,7 @@ pub use load::{describe, load, load_str};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -60,4 +60,14 @@ pub struct StateSettings {
     pub backend: String,
     /// The state file, relative to the working directory.
     pub path: PathBuf,
+}
+
+/// The first attribute of `config` whose value is known (no references, no unknowns) and of
+/// the wrong type: `(name, expected type)`.
+pub fn mistyped<'f>(fields: &'f [crate::provider::Field], config: &Value) -> Option<&'f crate::provider::Field> {
+    fields.iter().find(|f| {
+        config
+            .get(f.name)
+            .is_some_and(|v| template::is_known(v) && template::references(v).is_ok_and(|r| r.is_empty()) && !f.ty.accepts(v))
+    })
 }
