@@ -68,10 +68,10 @@ impl Aws {
         path
     }
 
-    fn forge(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::cargo_bin("forge")
-            .unwrap()
-            .current_dir(self.dir.path())
+    /// `forge ARGS` pointed at the emulator through the standard AWS environment only.
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
+        cmd.current_dir(self.dir.path())
             .env("NO_COLOR", "1")
             .env("AWS_ENDPOINT_URL", moto_url())
             .env("AWS_ACCESS_KEY_ID", &self.account)
@@ -81,9 +81,12 @@ impl Aws {
             .env("AWS_CONFIG_FILE", "/dev/null")
             .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             .env_remove("AWS_PROFILE")
-            .args(args)
-            .output()
-            .unwrap();
+            .args(args);
+        cmd
+    }
+
+    fn forge(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::from_std(self.command(args)).output().unwrap();
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
     }
 
@@ -114,15 +117,23 @@ impl Aws {
         serde_json::from_str(&body).unwrap()
     }
 
-    fn ec2(&self) -> aws_sdk_ec2::Client {
+    /// The SDK configuration of this test's account on the emulator.
+    fn sdk_config(&self) -> aws_config::SdkConfig {
         let creds = aws_sdk_ec2::config::Credentials::new(&self.account, "secret", None, None, "test");
-        let config = aws_sdk_ec2::Config::builder()
-            .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
-            .region(aws_sdk_ec2::config::Region::new("us-west-2"))
+        aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-west-2"))
             .endpoint_url(moto_url())
-            .credentials_provider(creds)
-            .build();
-        aws_sdk_ec2::Client::from_conf(config)
+            .credentials_provider(aws_sdk_ec2::config::SharedCredentialsProvider::new(creds))
+            .build()
+    }
+
+    fn ec2(&self) -> aws_sdk_ec2::Client {
+        aws_sdk_ec2::Client::new(&self.sdk_config())
+    }
+
+    fn iam(&self) -> aws_sdk_iam::Client {
+        aws_sdk_iam::Client::new(&self.sdk_config())
     }
 }
 
@@ -511,19 +522,6 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
     );
 }
 
-impl Aws {
-    fn iam(&self) -> aws_sdk_iam::Client {
-        let creds = aws_sdk_iam::config::Credentials::new(&self.account, "secret", None, None, "test");
-        let config = aws_sdk_iam::Config::builder()
-            .behavior_version(aws_sdk_iam::config::BehaviorVersion::latest())
-            .region(aws_sdk_iam::config::Region::new("us-west-2"))
-            .endpoint_url(moto_url())
-            .credentials_provider(creds)
-            .build();
-        aws_sdk_iam::Client::from_conf(config)
-    }
-}
-
 #[test]
 fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
     let aws = Aws::new();
@@ -779,22 +777,12 @@ fn a_delete_blocked_by_leftovers_names_them_and_the_rerun_finishes() {
 fn sigkill_during_up_then_rerun_leaves_exactly_one_of_everything() {
     let aws = Aws::new();
     aws.write("vpc.toml", include_str!("../examples/vpc.toml"));
-    let forge = assert_cmd::cargo::cargo_bin("forge");
     let mut seed: u64 = 0xfeed_5eed;
     let mut killed_mid_call = 0;
     for round in 0..4 {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = std::process::Command::new(&forge)
-            .current_dir(aws.dir.path())
-            .env("NO_COLOR", "1")
-            .env("AWS_ENDPOINT_URL", moto_url())
-            .env("AWS_ACCESS_KEY_ID", &aws.account)
-            .env("AWS_SECRET_ACCESS_KEY", "secret")
-            .env("AWS_REGION", "us-west-2")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .args(["up", "vpc.toml", "--yes"])
+        let mut child = aws
+            .command(&["up", "vpc.toml", "--yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

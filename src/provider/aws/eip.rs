@@ -125,10 +125,12 @@ impl Kind for Eip {
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
-            match aws.ec2.release_address().allocation_id(id).send().await {
-                Err(e) if super::code(&e) != Some("InvalidAllocationID.NotFound") => Err(error(aws, "ReleaseAddress", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "ReleaseAddress",
+                aws.ec2.release_address().allocation_id(id).send().await,
+                &["InvalidAllocationID.NotFound"],
+            )
         })
     }
 }

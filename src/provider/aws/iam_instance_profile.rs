@@ -14,14 +14,10 @@ pub struct IamInstanceProfile;
 struct Config {
     name: String,
     role: String,
-    #[serde(default = "default_path")]
+    #[serde(default = "super::iam_root_path")]
     path: String,
     #[serde(default, rename = "tags")]
     _tags: Option<Value>,
-}
-
-fn default_path() -> String {
-    "/".into()
 }
 
 const SCHEMA: &[Field] = &[
@@ -182,11 +178,21 @@ impl Kind for IamInstanceProfile {
                     .await
                     .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
             }
-            if ctx.tags("aws", old) != ctx.tags("aws", new) {
+            let (removed, set) = super::iam_tag_changes(ctx, old, new);
+            if !removed.is_empty() {
+                aws.iam
+                    .untag_instance_profile()
+                    .instance_profile_name(id)
+                    .set_tag_keys(Some(removed))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UntagInstanceProfile", e))?;
+            }
+            if let Some(tags) = set {
                 aws.iam
                     .tag_instance_profile()
                     .instance_profile_name(id)
-                    .set_tags(Some(iam_tags(ctx, new)))
+                    .set_tags(Some(tags))
                     .send()
                     .await
                     .map_err(|e| error(aws, "TagInstanceProfile", e))?;
@@ -209,10 +215,12 @@ impl Kind for IamInstanceProfile {
                     .await
                     .map_err(|e| error(aws, "RemoveRoleFromInstanceProfile", e))?;
             }
-            match aws.iam.delete_instance_profile().instance_profile_name(id).send().await {
-                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteInstanceProfile", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "DeleteInstanceProfile",
+                aws.iam.delete_instance_profile().instance_profile_name(id).send().await,
+                &["NoSuchEntity"],
+            )
         })
     }
 }

@@ -189,11 +189,21 @@ impl Kind for IamOidcProvider {
                     .await
                     .map_err(|e| error(aws, "UpdateOpenIDConnectProviderThumbprint", e))?;
             }
-            if ctx.tags("aws", old) != ctx.tags("aws", new) {
+            let (removed, set) = super::iam_tag_changes(ctx, old, new);
+            if !removed.is_empty() {
+                aws.iam
+                    .untag_open_id_connect_provider()
+                    .open_id_connect_provider_arn(id)
+                    .set_tag_keys(Some(removed))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UntagOpenIDConnectProvider", e))?;
+            }
+            if let Some(tags) = set {
                 aws.iam
                     .tag_open_id_connect_provider()
                     .open_id_connect_provider_arn(id)
-                    .set_tags(Some(iam_tags(ctx, new)))
+                    .set_tags(Some(tags))
                     .send()
                     .await
                     .map_err(|e| error(aws, "TagOpenIDConnectProvider", e))?;

@@ -16,15 +16,11 @@ pub struct IamPolicy;
 struct Config {
     name: String,
     policy: Value,
-    #[serde(default = "default_path")]
+    #[serde(default = "super::iam_root_path")]
     path: String,
     description: Option<String>,
     #[serde(default, rename = "tags")]
     _tags: Option<Value>,
-}
-
-fn default_path() -> String {
-    "/".into()
 }
 
 const SCHEMA: &[Field] = &[
@@ -197,8 +193,7 @@ impl Kind for IamPolicy {
                     .await
                     .map_err(|e| error(aws, "CreatePolicyVersion", e))?;
             }
-            let (old_tags, new_tags) = (ctx.tags("aws", old), ctx.tags("aws", new));
-            let removed: Vec<String> = old_tags.keys().filter(|k| !new_tags.contains_key(*k)).cloned().collect();
+            let (removed, set) = super::iam_tag_changes(ctx, old, new);
             if !removed.is_empty() {
                 aws.iam
                     .untag_policy()
@@ -208,11 +203,11 @@ impl Kind for IamPolicy {
                     .await
                     .map_err(|e| error(aws, "UntagPolicy", e))?;
             }
-            if old_tags != new_tags {
+            if let Some(tags) = set {
                 aws.iam
                     .tag_policy()
                     .policy_arn(id)
-                    .set_tags(Some(iam_tags(ctx, new)))
+                    .set_tags(Some(tags))
                     .send()
                     .await
                     .map_err(|e| error(aws, "TagPolicy", e))?;
@@ -243,10 +238,12 @@ impl Kind for IamPolicy {
                     .await
                     .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
             }
-            match aws.iam.delete_policy().policy_arn(id).send().await {
-                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeletePolicy", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "DeletePolicy",
+                aws.iam.delete_policy().policy_arn(id).send().await,
+                &["NoSuchEntity"],
+            )
         })
     }
 }

@@ -20,15 +20,11 @@ struct Config {
     managed_policy_arns: Vec<String>,
     #[serde(default)]
     inline_policies: Map<String, Value>,
-    #[serde(default = "default_path")]
+    #[serde(default = "super::iam_root_path")]
     path: String,
     description: Option<String>,
     #[serde(default, rename = "tags")]
     _tags: Option<Value>,
-}
-
-fn default_path() -> String {
-    "/".into()
 }
 
 const SCHEMA: &[Field] = &[
@@ -78,10 +74,12 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
     let (before, after): (BTreeSet<&String>, BTreeSet<&String>) =
         (old.managed_policy_arns.iter().collect(), new.managed_policy_arns.iter().collect());
     for arn in before.difference(&after) {
-        match aws.iam.detach_role_policy().role_name(name).policy_arn(*arn).send().await {
-            Err(e) if super::code(&e) != Some("NoSuchEntity") => return Err(error(aws, "DetachRolePolicy", e)),
-            _ => {}
-        }
+        super::tolerate(
+            aws,
+            "DetachRolePolicy",
+            aws.iam.detach_role_policy().role_name(name).policy_arn(*arn).send().await,
+            &["NoSuchEntity"],
+        )?;
     }
     for arn in after.difference(&before) {
         aws.iam
@@ -93,10 +91,12 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
             .map_err(|e| error(aws, &format!("AttachRolePolicy {arn}"), e))?;
     }
     for policy in old.inline_policies.keys().filter(|k| !new.inline_policies.contains_key(*k)) {
-        match aws.iam.delete_role_policy().role_name(name).policy_name(policy).send().await {
-            Err(e) if super::code(&e) != Some("NoSuchEntity") => return Err(error(aws, "DeleteRolePolicy", e)),
-            _ => {}
-        }
+        super::tolerate(
+            aws,
+            "DeleteRolePolicy",
+            aws.iam.delete_role_policy().role_name(name).policy_name(policy).send().await,
+            &["NoSuchEntity"],
+        )?;
     }
     for (policy, document) in new.inline_policies.iter().filter(|(k, v)| old.inline_policies.get(*k) != Some(*v)) {
         aws.iam
@@ -117,7 +117,7 @@ fn nothing_attached() -> Config {
         assume_role_policy: Value::Null,
         managed_policy_arns: vec![],
         inline_policies: Map::new(),
-        path: default_path(),
+        path: super::iam_root_path(),
         description: None,
         _tags: None,
     }
@@ -245,8 +245,7 @@ impl Kind for IamRole {
                     .map_err(|e| error(aws, "UpdateRole", e))?;
             }
             sync_policies(aws, id, &before, &after).await?;
-            let (old_tags, new_tags) = (ctx.tags("aws", old), ctx.tags("aws", new));
-            let removed: Vec<String> = old_tags.keys().filter(|k| !new_tags.contains_key(*k)).cloned().collect();
+            let (removed, set) = super::iam_tag_changes(ctx, old, new);
             if !removed.is_empty() {
                 aws.iam
                     .untag_role()
@@ -256,11 +255,11 @@ impl Kind for IamRole {
                     .await
                     .map_err(|e| error(aws, "UntagRole", e))?;
             }
-            if old_tags != new_tags {
+            if let Some(tags) = set {
                 aws.iam
                     .tag_role()
                     .role_name(id)
-                    .set_tags(Some(iam_tags(ctx, new)))
+                    .set_tags(Some(tags))
                     .send()
                     .await
                     .map_err(|e| error(aws, "TagRole", e))?;
@@ -303,10 +302,12 @@ impl Kind for IamRole {
                 ..nothing_attached()
             };
             sync_policies(aws, id, &present, &nothing_attached()).await?;
-            match aws.iam.delete_role().role_name(id).send().await {
-                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteRole", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "DeleteRole",
+                aws.iam.delete_role().role_name(id).send().await,
+                &["NoSuchEntity"],
+            )
         })
     }
 }

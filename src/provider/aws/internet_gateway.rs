@@ -144,10 +144,12 @@ impl Kind for InternetGateway {
                     _ => {}
                 }
             }
-            match aws.ec2.delete_internet_gateway().internet_gateway_id(id).send().await {
-                Err(e) if super::code(&e) != Some("InvalidInternetGatewayID.NotFound") => Err(error(aws, "DeleteInternetGateway", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "DeleteInternetGateway",
+                aws.ec2.delete_internet_gateway().internet_gateway_id(id).send().await,
+                &["InvalidInternetGatewayID.NotFound"],
+            )
         })
     }
 }

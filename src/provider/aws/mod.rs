@@ -149,6 +149,19 @@ where
     }
 }
 
+/// A call whose listed error codes mean "already so" — deleting what is gone, attaching what
+/// is attached — and so count as success.
+pub fn tolerate<T, E, R>(aws: &Clients, what: &str, result: Result<T, SdkError<E, R>>, codes: &[&str]) -> Result<(), ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Err(e) if !e.code().is_some_and(|c| codes.contains(&c)) => Err(error(aws, what, e)),
+        _ => Ok(()),
+    }
+}
+
 /// Reads a kind's config (checked against its schema when the stack loaded).
 pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, ProviderError> {
     serde_json::from_value(config.clone()).map_err(|e| ProviderError {
@@ -329,6 +342,19 @@ pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
         ),
         retryable: false,
     }
+}
+
+/// What an IAM tag update does: the keys to remove, and the full tag set to apply when
+/// anything changed.
+pub fn iam_tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, Option<Vec<aws_sdk_iam::types::Tag>>) {
+    let (before, after) = (ctx.tags("aws", old), ctx.tags("aws", new));
+    let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+    (removed, (before != after).then(|| iam_tags(ctx, new)))
+}
+
+/// IAM's default path for roles, policies and instance profiles.
+pub fn iam_root_path() -> String {
+    "/".into()
 }
 
 /// A policy document (a TOML table) as the JSON string IAM takes.

@@ -176,10 +176,12 @@ impl Kind for PlacementGroup {
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
-            match aws.ec2.delete_placement_group().group_name(id).send().await {
-                Err(e) if super::code(&e) != Some("InvalidPlacementGroup.Unknown") => Err(error(aws, "DeletePlacementGroup", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "DeletePlacementGroup",
+                aws.ec2.delete_placement_group().group_name(id).send().await,
+                &["InvalidPlacementGroup.Unknown"],
+            )
         })
     }
 }

@@ -262,10 +262,12 @@ impl Kind for RouteTable {
                     _ => {}
                 }
             }
-            match aws.ec2.delete_route_table().route_table_id(id).send().await {
-                Err(e) if super::code(&e) != Some("InvalidRouteTableID.NotFound") => Err(error(aws, "DeleteRouteTable", e)),
-                _ => Ok(()),
-            }
+            super::tolerate(
+                aws,
+                "DeleteRouteTable",
+                aws.ec2.delete_route_table().route_table_id(id).send().await,
+                &["InvalidRouteTableID.NotFound"],
+            )
         })
     }
 }
