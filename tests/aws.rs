@@ -602,6 +602,28 @@ fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
     assert!(out.contains("~ aws_iam_policy.fsx_csi"), "{out}");
     assert!(aws.calls().contains_key("iam:CreatePolicyVersion"));
 
+    // Tags follow the stack both ways: added, then removed, in place.
+    let role_tag = |key: &str| {
+        runtime().block_on(async {
+            let role = iam.get_role().role_name("train-node").send().await.unwrap();
+            role.role()
+                .unwrap()
+                .tags()
+                .iter()
+                .find(|t| t.key() == key)
+                .map(|t| t.value().to_owned())
+        })
+    };
+    let tagged_text = include_str!("../examples/eks-iam.toml")
+        .replace("region = \"us-west-2\"", "region = \"us-west-2\"\ndefault_tags = { team = \"ml\" }");
+    aws.write("iam.toml", &tagged_text);
+    aws.ok(&["up", "iam.toml", "--yes"]);
+    assert_eq!(role_tag("team").as_deref(), Some("ml"));
+    aws.write("iam.toml", include_str!("../examples/eks-iam.toml"));
+    aws.ok(&["up", "iam.toml", "--yes"]);
+    assert_eq!(role_tag("team"), None, "a tag removed from the stack is removed from the role");
+    assert_eq!(role_tag("forge:stack").as_deref(), Some("eks-iam"));
+
     aws.ok(&["destroy", "iam.toml", "--yes"]);
     runtime().block_on(async {
         for role in ["train-cluster", "train-node"] {

@@ -82,15 +82,12 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// The tags every object gets in its create call: the provider's `default_tags`, the
-    /// block's own `tags`, then `forge:stack` and `forge:address` (which nothing overrides).
-    pub fn tags(&self, provider: &str, config: &Value) -> BTreeMap<String, String> {
+    /// The tags every object gets in its create call: the block's `tags` (which the loader
+    /// has merged with the provider's `default_tags`), then `forge:stack` and `forge:address`,
+    /// which nothing overrides.
+    pub fn tags(&self, config: &Value) -> BTreeMap<String, String> {
         let mut tags = BTreeMap::new();
-        let tables = [
-            self.cloud.settings.get(provider).and_then(|p| p.get("default_tags")),
-            config.get("tags"),
-        ];
-        for (k, v) in tables.into_iter().flatten().filter_map(Value::as_object).flatten() {
+        for (k, v) in config.get("tags").and_then(Value::as_object).into_iter().flatten() {
             tags.insert(k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned));
         }
         tags.insert("forge:stack".into(), self.stack.clone());

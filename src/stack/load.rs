@@ -243,6 +243,24 @@ impl Loader<'_> {
             }
         }
 
+        if let Some(defaults) = providers.get("aws").and_then(|a| a.get("default_tags")).and_then(Value::as_object) {
+            // The effective tags are part of each AWS resource's attributes, so a change of
+            // `default_tags` shows in the plan and updates the tags in place.
+            for block in blocks.iter_mut().filter(|b| b.kind.starts_with("aws_")) {
+                let mut tags = template::quote(&Value::Object(defaults.clone()))
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                if let Some(own) = block.config.get("tags").and_then(Value::as_object) {
+                    tags.extend(own.clone());
+                }
+                block
+                    .config
+                    .as_object_mut()
+                    .expect("blocks are tables")
+                    .insert("tags".into(), Value::Object(tags));
+            }
+        }
         let addresses: HashMap<&str, &Block> = blocks.iter().map(|b| (b.address.as_str(), b)).collect();
         let targets = Targets {
             loader: self,

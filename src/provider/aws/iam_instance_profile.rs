@@ -178,25 +178,15 @@ impl Kind for IamInstanceProfile {
                     .await
                     .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
             }
-            let (removed, set) = super::iam_tag_changes(ctx, old, new);
-            if !removed.is_empty() {
-                aws.iam
-                    .untag_instance_profile()
-                    .instance_profile_name(id)
-                    .set_tag_keys(Some(removed))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UntagInstanceProfile", e))?;
-            }
-            if let Some(tags) = set {
-                aws.iam
-                    .tag_instance_profile()
-                    .instance_profile_name(id)
-                    .set_tags(Some(tags))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "TagInstanceProfile", e))?;
-            }
+            sync_iam_tags!(
+                ctx,
+                aws,
+                old,
+                new,
+                untag_instance_profile,
+                tag_instance_profile,
+                instance_profile_name(id)
+            );
             let arn = roles(aws, id).await?.map(|(arn, _)| arn);
             Ok(json!({ "id": id, "name": id, "arn": arn }))
         })

@@ -189,25 +189,15 @@ impl Kind for IamOidcProvider {
                     .await
                     .map_err(|e| error(aws, "UpdateOpenIDConnectProviderThumbprint", e))?;
             }
-            let (removed, set) = super::iam_tag_changes(ctx, old, new);
-            if !removed.is_empty() {
-                aws.iam
-                    .untag_open_id_connect_provider()
-                    .open_id_connect_provider_arn(id)
-                    .set_tag_keys(Some(removed))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UntagOpenIDConnectProvider", e))?;
-            }
-            if let Some(tags) = set {
-                aws.iam
-                    .tag_open_id_connect_provider()
-                    .open_id_connect_provider_arn(id)
-                    .set_tags(Some(tags))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "TagOpenIDConnectProvider", e))?;
-            }
+            sync_iam_tags!(
+                ctx,
+                aws,
+                old,
+                new,
+                untag_open_id_connect_provider,
+                tag_open_id_connect_provider,
+                open_id_connect_provider_arn(id)
+            );
             Ok(json!({ "id": id, "arn": id, "url": after.url }))
         })
     }

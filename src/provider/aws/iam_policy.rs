@@ -193,25 +193,7 @@ impl Kind for IamPolicy {
                     .await
                     .map_err(|e| error(aws, "CreatePolicyVersion", e))?;
             }
-            let (removed, set) = super::iam_tag_changes(ctx, old, new);
-            if !removed.is_empty() {
-                aws.iam
-                    .untag_policy()
-                    .policy_arn(id)
-                    .set_tag_keys(Some(removed))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UntagPolicy", e))?;
-            }
-            if let Some(tags) = set {
-                aws.iam
-                    .tag_policy()
-                    .policy_arn(id)
-                    .set_tags(Some(tags))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "TagPolicy", e))?;
-            }
+            sync_iam_tags!(ctx, aws, old, new, untag_policy, tag_policy, policy_arn(id));
             Ok(json!({ "id": id, "arn": id, "name": after.name }))
         })
     }

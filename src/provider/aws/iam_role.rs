@@ -245,25 +245,7 @@ impl Kind for IamRole {
                     .map_err(|e| error(aws, "UpdateRole", e))?;
             }
             sync_policies(aws, id, &before, &after).await?;
-            let (removed, set) = super::iam_tag_changes(ctx, old, new);
-            if !removed.is_empty() {
-                aws.iam
-                    .untag_role()
-                    .role_name(id)
-                    .set_tag_keys(Some(removed))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UntagRole", e))?;
-            }
-            if let Some(tags) = set {
-                aws.iam
-                    .tag_role()
-                    .role_name(id)
-                    .set_tags(Some(tags))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "TagRole", e))?;
-            }
+            sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id));
             let role = aws
                 .iam
                 .get_role()

@@ -20,6 +20,32 @@ macro_rules! live_by_tag {
     }};
 }
 
+/// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
+/// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
+macro_rules! sync_iam_tags {
+    ($ctx:expr, $aws:expr, $old:expr, $new:expr, $untag:ident, $tag:ident, $key:ident($id:expr)) => {{
+        let (removed, set) = $crate::provider::aws::iam_tag_changes($ctx, $old, $new);
+        if !removed.is_empty() {
+            $aws.iam
+                .$untag()
+                .$key($id)
+                .set_tag_keys(Some(removed))
+                .send()
+                .await
+                .map_err(|e| $crate::provider::aws::error($aws, stringify!($untag), e))?;
+        }
+        if let Some(tags) = set {
+            $aws.iam
+                .$tag()
+                .$key($id)
+                .set_tags(Some(tags))
+                .send()
+                .await
+                .map_err(|e| $crate::provider::aws::error($aws, stringify!($tag), e))?;
+        }
+    }};
+}
+
 mod eip;
 mod iam_instance_profile;
 mod iam_oidc_provider;
@@ -172,10 +198,7 @@ pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, Provid
 
 /// The tags an EC2 object is created with, as a TagSpecification.
 pub fn tag_spec(ctx: &Ctx, resource: ResourceType, config: &Value) -> TagSpecification {
-    let tags = ctx
-        .tags("aws", config)
-        .into_iter()
-        .map(|(k, v)| Tag::builder().key(k).value(v).build());
+    let tags = ctx.tags(config).into_iter().map(|(k, v)| Tag::builder().key(k).value(v).build());
     TagSpecification::builder()
         .resource_type(resource)
         .set_tags(Some(tags.collect()))
@@ -240,7 +263,7 @@ pub fn stack_filter(stack: &str) -> Filter {
 /// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
 /// included) with one CreateTags and one DeleteTags at most.
 pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
-    let (before, after): (BTreeMap<_, _>, BTreeMap<_, _>) = (ctx.tags("aws", old), ctx.tags("aws", new));
+    let (before, after): (BTreeMap<_, _>, BTreeMap<_, _>) = (ctx.tags(old), ctx.tags(new));
     let removed: Vec<Tag> = before
         .keys()
         .filter(|k| !after.contains_key(*k))
@@ -320,7 +343,7 @@ where
 
 /// The tags an IAM object is created with.
 pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
-    ctx.tags("aws", config)
+    ctx.tags(config)
         .into_iter()
         .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
         .collect()
@@ -347,7 +370,7 @@ pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
 /// What an IAM tag update does: the keys to remove, and the full tag set to apply when
 /// anything changed.
 pub fn iam_tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, Option<Vec<aws_sdk_iam::types::Tag>>) {
-    let (before, after) = (ctx.tags("aws", old), ctx.tags("aws", new));
+    let (before, after) = (ctx.tags(old), ctx.tags(new));
     let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
     (removed, (before != after).then(|| iam_tags(ctx, new)))
 }
