@@ -33,21 +33,22 @@ pub async fn gone(state: &State, registry: &Registry, cloud: Arc<Cloud>) -> Resu
         let (cloud, stack, kind) = (cloud.clone(), state.stack.clone(), kind.to_string());
         reads.spawn(async move {
             let live = k.live_ids(&cloud, &stack, &ids).await;
-            (kind, ids, live)
+            (kind, live)
         });
     }
     let mut gone = BTreeSet::new();
     while let Some(joined) = reads.join_next().await {
-        let (kind, ids, live) = joined.expect("refresh reads do not panic");
+        let (kind, live) = joined.expect("refresh reads do not panic");
         let live = live.map_err(|source| RefreshError {
             kind: kind.clone(),
             source,
         })?;
-        for (address, id) in &by_kind[kind.as_str()] {
-            if ids.contains(id) && !live.contains(id) {
-                gone.insert((*address).to_owned());
-            }
-        }
+        gone.extend(
+            by_kind[kind.as_str()]
+                .iter()
+                .filter(|(_, id)| !live.contains(id))
+                .map(|(address, _)| (*address).to_owned()),
+        );
     }
     Ok(gone)
 }

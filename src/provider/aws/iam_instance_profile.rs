@@ -132,6 +132,7 @@ impl Kind for IamInstanceProfile {
     ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
+            let ids: HashSet<&String> = ids.iter().collect();
             let mut found = HashSet::new();
             let mut pages = aws.iam.list_instance_profiles().into_paginator().send();
             while let Some(page) = pages.next().await {

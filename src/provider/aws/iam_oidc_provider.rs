@@ -132,6 +132,7 @@ impl Kind for IamOidcProvider {
     ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
+            let ids: HashSet<&String> = ids.iter().collect();
             let list = aws
                 .iam
                 .list_open_id_connect_providers()
