@@ -146,57 +146,74 @@ async fn sync_rules(
 ) -> Result<(), ProviderError> {
     let revoke: Vec<IpPermission> = have.difference(want).map(Atom::permission).collect();
     let authorize: Vec<IpPermission> = want.difference(have).map(Atom::permission).collect();
-    if !revoke.is_empty() {
-        match direction {
-            Direction::Ingress => aws
-                .ec2
-                .revoke_security_group_ingress()
+    change_rules(aws, id, direction, Change::Revoke, revoke).await?;
+    change_rules(aws, id, direction, Change::Authorize, authorize).await
+}
+
+#[derive(Clone, Copy)]
+enum Change {
+    Revoke,
+    Authorize,
+}
+
+/// One Authorize or Revoke call; on failure, the error code and the mapped error.
+async fn call(
+    aws: &Clients,
+    id: &str,
+    direction: Direction,
+    change: Change,
+    perms: Vec<IpPermission>,
+) -> Result<(), (Option<String>, ProviderError)> {
+    macro_rules! send {
+        ($op:ident, $what:literal) => {
+            aws.ec2
+                .$op()
                 .group_id(id)
-                .set_ip_permissions(Some(revoke))
+                .set_ip_permissions(Some(perms))
                 .send()
                 .await
                 .map(drop)
-                .map_err(|e| error(aws, "RevokeSecurityGroupIngress", e))?,
-            Direction::Egress => aws
-                .ec2
-                .revoke_security_group_egress()
-                .group_id(id)
-                .set_ip_permissions(Some(revoke))
-                .send()
-                .await
-                .map(drop)
-                .map_err(|e| error(aws, "RevokeSecurityGroupEgress", e))?,
-        }
+                .map_err(|e| (super::code(&e).map(str::to_owned), error(aws, $what, e)))
+        };
     }
-    if !authorize.is_empty() {
-        // A resumed create may find its rules already there.
-        let duplicate_ok = |code: Option<&str>| code == Some("InvalidPermission.Duplicate");
-        match direction {
-            Direction::Ingress => match aws
-                .ec2
-                .authorize_security_group_ingress()
-                .group_id(id)
-                .set_ip_permissions(Some(authorize))
-                .send()
-                .await
-            {
-                Err(e) if !duplicate_ok(super::code(&e)) => return Err(error(aws, "AuthorizeSecurityGroupIngress", e)),
-                _ => {}
-            },
-            Direction::Egress => match aws
-                .ec2
-                .authorize_security_group_egress()
-                .group_id(id)
-                .set_ip_permissions(Some(authorize))
-                .send()
-                .await
-            {
-                Err(e) if !duplicate_ok(super::code(&e)) => return Err(error(aws, "AuthorizeSecurityGroupEgress", e)),
-                _ => {}
-            },
-        }
+    match (change, direction) {
+        (Change::Revoke, Direction::Ingress) => send!(revoke_security_group_ingress, "RevokeSecurityGroupIngress"),
+        (Change::Revoke, Direction::Egress) => send!(revoke_security_group_egress, "RevokeSecurityGroupEgress"),
+        (Change::Authorize, Direction::Ingress) => send!(authorize_security_group_ingress, "AuthorizeSecurityGroupIngress"),
+        (Change::Authorize, Direction::Egress) => send!(authorize_security_group_egress, "AuthorizeSecurityGroupEgress"),
     }
-    Ok(())
+}
+
+/// Applies `perms` in one call. AWS refuses a whole batch when one rule in it is already so (a
+/// resumed create finds some rules authorized or revoked); then the rules go one by one and
+/// only those already so are skipped.
+async fn change_rules(
+    aws: &Clients,
+    id: &str,
+    direction: Direction,
+    change: Change,
+    perms: Vec<IpPermission>,
+) -> Result<(), ProviderError> {
+    let already = match change {
+        Change::Revoke => "InvalidPermission.NotFound",
+        Change::Authorize => "InvalidPermission.Duplicate",
+    };
+    if perms.is_empty() {
+        return Ok(());
+    }
+    match call(aws, id, direction, change, perms.clone()).await {
+        Ok(()) => Ok(()),
+        Err((Some(code), _)) if code == already => {
+            for perm in perms {
+                match call(aws, id, direction, change, vec![perm]).await {
+                    Err((code, e)) if code.as_deref() != Some(already) => return Err(e),
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        Err((_, e)) => Err(e),
+    }
 }
 
 const SCHEMA: &[Field] = &[
