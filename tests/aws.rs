@@ -874,8 +874,15 @@ fn sigkill_during_up_then_rerun_leaves_exactly_one_of_everything() {
 #[test]
 fn a_rule_batch_refused_as_duplicate_still_adds_the_new_rules() {
     let aws = Aws::new();
-    let stack = |ingress: &str| format!("[stack]\nname = \"sg\"\n[aws_vpc.main]\ncidr_block = \"10.2.0.0/16\"\n[aws_security_group.g]\nname = \"g\"\nvpc_id = \"${{aws_vpc.main.id}}\"\ningress = [{ingress}]\n");
-    aws.write("sg.toml", &stack("{ protocol = \"tcp\", from_port = 22, cidr_blocks = [\"10.0.0.0/8\"] }"));
+    let stack = |ingress: &str| {
+        format!(
+            "[stack]\nname = \"sg\"\n[aws_vpc.main]\ncidr_block = \"10.2.0.0/16\"\n[aws_security_group.g]\nname = \"g\"\nvpc_id = \"${{aws_vpc.main.id}}\"\ningress = [{ingress}]\n"
+        )
+    };
+    aws.write(
+        "sg.toml",
+        &stack("{ protocol = \"tcp\", from_port = 22, cidr_blocks = [\"10.0.0.0/8\"] }"),
+    );
     aws.ok(&["up", "sg.toml", "--yes"]);
     let ec2 = aws.ec2();
     let group = tagged(&aws, "sg").2[0].group_id().unwrap().to_owned();
@@ -887,7 +894,12 @@ fn a_rule_batch_refused_as_duplicate_still_adds_the_new_rules() {
             .to_port(988)
             .ip_ranges(aws_sdk_ec2::types::IpRange::builder().cidr_ip("10.0.0.0/8").build())
             .build();
-        ec2.authorize_security_group_ingress().group_id(&group).ip_permissions(perm).send().await.unwrap();
+        ec2.authorize_security_group_ingress()
+            .group_id(&group)
+            .ip_permissions(perm)
+            .send()
+            .await
+            .unwrap();
     });
     aws.write(
         "sg.toml",
@@ -896,8 +908,16 @@ fn a_rule_batch_refused_as_duplicate_still_adds_the_new_rules() {
     aws.calls();
     aws.ok(&["up", "sg.toml", "--yes"]);
     let calls = aws.calls();
-    assert_eq!(calls.get("ec2:AuthorizeSecurityGroupIngress"), Some(&3), "the refused batch, then one call per rule: {calls:?}");
-    let mut ports: Vec<(i32, i32)> = tagged(&aws, "sg").2[0].ip_permissions().iter().map(|p| (p.from_port().unwrap(), p.to_port().unwrap())).collect();
+    assert_eq!(
+        calls.get("ec2:AuthorizeSecurityGroupIngress"),
+        Some(&3),
+        "the refused batch, then one call per rule: {calls:?}"
+    );
+    let mut ports: Vec<(i32, i32)> = tagged(&aws, "sg").2[0]
+        .ip_permissions()
+        .iter()
+        .map(|p| (p.from_port().unwrap(), p.to_port().unwrap()))
+        .collect();
     ports.sort();
     assert_eq!(ports, [(22, 22), (988, 988), (1018, 1023)]);
     aws.ok(&["destroy", "sg.toml", "--yes"]);

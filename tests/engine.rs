@@ -115,12 +115,7 @@ impl Kind for Recorder {
             })
         })
     }
-    fn live_ids<'a>(
-        &'a self,
-        _cloud: &'a Cloud,
-        _stack: &'a str,
-        ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, _cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         let gone = self.0.gone.lock().unwrap().clone();
         Box::pin(async move { Ok(ids.iter().filter(|id| !gone.contains(*id)).cloned().collect()) })
     }

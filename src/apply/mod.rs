@@ -5,7 +5,6 @@
 //! scheduling and waits for the calls in flight (a second Ctrl-C stops waiting).
 
 mod ops;
-mod retry;
 
 use crate::plan::{Action, Plan};
 use crate::provider::{Cloud, Created, Ctx, Kind, Registry};
@@ -20,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-pub use retry::RetryPolicy;
+pub use crate::provider::RetryPolicy;
 
 /// What the person watching is told while apply runs (the CLI draws progress from it).
 pub trait Observer: Send + Sync {

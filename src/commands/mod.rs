@@ -64,6 +64,14 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 impl Session {
+    /// How cloud calls are retried (`--max-attempts`).
+    fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            attempts: self.global.max_attempts,
+            ..RetryPolicy::default()
+        }
+    }
+
     /// Asks the clouds which recorded resources still exist (one batched read per kind) and
     /// returns the addresses of those deleted outside forge.
     pub fn refresh(
@@ -76,7 +84,7 @@ impl Session {
         }
         let started = std::time::Instant::now();
         let cloud = Arc::new(crate::provider::Cloud::new(providers.clone()));
-        let gone = runtime()?.block_on(crate::plan::refresh::gone(state, &self.registry, cloud))?;
+        let gone = runtime()?.block_on(crate::plan::refresh::gone(state, &self.registry, cloud, &self.retry_policy()))?;
         self.printer.detail(&format!(
             "refresh: {} resources read in {}, {} deleted outside forge",
             state.resources.len(),
@@ -172,10 +180,7 @@ impl Session {
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
         let options = Options {
             parallelism: usize::from(self.global.parallelism),
-            retry: RetryPolicy {
-                attempts: self.global.max_attempts,
-                ..RetryPolicy::default()
-            },
+            retry: self.retry_policy(),
         };
         let report = runtime.block_on(async {
             tokio::spawn(async move {

@@ -1,7 +1,7 @@
 //! Refresh: which recorded resources still exist. One batched read per kind, kinds read
 //! concurrently, so the cost grows with the number of kinds, not of resources.
 
-use crate::provider::{Cloud, ProviderError, Registry};
+use crate::provider::{Cloud, ProviderError, Registry, RetryPolicy};
 use crate::state::{State, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,7 +19,7 @@ pub struct RefreshError {
 }
 
 /// Addresses of created resources that no longer exist in the cloud.
-pub async fn gone(state: &State, registry: &Registry, cloud: Arc<Cloud>) -> Result<BTreeSet<String>, RefreshError> {
+pub async fn gone(state: &State, registry: &Registry, cloud: Arc<Cloud>, retry: &RetryPolicy) -> Result<BTreeSet<String>, RefreshError> {
     let mut by_kind: BTreeMap<&str, Vec<(&str, String)>> = BTreeMap::new();
     for r in state.resources.values().filter(|r| r.status == Status::Created) {
         if let Some(id) = &r.id {
@@ -30,9 +30,9 @@ pub async fn gone(state: &State, registry: &Registry, cloud: Arc<Cloud>) -> Resu
     for (kind, records) in &by_kind {
         let Some(k) = registry.get(kind).cloned() else { continue };
         let ids: Vec<String> = records.iter().map(|(_, id)| id.clone()).collect();
-        let (cloud, stack, kind) = (cloud.clone(), state.stack.clone(), kind.to_string());
+        let (cloud, kind, retry) = (cloud.clone(), kind.to_string(), retry.clone());
         reads.spawn(async move {
-            let live = k.live_ids(&cloud, &stack, &ids).await;
+            let live = retry.run(|| k.live_ids(&cloud, &ids)).await;
             (kind, live)
         });
     }

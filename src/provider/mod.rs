@@ -5,6 +5,9 @@
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod null;
+pub mod retry;
+
+pub use retry::RetryPolicy;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -157,10 +160,9 @@ pub trait Kind: Send + Sync + 'static {
     /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
     /// create adopts the object the first try made instead of making a second one.
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
-    /// Which of `ids` still exist, read in as few calls as the API allows: one Describe
-    /// filtered by the stack's `forge:stack` tag (per page), or one list, for all of them.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String])
-    -> BoxFuture<'a, Result<HashSet<String>, ProviderError>>;
+    /// Which of `ids` still exist, read in as few calls as the API allows: one Describe filtered
+    /// by id (per page and chunk of ids), or one list, for all of them.
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>>;
     /// Looks for the object an interrupted create with `token` may have made (by the API's
     /// idempotency token or by forge's tags); `None` when there is none.
     fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;

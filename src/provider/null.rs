@@ -69,12 +69,7 @@ impl Kind for Null {
     }
 
     /// A `null` resource exists as long as the state records it.
-    fn live_ids<'a>(
-        &'a self,
-        _cloud: &'a Cloud,
-        _stack: &'a str,
-        ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, _cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move { Ok(ids.iter().cloned().collect()) })
     }
 

@@ -15,11 +15,11 @@ const SCHEMA: &[Field] = &[Field {
     required: false,
 }];
 
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<(String, String)>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(String, String)>, ProviderError> {
     let found = aws
         .ec2
         .describe_addresses()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeAddresses", e))?;
@@ -52,17 +52,19 @@ impl Kind for Eip {
         prior.cloned().unwrap_or_else(|| json!({ "id": null, "public_ip": null }))
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
-            let (id, ip) = match find_own(ctx, aws).await? {
+            let (id, ip) = match find_own(ctx, aws, token).await? {
                 Some(found) => found,
                 None => {
                     let made = aws
                         .ec2
                         .allocate_address()
                         .domain(DomainType::Vpc)
-                        .tag_specifications(tag_spec(ctx, ResourceType::ElasticIp, config))
+                        .tag_specifications(tag_spec(ctx, token, ResourceType::ElasticIp, config))
+                        .customize()
+                        .config_override(super::once())
                         .send()
                         .await
                         .map_err(|e| error(aws, "AllocateAddress", e))?;
@@ -79,18 +81,17 @@ impl Kind for Eip {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
+            let by_id = aws_sdk_ec2::types::Filter::builder()
+                .name("allocation-id")
+                .set_values(Some(ids.to_vec()))
+                .build();
             let found = aws
                 .ec2
                 .describe_addresses()
-                .filters(super::stack_filter(stack))
+                .filters(by_id)
                 .send()
                 .await
                 .map_err(|e| error(aws, "DescribeAddresses", e))?;
@@ -103,8 +104,8 @@ impl Kind for Eip {
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { Ok(find_own(ctx, ctx.cloud.aws().await).await?.map(|(id, _)| id)) })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { Ok(find_own(ctx, ctx.cloud.aws().await, token).await?.map(|(id, _)| id)) })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

@@ -1,6 +1,6 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
-use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse};
+use super::{Clients, error, iam_name_taken, iam_owned, parse};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -54,7 +54,7 @@ async fn roles(aws: &Clients, name: &str) -> Result<Option<(String, Vec<String>)
     }
 }
 
-async fn owned(ctx: &Ctx, aws: &Clients, name: &str) -> Result<bool, ProviderError> {
+async fn owned(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<bool, ProviderError> {
     let tags = aws
         .iam
         .list_instance_profile_tags()
@@ -62,7 +62,7 @@ async fn owned(ctx: &Ctx, aws: &Clients, name: &str) -> Result<bool, ProviderErr
         .send()
         .await
         .map_err(|e| error(aws, "ListInstanceProfileTags", e))?;
-    Ok(iam_owned(ctx, tags.tags()))
+    Ok(iam_owned(ctx, token, tags.tags()))
 }
 
 impl Kind for IamInstanceProfile {
@@ -86,7 +86,7 @@ impl Kind for IamInstanceProfile {
         json!({ "id": config.get("name"), "name": config.get("name"), "arn": prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null) })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
@@ -95,13 +95,13 @@ impl Kind for IamInstanceProfile {
                 .create_instance_profile()
                 .instance_profile_name(&cfg.name)
                 .path(&cfg.path)
-                .set_tags(Some(iam_tags(ctx, config)))
+                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
                 .send()
                 .await;
             match made {
                 Ok(_) => {}
                 Err(e) if super::code(&e) == Some("EntityAlreadyExists") => {
-                    if !owned(ctx, aws, &cfg.name).await? {
+                    if !owned(ctx, aws, &cfg.name, token).await? {
                         return Err(iam_name_taken(ctx, "instance profile", &cfg.name));
                     }
                 }
@@ -124,12 +124,7 @@ impl Kind for IamInstanceProfile {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        _stack: &'a str,
-        ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -148,12 +143,12 @@ impl Kind for IamInstanceProfile {
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
             Ok(match roles(aws, &cfg.name).await? {
-                Some(_) if owned(ctx, aws, &cfg.name).await? => Some(cfg.name),
+                Some(_) if owned(ctx, aws, &cfg.name, token).await? => Some(cfg.name),
                 _ => None,
             })
         })

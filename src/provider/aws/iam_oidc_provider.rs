@@ -1,7 +1,7 @@
 //! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
-use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse};
+use super::{Clients, error, iam_name_taken, iam_owned, parse};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -51,7 +51,7 @@ const SCHEMA: &[Field] = &[
 
 /// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
 /// resource owns it.
-async fn lookup(ctx: &Ctx, aws: &Clients, url: &str) -> Result<Option<(String, bool)>, ProviderError> {
+async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
     let host = url.trim_start_matches("https://");
     let list = aws
         .iam
@@ -68,7 +68,7 @@ async fn lookup(ctx: &Ctx, aws: &Clients, url: &str) -> Result<Option<(String, b
                 .send()
                 .await
                 .map_err(|e| error(aws, "GetOpenIDConnectProvider", e))?;
-            return Ok(Some((arn.to_owned(), iam_owned(ctx, got.tags()))));
+            return Ok(Some((arn.to_owned(), iam_owned(ctx, token, got.tags()))));
         }
     }
     Ok(None)
@@ -96,7 +96,7 @@ impl Kind for IamOidcProvider {
         json!({ "id": arn, "arn": arn, "url": config.get("url") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
@@ -106,12 +106,12 @@ impl Kind for IamOidcProvider {
                 .url(&cfg.url)
                 .set_client_id_list(Some(cfg.client_ids.clone()))
                 .set_thumbprint_list(Some(cfg.thumbprints.clone()))
-                .set_tags(Some(iam_tags(ctx, config)))
+                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
                 .send()
                 .await;
             let arn = match made {
                 Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
-                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url).await? {
+                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url, token).await? {
                     Some((arn, true)) => arn,
                     _ => return Err(iam_name_taken(ctx, "OIDC provider", &cfg.url)),
                 },
@@ -124,12 +124,7 @@ impl Kind for IamOidcProvider {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        _stack: &'a str,
-        ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -149,10 +144,10 @@ impl Kind for IamOidcProvider {
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
-            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url)
+            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url, token)
                 .await?
                 .filter(|(_, owned)| *owned)
                 .map(|(arn, _)| arn))

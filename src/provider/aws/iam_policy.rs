@@ -1,7 +1,7 @@
 //! `aws_iam_policy`: a customer-managed IAM policy. A document change publishes a new default
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
-use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse, policy_json};
+use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_iam::types::PolicyScopeType;
 use serde::Deserialize;
@@ -52,7 +52,7 @@ const SCHEMA: &[Field] = &[
 ];
 
 /// The ARN of this account's policy named `name`, with whether this resource owns it.
-async fn lookup(ctx: &Ctx, aws: &Clients, name: &str) -> Result<Option<(String, bool)>, ProviderError> {
+async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
     let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
     while let Some(page) = pages.next().await {
         let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
@@ -64,7 +64,7 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str) -> Result<Option<(String, 
                 .send()
                 .await
                 .map_err(|e| error(aws, "ListPolicyTags", e))?;
-            return Ok(Some((arn.to_owned(), iam_owned(ctx, tags.tags()))));
+            return Ok(Some((arn.to_owned(), iam_owned(ctx, token, tags.tags()))));
         }
     }
     Ok(None)
@@ -92,7 +92,7 @@ impl Kind for IamPolicy {
         json!({ "id": arn, "arn": arn, "name": config.get("name") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
@@ -103,12 +103,12 @@ impl Kind for IamPolicy {
                 .path(&cfg.path)
                 .policy_document(policy_json(&cfg.policy))
                 .set_description(cfg.description.clone())
-                .set_tags(Some(iam_tags(ctx, config)))
+                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
                 .send()
                 .await;
             let arn = match made {
                 Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
-                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name).await? {
+                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name, token).await? {
                     Some((arn, true)) => arn,
                     _ => return Err(iam_name_taken(ctx, "policy", &cfg.name)),
                 },
@@ -121,12 +121,7 @@ impl Kind for IamPolicy {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        _stack: &'a str,
-        ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -146,10 +141,10 @@ impl Kind for IamPolicy {
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
-            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name)
+            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, token)
                 .await?
                 .filter(|(_, owned)| *owned)
                 .map(|(arn, _)| arn))

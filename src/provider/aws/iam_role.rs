@@ -1,7 +1,7 @@
 //! `aws_iam_role`: an IAM role with its trust policy, attached managed policies and inline
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
-use super::{Clients, error, iam_name_taken, iam_owned, iam_tags, parse, policy_json};
+use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -147,7 +147,7 @@ impl Kind for IamRole {
 
     /// IAM names are unique per account: a resumed create adopts the role its first attempt
     /// made (recognised by its tags) and refuses anyone else's.
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
@@ -158,7 +158,7 @@ impl Kind for IamRole {
                 .path(&cfg.path)
                 .assume_role_policy_document(policy_json(&cfg.assume_role_policy))
                 .set_description(cfg.description.clone())
-                .set_tags(Some(iam_tags(ctx, config)))
+                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
                 .send()
                 .await;
             let role = match made {
@@ -174,7 +174,7 @@ impl Kind for IamRole {
                         .role()
                         .cloned();
                     match existing {
-                        Some(role) if iam_owned(ctx, role.tags()) => Some(role),
+                        Some(role) if iam_owned(ctx, token, role.tags()) => Some(role),
                         _ => return Err(iam_name_taken(ctx, "role", &cfg.name)),
                     }
                 }
@@ -192,12 +192,7 @@ impl Kind for IamRole {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        _stack: &'a str,
-        ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -211,12 +206,15 @@ impl Kind for IamRole {
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
             match aws.iam.get_role().role_name(&cfg.name).send().await {
-                Ok(out) => Ok(out.role().filter(|r| iam_owned(ctx, r.tags())).map(|r| r.role_name().to_owned())),
+                Ok(out) => Ok(out
+                    .role()
+                    .filter(|r| iam_owned(ctx, token, r.tags()))
+                    .map(|r| r.role_name().to_owned())),
                 Err(e) if super::code(&e) == Some("NoSuchEntity") => Ok(None),
                 Err(e) => Err(error(aws, "GetRole", e)),
             }

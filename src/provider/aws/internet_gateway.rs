@@ -31,11 +31,11 @@ const SCHEMA: &[Field] = &[
     },
 ];
 
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
         .ec2
         .describe_internet_gateways()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeInternetGateways", e))?;
@@ -67,16 +67,18 @@ impl Kind for InternetGateway {
         json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let id = match find_own(ctx, aws).await? {
+            let id = match find_own(ctx, aws, token).await? {
                 Some(id) => id,
                 None => aws
                     .ec2
                     .create_internet_gateway()
-                    .tag_specifications(tag_spec(ctx, ResourceType::InternetGateway, config))
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::InternetGateway, config))
+                    .customize()
+                    .config_override(super::once())
                     .send()
                     .await
                     .map_err(|e| error(aws, "CreateInternetGateway", e))?
@@ -103,27 +105,23 @@ impl Kind for InternetGateway {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_tag!(
+            live_by_id!(
                 aws,
-                stack,
+                ids,
                 describe_internet_gateways,
                 filters,
+                "internet-gateway-id",
                 internet_gateways,
                 internet_gateway_id
             )
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

@@ -176,11 +176,11 @@ fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
     builder.build()
 }
 
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<(String, i64)>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(String, i64)>, ProviderError> {
     let found = aws
         .ec2
         .describe_launch_templates()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeLaunchTemplates", e))?;
@@ -218,7 +218,7 @@ impl Kind for LaunchTemplate {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let (id, version) = match find_own(ctx, aws).await? {
+            let (id, version) = match find_own(ctx, aws, token).await? {
                 Some(found) => found,
                 None => {
                     let made = aws
@@ -227,7 +227,7 @@ impl Kind for LaunchTemplate {
                         .launch_template_name(&cfg.name)
                         .client_token(token)
                         .launch_template_data(data(ctx, &cfg))
-                        .tag_specifications(tag_spec(ctx, ResourceType::LaunchTemplate, config))
+                        .tag_specifications(tag_spec(ctx, token, ResourceType::LaunchTemplate, config))
                         .send()
                         .await
                         .map_err(|e| error(aws, "CreateLaunchTemplate", e))?;
@@ -245,20 +245,40 @@ impl Kind for LaunchTemplate {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_tag!(aws, stack, describe_launch_templates, filters, launch_templates, launch_template_id)
+            // DescribeLaunchTemplates has no id filter and fails a whole call on one missing id:
+            // ask for all, and only when that fails, one by one.
+            let ask = |ids: Vec<String>| aws.ec2.describe_launch_templates().set_launch_template_ids(Some(ids)).send();
+            let found = match ask(ids.to_vec()).await {
+                Ok(out) => out
+                    .launch_templates()
+                    .iter()
+                    .filter_map(|t| t.launch_template_id())
+                    .map(str::to_owned)
+                    .collect(),
+                Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {
+                    let mut found = HashSet::new();
+                    for id in ids {
+                        match ask(vec![id.clone()]).await {
+                            Ok(_) => {
+                                found.insert(id.clone());
+                            }
+                            Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {}
+                            Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
+                        }
+                    }
+                    found
+                }
+                Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
+            };
+            Ok(found)
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { Ok(find_own(ctx, ctx.cloud.aws().await).await?.map(|(id, _)| id)) })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { Ok(find_own(ctx, ctx.cloud.aws().await, token).await?.map(|(id, _)| id)) })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

@@ -1,20 +1,22 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
 //! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
 
-/// The ids a paginated EC2 Describe returns for the stack's `forge:stack` tag:
-/// `live_by_tag!(aws, stack, describe_vpcs, filters, vpcs, vpc_id)`.
-macro_rules! live_by_tag {
-    ($aws:expr, $stack:expr, $call:ident, $filter:ident, $items:ident, $id:ident) => {{
+/// Which of `ids` a paginated EC2 Describe still returns, asked by id filter in chunks (a filter
+/// never fails on an id that is gone, and does not depend on tags someone may have removed):
+/// `live_by_id!(aws, ids, describe_vpcs, filters, "vpc-id", vpcs, vpc_id)`.
+macro_rules! live_by_id {
+    ($aws:expr, $ids:expr, $call:ident, $filter:ident, $name:literal, $items:ident, $id:ident) => {{
         let mut live = std::collections::HashSet::new();
-        let mut pages = $aws
-            .ec2
-            .$call()
-            .$filter($crate::provider::aws::stack_filter($stack))
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
-            live.extend(page.$items().iter().filter_map(|x| x.$id()).map(str::to_owned));
+        for chunk in $ids.chunks(100) {
+            let filter = aws_sdk_ec2::types::Filter::builder()
+                .name($name)
+                .set_values(Some(chunk.to_vec()))
+                .build();
+            let mut pages = $aws.ec2.$call().$filter(filter).into_paginator().send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
+                live.extend(page.$items().iter().filter_map(|x| x.$id()).map(str::to_owned));
+            }
         }
         Ok(live)
     }};
@@ -61,6 +63,7 @@ mod subnet;
 mod vpc;
 
 use super::{Ctx, ProviderError, Registry};
+use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use serde::de::DeserializeOwned;
@@ -98,7 +101,8 @@ pub struct Clients {
 
 impl Clients {
     /// Loads the AWS configuration: `region` and `profile` from `[aws]` when set, everything
-    /// else from the standard chain; the SDK's standard retry mode.
+    /// else from the standard chain; the SDK's standard retry mode (see [`once`] for the calls
+    /// it must not resend).
     pub async fn connect(settings: Option<&Value>) -> Clients {
         let setting = |key: &str| settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -126,6 +130,14 @@ impl Clients {
     }
 }
 
+/// For creates with neither an idempotency token nor a unique name (`CreateVpc`,
+/// `AllocateAddress`, …): no SDK-level resend, which could make a second object when the first
+/// try succeeded but its answer was lost. forge's own retry runs the kind's create again,
+/// which first looks for an object tagged with this create's token.
+pub fn once() -> aws_sdk_ec2::config::Builder {
+    aws_sdk_ec2::config::Builder::default().retry_config(aws_config::retry::RetryConfig::disabled())
+}
+
 /// Error codes that a later call may not hit: throttling, server errors, and objects still in
 /// use while their dependents are being deleted.
 const RETRYABLE: &[&str] = &[
@@ -137,6 +149,8 @@ const RETRYABLE: &[&str] = &[
     "ServiceUnavailable",
     "Unavailable",
     "DependencyViolation",
+    "ServiceFailure",
+    "ConcurrentModification",
 ];
 
 /// The error code of an SDK error, if the service sent one.
@@ -146,15 +160,14 @@ pub fn code<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Option<&str> {
 
 /// Maps an SDK error to a [`ProviderError`]: the service's code and message verbatim, whether it
 /// is worth retrying, and the region, profile and endpoint in use.
-pub fn error<E, R>(clients: &Clients, what: &str, err: SdkError<E, R>) -> ProviderError
+pub fn error<E>(clients: &Clients, what: &str, err: SdkError<E, HttpResponse>) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     let transport = matches!(
         err,
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_)
-    );
+    ) || err.raw_response().is_some_and(|r| r.status().as_u16() >= 500);
     let code = err.code().unwrap_or_default().to_owned();
     let message = err
         .message()
@@ -177,10 +190,9 @@ where
 
 /// A call whose listed error codes mean "already so" — deleting what is gone, attaching what
 /// is attached — and so count as success.
-pub fn tolerate<T, E, R>(aws: &Clients, what: &str, result: Result<T, SdkError<E, R>>, codes: &[&str]) -> Result<(), ProviderError>
+pub fn tolerate<T, E>(aws: &Clients, what: &str, result: Result<T, SdkError<E, HttpResponse>>, codes: &[&str]) -> Result<(), ProviderError>
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     match result {
         Err(e) if !e.code().is_some_and(|c| codes.contains(&c)) => Err(error(aws, what, e)),
@@ -196,30 +208,39 @@ pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, Provid
     })
 }
 
-/// The tags an EC2 object is created with, as a TagSpecification.
-pub fn tag_spec(ctx: &Ctx, resource: ResourceType, config: &Value) -> TagSpecification {
-    let tags = ctx.tags(config).into_iter().map(|(k, v)| Tag::builder().key(k).value(v).build());
+/// The tag that ties an object to the create that made it: only a create with the same token
+/// (a retry, or a resumed create) adopts it.
+pub const TOKEN_TAG: &str = "forge:token";
+
+/// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
+pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
+    let mut tags = ctx.tags(config);
+    tags.insert(TOKEN_TAG.into(), token.into());
+    let tags = tags.into_iter().map(|(k, v)| Tag::builder().key(k).value(v).build());
     TagSpecification::builder()
         .resource_type(resource)
         .set_tags(Some(tags.collect()))
         .build()
 }
 
-/// Filters that find the object this resource's create made: the stack and address tags.
-pub fn own_filters(ctx: &Ctx) -> Vec<Filter> {
-    [("forge:stack", &ctx.stack), ("forge:address", &ctx.address)]
-        .into_iter()
-        .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v.clone()).build())
-        .collect()
+/// Filters that find the object the create with `token` made: its stack, address and token tags.
+pub fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
+    [
+        ("forge:stack", ctx.stack.as_str()),
+        ("forge:address", ctx.address.as_str()),
+        (TOKEN_TAG, token),
+    ]
+    .into_iter()
+    .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v).build())
+    .collect()
 }
 
 /// Maps a failed delete of a VPC, subnet or security group; on `DependencyViolation` it names
 /// the network interfaces still in it (load balancers, EKS, leftover ENIs), found with
 /// `filter` (`vpc-id`, `subnet-id`, `group-id`) = `id`.
-pub async fn delete_error<E, R>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, R>) -> ProviderError
+pub async fn delete_error<E>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, HttpResponse>) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     let in_use = err.code() == Some("DependencyViolation");
     let mut mapped = error(aws, what, err);
@@ -253,11 +274,6 @@ where
         }
     }
     mapped
-}
-
-/// The filter that finds every EC2 object of a stack.
-pub fn stack_filter(stack: &str) -> Filter {
-    Filter::builder().name("tag:forge:stack").values(stack).build()
 }
 
 /// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
@@ -349,11 +365,19 @@ pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
         .collect()
 }
 
-/// Whether an existing IAM object carries this resource's `forge:stack` and `forge:address`
-/// tags: a resumed create adopts it; anything else with the same name is someone else's.
-pub fn iam_owned(ctx: &Ctx, tags: &[aws_sdk_iam::types::Tag]) -> bool {
+/// The tags an IAM object is created with: [`iam_tags`] and `forge:token`.
+pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
+    let mut tags = iam_tags(ctx, config);
+    tags.extend(aws_sdk_iam::types::Tag::builder().key(TOKEN_TAG).value(token).build().ok());
+    tags
+}
+
+/// Whether an existing IAM object was made by the create with `token` (its stack, address and
+/// token tags): a retried or resumed create adopts it; anything else with the same name is
+/// someone else's.
+pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
     let has = |k: &str, v: &str| tags.iter().any(|t| t.key() == k && t.value() == v);
-    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address)
+    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
 }
 
 /// The error for an IAM name taken by an object this resource did not create.

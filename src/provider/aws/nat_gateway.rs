@@ -57,9 +57,9 @@ async fn state(aws: &Clients, id: &str) -> Result<Option<(NatGatewayState, Optio
 }
 
 /// The gateway an earlier create tagged, unless it is already being deleted.
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let live = Filter::builder().name("state").values("pending").values("available").build();
-    let mut filters = own_filters(ctx);
+    let mut filters = own_filters(ctx, token);
     filters.push(live);
     let found = aws
         .ec2
@@ -98,7 +98,7 @@ impl Kind for NatGateway {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let id = match find_own(ctx, aws).await? {
+            let id = match find_own(ctx, aws, token).await? {
                 Some(id) => id,
                 None => aws
                     .ec2
@@ -106,7 +106,7 @@ impl Kind for NatGateway {
                     .subnet_id(&cfg.subnet_id)
                     .allocation_id(&cfg.allocation_id)
                     .client_token(token)
-                    .tag_specifications(tag_spec(ctx, ResourceType::Natgateway, config))
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::Natgateway, config))
                     .send()
                     .await
                     .map_err(|e| error(aws, "CreateNatGateway", e))?
@@ -131,33 +131,25 @@ impl Kind for NatGateway {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let live = Filter::builder().name("state").values("pending").values("available").build();
             let mut found = HashSet::new();
-            let mut pages = aws
-                .ec2
-                .describe_nat_gateways()
-                .filter(super::stack_filter(stack))
-                .filter(live)
-                .into_paginator()
-                .send();
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| error(aws, "DescribeNatGateways", e))?;
-                found.extend(page.nat_gateways().iter().filter_map(|n| n.nat_gateway_id()).map(str::to_owned));
+            for chunk in ids.chunks(100) {
+                let by_id = Filter::builder().name("nat-gateway-id").set_values(Some(chunk.to_vec())).build();
+                let live = Filter::builder().name("state").values("pending").values("available").build();
+                let mut pages = aws.ec2.describe_nat_gateways().filter(by_id).filter(live).into_paginator().send();
+                while let Some(page) = pages.next().await {
+                    let page = page.map_err(|e| error(aws, "DescribeNatGateways", e))?;
+                    found.extend(page.nat_gateways().iter().filter_map(|n| n.nat_gateway_id()).map(str::to_owned));
+                }
             }
             Ok(found)
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

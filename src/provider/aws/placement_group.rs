@@ -49,14 +49,14 @@ const SCHEMA: &[Field] = &[
     },
 ];
 
-/// The group named `name`: its id and whether this resource's tags are on it.
-async fn lookup(ctx: &Ctx, aws: &Clients, name: &str) -> Result<Option<(String, bool)>, ProviderError> {
+/// The group named `name`: its id and whether the create with `token` made it.
+async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Result<Option<(String, bool)>, ProviderError> {
     match aws.ec2.describe_placement_groups().group_names(name).send().await {
         Ok(out) => Ok(out.placement_groups().first().map(|g| {
             let has = |k: &str, v: &str| g.tags().iter().any(|t| t.key() == Some(k) && t.value() == Some(v));
             (
                 g.group_id().unwrap_or(name).to_owned(),
-                has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address),
+                has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && token.is_some_and(|t| has(super::TOKEN_TAG, t)),
             )
         })),
         Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Unknown") => Ok(None),
@@ -85,7 +85,7 @@ impl Kind for PlacementGroup {
         json!({ "id": config.get("name"), "name": config.get("name"), "group_id": prior.and_then(|p| p.get("group_id")).cloned().unwrap_or(Value::Null) })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let strategy = match cfg.strategy.as_str() {
@@ -104,23 +104,25 @@ impl Kind for PlacementGroup {
                 .group_name(&cfg.name)
                 .strategy(strategy)
                 .set_partition_count(cfg.partition_count)
-                .tag_specifications(tag_spec(ctx, ResourceType::PlacementGroup, config))
+                .tag_specifications(tag_spec(ctx, token, ResourceType::PlacementGroup, config))
                 .send()
                 .await;
             let group_id = match made {
                 Ok(out) => out.placement_group().and_then(|g| g.group_id()).unwrap_or(&cfg.name).to_owned(),
-                Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Duplicate") => match lookup(ctx, aws, &cfg.name).await? {
-                    Some((id, true)) => id,
-                    _ => {
-                        return Err(ProviderError {
-                            message: format!(
-                                "a placement group named `{}` already exists and was not created by `{}`",
-                                cfg.name, ctx.address
-                            ),
-                            retryable: false,
-                        });
+                Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Duplicate") => {
+                    match lookup(ctx, aws, &cfg.name, Some(token)).await? {
+                        Some((id, true)) => id,
+                        _ => {
+                            return Err(ProviderError {
+                                message: format!(
+                                    "a placement group named `{}` already exists and was not created by `{}`",
+                                    cfg.name, ctx.address
+                                ),
+                                retryable: false,
+                            });
+                        }
                     }
-                },
+                }
                 Err(e) => return Err(error(aws, "CreatePlacementGroup", e)),
             };
             Ok(Created {
@@ -130,18 +132,17 @@ impl Kind for PlacementGroup {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
+            let by_name = aws_sdk_ec2::types::Filter::builder()
+                .name("group-name")
+                .set_values(Some(ids.to_vec()))
+                .build();
             let found = aws
                 .ec2
                 .describe_placement_groups()
-                .filters(super::stack_filter(stack))
+                .filters(by_name)
                 .send()
                 .await
                 .map_err(|e| error(aws, "DescribePlacementGroups", e))?;
@@ -154,10 +155,10 @@ impl Kind for PlacementGroup {
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
-            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name)
+            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, Some(token))
                 .await?
                 .filter(|(_, owned)| *owned)
                 .map(|_| cfg.name))
@@ -167,7 +168,7 @@ impl Kind for PlacementGroup {
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
-            let group_id = lookup(ctx, aws, id).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
+            let group_id = lookup(ctx, aws, id, None).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
             super::sync_tags(ctx, aws, &group_id, old, new).await?;
             Ok(json!({ "id": id, "name": id, "group_id": group_id }))
         })

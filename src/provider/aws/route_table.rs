@@ -56,11 +56,11 @@ const SCHEMA: &[Field] = &[
     },
 ];
 
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
         .ec2
         .describe_route_tables()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeRouteTables", e))?;
@@ -183,11 +183,11 @@ impl Kind for RouteTable {
         json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let (id, present) = match find_own(ctx, aws).await? {
+            let (id, present) = match find_own(ctx, aws, token).await? {
                 Some(id) => {
                     let present = associations(aws, &id).await?;
                     (id, present)
@@ -197,7 +197,9 @@ impl Kind for RouteTable {
                         .ec2
                         .create_route_table()
                         .vpc_id(&cfg.vpc_id)
-                        .tag_specifications(tag_spec(ctx, ResourceType::RouteTable, config))
+                        .tag_specifications(tag_spec(ctx, token, ResourceType::RouteTable, config))
+                        .customize()
+                        .config_override(super::once())
                         .send()
                         .await
                         .map_err(|e| error(aws, "CreateRouteTable", e))?;
@@ -215,20 +217,23 @@ impl Kind for RouteTable {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_tag!(aws, stack, describe_route_tables, filters, route_tables, route_table_id)
+            live_by_id!(
+                aws,
+                ids,
+                describe_route_tables,
+                filters,
+                "route-table-id",
+                route_tables,
+                route_table_id
+            )
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

@@ -250,11 +250,11 @@ const SCHEMA: &[Field] = &[
 ];
 
 /// The group an earlier create of this resource tagged, if any.
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
         .ec2
         .describe_security_groups()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeSecurityGroups", e))?;
@@ -282,11 +282,11 @@ impl Kind for SecurityGroup {
         json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null), "name": config.get("name").cloned().unwrap_or(Value::Null) })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let id = match find_own(ctx, aws).await? {
+            let id = match find_own(ctx, aws, token).await? {
                 Some(id) => id,
                 None => aws
                     .ec2
@@ -294,7 +294,9 @@ impl Kind for SecurityGroup {
                     .group_name(&cfg.name)
                     .description(config.get("description").and_then(Value::as_str).unwrap_or("Managed by forge"))
                     .vpc_id(&cfg.vpc_id)
-                    .tag_specifications(tag_spec(ctx, ResourceType::SecurityGroup, config))
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
+                    .customize()
+                    .config_override(super::once())
                     .send()
                     .await
                     .map_err(|e| error(aws, "CreateSecurityGroup", e))?
@@ -311,20 +313,15 @@ impl Kind for SecurityGroup {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_tag!(aws, stack, describe_security_groups, filters, security_groups, group_id)
+            live_by_id!(aws, ids, describe_security_groups, filters, "group-id", security_groups, group_id)
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

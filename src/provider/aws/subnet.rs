@@ -51,11 +51,11 @@ const SCHEMA: &[Field] = &[
 ];
 
 /// The subnet an earlier create of this resource tagged, if any.
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<aws_sdk_ec2::types::Subnet>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<aws_sdk_ec2::types::Subnet>, ProviderError> {
     let found = aws
         .ec2
         .describe_subnets()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeSubnets", e))?;
@@ -88,11 +88,11 @@ impl Kind for Subnet {
         })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let subnet = match find_own(ctx, aws).await? {
+            let subnet = match find_own(ctx, aws, token).await? {
                 Some(existing) => existing,
                 None => aws
                     .ec2
@@ -100,7 +100,9 @@ impl Kind for Subnet {
                     .vpc_id(&cfg.vpc_id)
                     .cidr_block(&cfg.cidr_block)
                     .set_availability_zone(cfg.availability_zone.clone())
-                    .tag_specifications(tag_spec(ctx, ResourceType::Subnet, config))
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::Subnet, config))
+                    .customize()
+                    .config_override(super::once())
                     .send()
                     .await
                     .map_err(|e| error(aws, "CreateSubnet", e))?
@@ -127,21 +129,16 @@ impl Kind for Subnet {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_tag!(aws, stack, describe_subnets, filters, subnets, subnet_id)
+            live_by_id!(aws, ids, describe_subnets, filters, "subnet-id", subnets, subnet_id)
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {
-            Ok(find_own(ctx, ctx.cloud.aws().await)
+            Ok(find_own(ctx, ctx.cloud.aws().await, token)
                 .await?
                 .and_then(|s| s.subnet_id().map(str::to_owned)))
         })

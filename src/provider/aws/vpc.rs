@@ -74,11 +74,11 @@ async fn set_dns(aws: &Clients, id: &str, cfg: &Config) -> Result<(), ProviderEr
 }
 
 /// The VPC an earlier create of this resource tagged, if any.
-async fn find_own(ctx: &Ctx, aws: &Clients) -> Result<Option<String>, ProviderError> {
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
         .ec2
         .describe_vpcs()
-        .set_filters(Some(own_filters(ctx)))
+        .set_filters(Some(own_filters(ctx, token)))
         .send()
         .await
         .map_err(|e| error(aws, "DescribeVpcs", e))?;
@@ -108,18 +108,20 @@ impl Kind for Vpc {
 
     /// CreateVpc has no idempotency token: a resumed create first looks for the VPC its first
     /// attempt tagged with this stack and address.
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let id = match find_own(ctx, aws).await? {
+            let id = match find_own(ctx, aws, token).await? {
                 Some(id) => id,
                 None => {
                     let made = aws
                         .ec2
                         .create_vpc()
                         .cidr_block(&cfg.cidr_block)
-                        .tag_specifications(tag_spec(ctx, ResourceType::Vpc, config))
+                        .tag_specifications(tag_spec(ctx, token, ResourceType::Vpc, config))
+                        .customize()
+                        .config_override(super::once())
                         .send()
                         .await
                         .map_err(|e| error(aws, "CreateVpc", e))?;
@@ -134,20 +136,15 @@ impl Kind for Vpc {
         })
     }
 
-    fn live_ids<'a>(
-        &'a self,
-        cloud: &'a Cloud,
-        stack: &'a str,
-        _ids: &'a [String],
-    ) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_tag!(aws, stack, describe_vpcs, filters, vpcs, vpc_id)
+            live_by_id!(aws, ids, describe_vpcs, filters, "vpc-id", vpcs, vpc_id)
         })
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await).await })
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
     }
 
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {

@@ -1,7 +1,9 @@
 //! Retry with exponential backoff and full jitter, for errors a kind marks retryable
-//! (throttling, 5xx). Written once for every kind.
+//! (throttling, 5xx, objects still in use). Written once for every kind and every call: the
+//! SDKs' own retries are off, so a retried create always goes back through the kind, which
+//! first looks for what an earlier attempt made.
 
-use crate::provider::{BoxFuture, ProviderError};
+use super::{BoxFuture, ProviderError};
 use std::time::Duration;
 
 /// How often and how patiently to retry.
