@@ -398,10 +398,10 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
         [
             ("10.0.0.0/20".to_owned(), "us-west-2a", None, Some("1")),
             ("10.0.16.0/20".to_owned(), "us-west-2b", None, Some("1")),
+            ("10.0.253.0/24".to_owned(), "us-west-2c", Some("1"), None),
+            ("10.0.254.0/24".to_owned(), "us-west-2b", Some("1"), None),
+            ("10.0.255.0/24".to_owned(), "us-west-2a", Some("1"), None),
             ("10.0.32.0/20".to_owned(), "us-west-2c", None, Some("1")),
-            ("10.0.48.0/24".to_owned(), "us-west-2a", Some("1"), None),
-            ("10.0.49.0/24".to_owned(), "us-west-2b", Some("1"), None),
-            ("10.0.50.0/24".to_owned(), "us-west-2c", Some("1"), None),
         ]
     );
     runtime().block_on(async {

@@ -88,29 +88,24 @@ impl std::fmt::Display for Cidr {
     }
 }
 
-/// Carves `count` blocks of each prefix, in order, each aligned to its size; fails when they do
-/// not fit in `vpc`.
-fn carve(vpc: Cidr, requests: &[(u32, usize)]) -> Option<Vec<Vec<Cidr>>> {
-    let mut next = u64::from(vpc.base);
-    let end = u64::from(vpc.base) + vpc.size();
-    let mut out = Vec::new();
-    for &(prefix, count) in requests {
-        let size = 1u64 << (32 - prefix);
-        next = next.div_ceil(size) * size;
-        let mut blocks = Vec::new();
-        for _ in 0..count {
-            if next + size > end {
-                return None;
-            }
-            blocks.push(Cidr {
-                base: u32::try_from(next).ok()?,
-                prefix,
-            });
-            next += size;
-        }
-        out.push(blocks);
+/// Carves `zones` private blocks from the bottom of `vpc` and `zones` public blocks from the
+/// top, so zone `i`'s subnets keep their ranges when zones are added after it. `None` when the
+/// two meet.
+fn carve(vpc: Cidr, zones: usize, private_prefix: u32, public_prefix: u32) -> Option<(Vec<Cidr>, Vec<Cidr>)> {
+    let (base, end) = (u64::from(vpc.base), u64::from(vpc.base) + vpc.size());
+    let (private_size, public_size) = (1u64 << (32 - private_prefix), 1u64 << (32 - public_prefix));
+    let zones = zones as u64;
+    if base + zones * private_size > end.checked_sub(zones * public_size)? {
+        return None;
     }
-    Some(out)
+    let block = |start: u64, prefix| u32::try_from(start).ok().map(|base| Cidr { base, prefix });
+    let private = (0..zones)
+        .map(|i| block(base + i * private_size, private_prefix))
+        .collect::<Option<_>>()?;
+    let public = (0..zones)
+        .map(|i| block(end - (i + 1) * public_size, public_prefix))
+        .collect::<Option<_>>()?;
+    Some((private, public))
 }
 
 fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
@@ -168,7 +163,7 @@ fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<Strin
         vpc.prefix + bits("private_subnet_bits", 4)?,
         vpc.prefix + bits("public_subnet_bits", 8)?,
     );
-    let Some(blocks) = carve(vpc, &[(private_prefix, zones.len()), (public_prefix, zones.len())]) else {
+    let Some((private_blocks, public_blocks)) = carve(vpc, zones.len(), private_prefix, public_prefix) else {
         return Err(format!(
             "{n} zones need {n} private /{private_prefix} and {n} public /{public_prefix} subnets, more than {vpc} holds; use a larger `cidr`, fewer zones or smaller subnets (`private_subnet_bits`, `public_subnet_bits`)",
             n = zones.len()
@@ -205,13 +200,13 @@ fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<Strin
         parts.push(part(
             format!("public.{zone}"),
             "aws_subnet",
-            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": blocks[1][i].to_string(), "availability_zone": zone, "map_public_ip_on_launch": true,
+            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": public_blocks[i].to_string(), "availability_zone": zone, "map_public_ip_on_launch": true,
                     "tags": with_tags(json!({ "Name": format!("{name}-public-{zone}"), "kubernetes.io/role/elb": "1" })) }),
         ));
         parts.push(part(
             format!("private.{zone}"),
             "aws_subnet",
-            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": blocks[0][i].to_string(), "availability_zone": zone,
+            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": private_blocks[i].to_string(), "availability_zone": zone,
                     "tags": with_tags(json!({ "Name": format!("{name}-private-{zone}"), "kubernetes.io/role/internal-elb": "1" })) }),
         ));
     }
@@ -298,14 +293,27 @@ mod tests {
         assert_eq!(
             cidrs,
             [
-                "10.0.48.0/24",
+                "10.0.255.0/24",
                 "10.0.0.0/20",
-                "10.0.49.0/24",
+                "10.0.254.0/24",
                 "10.0.16.0/20",
-                "10.0.50.0/24",
+                "10.0.253.0/24",
                 "10.0.32.0/20"
             ]
         );
+        let four = run(
+            json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"] }),
+            None,
+        )
+        .unwrap();
+        let first_three: Vec<&str> = four
+            .parts
+            .iter()
+            .filter(|p| p.kind == "aws_subnet")
+            .take(6)
+            .map(|p| p.config["cidr_block"].as_str().unwrap())
+            .collect();
+        assert_eq!(first_three, cidrs, "adding a zone moves no existing subnet");
         assert_eq!(
             out.parts.iter().filter(|p| p.kind == "aws_nat_gateway").count(),
             1,
