@@ -602,6 +602,19 @@ fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
     assert!(out.contains("~ aws_iam_policy.fsx_csi"), "{out}");
     assert!(aws.calls().contains_key("iam:CreatePolicyVersion"));
 
+    // Replacing a policy that a role uses (its description forces replacement): the old one is
+    // detached and deleted, the new one attached again.
+    let described = include_str!("../examples/eks-iam.toml").replace("What the FSx for Lustre CSI driver needs", "FSx CSI driver");
+    aws.write("iam.toml", &described);
+    let out = aws.ok(&["up", "iam.toml", "--yes"]);
+    assert!(out.contains("-/+ aws_iam_policy.fsx_csi"), "{out}");
+    assert!(
+        attached("train-node").iter().any(|a| a.ends_with(":policy/train-fsx-csi")),
+        "the role uses the new policy"
+    );
+    aws.write("iam.toml", include_str!("../examples/eks-iam.toml"));
+    aws.ok(&["up", "iam.toml", "--yes"]);
+
     // Tags follow the stack both ways: added, then removed, in place.
     let role_tag = |key: &str| {
         runtime().block_on(async {

@@ -98,16 +98,19 @@ impl Kind for IamInstanceProfile {
                 .set_tags(Some(super::iam_create_tags(ctx, token, config)))
                 .send()
                 .await;
-            match made {
-                Ok(_) => {}
+            // The ARN comes from the create's answer: a read right after may not see it yet.
+            let made_arn = match made {
+                Ok(out) => out.instance_profile().map(|p| p.arn().to_owned()),
                 Err(e) if super::code(&e) == Some("EntityAlreadyExists") => {
                     if !owned(ctx, aws, &cfg.name, token).await? {
                         return Err(iam_name_taken(ctx, "instance profile", &cfg.name));
                     }
+                    None
                 }
                 Err(e) => return Err(error(aws, "CreateInstanceProfile", e)),
-            }
-            let (arn, present) = roles(aws, &cfg.name).await?.unwrap_or_default();
+            };
+            let (live_arn, present) = roles(aws, &cfg.name).await?.unwrap_or_default();
+            let arn = made_arn.unwrap_or(live_arn);
             if !present.contains(&cfg.role) {
                 aws.iam
                     .add_role_to_instance_profile()
@@ -159,20 +162,31 @@ impl Kind for IamInstanceProfile {
             let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
             let aws = ctx.cloud.aws().await;
             if before.role != after.role {
-                aws.iam
-                    .remove_role_from_instance_profile()
-                    .instance_profile_name(id)
-                    .role_name(&before.role)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "RemoveRoleFromInstanceProfile", e))?;
-                aws.iam
-                    .add_role_to_instance_profile()
-                    .instance_profile_name(id)
-                    .role_name(&after.role)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+                // Work from what is live: a swap interrupted halfway (old role removed, new one
+                // not yet added) then finishes instead of failing on the old role forever.
+                let (_, present) = roles(aws, id).await?.unwrap_or_default();
+                for role in present.iter().filter(|r| **r != after.role) {
+                    super::tolerate(
+                        aws,
+                        "RemoveRoleFromInstanceProfile",
+                        aws.iam
+                            .remove_role_from_instance_profile()
+                            .instance_profile_name(id)
+                            .role_name(role)
+                            .send()
+                            .await,
+                        &["NoSuchEntity"],
+                    )?;
+                }
+                if !present.contains(&after.role) {
+                    aws.iam
+                        .add_role_to_instance_profile()
+                        .instance_profile_name(id)
+                        .role_name(&after.role)
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+                }
             }
             sync_iam_tags!(
                 ctx,

@@ -202,6 +202,39 @@ impl Kind for IamPolicy {
                 Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
                 Err(e) => return Err(error(aws, "ListPolicyVersions", e)),
             };
+            // IAM refuses to delete an attached policy: detach it from whatever still uses it
+            // (a replace runs before the roles that use it are updated).
+            let users = aws
+                .iam
+                .list_entities_for_policy()
+                .policy_arn(id)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListEntitiesForPolicy", e))?;
+            for role in users.policy_roles().iter().filter_map(|r| r.role_name()) {
+                super::tolerate(
+                    aws,
+                    "DetachRolePolicy",
+                    aws.iam.detach_role_policy().role_name(role).policy_arn(id).send().await,
+                    &["NoSuchEntity"],
+                )?;
+            }
+            for user in users.policy_users().iter().filter_map(|u| u.user_name()) {
+                super::tolerate(
+                    aws,
+                    "DetachUserPolicy",
+                    aws.iam.detach_user_policy().user_name(user).policy_arn(id).send().await,
+                    &["NoSuchEntity"],
+                )?;
+            }
+            for group in users.policy_groups().iter().filter_map(|g| g.group_name()) {
+                super::tolerate(
+                    aws,
+                    "DetachGroupPolicy",
+                    aws.iam.detach_group_policy().group_name(group).policy_arn(id).send().await,
+                    &["NoSuchEntity"],
+                )?;
+            }
             for version in versions
                 .versions()
                 .iter()

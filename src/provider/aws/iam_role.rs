@@ -111,6 +111,20 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
     Ok(())
 }
 
+/// The managed policies attached to the role now, or `None` when there is no such role.
+async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, ProviderError> {
+    match aws.iam.list_attached_role_policies().role_name(name).send().await {
+        Ok(out) => Ok(Some(
+            out.attached_policies()
+                .iter()
+                .filter_map(|p| p.policy_arn().map(str::to_owned))
+                .collect(),
+        )),
+        Err(e) if super::code(&e) == Some("NoSuchEntity") => Ok(None),
+        Err(e) => Err(error(aws, "ListAttachedRolePolicies", e)),
+    }
+}
+
 fn nothing_attached() -> Config {
     Config {
         name: String::new(),
@@ -243,7 +257,19 @@ impl Kind for IamRole {
                     .await
                     .map_err(|e| error(aws, "UpdateRole", e))?;
             }
-            sync_policies(aws, id, &before, &after).await?;
+            // Attachments are compared with what is live: a replaced policy keeps its ARN but was
+            // detached when its old self was deleted, and someone may have detached one by hand.
+            let live = attached(aws, id).await?.unwrap_or_default();
+            sync_policies(
+                aws,
+                id,
+                &Config {
+                    managed_policy_arns: live,
+                    ..before
+                },
+                &after,
+            )
+            .await?;
             sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id));
             let role = aws
                 .iam
@@ -256,8 +282,8 @@ impl Kind for IamRole {
         })
     }
 
-    /// Detaches and deletes its policies (whatever IAM lists, not only what the stack declared),
-    /// then deletes the role.
+    /// Leaves its instance profiles, detaches and deletes its policies (whatever IAM lists, not
+    /// only what the stack declared), then deletes the role.
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
@@ -270,6 +296,27 @@ impl Kind for IamRole {
                 Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
                 Err(e) => return Err(error(aws, "ListAttachedRolePolicies", e)),
             };
+            // IAM refuses to delete a role still in an instance profile.
+            let profiles = aws
+                .iam
+                .list_instance_profiles_for_role()
+                .role_name(id)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListInstanceProfilesForRole", e))?;
+            for profile in profiles.instance_profiles() {
+                super::tolerate(
+                    aws,
+                    "RemoveRoleFromInstanceProfile",
+                    aws.iam
+                        .remove_role_from_instance_profile()
+                        .instance_profile_name(profile.instance_profile_name())
+                        .role_name(id)
+                        .send()
+                        .await,
+                    &["NoSuchEntity"],
+                )?;
+            }
             let inline = aws
                 .iam
                 .list_role_policies()
