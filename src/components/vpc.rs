@@ -132,12 +132,15 @@ fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<Strin
             return Err(format!("zone `{zone}` is listed twice in `zones`"));
         }
         let region = providers.get("aws").and_then(|a| a.get("region")).and_then(Value::as_str);
-        let zone_region = zone.trim_end_matches(|c: char| c.is_ascii_lowercase());
+        // `us-west-2a`, and Local Zones such as `us-west-2-lax-1a`, start with their region.
+        let in_region = |r: &str| {
+            zone.strip_prefix(r)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_lowercase() || c == '-'))
+        };
+        let first_region = zones[0].trim_end_matches(|c: char| c.is_ascii_lowercase());
         match region {
-            Some(r) if zone_region != r => return Err(format!("zone `{zone}` is not in the region `{r}` set in `[aws]`")),
-            None if zone_region != zones[0].trim_end_matches(|c: char| c.is_ascii_lowercase()) => {
-                return Err(format!("zones `{}` and `{zone}` are in different regions", zones[0]));
-            }
+            Some(r) if !in_region(r) => return Err(format!("zone `{zone}` is not in the region `{r}` set in `[aws]`")),
+            None if !in_region(first_region) => return Err(format!("zones `{}` and `{zone}` are in different regions", zones[0])),
             _ => {}
         }
     }
@@ -146,18 +149,23 @@ fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<Strin
         return Err(format!("`nat = \"{nat}\"`: expected \"single\", \"per-zone\" or \"none\""));
     }
     let bits = |key: &str, default: u32| -> Result<u32, String> {
-        let b = config
-            .get(key)
-            .and_then(Value::as_u64)
-            .map_or(Ok(default), |b| u32::try_from(b).map_err(|_| format!("`{key}` is too large")))?;
-        if b == 0 || vpc.prefix + b > 28 {
-            return Err(format!(
-                "`{key} = {b}` makes /{} subnets; AWS subnets are /16 to /28 inside the VPC's /{}",
-                vpc.prefix + b,
-                vpc.prefix
-            ));
+        let most = 28 - vpc.prefix;
+        let (b, given) = match config.get(key) {
+            None => (i64::from(default), false),
+            Some(v) => (v.as_i64().ok_or_else(|| format!("`{key}` must be a whole number"))?, true),
+        };
+        if (1..=i64::from(most)).contains(&b) {
+            return Ok(u32::try_from(b).expect("in range"));
         }
-        Ok(b)
+        let origin = if given {
+            format!("`{key} = {b}`")
+        } else {
+            format!("the default `{key}` of {b}")
+        };
+        Err(format!(
+            "{origin} does not fit a /{} VPC: subnets are at most /28, so `{key}` must be 1 to {most}",
+            vpc.prefix
+        ))
     };
     let (private_prefix, public_prefix) = (
         vpc.prefix + bits("private_subnet_bits", 4)?,
@@ -343,5 +351,15 @@ mod tests {
         assert!(err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a", "us-west-2a"] })).contains("listed twice"));
         assert!(err(json!({ "cidr": "10.0.0.0/24", "zones": ["us-west-2a", "us-west-2b", "us-west-2c"], "private_subnet_bits": 2, "public_subnet_bits": 3 })).contains("more than 10.0.0.0/24 holds"));
         assert!(err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a"], "nat": "two" })).contains("expected \"single\""));
+        assert!(err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a"], "private_subnet_bits": -2 })).contains("must be 1 to 12"));
+        assert!(
+            err(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2a"], "public_subnet_bits": 99999999999i64 }))
+                .contains("must be 1 to 12")
+        );
+        assert!(err(json!({ "cidr": "10.0.0.0/22", "zones": ["us-west-2a"] })).contains("the default `public_subnet_bits` of 8"));
+        assert!(
+            run(json!({ "cidr": "10.0.0.0/16", "zones": ["us-west-2-lax-1a"] }), Some("us-west-2")).is_ok(),
+            "Local Zones are in their region"
+        );
     }
 }

@@ -96,7 +96,33 @@ impl Kind for InternetGateway {
                 .await
             {
                 Err(e) if super::code(&e) != Some("Resource.AlreadyAssociated") => return Err(error(aws, "AttachInternetGateway", e)),
-                _ => {}
+                Err(_) => {
+                    // Attached already: fine when it is to this VPC (a resumed create).
+                    let found = aws
+                        .ec2
+                        .describe_internet_gateways()
+                        .internet_gateway_ids(&id)
+                        .send()
+                        .await
+                        .map_err(|e| error(aws, "DescribeInternetGateways", e))?;
+                    let vpcs: Vec<&str> = found
+                        .internet_gateways()
+                        .iter()
+                        .flat_map(|g| g.attachments())
+                        .filter_map(|a| a.vpc_id())
+                        .collect();
+                    if !vpcs.contains(&cfg.vpc_id.as_str()) {
+                        return Err(ProviderError {
+                            message: format!(
+                                "internet gateway {id} is attached to {} instead of {}; detach it or let forge replace it",
+                                vpcs.join(", "),
+                                cfg.vpc_id
+                            ),
+                            retryable: false,
+                        });
+                    }
+                }
+                Ok(_) => {}
             }
             Ok(Created {
                 outputs: json!({ "id": id }),

@@ -288,7 +288,7 @@ impl Kind for SecurityGroup {
             let aws = ctx.cloud.aws().await;
             let id = match find_own(ctx, aws, token).await? {
                 Some(id) => id,
-                None => aws
+                None => match aws
                     .ec2
                     .create_security_group()
                     .group_name(&cfg.name)
@@ -299,10 +299,23 @@ impl Kind for SecurityGroup {
                     .config_override(super::once())
                     .send()
                     .await
-                    .map_err(|e| error(aws, "CreateSecurityGroup", e))?
-                    .group_id()
-                    .unwrap_or_default()
-                    .to_owned(),
+                {
+                    Ok(out) => out.group_id().unwrap_or_default().to_owned(),
+                    // The name is taken in this VPC: ours if an earlier attempt made it (its token).
+                    Err(e) if super::code(&e) == Some("InvalidGroup.Duplicate") => match find_own(ctx, aws, token).await? {
+                        Some(id) => id,
+                        None => {
+                            return Err(ProviderError {
+                                message: format!(
+                                    "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
+                                    cfg.name, cfg.vpc_id, ctx.address
+                                ),
+                                retryable: false,
+                            });
+                        }
+                    },
+                    Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),
+                },
             };
             sync_rules(aws, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
             sync_rules(aws, &id, Direction::Egress, &aws_default_egress(), &atoms(&cfg.egress, &id)?).await?;
