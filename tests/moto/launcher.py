@@ -3,9 +3,11 @@
 
 Serves moto's own WSGI app (as moto.server.ThreadedMotoServer does) behind a middleware that:
   * isolates tests by account: a 12-digit access key id is used as the account id;
-  * counts requests per account as `service:Action` (GET /_forge/calls?account=ID);
+  * counts requests per account as `service:Action`, and injected faults as
+    `fault:service:Action` (GET /_forge/calls?account=ID);
   * injects faults in each protocol's own error format and latency per operation
-    (POST /_forge/faults, POST /_forge/latency);
+    (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets moto do the
+    work and then answers with a server error, as when a response is lost;
 and patches moto (never the installed files) where it lacks what forge calls:
   * EC2 Create/Describe/DeletePlacementGroup(s), which moto 5.2.5 does not implement;
   * NAT gateways that go pending -> available and deleting -> deleted over time, driven by
@@ -208,8 +210,16 @@ class Harness:
             self.calls[(account, name)] += 1
             delay = max((r["ms"] for r in self.latency if self.applies(r, account, name)), default=0)
             fault = next((r for r in self.faults if self.applies(r, account, name) and r["rng"].random() < r["rate"]), None)
+            if fault is not None:
+                self.calls[(account, f"fault:{name}")] += 1
         if delay:
             time.sleep(delay / 1000)
+        if fault is not None and fault.get("when") == "after":
+            # The cloud did the work, the answer is lost: what a retry must not do twice.
+            body_parts = self.app(environ, lambda status, headers, exc_info=None: None)
+            for _ in body_parts:
+                pass
+            fault = dict(fault, kind="5xx")
         if fault is not None:
             table = THROTTLE if fault["kind"] == "throttle" else SERVER_ERROR
             status, ctype, text = table.get(service, SERVER_ERROR["ec2"])

@@ -30,7 +30,7 @@ class Launcher(unittest.TestCase):
         cls.proc.wait()
 
     def client(self, service, account="111111111111"):
-        return boto3.client(service, endpoint_url=self.url, region_name="us-west-2", aws_access_key_id=account, aws_secret_access_key="x", config=Config(retries={"max_attempts": 1, "mode": "standard"}))
+        return boto3.client(service, endpoint_url=self.url, region_name="us-west-2", aws_access_key_id=account, aws_secret_access_key="x", config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
 
     def control(self, path, payload=None):
         data = json.dumps(payload).encode() if payload is not None else None
@@ -97,6 +97,16 @@ class Launcher(unittest.TestCase):
             self.assertEqual(err.exception.response["ResponseMetadata"]["HTTPStatusCode"], status, service)
         self.control(f"/_forge/faults?account={account}", [])
         self.client("ec2", account).describe_vpcs()
+
+    def test_a_fault_after_the_work_keeps_the_work(self):
+        account = "888888888888"
+        ec2 = self.client("ec2", account)
+        self.control(f"/_forge/faults?account={account}", [{"account": account, "match": "ec2:CreateVpc", "rate": 1.0, "when": "after"}])
+        with self.assertRaises(ClientError) as err:
+            ec2.create_vpc(CidrBlock="10.3.0.0/16")
+        self.assertEqual(err.exception.response["ResponseMetadata"]["HTTPStatusCode"], 500)
+        self.control(f"/_forge/faults?account={account}", [])
+        self.assertEqual([v["CidrBlock"] for v in ec2.describe_vpcs()["Vpcs"] if v["CidrBlock"] == "10.3.0.0/16"], ["10.3.0.0/16"])
 
 
 if __name__ == "__main__":
