@@ -969,3 +969,68 @@ fn lost_create_responses_make_no_duplicates() {
     let (vpcs, subnets, groups) = tagged(&aws, "aws-network");
     assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
 }
+
+#[test]
+fn a_route_added_by_hand_is_pointed_where_the_stack_says() {
+    let aws = Aws::new();
+    let stack = |routes: &str| {
+        format!(
+            "[stack]\nname = \"rt\"\n[aws_vpc.main]\ncidr_block = \"10.4.0.0/16\"\n[aws_internet_gateway.gw]\nvpc_id = \"${{aws_vpc.main.id}}\"\n[aws_route_table.public]\nvpc_id = \"${{aws_vpc.main.id}}\"\nroutes = [{routes}]\n"
+        )
+    };
+    aws.write("rt.toml", &stack(""));
+    aws.ok(&["up", "rt.toml", "--yes"]);
+    let ec2 = aws.ec2();
+    let table = runtime().block_on(async {
+        let found = ec2.describe_route_tables().filters(stack_filter("rt")).send().await.unwrap();
+        found.route_tables()[0].route_table_id().unwrap().to_owned()
+    });
+    let other = runtime().block_on(async {
+        let other = ec2
+            .create_internet_gateway()
+            .send()
+            .await
+            .unwrap()
+            .internet_gateway()
+            .unwrap()
+            .internet_gateway_id()
+            .unwrap()
+            .to_owned();
+        ec2.create_route()
+            .route_table_id(&table)
+            .destination_cidr_block("10.8.0.0/16")
+            .gateway_id(&other)
+            .send()
+            .await
+            .unwrap();
+        other
+    });
+    aws.write(
+        "rt.toml",
+        &stack("{ cidr_block = \"10.8.0.0/16\", gateway_id = \"${aws_internet_gateway.gw.id}\" }"),
+    );
+    aws.ok(&["up", "rt.toml", "--yes"]);
+    let (target, igw) = runtime().block_on(async {
+        let found = ec2.describe_route_tables().route_table_ids(&table).send().await.unwrap();
+        let route = found.route_tables()[0]
+            .routes()
+            .iter()
+            .find(|r| r.destination_cidr_block() == Some("10.8.0.0/16"))
+            .cloned()
+            .unwrap();
+        let igw = ec2
+            .describe_internet_gateways()
+            .filters(stack_filter("rt"))
+            .send()
+            .await
+            .unwrap()
+            .internet_gateways()[0]
+            .internet_gateway_id()
+            .unwrap()
+            .to_owned();
+        (route.gateway_id().unwrap().to_owned(), igw)
+    });
+    assert_eq!(target, igw);
+    assert_ne!(target, other);
+    aws.ok(&["destroy", "rt.toml", "--yes"]);
+}

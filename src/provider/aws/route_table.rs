@@ -114,7 +114,7 @@ async fn sync(
         if before == Some(route) {
             continue;
         }
-        let result = if before.is_some() {
+        let replace = || {
             aws.ec2
                 .replace_route()
                 .route_table_id(id)
@@ -122,25 +122,29 @@ async fn sync(
                 .set_gateway_id(route.gateway_id.clone())
                 .set_nat_gateway_id(route.nat_gateway_id.clone())
                 .send()
-                .await
-                .map(drop)
-                .map_err(|e| error(aws, "ReplaceRoute", e))
-        } else {
-            match aws
-                .ec2
-                .create_route()
-                .route_table_id(id)
-                .destination_cidr_block(&route.cidr_block)
-                .set_gateway_id(route.gateway_id.clone())
-                .set_nat_gateway_id(route.nat_gateway_id.clone())
-                .send()
-                .await
-            {
-                Err(e) if super::code(&e) != Some("RouteAlreadyExists") => Err(error(aws, "CreateRoute", e)),
-                _ => Ok(()),
-            }
         };
-        result?;
+        if before.is_some() {
+            replace().await.map_err(|e| error(aws, "ReplaceRoute", e))?;
+            continue;
+        }
+        let created = aws
+            .ec2
+            .create_route()
+            .route_table_id(id)
+            .destination_cidr_block(&route.cidr_block)
+            .set_gateway_id(route.gateway_id.clone())
+            .set_nat_gateway_id(route.nat_gateway_id.clone())
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            // A route for this CIDR is there already (a resumed create, or added by hand): make
+            // it point where the stack says.
+            Err(e) if super::code(&e) == Some("RouteAlreadyExists") => {
+                replace().await.map_err(|e| error(aws, "ReplaceRoute", e))?;
+            }
+            Err(e) => return Err(error(aws, "CreateRoute", e)),
+        }
     }
     for (subnet, association) in present.iter().filter(|(s, _)| !new.subnet_ids.contains(s)) {
         aws.ec2
@@ -151,13 +155,38 @@ async fn sync(
             .map_err(|e| error(aws, &format!("DisassociateRouteTable ({subnet})"), e))?;
     }
     for subnet in new.subnet_ids.iter().filter(|s| !present.contains_key(*s)) {
-        aws.ec2
-            .associate_route_table()
-            .route_table_id(id)
-            .subnet_id(subnet)
-            .send()
-            .await
-            .map_err(|e| error(aws, "AssociateRouteTable", e))?;
+        match aws.ec2.associate_route_table().route_table_id(id).subnet_id(subnet).send().await {
+            Ok(_) => {}
+            // The subnet is associated with another table: move it here.
+            Err(e) if super::code(&e) == Some("Resource.AlreadyAssociated") => {
+                let by_subnet = aws_sdk_ec2::types::Filter::builder()
+                    .name("association.subnet-id")
+                    .values(subnet)
+                    .build();
+                let found = aws
+                    .ec2
+                    .describe_route_tables()
+                    .filters(by_subnet)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "DescribeRouteTables", e))?;
+                let association = found
+                    .route_tables()
+                    .iter()
+                    .flat_map(|t| t.associations())
+                    .find(|a| a.subnet_id() == Some(subnet.as_str()))
+                    .and_then(|a| a.route_table_association_id())
+                    .ok_or_else(|| error(aws, "AssociateRouteTable", e))?;
+                aws.ec2
+                    .replace_route_table_association()
+                    .association_id(association)
+                    .route_table_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "ReplaceRouteTableAssociation", e))?;
+            }
+            Err(e) => return Err(error(aws, "AssociateRouteTable", e)),
+        }
     }
     Ok(())
 }
