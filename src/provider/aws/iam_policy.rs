@@ -163,19 +163,15 @@ impl Kind for IamPolicy {
                     .send()
                     .await
                     .map_err(|e| error(aws, "ListPolicyVersions", e))?;
-                let spare: Vec<&str> = versions
-                    .versions()
-                    .iter()
-                    .filter(|v| !v.is_default_version())
-                    .filter_map(|v| v.version_id())
-                    .collect();
+                let mut spare: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
+                spare.sort_by_key(|v| v.create_date().map(|d| d.secs()));
                 if versions.versions().len() >= 5
-                    && let Some(oldest) = spare.last()
+                    && let Some(oldest) = spare.first().and_then(|v| v.version_id())
                 {
                     aws.iam
                         .delete_policy_version()
                         .policy_arn(id)
-                        .version_id(*oldest)
+                        .version_id(oldest)
                         .send()
                         .await
                         .map_err(|e| error(aws, "DeletePolicyVersion", e))?;

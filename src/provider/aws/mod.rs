@@ -174,7 +174,7 @@ where
         .map(str::to_owned)
         .unwrap_or_else(|| DisplayErrorContext(&err).to_string());
     let hint = if code == "DependencyViolation" {
-        " — something still uses it (ENIs, instances or load balancers left in the VPC?)"
+        " — something still uses it"
     } else {
         ""
     };

@@ -119,6 +119,9 @@ impl Kind for NatGateway {
                 Ok(match state(aws, &id).await? {
                     Some((NatGatewayState::Available, _)) => Poll::Done,
                     Some((NatGatewayState::Failed, why)) => Poll::Failed(format!("NAT gateway {id} failed: {}", why.unwrap_or_default())),
+                    Some((NatGatewayState::Deleting | NatGatewayState::Deleted, _)) => {
+                        Poll::Failed(format!("NAT gateway {id} is being deleted by someone else"))
+                    }
                     Some((s, _)) => Poll::Pending(s.as_str().to_owned()),
                     None => Poll::Pending("pending".into()),
                 })
