@@ -57,6 +57,12 @@ impl FieldType {
     }
 }
 
+/// The output `key` recorded before this change, or `null` (known after apply) when there is
+/// none: what a kind's [`Kind::planned_outputs`] reports for outputs the cloud assigns.
+pub fn prior_output(prior: Option<&Value>, key: &str) -> Value {
+    prior.and_then(|p| p.get(key)).cloned().unwrap_or(Value::Null)
+}
+
 /// One attribute a kind or component accepts.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {

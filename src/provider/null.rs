@@ -52,7 +52,7 @@ impl Kind for Null {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null);
+        let id = crate::provider::prior_output(prior, "id");
         json!({ "id": id, "triggers": triggers(config) })
     }
 

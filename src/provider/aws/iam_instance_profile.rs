@@ -83,7 +83,7 @@ impl Kind for IamInstanceProfile {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("name"), "name": config.get("name"), "arn": prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null) })
+        json!({ "id": config.get("name"), "name": config.get("name"), "arn": crate::provider::prior_output(prior, "arn") })
     }
 
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {

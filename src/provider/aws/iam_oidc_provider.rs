@@ -92,7 +92,7 @@ impl Kind for IamOidcProvider {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let arn = prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null);
+        let arn = crate::provider::prior_output(prior, "arn");
         json!({ "id": arn, "arn": arn, "url": config.get("url") })
     }
 

@@ -88,7 +88,7 @@ impl Kind for IamPolicy {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let arn = prior.and_then(|p| p.get("arn")).cloned().unwrap_or(Value::Null);
+        let arn = crate::provider::prior_output(prior, "arn");
         json!({ "id": arn, "arn": arn, "name": config.get("name") })
     }
 

@@ -155,8 +155,7 @@ impl Kind for IamRole {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let prior_field = |k: &str| prior.and_then(|p| p.get(k)).cloned().unwrap_or(Value::Null);
-        json!({ "id": config.get("name"), "name": config.get("name"), "arn": prior_field("arn"), "unique_id": prior_field("unique_id") })
+        json!({ "id": config.get("name"), "name": config.get("name"), "arn": crate::provider::prior_output(prior, "arn"), "unique_id": crate::provider::prior_output(prior, "unique_id") })
     }
 
     /// IAM names are unique per account: a resumed create adopts the role its first attempt

@@ -64,7 +64,7 @@ impl Kind for InternetGateway {
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
+        json!({ "id": crate::provider::prior_output(prior, "id") })
     }
 
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
@@ -161,12 +161,12 @@ impl Kind for InternetGateway {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
             if let Some(vpc) = config.get("vpc_id").and_then(Value::as_str) {
-                match aws.ec2.detach_internet_gateway().internet_gateway_id(id).vpc_id(vpc).send().await {
-                    Err(e) if !matches!(super::code(&e), Some("Gateway.NotAttached" | "InvalidInternetGatewayID.NotFound")) => {
-                        return Err(error(aws, "DetachInternetGateway", e));
-                    }
-                    _ => {}
-                }
+                super::tolerate(
+                    aws,
+                    "DetachInternetGateway",
+                    aws.ec2.detach_internet_gateway().internet_gateway_id(id).vpc_id(vpc).send().await,
+                    &["Gateway.NotAttached", "InvalidInternetGatewayID.NotFound"],
+                )?;
             }
             super::tolerate(
                 aws,

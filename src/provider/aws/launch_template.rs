@@ -211,7 +211,7 @@ impl Kind for LaunchTemplate {
 
     /// An update publishes a new version, so the version is known only after it.
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null), "name": config.get("name"), "latest_version": null })
+        json!({ "id": crate::provider::prior_output(prior, "id"), "name": config.get("name"), "latest_version": null })
     }
 
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {

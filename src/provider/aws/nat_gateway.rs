@@ -89,7 +89,7 @@ impl Kind for NatGateway {
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
+        json!({ "id": crate::provider::prior_output(prior, "id") })
     }
 
     /// Passes the create's token as `ClientToken`, and first looks for a gateway an earlier

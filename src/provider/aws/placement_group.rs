@@ -82,7 +82,7 @@ impl Kind for PlacementGroup {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("name"), "name": config.get("name"), "group_id": prior.and_then(|p| p.get("group_id")).cloned().unwrap_or(Value::Null) })
+        json!({ "id": config.get("name"), "name": config.get("name"), "group_id": crate::provider::prior_output(prior, "group_id") })
     }
 
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {

@@ -209,7 +209,7 @@ impl Kind for RouteTable {
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null) })
+        json!({ "id": crate::provider::prior_output(prior, "id") })
     }
 
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
@@ -289,12 +289,12 @@ impl Kind for RouteTable {
                 Ok(_) => associations(aws, id).await?,
             };
             for association in present.values() {
-                match aws.ec2.disassociate_route_table().association_id(association).send().await {
-                    Err(e) if super::code(&e) != Some("InvalidAssociationID.NotFound") => {
-                        return Err(error(aws, "DisassociateRouteTable", e));
-                    }
-                    _ => {}
-                }
+                super::tolerate(
+                    aws,
+                    "DisassociateRouteTable",
+                    aws.ec2.disassociate_route_table().association_id(association).send().await,
+                    &["InvalidAssociationID.NotFound"],
+                )?;
             }
             super::tolerate(
                 aws,

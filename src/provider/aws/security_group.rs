@@ -279,7 +279,7 @@ impl Kind for SecurityGroup {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null), "name": config.get("name").cloned().unwrap_or(Value::Null) })
+        json!({ "id": crate::provider::prior_output(prior, "id"), "name": config.get("name").cloned().unwrap_or(Value::Null) })
     }
 
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {

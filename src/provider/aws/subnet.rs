@@ -80,10 +80,9 @@ impl Kind for Subnet {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let prior_field = |k: &str| prior.and_then(|p| p.get(k)).cloned().unwrap_or(Value::Null);
         json!({
-            "id": prior_field("id"),
-            "availability_zone": config.get("availability_zone").cloned().unwrap_or_else(|| prior_field("availability_zone")),
+            "id": crate::provider::prior_output(prior, "id"),
+            "availability_zone": config.get("availability_zone").cloned().unwrap_or_else(|| crate::provider::prior_output(prior, "availability_zone")),
             "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null),
         })
     }

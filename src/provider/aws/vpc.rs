@@ -103,7 +103,7 @@ impl Kind for Vpc {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior.and_then(|p| p.get("id")).cloned().unwrap_or(Value::Null), "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null) })
+        json!({ "id": crate::provider::prior_output(prior, "id"), "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null) })
     }
 
     /// CreateVpc has no idempotency token: a resumed create first looks for the VPC its first
