@@ -9,13 +9,19 @@ use crate::state::{ResourceRecord, Status};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// Top-level attributes that differ between `before` and `after` (unknowns count as changed).
+/// Attributes that steer how forge waits, not what the object is: a change of them is never a
+/// change of the resource (raising a timeout must not replace a half-made cluster).
+pub const SETTINGS: &[&str] = &["timeouts"];
+
+/// Top-level attributes that differ between `before` and `after` (unknowns count as changed),
+/// [`SETTINGS`] aside.
 pub fn changed_attributes(before: &Value, after: &Value) -> BTreeSet<String> {
     let empty = serde_json::Map::new();
     let b = before.as_object().unwrap_or(&empty);
     let a = after.as_object().unwrap_or(&empty);
     b.keys()
         .chain(a.keys())
+        .filter(|k| !SETTINGS.contains(&k.as_str()))
         .filter(|k| match (b.get(*k), a.get(*k)) {
             (Some(x), Some(y)) => x != y || !is_known(y),
             _ => true,

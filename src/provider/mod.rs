@@ -63,6 +63,17 @@ pub fn prior_output(prior: Option<&Value>, key: &str) -> Value {
     prior.and_then(|p| p.get(key)).cloned().unwrap_or(Value::Null)
 }
 
+/// How long a slow call may wait: the block's `timeouts.<operation>` (`"45m"`, checked when the
+/// stack loads), else the kind's default.
+pub fn timeout(config: &Value, operation: &str, default: std::time::Duration) -> std::time::Duration {
+    config
+        .get("timeouts")
+        .and_then(|t| t.get(operation))
+        .and_then(Value::as_str)
+        .and_then(|text| humantime::parse_duration(text).ok())
+        .unwrap_or(default)
+}
+
 /// One attribute a kind or component accepts.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {

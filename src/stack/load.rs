@@ -224,6 +224,7 @@ impl Loader<'_> {
                         "check the variable's value (its default or `--var`)",
                     ));
                 }
+                self.check_timeouts(&address, &config, &spans)?;
                 match comp {
                     Some(c) => {
                         let (parts, outputs) = self.expand(c, &address, &config, header.clone(), &explicit_deps, &providers)?;
@@ -627,6 +628,35 @@ impl Loader<'_> {
             ));
         }
         Ok(substituted)
+    }
+
+    /// `timeouts = { create = "45m", update = "1h", delete = "20m" }`: known operations, and
+    /// durations humantime reads.
+    fn check_timeouts(&self, address: &str, config: &Value, spans: &Spans) -> Result<(), StackError> {
+        const OPERATIONS: &[&str] = &["create", "update", "delete"];
+        let Some(timeouts) = config.get("timeouts").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        for (operation, value) in timeouts {
+            let span = spans.get(&format!("/timeouts/{operation}")).cloned().unwrap_or(0..0);
+            if !OPERATIONS.contains(&operation.as_str()) {
+                return Err(self.err(
+                    span,
+                    format!("`{address}.timeouts.{operation}` is not an operation with a timeout"),
+                    "unknown operation",
+                    suggestion(operation, OPERATIONS),
+                ));
+            }
+            if value.as_str().and_then(|text| humantime::parse_duration(text).ok()).is_none() {
+                return Err(self.err(
+                    span,
+                    format!("`{address}.timeouts.{operation}` must be a duration, not {}", describe(value)),
+                    "not a duration",
+                    "write it like \"45m\", \"1h 30m\" or \"90s\"",
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn expand(

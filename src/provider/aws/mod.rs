@@ -49,6 +49,10 @@ macro_rules! sync_iam_tags {
 }
 
 mod eip;
+mod eks;
+mod eks_addon;
+mod eks_cluster;
+mod eks_nodegroup;
 mod iam_instance_profile;
 mod iam_oidc_provider;
 mod iam_policy;
@@ -86,6 +90,9 @@ pub fn register(registry: Registry) -> Registry {
         .with(iam_policy::IamPolicy)
         .with(iam_instance_profile::IamInstanceProfile)
         .with(iam_oidc_provider::IamOidcProvider)
+        .with(eks_cluster::EksCluster)
+        .with(eks_nodegroup::EksNodegroup)
+        .with(eks_addon::EksAddon)
 }
 
 /// The SDK clients of one run.
@@ -94,6 +101,8 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     /// IAM.
     pub iam: aws_sdk_iam::Client,
+    /// EKS.
+    pub eks: aws_sdk_eks::Client,
     /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
     /// endpoint is obvious.
     pub context: String,
@@ -125,6 +134,7 @@ impl Clients {
         Clients {
             ec2: aws_sdk_ec2::Client::new(&config),
             iam: aws_sdk_iam::Client::new(&config),
+            eks: aws_sdk_eks::Client::new(&config),
             context,
         }
     }

@@ -1,0 +1,116 @@
+//! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
+//! adopt the object its first try made, and the wait for an EKS update to finish.
+
+use super::{Clients, Poll, TOKEN_TAG, error, wait_until};
+use crate::provider::{Ctx, ProviderError};
+use aws_sdk_eks::types::UpdateStatus;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// EKS's error code for a cluster, node group, add-on or update that does not exist.
+pub const NOT_FOUND: &str = "ResourceNotFoundException";
+
+/// EKS's error code for a name that is taken (or an object still in use).
+pub const IN_USE: &str = "ResourceInUseException";
+
+/// The tags an EKS object is created with: the block's, forge's, and `forge:token`.
+pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
+    let mut tags: HashMap<String, String> = ctx.tags(config).into_iter().collect();
+    tags.insert(TOKEN_TAG.into(), token.into());
+    tags
+}
+
+/// Whether an object with these tags was made by the create with `token`.
+pub fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> bool {
+    let has = |k: &str, v: &str| tags.and_then(|t| t.get(k)).is_some_and(|x| x == v);
+    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
+}
+
+/// The error for an EKS name taken by an object this resource did not create.
+pub fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+    ProviderError {
+        message: format!(
+            "an EKS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+            ctx.address, ctx.stack
+        ),
+        retryable: false,
+    }
+}
+
+/// Brings an EKS object's tags from `old` to `new` config with one UntagResource and one
+/// TagResource at most.
+pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+    let (before, after) = (ctx.tags(old), ctx.tags(new));
+    let removed: Vec<String> = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+    let changed: HashMap<String, String> = after.into_iter().filter(|(k, v)| before.get(k) != Some(v)).collect();
+    if !removed.is_empty() {
+        aws.eks
+            .untag_resource()
+            .resource_arn(arn)
+            .set_tag_keys(Some(removed))
+            .send()
+            .await
+            .map_err(|e| error(aws, "UntagResource", e))?;
+    }
+    if !changed.is_empty() {
+        aws.eks
+            .tag_resource()
+            .resource_arn(arn)
+            .set_tags(Some(changed))
+            .send()
+            .await
+            .map_err(|e| error(aws, "TagResource", e))?;
+    }
+    Ok(())
+}
+
+/// What an update belongs to besides its cluster.
+#[derive(Clone, Copy)]
+pub enum Scope<'a> {
+    /// The cluster itself.
+    Cluster,
+    /// One of its node groups.
+    Nodegroup(&'a str),
+    /// One of its add-ons.
+    Addon(&'a str),
+}
+
+/// Waits until the update `id` of `cluster` has succeeded; a failed or cancelled update is an
+/// error with EKS's own reasons.
+pub async fn wait_update(ctx: &Ctx, aws: &Clients, cluster: &str, scope: Scope<'_>, id: &str, timeout: Duration) -> Result<(), ProviderError> {
+    let (nodegroup, addon) = match scope {
+        Scope::Cluster => (None, None),
+        Scope::Nodegroup(n) => (Some(n.to_owned()), None),
+        Scope::Addon(a) => (None, Some(a.to_owned())),
+    };
+    wait_until(ctx, timeout, || async {
+        let out = aws
+            .eks
+            .describe_update()
+            .name(cluster)
+            .update_id(id)
+            .set_nodegroup_name(nodegroup.clone())
+            .set_addon_name(addon.clone())
+            .send()
+            .await
+            .map_err(|e| error(aws, "DescribeUpdate", e))?;
+        let Some(update) = out.update() else {
+            return Ok(Poll::Pending("update pending".into()));
+        };
+        Ok(match update.status() {
+            Some(UpdateStatus::Successful) => Poll::Done,
+            Some(status @ (UpdateStatus::Failed | UpdateStatus::Cancelled)) => {
+                let reasons: Vec<String> = update
+                    .errors()
+                    .iter()
+                    .map(|e| e.error_message().unwrap_or("no reason given").to_owned())
+                    .collect();
+                Poll::Failed(format!("EKS update {id} {}: {}", status.as_str(), reasons.join("; ")))
+            }
+            Some(status) => Poll::Pending(format!("update {}", status.as_str())),
+            None => Poll::Pending("update pending".into()),
+        })
+    })
+    .await
+}

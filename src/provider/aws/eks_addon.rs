@@ -1,0 +1,312 @@
+//! `aws_eks_addon`: an EKS add-on (`vpc-cni`, `coredns`, `kube-proxy`, CSI drivers, …). The
+//! version is a fixed one, `"latest"` (the newest one DescribeAddonVersions lists for the
+//! cluster's Kubernetes version) or left out (EKS's default for that version). Creation waits
+//! CREATING → ACTIVE; version, service account role and configuration change in place.
+
+use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, name_taken, owned, sync_tags, wait_update};
+use super::{Clients, Poll, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_eks_addon` kind.
+pub struct EksAddon;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    cluster_name: String,
+    name: String,
+    version: Option<String>,
+    service_account_role_arn: Option<String>,
+    configuration_values: Option<String>,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "cluster_name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "version",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "service_account_role_arn",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "configuration_values",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "timeouts",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// An add-on's id: `<cluster>/<add-on>`.
+fn split(id: &str) -> (&str, &str) {
+    id.split_once('/').unwrap_or((id, id))
+}
+
+async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Addon>, ProviderError> {
+    match aws.eks.describe_addon().cluster_name(cluster).addon_name(name).send().await {
+        Ok(out) => Ok(out.addon().cloned()),
+        Err(e) if super::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeAddon", e)),
+    }
+}
+
+async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Addon, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, cluster, name).await? {
+            Some(a) => match a.status() {
+                Some(AddonStatus::Active) => Poll::Done,
+                Some(s @ (AddonStatus::CreateFailed | AddonStatus::UpdateFailed | AddonStatus::Degraded)) => Poll::Failed(format!(
+                    "EKS add-on `{name}` is {}: {}",
+                    s.as_str(),
+                    a.health()
+                        .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                        .unwrap_or_default()
+                )),
+                status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
+            },
+            None => Poll::Failed(format!("EKS add-on `{name}` disappeared while forge waited for it")),
+        })
+    })
+    .await?;
+    describe(aws, cluster, name).await?.ok_or_else(|| ProviderError {
+        message: format!("EKS add-on `{name}` disappeared while forge waited for it"),
+        retryable: true,
+    })
+}
+
+/// The version to ask for: a fixed one as written, `"latest"` resolved for the cluster's
+/// Kubernetes version, or none (EKS's default).
+async fn resolve_version(aws: &Clients, cluster: &str, name: &str, version: Option<&str>) -> Result<Option<String>, ProviderError> {
+    if version != Some("latest") {
+        return Ok(version.map(str::to_owned));
+    }
+    let kubernetes = aws
+        .eks
+        .describe_cluster()
+        .name(cluster)
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeCluster", e))?
+        .cluster()
+        .and_then(|c| c.version())
+        .map(str::to_owned);
+    let listed = aws
+        .eks
+        .describe_addon_versions()
+        .addon_name(name)
+        .set_kubernetes_version(kubernetes.clone())
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeAddonVersions", e))?;
+    let newest = listed
+        .addons()
+        .iter()
+        .flat_map(|a| a.addon_versions())
+        .filter_map(|v| v.addon_version())
+        .max_by_key(|v| version_key(v));
+    match newest {
+        Some(v) => Ok(Some(v.to_owned())),
+        None => Err(ProviderError {
+            message: format!(
+                "EKS lists no version of add-on `{name}` for Kubernetes {}; check the add-on's name",
+                kubernetes.unwrap_or_default()
+            ),
+            retryable: false,
+        }),
+    }
+}
+
+/// Orders `v1.19.0-eksbuild.2` by its numbers.
+fn version_key(version: &str) -> Vec<u64> {
+    version
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|part| part.parse().ok())
+        .collect()
+}
+
+fn outputs(cluster: &str, a: &Addon) -> Value {
+    let name = a.addon_name().unwrap_or_default();
+    json!({ "id": format!("{cluster}/{name}"), "name": name, "arn": a.addon_arn(), "version": a.addon_version() })
+}
+
+impl Kind for EksAddon {
+    fn name(&self) -> &'static str {
+        "aws_eks_addon"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "arn", "version"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["cluster_name", "name"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let id = match (config.get("cluster_name").and_then(Value::as_str), config.get("name").and_then(Value::as_str)) {
+            (Some(cluster), Some(name)) => json!(format!("{cluster}/{name}")),
+            _ => Value::Null,
+        };
+        let version = match config.get("version").and_then(Value::as_str) {
+            Some(v) if v != "latest" => json!(v),
+            _ => prior_output(prior, "version"),
+        };
+        json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn"), "version": version })
+    }
+
+    /// Passes the create's token as `clientRequestToken`; an add-on that an earlier try of
+    /// this create made (its `forge:token` tag) is adopted and waited for.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let version = resolve_version(aws, &cfg.cluster_name, &cfg.name, cfg.version.as_deref()).await?;
+            let made = aws
+                .eks
+                .create_addon()
+                .cluster_name(&cfg.cluster_name)
+                .addon_name(&cfg.name)
+                .set_addon_version(version)
+                .set_service_account_role_arn(cfg.service_account_role_arn.clone())
+                .set_configuration_values(cfg.configuration_values.clone())
+                .resolve_conflicts(ResolveConflicts::Overwrite)
+                .client_request_token(token)
+                .set_tags(Some(create_tags(ctx, token, config)))
+                .send()
+                .await;
+            match made {
+                Ok(_) => {}
+                Err(e) if super::code(&e) == Some(IN_USE) => match describe(aws, &cfg.cluster_name, &cfg.name).await? {
+                    Some(a) if owned(ctx, token, a.tags()) => {}
+                    _ => return Err(name_taken(ctx, "add-on", &cfg.name)),
+                },
+                Err(e) => return Err(error(aws, "CreateAddon", e)),
+            }
+            let addon = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+            Ok(Created {
+                outputs: outputs(&cfg.cluster_name, &addon),
+                id: format!("{}/{}", cfg.cluster_name, cfg.name),
+            })
+        })
+    }
+
+    /// One ListAddons per cluster the ids name.
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let clusters: HashSet<&str> = ids.iter().map(|id| split(id).0).collect();
+            let mut live = HashSet::new();
+            for cluster in clusters {
+                let mut pages = aws.eks.list_addons().cluster_name(cluster).into_paginator().send();
+                while let Some(page) = pages.next().await {
+                    match page {
+                        Ok(page) => live.extend(page.addons().iter().map(|a| format!("{cluster}/{a}"))),
+                        Err(e) if super::code(&e) == Some(NOT_FOUND) => break,
+                        Err(e) => return Err(error(aws, "ListAddons", e)),
+                    }
+                }
+            }
+            live.retain(|id| ids.contains(id));
+            Ok(live)
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
+            Ok(found
+                .filter(|a| owned(ctx, token, a.tags()))
+                .map(|_| format!("{}/{}", cfg.cluster_name, cfg.name)))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let (cluster, name) = split(id);
+            let aws = ctx.cloud.aws().await;
+            let limit = timeout(new, "update", UPDATE_TIMEOUT);
+            if (&was.version, &was.service_account_role_arn, &was.configuration_values)
+                != (&cfg.version, &cfg.service_account_role_arn, &cfg.configuration_values)
+            {
+                let version = resolve_version(aws, cluster, name, cfg.version.as_deref()).await?;
+                let out = aws
+                    .eks
+                    .update_addon()
+                    .cluster_name(cluster)
+                    .addon_name(name)
+                    .set_addon_version(version)
+                    .set_service_account_role_arn(cfg.service_account_role_arn.clone())
+                    .set_configuration_values(cfg.configuration_values.clone())
+                    .resolve_conflicts(ResolveConflicts::Overwrite)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateAddon", e))?;
+                if let Some(update) = out.update().and_then(|u| u.id()) {
+                    wait_update(ctx, aws, cluster, Scope::Addon(name), update, limit).await?;
+                }
+            }
+            let addon = wait_active(ctx, aws, cluster, name, limit).await?;
+            sync_tags(ctx, aws, addon.addon_arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(cluster, &addon))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let (cluster, name) = split(id);
+            let aws = ctx.cloud.aws().await;
+            match aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send().await {
+                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
+                Err(e) => return Err(error(aws, "DeleteAddon", e)),
+                Ok(_) => {}
+            }
+            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(match describe(aws, cluster, name).await? {
+                    None => Poll::Done,
+                    Some(a) => Poll::Pending(a.status().map_or("DELETING", |s| s.as_str()).to_owned()),
+                })
+            })
+            .await
+        })
+    }
+}

@@ -1,0 +1,367 @@
+//! `aws_eks_cluster`: an EKS control plane. Creation waits CREATING → ACTIVE (30 minutes by
+//! default, `timeouts.create` to change it) with the status on the resource's progress line; a
+//! wait that runs out leaves the create pending, and the next `forge up` resumes waiting on the
+//! same cluster. Version, endpoint access, authentication mode and logging change in place, one
+//! EKS update at a time; deletion waits until the cluster is gone.
+
+use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, name_taken, owned, sync_tags, wait_update};
+use super::{Clients, Poll, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_eks::types::{
+    AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
+    VpcConfigRequest,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_eks_cluster` kind.
+pub struct EksCluster;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    role_arn: String,
+    version: Option<String>,
+    subnet_ids: Vec<String>,
+    #[serde(default)]
+    security_group_ids: Vec<String>,
+    #[serde(default = "yes")]
+    endpoint_public_access: bool,
+    #[serde(default)]
+    endpoint_private_access: bool,
+    #[serde(default = "default_authentication_mode")]
+    authentication_mode: String,
+    #[serde(default)]
+    logging: Vec<String>,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_authentication_mode() -> String {
+    "API_AND_CONFIG_MAP".into()
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "role_arn",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "version",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "subnet_ids",
+        ty: FieldType::List,
+        required: true,
+    },
+    Field {
+        name: "security_group_ids",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "endpoint_public_access",
+        ty: FieldType::Bool,
+        required: false,
+    },
+    Field {
+        name: "endpoint_private_access",
+        ty: FieldType::Bool,
+        required: false,
+    },
+    Field {
+        name: "authentication_mode",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "logging",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "timeouts",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// A control plane takes 10–15 minutes, sometimes more; eksctl waits 25.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// A version upgrade takes up to about half an hour.
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The control plane log types EKS knows.
+const LOG_TYPES: &[&str] = &["api", "audit", "authenticator", "controllerManager", "scheduler"];
+
+/// The cluster named `name`, if it exists.
+async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, ProviderError> {
+    match aws.eks.describe_cluster().name(name).send().await {
+        Ok(out) => Ok(out.cluster().cloned()),
+        Err(e) if super::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeCluster", e)),
+    }
+}
+
+/// Waits until the cluster is ACTIVE again and returns it.
+async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> Result<Cluster, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, name).await? {
+            Some(c) if c.status() == Some(&ClusterStatus::Active) => Poll::Done,
+            Some(c) if c.status() == Some(&ClusterStatus::Failed) => Poll::Failed(format!(
+                "EKS cluster `{name}` FAILED: {}",
+                c.health()
+                    .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_default()
+            )),
+            Some(c) if c.status() == Some(&ClusterStatus::Deleting) => {
+                Poll::Failed(format!("EKS cluster `{name}` is being deleted by someone else"))
+            }
+            Some(c) => Poll::Pending(c.status().map_or("PENDING", |s| s.as_str()).to_owned()),
+            None => Poll::Failed(format!("EKS cluster `{name}` disappeared while forge waited for it")),
+        })
+    })
+    .await?;
+    describe(aws, name)
+        .await?
+        .ok_or_else(|| ProviderError {
+            message: format!("EKS cluster `{name}` disappeared while forge waited for it"),
+            retryable: true,
+        })
+}
+
+/// Waits for an update EKS accepted: EKS runs one update of a cluster at a time.
+async fn settle(ctx: &Ctx, aws: &Clients, id: &str, update: Option<&Update>, limit: Duration) -> Result<(), ProviderError> {
+    match update.and_then(|u| u.id()) {
+        Some(update) => wait_update(ctx, aws, id, Scope::Cluster, update, limit).await,
+        None => Ok(()),
+    }
+}
+
+fn outputs(c: &Cluster) -> Value {
+    let name = c.name().unwrap_or_default();
+    json!({
+        "id": name,
+        "name": name,
+        "arn": c.arn(),
+        "endpoint": c.endpoint(),
+        "certificate_authority": c.certificate_authority().and_then(|a| a.data()),
+        "oidc_issuer": c.identity().and_then(|i| i.oidc()).and_then(|o| o.issuer()),
+        "cluster_security_group_id": c.resources_vpc_config().and_then(|v| v.cluster_security_group_id()),
+        "version": c.version(),
+    })
+}
+
+fn logging(types: &[String]) -> Result<Logging, ProviderError> {
+    if let Some(bad) = types.iter().find(|t| !LOG_TYPES.contains(&t.as_str())) {
+        return Err(ProviderError {
+            message: format!("`logging` has `{bad}`; EKS control plane log types are {}", LOG_TYPES.join(", ")),
+            retryable: false,
+        });
+    }
+    let disabled: Vec<LogType> = LOG_TYPES
+        .iter()
+        .filter(|t| !types.iter().any(|x| x == *t))
+        .map(|t| LogType::from(*t))
+        .collect();
+    let enabled = LogSetup::builder()
+        .set_types(Some(types.iter().map(|t| LogType::from(t.as_str())).collect()))
+        .enabled(true)
+        .build();
+    let mut setups = vec![enabled];
+    if !disabled.is_empty() {
+        setups.push(LogSetup::builder().set_types(Some(disabled)).enabled(false).build());
+    }
+    Ok(Logging::builder().set_cluster_logging(Some(setups)).build())
+}
+
+fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> {
+    match mode {
+        "API" | "API_AND_CONFIG_MAP" | "CONFIG_MAP" => Ok(AuthenticationMode::from(mode)),
+        other => Err(ProviderError {
+            message: format!("`authentication_mode = \"{other}\"`: expected \"API\", \"API_AND_CONFIG_MAP\" or \"CONFIG_MAP\""),
+            retryable: false,
+        }),
+    }
+}
+
+impl Kind for EksCluster {
+    fn name(&self) -> &'static str {
+        "aws_eks_cluster"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &[
+            "id",
+            "name",
+            "arn",
+            "endpoint",
+            "certificate_authority",
+            "oidc_issuer",
+            "cluster_security_group_id",
+            "version",
+        ]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name", "role_arn", "subnet_ids", "security_group_ids"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let mut planned = json!({ "id": config.get("name"), "name": config.get("name") });
+        for key in ["arn", "endpoint", "certificate_authority", "oidc_issuer", "cluster_security_group_id", "version"] {
+            planned[key] = prior_output(prior, key);
+        }
+        if let Some(version) = config.get("version") {
+            planned["version"] = version.clone();
+        }
+        planned
+    }
+
+    /// Passes the create's token as `clientRequestToken`; a cluster of that name made by an
+    /// earlier try of this create (its `forge:token` tag) is adopted and waited for.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let vpc = VpcConfigRequest::builder()
+                .set_subnet_ids(Some(cfg.subnet_ids.clone()))
+                .set_security_group_ids(Some(cfg.security_group_ids.clone()))
+                .endpoint_public_access(cfg.endpoint_public_access)
+                .endpoint_private_access(cfg.endpoint_private_access)
+                .build();
+            let access = CreateAccessConfigRequest::builder()
+                .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
+                .bootstrap_cluster_creator_admin_permissions(true)
+                .build();
+            let made = aws
+                .eks
+                .create_cluster()
+                .name(&cfg.name)
+                .role_arn(&cfg.role_arn)
+                .set_version(cfg.version.clone())
+                .resources_vpc_config(vpc)
+                .access_config(access)
+                .logging(logging(&cfg.logging)?)
+                .client_request_token(token)
+                .set_tags(Some(create_tags(ctx, token, config)))
+                .send()
+                .await;
+            match made {
+                Ok(_) => {}
+                Err(e) if super::code(&e) == Some(IN_USE) => match describe(aws, &cfg.name).await? {
+                    Some(c) if owned(ctx, token, c.tags()) => {}
+                    _ => return Err(name_taken(ctx, "cluster", &cfg.name)),
+                },
+                Err(e) => return Err(error(aws, "CreateCluster", e)),
+            }
+            let cluster = wait_active(ctx, aws, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+            Ok(Created {
+                outputs: outputs(&cluster),
+                id: cfg.name,
+            })
+        })
+    }
+
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let mut live = HashSet::new();
+            let mut pages = aws.eks.list_clusters().into_paginator().send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| error(aws, "ListClusters", e))?;
+                live.extend(page.clusters().iter().filter(|c| ids.contains(c)).cloned());
+            }
+            Ok(live)
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
+            Ok(found.filter(|c| owned(ctx, token, c.tags())).map(|_| cfg.name))
+        })
+    }
+
+    /// One EKS update at a time, each waited for before the next is sent: version, endpoint access, authentication
+    /// mode, logging; then tags.
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            let limit = timeout(new, "update", UPDATE_TIMEOUT);
+            if let Some(version) = cfg.version.as_ref().filter(|v| was.version.as_ref() != Some(*v)) {
+                let out = aws.eks.update_cluster_version().name(id).version(version).send().await;
+                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterVersion", e))?.update(), limit).await?;
+            }
+            if (was.endpoint_public_access, was.endpoint_private_access) != (cfg.endpoint_public_access, cfg.endpoint_private_access) {
+                let vpc = VpcConfigRequest::builder()
+                    .endpoint_public_access(cfg.endpoint_public_access)
+                    .endpoint_private_access(cfg.endpoint_private_access)
+                    .build();
+                let out = aws.eks.update_cluster_config().name(id).resources_vpc_config(vpc).send().await;
+                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
+            }
+            if was.authentication_mode != cfg.authentication_mode {
+                let access = UpdateAccessConfigRequest::builder()
+                    .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
+                    .build();
+                let out = aws.eks.update_cluster_config().name(id).access_config(access).send().await;
+                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
+            }
+            if was.logging != cfg.logging {
+                let out = aws.eks.update_cluster_config().name(id).logging(logging(&cfg.logging)?).send().await;
+                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
+            }
+            let cluster = wait_active(ctx, aws, id, limit).await?;
+            sync_tags(ctx, aws, cluster.arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(&cluster))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match aws.eks.delete_cluster().name(id).send().await {
+                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
+                Err(e) => return Err(error(aws, "DeleteCluster", e)),
+                Ok(_) => {}
+            }
+            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(match describe(aws, id).await? {
+                    None => Poll::Done,
+                    Some(c) => Poll::Pending(c.status().map_or("DELETING", |s| s.as_str()).to_owned()),
+                })
+            })
+            .await
+        })
+    }
+}

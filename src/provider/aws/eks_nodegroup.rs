@@ -1,0 +1,420 @@
+//! `aws_eks_nodegroup`: a managed node group. Creation waits CREATING → ACTIVE (40 minutes by
+//! default, resumable like the cluster's); scaling, labels and taints change in place through
+//! UpdateNodegroupConfig, the launch template version through UpdateNodegroupVersion, each
+//! followed to its end with DescribeUpdate. Deletion waits until the group is gone, so the
+//! cluster after it can be deleted.
+
+use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, name_taken, owned, sync_tags, wait_update};
+use super::{Clients, Poll, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_eks::types::{
+    AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect,
+    UpdateLabelsPayload, UpdateTaintsPayload,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+/// The `aws_eks_nodegroup` kind.
+pub struct EksNodegroup;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    cluster_name: String,
+    name: String,
+    node_role_arn: String,
+    subnet_ids: Vec<String>,
+    instance_types: Option<Vec<String>>,
+    launch_template_id: Option<String>,
+    launch_template_version: Option<i64>,
+    ami_type: Option<String>,
+    #[serde(default = "on_demand")]
+    capacity_type: String,
+    scaling: Scaling,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    taints: Vec<TaintConfig>,
+    disk_size: Option<i32>,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+fn on_demand() -> String {
+    "ON_DEMAND".into()
+}
+
+/// `scaling = { min = 1, max = 4, desired = 2 }`
+#[derive(Deserialize, PartialEq, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct Scaling {
+    min: i32,
+    max: i32,
+    desired: i32,
+}
+
+/// `{ key = "nvidia.com/gpu", value = "true", effect = "NO_SCHEDULE" }`
+#[derive(Deserialize, PartialEq, Clone)]
+#[serde(deny_unknown_fields)]
+struct TaintConfig {
+    key: String,
+    value: Option<String>,
+    effect: String,
+}
+
+impl TaintConfig {
+    fn to_sdk(&self) -> Result<Taint, ProviderError> {
+        const EFFECTS: &[&str] = &["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"];
+        if !EFFECTS.contains(&self.effect.as_str()) {
+            return Err(ProviderError {
+                message: format!("taint `{}` has `effect = \"{}\"`; expected one of {}", self.key, self.effect, EFFECTS.join(", ")),
+                retryable: false,
+            });
+        }
+        Ok(Taint::builder()
+            .key(&self.key)
+            .set_value(self.value.clone())
+            .effect(TaintEffect::from(self.effect.as_str()))
+            .build())
+    }
+}
+
+const SCHEMA: &[Field] = &[
+    Field {
+        name: "cluster_name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "name",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "node_role_arn",
+        ty: FieldType::String,
+        required: true,
+    },
+    Field {
+        name: "subnet_ids",
+        ty: FieldType::List,
+        required: true,
+    },
+    Field {
+        name: "instance_types",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "launch_template_id",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "launch_template_version",
+        ty: FieldType::Integer,
+        required: false,
+    },
+    Field {
+        name: "ami_type",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "capacity_type",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "scaling",
+        ty: FieldType::Table,
+        required: true,
+    },
+    Field {
+        name: "labels",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "taints",
+        ty: FieldType::List,
+        required: false,
+    },
+    Field {
+        name: "disk_size",
+        ty: FieldType::Integer,
+        required: false,
+    },
+    Field {
+        name: "timeouts",
+        ty: FieldType::Table,
+        required: false,
+    },
+    Field {
+        name: "tags",
+        ty: FieldType::Table,
+        required: false,
+    },
+];
+
+/// GPU node groups take several minutes after the instances start; capacity can be slow.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+
+/// A node group's id: `<cluster>/<node group>` (neither name may hold a `/`).
+fn split(id: &str) -> (&str, &str) {
+    id.split_once('/').unwrap_or((id, id))
+}
+
+async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Nodegroup>, ProviderError> {
+    match aws.eks.describe_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await {
+        Ok(out) => Ok(out.nodegroup().cloned()),
+        Err(e) if super::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeNodegroup", e)),
+    }
+}
+
+async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Nodegroup, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, cluster, name).await? {
+            Some(n) => match n.status() {
+                Some(NodegroupStatus::Active) => Poll::Done,
+                Some(s @ (NodegroupStatus::CreateFailed | NodegroupStatus::Degraded)) => Poll::Failed(format!(
+                    "EKS node group `{name}` is {}: {}",
+                    s.as_str(),
+                    n.health()
+                        .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                        .unwrap_or_default()
+                )),
+                Some(NodegroupStatus::Deleting) => Poll::Failed(format!("EKS node group `{name}` is being deleted by someone else")),
+                status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
+            },
+            None => Poll::Failed(format!("EKS node group `{name}` disappeared while forge waited for it")),
+        })
+    })
+    .await?;
+    describe(aws, cluster, name).await?.ok_or_else(|| ProviderError {
+        message: format!("EKS node group `{name}` disappeared while forge waited for it"),
+        retryable: true,
+    })
+}
+
+fn outputs(cluster: &str, n: &Nodegroup) -> Value {
+    let name = n.nodegroup_name().unwrap_or_default();
+    json!({ "id": format!("{cluster}/{name}"), "name": name, "arn": n.nodegroup_arn() })
+}
+
+fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
+    if !(s.min <= s.desired && s.desired <= s.max) {
+        return Err(ProviderError {
+            message: format!(
+                "`scaling = {{ min = {}, max = {}, desired = {} }}`: min ≤ desired ≤ max must hold",
+                s.min, s.max, s.desired
+            ),
+            retryable: false,
+        });
+    }
+    Ok(NodegroupScalingConfig::builder()
+        .min_size(s.min)
+        .max_size(s.max)
+        .desired_size(s.desired)
+        .build())
+}
+
+impl Kind for EksNodegroup {
+    fn name(&self) -> &'static str {
+        "aws_eks_nodegroup"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "arn"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &[
+            "cluster_name",
+            "name",
+            "node_role_arn",
+            "subnet_ids",
+            "instance_types",
+            "launch_template_id",
+            "ami_type",
+            "capacity_type",
+            "disk_size",
+        ]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let id = match (config.get("cluster_name").and_then(Value::as_str), config.get("name").and_then(Value::as_str)) {
+            (Some(cluster), Some(name)) => json!(format!("{cluster}/{name}")),
+            _ => Value::Null,
+        };
+        json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn") })
+    }
+
+    /// Passes the create's token as `clientRequestToken`; a group of that name that an earlier
+    /// try of this create made (its `forge:token` tag) is adopted and waited for.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let template = cfg.launch_template_id.as_ref().map(|id| {
+                LaunchTemplateSpecification::builder()
+                    .id(id)
+                    .set_version(cfg.launch_template_version.map(|v| v.to_string()))
+                    .build()
+            });
+            let made = aws
+                .eks
+                .create_nodegroup()
+                .cluster_name(&cfg.cluster_name)
+                .nodegroup_name(&cfg.name)
+                .node_role(&cfg.node_role_arn)
+                .set_subnets(Some(cfg.subnet_ids.clone()))
+                .set_instance_types(cfg.instance_types.clone())
+                .set_launch_template(template)
+                .set_ami_type(cfg.ami_type.as_deref().map(AmiTypes::from))
+                .capacity_type(CapacityTypes::from(cfg.capacity_type.as_str()))
+                .scaling_config(scaling(cfg.scaling)?)
+                .set_labels(Some(cfg.labels.clone().into_iter().collect()))
+                .set_taints(Some(cfg.taints.iter().map(TaintConfig::to_sdk).collect::<Result<_, _>>()?))
+                .set_disk_size(cfg.disk_size)
+                .client_request_token(token)
+                .set_tags(Some(create_tags(ctx, token, config)))
+                .send()
+                .await;
+            match made {
+                Ok(_) => {}
+                Err(e) if super::code(&e) == Some(IN_USE) => match describe(aws, &cfg.cluster_name, &cfg.name).await? {
+                    Some(n) if owned(ctx, token, n.tags()) => {}
+                    _ => return Err(name_taken(ctx, "node group", &cfg.name)),
+                },
+                Err(e) => return Err(error(aws, "CreateNodegroup", e)),
+            }
+            let group = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+            Ok(Created {
+                outputs: outputs(&cfg.cluster_name, &group),
+                id: format!("{}/{}", cfg.cluster_name, cfg.name),
+            })
+        })
+    }
+
+    /// One ListNodegroups per cluster the ids name.
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let clusters: HashSet<&str> = ids.iter().map(|id| split(id).0).collect();
+            let mut live = HashSet::new();
+            for cluster in clusters {
+                let mut pages = aws.eks.list_nodegroups().cluster_name(cluster).into_paginator().send();
+                while let Some(page) = pages.next().await {
+                    match page {
+                        Ok(page) => live.extend(page.nodegroups().iter().map(|n| format!("{cluster}/{n}"))),
+                        Err(e) if super::code(&e) == Some(NOT_FOUND) => break,
+                        Err(e) => return Err(error(aws, "ListNodegroups", e)),
+                    }
+                }
+            }
+            live.retain(|id| ids.contains(id));
+            Ok(live)
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
+            Ok(found
+                .filter(|n| owned(ctx, token, n.tags()))
+                .map(|_| format!("{}/{}", cfg.cluster_name, cfg.name)))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let (cluster, name) = split(id);
+            let aws = ctx.cloud.aws().await;
+            let limit = timeout(new, "update", UPDATE_TIMEOUT);
+            if was.scaling != cfg.scaling || was.labels != cfg.labels || was.taints != cfg.taints {
+                let mut call = aws.eks.update_nodegroup_config().cluster_name(cluster).nodegroup_name(name);
+                if was.scaling != cfg.scaling {
+                    call = call.scaling_config(scaling(cfg.scaling)?);
+                }
+                if was.labels != cfg.labels {
+                    let removed: Vec<String> = was.labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
+                    let set: std::collections::HashMap<String, String> =
+                        cfg.labels.iter().filter(|(k, v)| was.labels.get(*k) != Some(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    call = call.labels(
+                        UpdateLabelsPayload::builder()
+                            .set_add_or_update_labels((!set.is_empty()).then_some(set))
+                            .set_remove_labels((!removed.is_empty()).then_some(removed))
+                            .build(),
+                    );
+                }
+                if was.taints != cfg.taints {
+                    let removed = was.taints.iter().filter(|t| !cfg.taints.contains(t)).map(TaintConfig::to_sdk).collect::<Result<Vec<_>, _>>()?;
+                    let added = cfg.taints.iter().filter(|t| !was.taints.contains(t)).map(TaintConfig::to_sdk).collect::<Result<Vec<_>, _>>()?;
+                    call = call.taints(
+                        UpdateTaintsPayload::builder()
+                            .set_add_or_update_taints((!added.is_empty()).then_some(added))
+                            .set_remove_taints((!removed.is_empty()).then_some(removed))
+                            .build(),
+                    );
+                }
+                let out = call.send().await.map_err(|e| error(aws, "UpdateNodegroupConfig", e))?;
+                if let Some(update) = out.update().and_then(|u| u.id()) {
+                    wait_update(ctx, aws, cluster, Scope::Nodegroup(name), update, limit).await?;
+                }
+            }
+            if was.launch_template_version != cfg.launch_template_version
+                && let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
+            {
+                let spec = LaunchTemplateSpecification::builder().id(template).version(version.to_string()).build();
+                let out = aws
+                    .eks
+                    .update_nodegroup_version()
+                    .cluster_name(cluster)
+                    .nodegroup_name(name)
+                    .launch_template(spec)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateNodegroupVersion", e))?;
+                if let Some(update) = out.update().and_then(|u| u.id()) {
+                    wait_update(ctx, aws, cluster, Scope::Nodegroup(name), update, limit).await?;
+                }
+            }
+            let group = wait_active(ctx, aws, cluster, name, limit).await?;
+            sync_tags(ctx, aws, group.nodegroup_arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(cluster, &group))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let (cluster, name) = split(id);
+            let aws = ctx.cloud.aws().await;
+            match aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await {
+                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
+                Err(e) => return Err(error(aws, "DeleteNodegroup", e)),
+                Ok(_) => {}
+            }
+            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(match describe(aws, cluster, name).await? {
+                    None => Poll::Done,
+                    Some(n) => Poll::Pending(n.status().map_or("DELETING", |s| s.as_str()).to_owned()),
+                })
+            })
+            .await
+        })
+    }
+}
