@@ -166,7 +166,14 @@ impl Fixture {
     }
 
     fn plan(&self, body: &str, mode: Mode) -> (Plan, State) {
-        let stack = forge::stack::load_str("t.toml", &format!("[stack]\nname = \"t\"\n{body}"), &[], &self.registry).unwrap();
+        let stack = forge::stack::load_str(
+            "t.toml",
+            &format!("[stack]\nname = \"t\"\n{body}"),
+            &[],
+            &self.registry,
+            &forge::components::Facts::builtin(),
+        )
+        .unwrap();
         let graph = forge::graph::build(&stack).unwrap();
         let loaded = self.store().load("t").unwrap();
         let plan = plan::plan(
@@ -511,6 +518,7 @@ fn a_referenced_value_of_the_wrong_type_is_a_plan_error() {
         "[stack]\nname = \"t\"\n[rec.a]\nlabel = \"x\"\n[rec.b]\ndelay_ms = \"${rec.a.label}\"\n",
         &[],
         &f.registry,
+        &forge::components::Facts::builtin(),
     )
     .unwrap();
     let graph = forge::graph::build(&stack).unwrap();

@@ -12,6 +12,7 @@ mod validate;
 
 use crate::apply::{self, Options, RetryPolicy};
 use crate::cli::{Cli, Command, Global};
+use crate::components::Facts;
 use crate::error::{CommandError, Exit};
 use crate::graph::ResourceGraph;
 use crate::output::{Printer, format_duration};
@@ -97,9 +98,46 @@ impl Session {
         Ok(gone)
     }
 
-    /// Loads and checks the stack file and builds its graph.
+    /// Loads and checks the stack file and builds its graph; instance types are checked
+    /// against forge's built-in table.
     pub fn load(&self, file: &Path) -> Result<(Stack, ResourceGraph)> {
-        let stack = crate::stack::load(file, &self.global.vars, &self.registry)?;
+        let stack = crate::stack::load(file, &self.global.vars, &self.registry, &Facts::builtin())?;
+        let graph = crate::graph::build(&stack)?;
+        Ok((stack, graph))
+    }
+
+    /// Like [`Session::load`], but when `online` the instance types the stack names are
+    /// checked against AWS (names, EFA interfaces, zones offering them): the stack is loaded
+    /// once to learn the names, then again with AWS's answers. Without working credentials it
+    /// warns and keeps the built-in table.
+    pub fn load_checked(&self, file: &Path, online: bool) -> Result<(Stack, ResourceGraph)> {
+        let builtin = Facts::builtin();
+        let first = crate::stack::load(file, &self.global.vars, &self.registry, &builtin);
+        let asked = builtin.asked();
+        #[cfg(feature = "aws")]
+        if let (true, false, Ok(stack)) = (online, asked.is_empty(), &first) {
+            let cloud = crate::provider::Cloud::new(stack.providers.clone());
+            let started = std::time::Instant::now();
+            match runtime()?.block_on(crate::provider::aws::instance_types::lookup(&cloud, &asked)) {
+                Ok(live) => {
+                    self.printer.detail(&format!(
+                        "instance types: {} checked with AWS in {}",
+                        asked.join(", "),
+                        format_duration(started.elapsed())
+                    ));
+                    let stack = crate::stack::load(file, &self.global.vars, &self.registry, &Facts::live(live))?;
+                    let graph = crate::graph::build(&stack)?;
+                    return Ok((stack, graph));
+                }
+                Err(e) => self.printer.warn(&format!(
+                    "could not check instance types with AWS, so forge used its built-in table and did not check which zones offer them: {}",
+                    e.message
+                )),
+            }
+        }
+        #[cfg(not(feature = "aws"))]
+        let _ = (online, asked);
+        let stack = first?;
         let graph = crate::graph::build(&stack)?;
         Ok((stack, graph))
     }

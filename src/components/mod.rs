@@ -2,9 +2,14 @@
 //! from its config to resources and outputs; addresses of what it makes sit under its own.
 //! The stack loader expands them; the ones built into forge are listed here, one file each.
 
+#[cfg(feature = "aws")]
+pub mod eks;
+pub mod instance_types;
 pub mod null_layers;
 #[cfg(feature = "aws")]
 pub mod vpc;
+
+pub use instance_types::Facts;
 
 use crate::provider::Field;
 use serde_json::{Map, Value};
@@ -32,8 +37,62 @@ pub struct Expansion {
     pub outputs: Map<String, Value>,
 }
 
+/// What a component's expansion sees.
+pub struct Input<'a> {
+    /// The component's own address (`eks.train`).
+    pub address: &'a str,
+    /// Its attributes, with variables substituted.
+    pub config: &'a Map<String, Value>,
+    /// The stack's `[aws]` / `[gcp]` settings.
+    pub providers: &'a BTreeMap<String, Value>,
+    /// The other component blocks of the stack, by address, as written (so `eks` can check a
+    /// zone against the `vpc` it names).
+    pub components: &'a BTreeMap<String, Map<String, Value>>,
+    /// What forge knows about instance types, from AWS or its built-in table.
+    pub facts: &'a Facts,
+}
+
+/// A component's complaint about its config: what is wrong and, when one attribute is to
+/// blame, its path in the block (`nodegroups.gpu.zone`), so the error points at it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentError {
+    /// The attribute's dotted path below the block, if one is to blame.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, when there is more to say than the message.
+    pub hint: Option<String>,
+}
+
+impl ComponentError {
+    /// An error about one attribute.
+    pub fn at(key: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
+        ComponentError {
+            key: Some(key.into()),
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
+    }
+}
+
+impl From<String> for ComponentError {
+    fn from(message: String) -> Self {
+        ComponentError {
+            key: None,
+            message,
+            hint: None,
+        }
+    }
+}
+
+impl From<&str> for ComponentError {
+    fn from(message: &str) -> Self {
+        message.to_owned().into()
+    }
+}
+
 /// Expands one component block (see [`Component::expand`]).
-pub type ExpandFn = fn(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String>;
+pub type ExpandFn = fn(&Input) -> Result<Expansion, ComponentError>;
 
 /// A component type.
 pub struct Component {
@@ -41,9 +100,7 @@ pub struct Component {
     pub name: &'static str,
     /// The attributes its block accepts.
     pub schema: &'static [Field],
-    /// Expands one block: `address` is the component's own (`null_layers.r`), `config` its
-    /// attributes with variables substituted, `providers` the stack's `[aws]`/`[gcp]`
-    /// settings. An `Err` is a message about the config.
+    /// Expands one block; an `Err` says what is wrong with its config.
     pub expand: ExpandFn,
 }
 
@@ -53,10 +110,30 @@ pub fn builtin() -> &'static [Component] {
         null_layers::COMPONENT,
         #[cfg(feature = "aws")]
         vpc::COMPONENT,
+        #[cfg(feature = "aws")]
+        eks::COMPONENT,
     ]
 }
 
 /// The component for a block type.
 pub fn find(name: &str) -> Option<&'static Component> {
     builtin().iter().find(|c| c.name == name)
+}
+
+/// Expands `config` with `expand` in an otherwise empty stack (for the components' unit tests).
+#[cfg(test)]
+pub(crate) fn expand_alone(
+    expand: ExpandFn,
+    address: &str,
+    config: Value,
+    providers: &BTreeMap<String, Value>,
+) -> Result<Expansion, ComponentError> {
+    let config = config.as_object().cloned().unwrap_or_default();
+    expand(&Input {
+        address,
+        config: &config,
+        providers,
+        components: &BTreeMap::new(),
+        facts: &Facts::builtin(),
+    })
 }

@@ -2,10 +2,9 @@
 //! shape takes to apply. Node `j` of layer `i` follows nodes `j` and `j+1` (wrapping) of layer
 //! `i-1`, so the critical path is `layers × delay_ms`.
 
-use super::{Component, Expansion, Part};
+use super::{Component, ComponentError, Expansion, Input, Part};
 use crate::provider::{Field, FieldType};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
@@ -32,7 +31,11 @@ pub const COMPONENT: Component = Component {
 
 const MAX_NODES: u64 = 100_000;
 
-fn expand(address: &str, config: &Map<String, Value>, _providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
+fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    Ok(layers(input.address, input.config)?)
+}
+
+fn layers(address: &str, config: &Map<String, Value>) -> Result<Expansion, String> {
     let number = |key: &str| config.get(key).and_then(Value::as_u64);
     let (Some(layers), Some(width)) = (number("layers"), number("width")) else {
         return Err("`layers` and `width` must be whole numbers of at least 1".into());
@@ -75,17 +78,17 @@ fn expand(address: &str, config: &Map<String, Value>, _providers: &BTreeMap<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::components::expand_alone;
+    use std::collections::BTreeMap;
 
     #[test]
     fn expands_layers_with_two_parents_each() {
-        let config = json!({"layers": 3, "width": 4}).as_object().unwrap().clone();
-        let out = expand("null_layers.r", &config, &BTreeMap::new()).unwrap();
+        let out = expand_alone(expand, "null_layers.r", json!({"layers": 3, "width": 4}), &BTreeMap::new()).unwrap();
         assert_eq!(out.parts.len(), 12);
         let last = &out.parts[11];
         assert_eq!(last.local, "l2.n3");
         assert_eq!(last.depends_on, ["null_layers.r.l1.n3", "null_layers.r.l1.n0"]);
         assert_eq!(out.outputs["last_ids"][0], json!("${null_layers.r.l2.n0.id}"));
-        let zero = json!({"layers": 0, "width": 4}).as_object().unwrap().clone();
-        assert!(expand("null_layers.r", &zero, &BTreeMap::new()).is_err());
+        assert!(expand_alone(expand, "null_layers.r", json!({"layers": 0, "width": 4}), &BTreeMap::new()).is_err());
     }
 }

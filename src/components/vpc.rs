@@ -2,7 +2,7 @@
 //! overlap from the VPC's CIDR and tagged for EKS load balancers), an internet gateway, NAT
 //! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables.
 
-use super::{Component, Expansion, Part};
+use super::{Component, ComponentError, Expansion, Input, Part};
 use crate::provider::{Field, FieldType};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -108,7 +108,11 @@ fn carve(vpc: Cidr, zones: usize, private_prefix: u32, public_prefix: u32) -> Op
     Some((private, public))
 }
 
-fn expand(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
+fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    Ok(network(input.address, input.config, input.providers)?)
+}
+
+fn network(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
     let vpc = Cidr::parse(config.get("cidr").and_then(Value::as_str).unwrap_or_default())?;
     let zones: Vec<String> = config
         .get("zones")
@@ -282,7 +286,7 @@ mod tests {
         let providers = region
             .map(|r| BTreeMap::from([("aws".to_owned(), json!({ "region": r }))]))
             .unwrap_or_default();
-        expand("vpc.main", config.as_object().unwrap(), &providers)
+        crate::components::expand_alone(expand, "vpc.main", config, &providers).map_err(|e| e.message)
     }
 
     #[test]

@@ -108,7 +108,14 @@ mod tests {
     use crate::stack::load_str;
 
     fn stack(body: &str) -> crate::stack::Stack {
-        load_str("t.toml", &format!("[stack]\nname = \"t\"\n{body}"), &[], &Registry::builtin()).unwrap()
+        load_str(
+            "t.toml",
+            &format!("[stack]\nname = \"t\"\n{body}"),
+            &[],
+            &Registry::builtin(),
+            &crate::components::Facts::builtin(),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use super::diagnostic::{SourceFile, StackError, suggestion};
 use super::template::{self, Reference};
 use super::{Resource, Stack, StateSettings};
-use crate::components::{self, Component};
+use crate::components::{self, Component, Facts, Input};
 use crate::provider::{Field, FieldType, Registry};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -57,12 +57,13 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
 ];
 
 /// Reads and checks the stack file at `path`, with `--var` overrides.
-pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, LoadError> {
+/// `facts` answers the components' questions about instance types (see [`Facts`]).
+pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry, facts: &Facts) -> Result<Stack, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read {
         path: path.to_owned(),
         source: e,
     })?;
-    Ok(load_str(&path.display().to_string(), &text, overrides, registry)?)
+    Ok(load_str(&path.display().to_string(), &text, overrides, registry, facts)?)
 }
 
 /// Why a stack could not be loaded.
@@ -84,17 +85,33 @@ pub enum LoadError {
 }
 
 /// Checks a stack given as text; `name` is the file name shown in errors.
-pub fn load_str(name: &str, text: &str, overrides: &[(String, String)], registry: &Registry) -> Result<Stack, StackError> {
+pub fn load_str(name: &str, text: &str, overrides: &[(String, String)], registry: &Registry, facts: &Facts) -> Result<Stack, StackError> {
     let file = SourceFile {
         name: name.to_owned(),
         text: Arc::from(text),
     };
-    Loader { file: &file, registry }.load(text, overrides)
+    Loader {
+        file: &file,
+        registry,
+        facts,
+    }
+    .load(text, overrides)
 }
 
 struct Loader<'a> {
     file: &'a SourceFile,
     registry: &'a Registry,
+    facts: &'a Facts,
+}
+
+/// A component block, kept until every component's config is known (one may read another's).
+struct PendingComponent {
+    component: &'static Component,
+    address: String,
+    config: Value,
+    spans: Spans,
+    header: Range<usize>,
+    explicit_deps: Vec<(String, Range<usize>)>,
 }
 
 /// A block as parsed, before references are checked.
@@ -172,6 +189,7 @@ impl Loader<'_> {
 
         let mut blocks = Vec::new();
         let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
+        let mut pending = Vec::new();
         for (key, block_type, value) in block_sections {
             let kind_fields = self.registry.get(block_type).map(|k| k.schema());
             let comp = components::find(block_type);
@@ -226,11 +244,14 @@ impl Loader<'_> {
                 }
                 self.check_timeouts(&address, &config, &spans)?;
                 match comp {
-                    Some(c) => {
-                        let (parts, outputs) = self.expand(c, &address, &config, header.clone(), &explicit_deps, &providers)?;
-                        components.insert(address, outputs);
-                        blocks.extend(parts);
-                    }
+                    Some(component) => pending.push(PendingComponent {
+                        component,
+                        address,
+                        config,
+                        spans,
+                        header,
+                        explicit_deps,
+                    }),
                     None => blocks.push(Block {
                         address,
                         kind: block_type.to_owned(),
@@ -242,6 +263,16 @@ impl Loader<'_> {
                     }),
                 }
             }
+        }
+
+        let written: BTreeMap<String, Map<String, Value>> = pending
+            .iter()
+            .map(|p| (p.address.clone(), p.config.as_object().cloned().unwrap_or_default()))
+            .collect();
+        for p in &pending {
+            let (parts, outputs) = self.expand(p, &providers, &written)?;
+            components.insert(p.address.clone(), outputs);
+            blocks.extend(parts);
         }
 
         if let Some(defaults) = providers.get("aws").and_then(|a| a.get("default_tags")).and_then(Value::as_object) {
@@ -661,20 +692,38 @@ impl Loader<'_> {
 
     fn expand(
         &self,
-        comp: &Component,
-        address: &str,
-        config: &Value,
-        header: Range<usize>,
-        explicit_deps: &[(String, Range<usize>)],
+        pending: &PendingComponent,
         providers: &BTreeMap<String, Value>,
+        components: &BTreeMap<String, Map<String, Value>>,
     ) -> Result<(Vec<Block>, Map<String, Value>), StackError> {
+        let PendingComponent {
+            component,
+            address,
+            config,
+            spans,
+            header,
+            explicit_deps,
+        } = pending;
         let attrs = config.as_object().cloned().unwrap_or_default();
-        let expansion = (comp.expand)(address, &attrs, providers).map_err(|message| {
+        let input = Input {
+            address,
+            config: &attrs,
+            providers,
+            components,
+            facts: self.facts,
+        };
+        let expansion = (component.expand)(&input).map_err(|e| {
+            let pointer = e.key.as_ref().map(|k| format!("/{}", k.replace('.', "/")));
+            let (span, label) = match pointer.as_ref().and_then(|p| spans.get(p)) {
+                Some(span) => (span.clone(), "here"),
+                None => (header.clone(), "in this component"),
+            };
             self.err(
-                header.clone(),
-                format!("`{address}`: {message}"),
-                "in this component",
-                format!("see `{}` in docs/stack-format.md", comp.name),
+                span,
+                format!("`{address}`: {}", e.message),
+                label,
+                e.hint
+                    .unwrap_or_else(|| format!("see `{}` in docs/stack-format.md", component.name)),
             )
         })?;
         let blocks = expansion

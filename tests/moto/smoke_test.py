@@ -108,6 +108,90 @@ class Launcher(unittest.TestCase):
         self.control(f"/_forge/faults?account={account}", [])
         self.assertEqual([v["CidrBlock"] for v in ec2.describe_vpcs()["Vpcs"] if v["CidrBlock"] == "10.3.0.0/16"], ["10.3.0.0/16"])
 
+    def wait_for(self, read, want, seconds=3.0):
+        """Poll `read` until it returns `want` (phases last 0.4 s here)."""
+        deadline = time.monotonic() + seconds
+        while (value := read()) != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(value, want)
+
+    def assertCode(self, code, call, *args, **kwargs):
+        with self.assertRaises(ClientError) as err:
+            call(*args, **kwargs)
+        self.assertEqual(err.exception.response["Error"]["Code"], code)
+
+    def test_eks_cluster_and_node_group_phases(self):
+        account = "121212121212"
+        eks = self.client("eks", account)
+        role = f"arn:aws:iam::{account}:role/eks"
+        created = eks.create_cluster(name="c", version="1.30", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})["cluster"]
+        self.assertEqual((created["status"], created["accessConfig"]["authenticationMode"]), ("CREATING", "CONFIG_MAP"))
+        cluster = lambda: eks.describe_cluster(name="c")["cluster"]  # noqa: E731
+        nodegroup = lambda: eks.describe_nodegroup(clusterName="c", nodegroupName="ng")["nodegroup"]  # noqa: E731
+        new_nodegroup = dict(clusterName="c", nodegroupName="ng", nodeRole=role, subnets=["subnet-1"], scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 1})
+        self.assertCode("InvalidRequestException", eks.create_nodegroup, **new_nodegroup)
+        self.wait_for(lambda: cluster()["status"], "ACTIVE")
+
+        self.assertEqual(eks.create_nodegroup(**new_nodegroup)["nodegroup"]["status"], "CREATING")
+        version = eks.update_cluster_version(name="c", version="1.31")["update"]
+        self.assertEqual((version["type"], version["status"], cluster()["status"]), ("VersionUpdate", "InProgress", "UPDATING"))
+        self.assertCode("InvalidRequestException", eks.update_cluster_version, name="c", version="1.32")
+        self.wait_for(lambda: eks.describe_update(name="c", updateId=version["id"])["update"]["status"], "Successful")
+        self.assertEqual((cluster()["status"], cluster()["version"]), ("ACTIVE", "1.31"))
+        self.wait_for(lambda: nodegroup()["status"], "ACTIVE")
+
+        scaling = eks.update_nodegroup_config(clusterName="c", nodegroupName="ng", scalingConfig={"desiredSize": 3})["update"]
+        self.assertEqual((scaling["status"], nodegroup()["status"]), ("InProgress", "UPDATING"))
+        self.assertCode("ResourceNotFoundException", eks.describe_update, name="c", updateId=scaling["id"])  # without nodegroupName
+        self.wait_for(lambda: eks.describe_update(name="c", updateId=scaling["id"], nodegroupName="ng")["update"]["status"], "Successful")
+        self.assertEqual((nodegroup()["status"], nodegroup()["scalingConfig"]["desiredSize"]), ("ACTIVE", 3))
+
+        self.assertEqual(eks.delete_nodegroup(clusterName="c", nodegroupName="ng")["nodegroup"]["status"], "DELETING")
+        self.assertEqual(nodegroup()["status"], "DELETING")
+        self.assertCode("ResourceInUseException", eks.delete_cluster, name="c")
+        self.wait_for(lambda: eks.list_nodegroups(clusterName="c")["nodegroups"], [])
+        self.assertCode("ResourceNotFoundException", eks.describe_nodegroup, clusterName="c", nodegroupName="ng")
+
+        self.assertEqual(eks.delete_cluster(name="c")["cluster"]["status"], "DELETING")
+        self.assertEqual((cluster()["status"], eks.list_clusters()["clusters"]), ("DELETING", ["c"]))
+        self.assertCode("ResourceInUseException", eks.create_cluster, name="c", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+        self.wait_for(lambda: eks.list_clusters()["clusters"], [])
+        self.assertCode("ResourceNotFoundException", eks.describe_cluster, name="c")
+
+    def test_eks_addons(self):
+        account = "131313131313"
+        eks = self.client("eks", account)
+        catalogue = eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.31")["addons"]
+        defaults = [v["addonVersion"] for a in catalogue for v in a["addonVersions"] if v["compatibilities"][0]["defaultVersion"]]
+        self.assertEqual(([a["addonName"] for a in catalogue], len(defaults)), (["vpc-cni"], 1))
+        role = f"arn:aws:iam::{account}:role/eks"
+        eks.create_cluster(name="c", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+        self.assertCode("InvalidRequestException", eks.create_addon, clusterName="c", addonName="vpc-cni")
+        self.wait_for(lambda: eks.describe_cluster(name="c")["cluster"]["status"], "ACTIVE")
+
+        self.assertCode("InvalidParameterException", eks.create_addon, clusterName="c", addonName="vpc-cni", addonVersion="v0.0.1")
+        addon = eks.create_addon(clusterName="c", addonName="vpc-cni", tags={"forge:stack": "s"})["addon"]
+        self.assertEqual((addon["status"], addon["addonVersion"]), ("CREATING", defaults[0]))
+        self.assertEqual(eks.list_tags_for_resource(resourceArn=addon["addonArn"])["tags"], {"forge:stack": "s"})
+        self.assertCode("ResourceInUseException", eks.create_addon, clusterName="c", addonName="vpc-cni")
+        endpoint = eks.update_cluster_config(name="c", resourcesVpcConfig={"endpointPrivateAccess": True})["update"]
+        self.assertEqual(endpoint["type"], "EndpointAccessUpdate")
+        vpc = eks.describe_cluster(name="c")["cluster"]["resourcesVpcConfig"]
+        self.assertEqual((vpc["subnetIds"], vpc["endpointPrivateAccess"], vpc["endpointPublicAccess"]), (["subnet-1"], True, True))
+        described = lambda: eks.describe_addon(clusterName="c", addonName="vpc-cni")["addon"]  # noqa: E731
+        self.wait_for(lambda: described()["status"], "ACTIVE")
+        self.assertEqual(eks.list_addons(clusterName="c")["addons"], ["vpc-cni"])
+
+        update = eks.update_addon(clusterName="c", addonName="vpc-cni", addonVersion="v1.18.6-eksbuild.1", resolveConflicts="OVERWRITE")["update"]
+        self.assertEqual((update["type"], update["status"], described()["status"]), ("AddonUpdate", "InProgress", "UPDATING"))
+        self.wait_for(lambda: eks.describe_update(name="c", updateId=update["id"], addonName="vpc-cni")["update"]["status"], "Successful")
+        self.assertEqual((described()["status"], described()["addonVersion"]), ("ACTIVE", "v1.18.6-eksbuild.1"))
+
+        self.assertEqual(eks.delete_addon(clusterName="c", addonName="vpc-cni")["addon"]["status"], "DELETING")
+        self.assertEqual(eks.list_addons(clusterName="c")["addons"], ["vpc-cni"])
+        self.wait_for(lambda: eks.list_addons(clusterName="c")["addons"], [])
+        self.assertCode("ResourceNotFoundException", eks.describe_addon, clusterName="c", addonName="vpc-cni")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -78,7 +78,14 @@ pub enum Scope<'a> {
 
 /// Waits until the update `id` of `cluster` has succeeded; a failed or cancelled update is an
 /// error with EKS's own reasons.
-pub async fn wait_update(ctx: &Ctx, aws: &Clients, cluster: &str, scope: Scope<'_>, id: &str, timeout: Duration) -> Result<(), ProviderError> {
+pub async fn wait_update(
+    ctx: &Ctx,
+    aws: &Clients,
+    cluster: &str,
+    scope: Scope<'_>,
+    id: &str,
+    timeout: Duration,
+) -> Result<(), ProviderError> {
     let (nodegroup, addon) = match scope {
         Scope::Cluster => (None, None),
         Scope::Nodegroup(n) => (Some(n.to_owned()), None),

@@ -181,7 +181,10 @@ impl Kind for EksAddon {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = match (config.get("cluster_name").and_then(Value::as_str), config.get("name").and_then(Value::as_str)) {
+        let id = match (
+            config.get("cluster_name").and_then(Value::as_str),
+            config.get("name").and_then(Value::as_str),
+        ) {
             (Some(cluster), Some(name)) => json!(format!("{cluster}/{name}")),
             _ => Value::Null,
         };

@@ -145,12 +145,10 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> R
         })
     })
     .await?;
-    describe(aws, name)
-        .await?
-        .ok_or_else(|| ProviderError {
-            message: format!("EKS cluster `{name}` disappeared while forge waited for it"),
-            retryable: true,
-        })
+    describe(aws, name).await?.ok_or_else(|| ProviderError {
+        message: format!("EKS cluster `{name}` disappeared while forge waited for it"),
+        retryable: true,
+    })
 }
 
 /// Waits for an update EKS accepted: EKS runs one update of a cluster at a time.
@@ -236,7 +234,14 @@ impl Kind for EksCluster {
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
         let mut planned = json!({ "id": config.get("name"), "name": config.get("name") });
-        for key in ["arn", "endpoint", "certificate_authority", "oidc_issuer", "cluster_security_group_id", "version"] {
+        for key in [
+            "arn",
+            "endpoint",
+            "certificate_authority",
+            "oidc_issuer",
+            "cluster_security_group_id",
+            "version",
+        ] {
             planned[key] = prior_output(prior, key);
         }
         if let Some(version) = config.get("version") {
@@ -320,7 +325,14 @@ impl Kind for EksCluster {
             let limit = timeout(new, "update", UPDATE_TIMEOUT);
             if let Some(version) = cfg.version.as_ref().filter(|v| was.version.as_ref() != Some(*v)) {
                 let out = aws.eks.update_cluster_version().name(id).version(version).send().await;
-                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterVersion", e))?.update(), limit).await?;
+                settle(
+                    ctx,
+                    aws,
+                    id,
+                    out.map_err(|e| error(aws, "UpdateClusterVersion", e))?.update(),
+                    limit,
+                )
+                .await?;
             }
             if (was.endpoint_public_access, was.endpoint_private_access) != (cfg.endpoint_public_access, cfg.endpoint_private_access) {
                 let vpc = VpcConfigRequest::builder()
@@ -338,7 +350,13 @@ impl Kind for EksCluster {
                 settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
             }
             if was.logging != cfg.logging {
-                let out = aws.eks.update_cluster_config().name(id).logging(logging(&cfg.logging)?).send().await;
+                let out = aws
+                    .eks
+                    .update_cluster_config()
+                    .name(id)
+                    .logging(logging(&cfg.logging)?)
+                    .send()
+                    .await;
                 settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
             }
             let cluster = wait_active(ctx, aws, id, limit).await?;

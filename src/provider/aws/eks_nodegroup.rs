@@ -71,7 +71,12 @@ impl TaintConfig {
         const EFFECTS: &[&str] = &["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"];
         if !EFFECTS.contains(&self.effect.as_str()) {
             return Err(ProviderError {
-                message: format!("taint `{}` has `effect = \"{}\"`; expected one of {}", self.key, self.effect, EFFECTS.join(", ")),
+                message: format!(
+                    "taint `{}` has `effect = \"{}\"`; expected one of {}",
+                    self.key,
+                    self.effect,
+                    EFFECTS.join(", ")
+                ),
                 retryable: false,
             });
         }
@@ -254,7 +259,10 @@ impl Kind for EksNodegroup {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = match (config.get("cluster_name").and_then(Value::as_str), config.get("name").and_then(Value::as_str)) {
+        let id = match (
+            config.get("cluster_name").and_then(Value::as_str),
+            config.get("name").and_then(Value::as_str),
+        ) {
             (Some(cluster), Some(name)) => json!(format!("{cluster}/{name}")),
             _ => Value::Null,
         };
@@ -352,8 +360,12 @@ impl Kind for EksNodegroup {
                 }
                 if was.labels != cfg.labels {
                     let removed: Vec<String> = was.labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
-                    let set: std::collections::HashMap<String, String> =
-                        cfg.labels.iter().filter(|(k, v)| was.labels.get(*k) != Some(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    let set: std::collections::HashMap<String, String> = cfg
+                        .labels
+                        .iter()
+                        .filter(|(k, v)| was.labels.get(*k) != Some(v))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
                     call = call.labels(
                         UpdateLabelsPayload::builder()
                             .set_add_or_update_labels((!set.is_empty()).then_some(set))
@@ -362,8 +374,18 @@ impl Kind for EksNodegroup {
                     );
                 }
                 if was.taints != cfg.taints {
-                    let removed = was.taints.iter().filter(|t| !cfg.taints.contains(t)).map(TaintConfig::to_sdk).collect::<Result<Vec<_>, _>>()?;
-                    let added = cfg.taints.iter().filter(|t| !was.taints.contains(t)).map(TaintConfig::to_sdk).collect::<Result<Vec<_>, _>>()?;
+                    let removed = was
+                        .taints
+                        .iter()
+                        .filter(|t| !cfg.taints.contains(t))
+                        .map(TaintConfig::to_sdk)
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let added = cfg
+                        .taints
+                        .iter()
+                        .filter(|t| !was.taints.contains(t))
+                        .map(TaintConfig::to_sdk)
+                        .collect::<Result<Vec<_>, _>>()?;
                     call = call.taints(
                         UpdateTaintsPayload::builder()
                             .set_add_or_update_taints((!added.is_empty()).then_some(added))
@@ -379,7 +401,10 @@ impl Kind for EksNodegroup {
             if was.launch_template_version != cfg.launch_template_version
                 && let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
             {
-                let spec = LaunchTemplateSpecification::builder().id(template).version(version.to_string()).build();
+                let spec = LaunchTemplateSpecification::builder()
+                    .id(template)
+                    .version(version.to_string())
+                    .build();
                 let out = aws
                     .eks
                     .update_nodegroup_version()

@@ -5,9 +5,10 @@
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
+    CapacityReservationTarget, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateInstanceMarketOptionsRequest,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatePlacementRequest, LaunchTemplateTagSpecificationRequest,
-    RequestLaunchTemplateData, ResourceType, Tag, VolumeType,
+    MarketType, RequestLaunchTemplateData, ResourceType, Tag, VolumeType,
 };
 use base64::Engine;
 use serde::Deserialize;
@@ -26,6 +27,9 @@ struct Config {
     key_name: Option<String>,
     user_data: Option<String>,
     placement_group: Option<String>,
+    capacity_reservation_id: Option<String>,
+    #[serde(default)]
+    capacity_block: bool,
     #[serde(default)]
     network_interfaces: Vec<Interface>,
     #[serde(default)]
@@ -102,6 +106,16 @@ const SCHEMA: &[Field] = &[
         required: false,
     },
     Field {
+        name: "capacity_reservation_id",
+        ty: FieldType::String,
+        required: false,
+    },
+    Field {
+        name: "capacity_block",
+        ty: FieldType::Bool,
+        required: false,
+    },
+    Field {
         name: "network_interfaces",
         ty: FieldType::List,
         required: false,
@@ -172,6 +186,22 @@ fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
         );
     if let Some(group) = &cfg.placement_group {
         builder = builder.placement(LaunchTemplatePlacementRequest::builder().group_name(group).build());
+    }
+    if let Some(reservation) = &cfg.capacity_reservation_id {
+        // The reservation brings its own placement; a Capacity Block is also a market type.
+        let target = CapacityReservationTarget::builder().capacity_reservation_id(reservation).build();
+        builder = builder.capacity_reservation_specification(
+            LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                .capacity_reservation_target(target)
+                .build(),
+        );
+    }
+    if cfg.capacity_block {
+        builder = builder.instance_market_options(
+            LaunchTemplateInstanceMarketOptionsRequest::builder()
+                .market_type(MarketType::CapacityBlock)
+                .build(),
+        );
     }
     builder.build()
 }

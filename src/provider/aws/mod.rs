@@ -57,6 +57,7 @@ mod iam_instance_profile;
 mod iam_oidc_provider;
 mod iam_policy;
 mod iam_role;
+pub mod instance_types;
 mod internet_gateway;
 mod launch_template;
 mod nat_gateway;

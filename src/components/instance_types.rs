@@ -1,0 +1,188 @@
+//! What components know about EC2 instance types: how many EFA interfaces a type takes, whether
+//! the name exists, and which zones offer it. The facts come from AWS (`DescribeInstanceTypes`,
+//! `DescribeInstanceTypeOfferings`) when credentials work, else from a built-in table.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+/// One instance type's networking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceType {
+    /// Maximum EFA interfaces (0: no EFA).
+    pub efa_interfaces: u32,
+    /// Network cards (one EFA interface each).
+    pub network_cards: u32,
+}
+
+/// What forge knows about a type name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The type exists, with this networking.
+    Known(InstanceType),
+    /// There is no such type; maybe the name meant is this one.
+    Unknown(Option<String>),
+    /// The built-in table does not know the family and AWS was not asked.
+    Unchecked,
+}
+
+/// EFA interfaces per type, from the VPC CNI limits table and `DescribeInstanceTypes`
+/// (`EfaInfo.MaximumEfaInterfaces`, `MaximumNetworkCards`): the offline fallback.
+const EFA_TYPES: &[(&str, u32)] = &[
+    ("p4d.24xlarge", 4),
+    ("p4de.24xlarge", 4),
+    ("p5.48xlarge", 32),
+    ("p5e.48xlarge", 32),
+    ("p5en.48xlarge", 16),
+    ("trn1.32xlarge", 8),
+    ("trn1n.32xlarge", 16),
+    ("trn2.48xlarge", 16),
+];
+
+/// Families the built-in table knows to have no EFA at any size (system node groups).
+const PLAIN_FAMILIES: &[&str] = &[
+    "c5", "c5a", "c6a", "c6i", "c7a", "c7i", "m5", "m5a", "m6a", "m6i", "m7a", "m7i", "r5", "r5a", "r6a", "r6i", "r7a", "r7i", "t3", "t3a",
+];
+
+/// Sizes of the plain families.
+const SIZES: &[&str] = &[
+    "nano", "micro", "small", "medium", "large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "32xlarge",
+    "48xlarge", "metal",
+];
+
+/// What AWS said about the types a stack named.
+#[derive(Debug, Clone, Default)]
+pub struct LiveFacts {
+    /// The types that exist, by name (a name asked for and absent here does not exist).
+    pub types: BTreeMap<String, InstanceType>,
+    /// The zones offering each type.
+    pub zones: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The facts one load of a stack uses; it remembers which types were asked about, so the
+/// caller can fetch exactly those from AWS and load again.
+#[derive(Debug, Default)]
+pub struct Facts {
+    live: Option<LiveFacts>,
+    asked: Mutex<BTreeSet<String>>,
+}
+
+impl Facts {
+    /// Facts from the built-in table only.
+    pub fn builtin() -> Facts {
+        Facts::default()
+    }
+
+    /// Facts from AWS.
+    pub fn live(live: LiveFacts) -> Facts {
+        Facts {
+            live: Some(live),
+            ..Facts::default()
+        }
+    }
+
+    /// Whether these facts came from AWS.
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The type names looked up so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().expect("never poisoned").iter().cloned().collect()
+    }
+
+    /// What is known about `name`.
+    pub fn instance_type(&self, name: &str) -> Lookup {
+        self.asked.lock().expect("never poisoned").insert(name.to_owned());
+        if let Some(live) = &self.live {
+            return match live.types.get(name) {
+                Some(known) => Lookup::Known(*known),
+                None => Lookup::Unknown(near(name)),
+            };
+        }
+        if let Some((_, efa)) = EFA_TYPES.iter().find(|(n, _)| *n == name) {
+            return Lookup::Known(InstanceType {
+                efa_interfaces: *efa,
+                network_cards: *efa,
+            });
+        }
+        match name.split_once('.') {
+            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => Lookup::Known(InstanceType {
+                efa_interfaces: 0,
+                network_cards: 1,
+            }),
+            Some((family, _))
+                if PLAIN_FAMILIES.contains(&family) || EFA_TYPES.iter().any(|(n, _)| n.starts_with(&format!("{family}."))) =>
+            {
+                Lookup::Unknown(near(name))
+            }
+            Some((family, size)) if !family.is_empty() && !size.is_empty() => Lookup::Unchecked,
+            _ => Lookup::Unknown(near(name)),
+        }
+    }
+
+    /// Whether `zone` offers `name`; `None` when AWS was not asked.
+    pub fn offered(&self, name: &str, zone: &str) -> Option<bool> {
+        let live = self.live.as_ref()?;
+        Some(live.zones.get(name).is_some_and(|zones| zones.contains(zone)))
+    }
+
+    /// The zones that offer `name`, when AWS was asked.
+    pub fn zones(&self, name: &str) -> Option<Vec<String>> {
+        let live = self.live.as_ref()?;
+        Some(live.zones.get(name).map(|z| z.iter().cloned().collect()).unwrap_or_default())
+    }
+}
+
+/// The best-known type name near `name`, for "did you mean".
+fn near(name: &str) -> Option<String> {
+    let plain = PLAIN_FAMILIES.iter().flat_map(|f| SIZES.iter().map(move |s| format!("{f}.{s}")));
+    EFA_TYPES
+        .iter()
+        .map(|(n, _)| (*n).to_owned())
+        .chain(plain)
+        .map(|candidate| (strsim::jaro_winkler(name, &candidate), candidate))
+        .filter(|(score, _)| *score > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_table_knows_efa_types_and_catches_typos() {
+        let facts = Facts::builtin();
+        assert_eq!(
+            facts.instance_type("p5.48xlarge"),
+            Lookup::Known(InstanceType {
+                efa_interfaces: 32,
+                network_cards: 32
+            })
+        );
+        assert!(matches!(facts.instance_type("c5.2xlarge"), Lookup::Known(t) if t.efa_interfaces == 0));
+        assert_eq!(facts.instance_type("p5.48xlage"), Lookup::Unknown(Some("p5.48xlarge".into())));
+        assert_eq!(facts.instance_type("x2idn.24xlarge"), Lookup::Unchecked);
+        assert_eq!(facts.offered("p5.48xlarge", "us-west-2a"), None);
+        assert_eq!(facts.asked(), ["c5.2xlarge", "p5.48xlage", "p5.48xlarge", "x2idn.24xlarge"]);
+    }
+
+    #[test]
+    fn live_facts_are_exact() {
+        let live = LiveFacts {
+            types: BTreeMap::from([(
+                "g5.48xlarge".to_owned(),
+                InstanceType {
+                    efa_interfaces: 1,
+                    network_cards: 1,
+                },
+            )]),
+            zones: BTreeMap::from([("g5.48xlarge".to_owned(), BTreeSet::from(["us-west-2b".to_owned()]))]),
+        };
+        let facts = Facts::live(live);
+        assert!(matches!(facts.instance_type("g5.48xlarge"), Lookup::Known(t) if t.efa_interfaces == 1));
+        assert!(matches!(facts.instance_type("x2idn.24xlarge"), Lookup::Unknown(_)));
+        assert_eq!(facts.offered("g5.48xlarge", "us-west-2a"), Some(false));
+        assert_eq!(facts.offered("g5.48xlarge", "us-west-2b"), Some(true));
+    }
+}
