@@ -135,6 +135,10 @@ impl Aws {
     fn iam(&self) -> aws_sdk_iam::Client {
         aws_sdk_iam::Client::new(&self.sdk_config())
     }
+
+    fn eks(&self) -> aws_sdk_eks::Client {
+        aws_sdk_eks::Client::new(&self.sdk_config())
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -191,10 +195,11 @@ fn tag<'a>(tags: &'a [aws_sdk_ec2::types::Tag], key: &str) -> Option<&'a str> {
 const NETWORK: &str = include_str!("../examples/aws-network.toml");
 
 fn mutating(calls: &BTreeMap<String, u64>) -> Vec<&String> {
-    let reads = ["Describe", "List", "Get"];
+    // Query and JSON protocols name the action; REST ones (EKS) the method and path.
+    let reads = ["Describe", "List", "Get", "GET "];
     calls
         .keys()
-        .filter(|c| !c.starts_with("fault:") && !reads.iter().any(|r| c.split(':').nth(1).unwrap_or("").starts_with(r)))
+        .filter(|c| !c.starts_with("fault:") && !reads.iter().any(|r| c.split_once(':').map_or("", |(_, a)| a).starts_with(r)))
         .collect()
 }
 
@@ -1033,4 +1038,240 @@ fn a_route_added_by_hand_is_pointed_where_the_stack_says() {
     assert_eq!(target, igw);
     assert_ne!(target, other);
     aws.ok(&["destroy", "rt.toml", "--yes"]);
+}
+
+/// The EFA layout of a launch template's latest version: (card, device, type) per interface,
+/// and the security groups of each.
+fn efa_layout(aws: &Aws, template: &str) -> Vec<(i32, i32, String, Vec<String>)> {
+    let ec2 = aws.ec2();
+    runtime().block_on(async {
+        let versions = ec2
+            .describe_launch_template_versions()
+            .launch_template_name(template)
+            .versions("$Latest")
+            .send()
+            .await
+            .unwrap();
+        let data = versions.launch_template_versions()[0].launch_template_data().unwrap().clone();
+        data.network_interfaces()
+            .iter()
+            .map(|n| {
+                (
+                    n.network_card_index().unwrap_or(0),
+                    n.device_index().unwrap_or(0),
+                    n.interface_type().unwrap_or_default().to_owned(),
+                    n.groups().to_vec(),
+                )
+            })
+            .collect()
+    })
+}
+
+/// The NeMo p5 stack: the EFA wiring is exactly what AWS documents, a size change updates the
+/// node group in place, and destroy leaves nothing.
+#[test]
+fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
+    let aws = Aws::new();
+    aws.write("p5.toml", include_str!("../stacks/nemo-eks-p5.toml"));
+    let started = std::time::Instant::now();
+    aws.ok(&["up", "p5.toml", "--yes"]);
+    let up_calls = aws.calls();
+    eprintln!("up: {:.2}s, {} calls", started.elapsed().as_secs_f64(), up_calls.values().sum::<u64>());
+
+    let eks = aws.eks();
+    let (cluster, gpu, system) = runtime().block_on(async {
+        let cluster = eks.describe_cluster().name("nemo").send().await.unwrap().cluster().unwrap().clone();
+        let group = |name: &'static str| {
+            let eks = eks.clone();
+            async move { eks.describe_nodegroup().cluster_name("nemo").nodegroup_name(name).send().await.unwrap().nodegroup().unwrap().clone() }
+        };
+        (cluster, group("gpu").await, group("system").await)
+    });
+    assert_eq!(cluster.status().unwrap().as_str(), "ACTIVE");
+    assert_eq!(cluster.version(), Some("1.31"));
+    let cluster_sg = cluster.resources_vpc_config().unwrap().cluster_security_group_id().unwrap().to_owned();
+
+    // 32 EFA interfaces: card 0 device 0, every other card device 1, EFA SG and cluster SG on each.
+    let layout = efa_layout(&aws, "nemo-gpu");
+    assert_eq!(layout.len(), 32);
+    let (_, _, groups) = tagged(&aws, "nemo-eks-p5");
+    let efa_sg = groups.iter().find(|g| g.group_name() == Some("nemo-gpu-efa")).expect("the EFA security group");
+    let efa_sg_id = efa_sg.group_id().unwrap().to_owned();
+    for (i, (card, device, kind, sgs)) in layout.iter().enumerate() {
+        assert_eq!((*card, *device, kind.as_str()), (i as i32, if i == 0 { 0 } else { 1 }, "efa"), "interface {i}");
+        let mut sgs = sgs.clone();
+        sgs.sort();
+        let mut want = vec![efa_sg_id.clone(), cluster_sg.clone()];
+        want.sort();
+        assert_eq!(sgs, want, "interface {i}");
+    }
+    // The EFA SG: exactly the two self rules, and not tagged for the cluster's load balancers.
+    let only_self = |perms: &[aws_sdk_ec2::types::IpPermission]| {
+        perms.len() == 1
+            && perms[0].ip_protocol() == Some("-1")
+            && perms[0].ip_ranges().is_empty()
+            && perms[0].user_id_group_pairs().iter().map(|p| p.group_id().unwrap()).collect::<Vec<_>>() == [efa_sg_id.as_str()]
+    };
+    assert!(only_self(efa_sg.ip_permissions()), "{:?}", efa_sg.ip_permissions());
+    assert!(only_self(efa_sg.ip_permissions_egress()), "{:?}", efa_sg.ip_permissions_egress());
+    assert!(efa_sg.tags().iter().all(|t| !t.key().unwrap_or_default().starts_with("kubernetes.io/cluster/")));
+
+    // A `cluster` placement group in the launch template.
+    let placement = runtime().block_on(aws.ec2().describe_placement_groups().group_names("nemo-gpu").send()).unwrap();
+    assert_eq!(placement.placement_groups()[0].strategy().unwrap().as_str(), "cluster");
+
+    // The GPU group sits in one subnet, in us-west-2c; it takes its type from the template.
+    assert_eq!(gpu.subnets().len(), 1);
+    let subnet = runtime().block_on(aws.ec2().describe_subnets().subnet_ids(&gpu.subnets()[0]).send()).unwrap();
+    assert_eq!(subnet.subnets()[0].availability_zone(), Some("us-west-2c"));
+    assert_eq!(gpu.ami_type().unwrap().as_str(), "AL2023_x86_64_NVIDIA");
+    assert!(gpu.launch_template().is_some());
+    assert_eq!(gpu.scaling_config().unwrap().desired_size(), Some(2));
+    assert_eq!(gpu.taints().len(), 1);
+    assert_eq!(system.instance_types(), ["c5.2xlarge"]);
+    assert_eq!(system.subnets().len(), 3, "a system group spans the VPC's private subnets");
+    assert_eq!(system.ami_type().unwrap().as_str(), "AL2023_x86_64_STANDARD");
+
+    // The node role has the three node policies; the cluster role the cluster policy.
+    let attached = |role: &'static str| {
+        let iam = aws.iam();
+        let mut arns: Vec<String> = runtime()
+            .block_on(iam.list_attached_role_policies().role_name(role).send())
+            .unwrap()
+            .attached_policies()
+            .iter()
+            .map(|p| p.policy_name().unwrap().to_owned())
+            .collect();
+        arns.sort();
+        arns
+    };
+    assert_eq!(attached("nemo-node"), ["AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]);
+    assert_eq!(attached("nemo-cluster"), ["AmazonEKSClusterPolicy"]);
+    let addons = runtime().block_on(eks.list_addons().cluster_name("nemo").send()).unwrap();
+    let mut names = addons.addons().to_vec();
+    names.sort();
+    assert_eq!(names, ["coredns", "kube-proxy", "vpc-cni"]);
+    let out = aws.command(&["output", "p5.toml", "gpu_efa_interfaces"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "32");
+
+    // No-op plan: exit 0, reads only.
+    let started = std::time::Instant::now();
+    let (code, stderr) = aws.forge(&["plan", "p5.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let calls = aws.calls();
+    assert!(mutating(&calls).is_empty(), "{calls:?}");
+    eprintln!("no-op plan: {:.2}s, {} calls", started.elapsed().as_secs_f64(), calls.values().sum::<u64>());
+
+    // A size change updates the node group in place.
+    let stderr = aws.ok(&["up", "p5.toml", "--yes", "--var", "gpu_nodes=3"]);
+    assert!(stderr.contains("~ scaling.desired = 2 -> 3"), "{stderr}");
+    assert!(stderr.contains("0 to add, 1 to change, 0 to replace, 0 to destroy"), "{stderr}");
+    let calls = aws.calls();
+    assert_eq!(mutating(&calls), ["eks:POST /clusters/nemo/node-groups/gpu/update-config"], "{calls:?}");
+    let gpu = runtime().block_on(eks.describe_nodegroup().cluster_name("nemo").nodegroup_name("gpu").send()).unwrap();
+    assert_eq!(gpu.nodegroup().unwrap().scaling_config().unwrap().desired_size(), Some(3));
+
+    // Destroy: add-ons and node groups, then the cluster; nothing is left.
+    let started = std::time::Instant::now();
+    aws.ok(&["destroy", "p5.toml", "--yes", "--var", "gpu_nodes=3"]);
+    let calls = aws.calls();
+    eprintln!("destroy: {:.2}s, {} calls", started.elapsed().as_secs_f64(), calls.values().sum::<u64>());
+    let (vpcs, subnets, groups) = tagged(&aws, "nemo-eks-p5");
+    assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
+    assert!(runtime().block_on(eks.list_clusters().send()).unwrap().clusters().is_empty());
+    let templates = runtime().block_on(aws.ec2().describe_launch_templates().filters(stack_filter("nemo-eks-p5")).send()).unwrap();
+    assert!(templates.launch_templates().is_empty());
+    let groups = runtime().block_on(aws.ec2().describe_placement_groups().filters(stack_filter("nemo-eks-p5")).send()).unwrap();
+    assert!(groups.placement_groups().is_empty());
+    let roles = runtime().block_on(aws.iam().list_roles().send()).unwrap();
+    assert!(roles.roles().iter().all(|r| !r.role_name().starts_with("nemo-")));
+}
+
+/// p4de: four EFA interfaces, one per network card, checked against the emulator's
+/// DescribeInstanceTypes rather than the built-in table.
+#[test]
+fn eks_p4de_launch_template_has_four_efa_interfaces() {
+    let aws = Aws::new();
+    aws.write("p4de.toml", include_str!("../stacks/nemo-eks-p4de.toml"));
+    let stderr = aws.ok(&["up", "p4de.toml", "--yes", "-v"]);
+    assert!(stderr.contains("instance types: c5.2xlarge, p4de.24xlarge checked with AWS"), "{stderr}");
+    let layout: Vec<(i32, i32, String)> = efa_layout(&aws, "nemo-gpu").into_iter().map(|(c, d, t, _)| (c, d, t)).collect();
+    let efa = |c, d| (c, d, "efa".to_owned());
+    assert_eq!(layout, [efa(0, 0), efa(1, 1), efa(2, 1), efa(3, 1)]);
+    aws.ok(&["destroy", "p4de.toml", "--yes"]);
+}
+
+/// A zone that does not offer the type is refused from the emulator's offerings; without a
+/// reachable AWS the plan warns and checks against the built-in table.
+#[test]
+fn instance_type_offerings_are_checked_at_plan_time() {
+    let aws = Aws::new();
+    let stack = include_str!("../stacks/nemo-eks-p5.toml")
+        .replace("p5.48xlarge", "trn1.32xlarge")
+        .replace("zones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\"]", "zones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\", \"us-west-2d\"]");
+    aws.write("trn.toml", &stack);
+    let (code, stderr) = aws.forge(&["plan", "trn.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("zone `us-west-2c` does not offer `trn1.32xlarge`"), "{stderr}");
+    assert!(stderr.contains("zones that offer it: us-west-2b, us-west-2d"), "{stderr}");
+    let (code, stderr) = aws.forge(&["plan", "trn.toml", "--var", "gpu_zone=us-west-2d"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("+ eks.nemo.nodegroups.gpu.launch_template"), "{stderr}");
+    assert!(stderr.contains("ami_type = \"AL2023_x86_64_NEURON\""), "{stderr}");
+
+    let mut offline = aws.command(&["plan", "trn.toml", "--var", "gpu_zone=us-west-2c"]);
+    offline.env("AWS_ENDPOINT_URL", "http://127.0.0.1:9").env("AWS_MAX_ATTEMPTS", "1");
+    let out = offline.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("could not check instance types with AWS"), "{stderr}");
+}
+
+/// A wait that runs out leaves the create pending; the next `up` resumes waiting on the same
+/// cluster instead of making another.
+#[test]
+fn an_eks_wait_that_runs_out_resumes_on_the_next_up() {
+    let aws = Aws::new();
+    let stack = |timeout: &str| {
+        format!(
+            r#"[stack]
+name = "wait"
+[aws_vpc.main]
+cidr_block = "10.1.0.0/16"
+[aws_subnet.a]
+vpc_id = "${{aws_vpc.main.id}}"
+cidr_block = "10.1.0.0/20"
+availability_zone = "us-west-2a"
+[aws_subnet.b]
+vpc_id = "${{aws_vpc.main.id}}"
+cidr_block = "10.1.16.0/20"
+availability_zone = "us-west-2b"
+[aws_iam_role.cluster]
+name = "wait-cluster"
+assume_role_policy = {{ Version = "2012-10-17", Statement = [{{ Effect = "Allow", Principal = {{ Service = "eks.amazonaws.com" }}, Action = "sts:AssumeRole" }}] }}
+managed_policy_arns = ["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"]
+[aws_eks_cluster.main]
+name = "wait"
+role_arn = "${{aws_iam_role.cluster.arn}}"
+subnet_ids = ["${{aws_subnet.a.id}}", "${{aws_subnet.b.id}}"]
+timeouts = {{ create = "{timeout}" }}
+"#
+        )
+    };
+    aws.write("wait.toml", &stack("0s"));
+    let (code, stderr) = aws.forge(&["up", "wait.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("still CREATING"), "{stderr}");
+    assert!(stderr.contains("run `forge up` again to resume waiting"), "{stderr}");
+
+    // A longer timeout is not a change of the cluster: the plan resumes the same create.
+    aws.write("wait.toml", &stack("30m"));
+    let stderr = aws.ok(&["up", "wait.toml", "--yes"]);
+    assert!(stderr.contains("resuming an interrupted create"), "{stderr}");
+    assert!(stderr.contains("1 to add, 0 to change, 0 to replace"), "{stderr}");
+    let clusters = runtime().block_on(aws.eks().list_clusters().send()).unwrap();
+    assert_eq!(clusters.clusters(), ["wait"]);
+    let (code, stderr) = aws.forge(&["plan", "wait.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    aws.ok(&["destroy", "wait.toml", "--yes"]);
+    assert!(runtime().block_on(aws.eks().list_clusters().send()).unwrap().clusters().is_empty());
 }

@@ -599,3 +599,38 @@ fn vpc_component_errors() {
         insta::assert_snapshot!(format!("error_{name}"), stderr);
     }
 }
+
+/// The `eks` component's plan-time checks point at the attribute to blame (offline: the
+/// built-in instance table).
+#[cfg(feature = "aws")]
+#[test]
+fn eks_component_errors() {
+    let d = Dir::new();
+    let stack = |nodegroup: &str| {
+        format!(
+            "[stack]\nname = \"e\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\ncidr = \"10.0.0.0/16\"\nzones = [\"us-west-2a\", \"us-west-2b\"]\n[eks.train]\nvpc = \"vpc.main\"\n[eks.train.nodegroups.gpu]\n{nodegroup}\n"
+        )
+    };
+    let cases = [
+        ("eks_efa_without_zone", stack("instance_type = \"p5.48xlarge\"\nsize = 2")),
+        ("eks_zone_not_in_vpc", stack("instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2c\"")),
+        ("eks_efa_unsupported", stack("instance_type = \"c5.2xlarge\"\nsize = 2\nefa = true")),
+        ("eks_unknown_instance_type", stack("instance_type = \"p5.48xlage\"\nsize = 2\nzone = \"us-west-2a\"")),
+        ("eks_size_order", stack("instance_type = \"c5.2xlarge\"\nsize = { min = 3, max = 4, desired = 2 }")),
+        (
+            "eks_placement_with_reservation",
+            stack("instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2a\"\ncapacity_reservation_id = \"cr-0123\"\nplacement_group = true"),
+        ),
+        (
+            "eks_efa_with_instance_types",
+            stack("instance_types = [\"p5.48xlarge\"]\nsize = 2\nzone = \"us-west-2a\"\nefa = true"),
+        ),
+        ("eks_unknown_vpc", stack("instance_type = \"c5.2xlarge\"\nsize = 1").replace("vpc = \"vpc.main\"", "vpc = \"vpc.mian\"")),
+    ];
+    for (name, text) in cases {
+        d.write("e.toml", &text);
+        let (code, _, stderr) = d.run(&["validate", "e.toml"]);
+        assert_eq!(code, 1, "{name}: {stderr}");
+        insta::assert_snapshot!(format!("error_{name}"), stderr);
+    }
+}
