@@ -105,6 +105,25 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a kubeconfig context for an EKS cluster of the stack.
+    ///
+    /// Merges the cluster, user and context (named by the cluster's ARN, authenticating with
+    /// `aws eks get-token`, as `aws eks update-kubeconfig` does) into `--kubeconfig`, else the
+    /// first file of `$KUBECONFIG`, else `~/.kube/config`, and makes it the current context.
+    /// Other contexts are kept; the file is replaced whole or not at all.
+    Kubeconfig {
+        /// The stack file.
+        file: PathBuf,
+        /// The cluster: an `eks` block (`eks.train`) or an `aws_eks_cluster` address; needed
+        /// only when the stack has several.
+        cluster: Option<String>,
+        /// The kubeconfig file to merge into.
+        #[arg(long, value_name = "PATH")]
+        kubeconfig: Option<PathBuf>,
+        /// Print a kubeconfig with just this cluster instead of merging.
+        #[arg(long)]
+        print: bool,
+    },
     /// Check a stack file without reading state or calling a cloud.
     Validate {
         /// The stack file.

@@ -1076,29 +1076,55 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
     let started = std::time::Instant::now();
     aws.ok(&["up", "p5.toml", "--yes"]);
     let up_calls = aws.calls();
-    eprintln!("up: {:.2}s, {} calls", started.elapsed().as_secs_f64(), up_calls.values().sum::<u64>());
+    eprintln!(
+        "up: {:.2}s, {} calls",
+        started.elapsed().as_secs_f64(),
+        up_calls.values().sum::<u64>()
+    );
 
     let eks = aws.eks();
     let (cluster, gpu, system) = runtime().block_on(async {
         let cluster = eks.describe_cluster().name("nemo").send().await.unwrap().cluster().unwrap().clone();
         let group = |name: &'static str| {
             let eks = eks.clone();
-            async move { eks.describe_nodegroup().cluster_name("nemo").nodegroup_name(name).send().await.unwrap().nodegroup().unwrap().clone() }
+            async move {
+                eks.describe_nodegroup()
+                    .cluster_name("nemo")
+                    .nodegroup_name(name)
+                    .send()
+                    .await
+                    .unwrap()
+                    .nodegroup()
+                    .unwrap()
+                    .clone()
+            }
         };
         (cluster, group("gpu").await, group("system").await)
     });
     assert_eq!(cluster.status().unwrap().as_str(), "ACTIVE");
     assert_eq!(cluster.version(), Some("1.31"));
-    let cluster_sg = cluster.resources_vpc_config().unwrap().cluster_security_group_id().unwrap().to_owned();
+    let cluster_sg = cluster
+        .resources_vpc_config()
+        .unwrap()
+        .cluster_security_group_id()
+        .unwrap()
+        .to_owned();
 
     // 32 EFA interfaces: card 0 device 0, every other card device 1, EFA SG and cluster SG on each.
     let layout = efa_layout(&aws, "nemo-gpu");
     assert_eq!(layout.len(), 32);
     let (_, _, groups) = tagged(&aws, "nemo-eks-p5");
-    let efa_sg = groups.iter().find(|g| g.group_name() == Some("nemo-gpu-efa")).expect("the EFA security group");
+    let efa_sg = groups
+        .iter()
+        .find(|g| g.group_name() == Some("nemo-gpu-efa"))
+        .expect("the EFA security group");
     let efa_sg_id = efa_sg.group_id().unwrap().to_owned();
     for (i, (card, device, kind, sgs)) in layout.iter().enumerate() {
-        assert_eq!((*card, *device, kind.as_str()), (i as i32, if i == 0 { 0 } else { 1 }, "efa"), "interface {i}");
+        assert_eq!(
+            (*card, *device, kind.as_str()),
+            (i as i32, if i == 0 { 0 } else { 1 }, "efa"),
+            "interface {i}"
+        );
         let mut sgs = sgs.clone();
         sgs.sort();
         let mut want = vec![efa_sg_id.clone(), cluster_sg.clone()];
@@ -1110,19 +1136,33 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
         perms.len() == 1
             && perms[0].ip_protocol() == Some("-1")
             && perms[0].ip_ranges().is_empty()
-            && perms[0].user_id_group_pairs().iter().map(|p| p.group_id().unwrap()).collect::<Vec<_>>() == [efa_sg_id.as_str()]
+            && perms[0]
+                .user_id_group_pairs()
+                .iter()
+                .map(|p| p.group_id().unwrap())
+                .collect::<Vec<_>>()
+                == [efa_sg_id.as_str()]
     };
     assert!(only_self(efa_sg.ip_permissions()), "{:?}", efa_sg.ip_permissions());
     assert!(only_self(efa_sg.ip_permissions_egress()), "{:?}", efa_sg.ip_permissions_egress());
-    assert!(efa_sg.tags().iter().all(|t| !t.key().unwrap_or_default().starts_with("kubernetes.io/cluster/")));
+    assert!(
+        efa_sg
+            .tags()
+            .iter()
+            .all(|t| !t.key().unwrap_or_default().starts_with("kubernetes.io/cluster/"))
+    );
 
     // A `cluster` placement group in the launch template.
-    let placement = runtime().block_on(aws.ec2().describe_placement_groups().group_names("nemo-gpu").send()).unwrap();
+    let placement = runtime()
+        .block_on(aws.ec2().describe_placement_groups().group_names("nemo-gpu").send())
+        .unwrap();
     assert_eq!(placement.placement_groups()[0].strategy().unwrap().as_str(), "cluster");
 
     // The GPU group sits in one subnet, in us-west-2c; it takes its type from the template.
     assert_eq!(gpu.subnets().len(), 1);
-    let subnet = runtime().block_on(aws.ec2().describe_subnets().subnet_ids(&gpu.subnets()[0]).send()).unwrap();
+    let subnet = runtime()
+        .block_on(aws.ec2().describe_subnets().subnet_ids(&gpu.subnets()[0]).send())
+        .unwrap();
     assert_eq!(subnet.subnets()[0].availability_zone(), Some("us-west-2c"));
     assert_eq!(gpu.ami_type().unwrap().as_str(), "AL2023_x86_64_NVIDIA");
     assert!(gpu.launch_template().is_some());
@@ -1145,7 +1185,14 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
         arns.sort();
         arns
     };
-    assert_eq!(attached("nemo-node"), ["AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]);
+    assert_eq!(
+        attached("nemo-node"),
+        [
+            "AmazonEC2ContainerRegistryReadOnly",
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEKS_CNI_Policy"
+        ]
+    );
     assert_eq!(attached("nemo-cluster"), ["AmazonEKSClusterPolicy"]);
     let addons = runtime().block_on(eks.list_addons().cluster_name("nemo").send()).unwrap();
     let mut names = addons.addons().to_vec();
@@ -1160,28 +1207,46 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
     assert_eq!(code, 0, "{stderr}");
     let calls = aws.calls();
     assert!(mutating(&calls).is_empty(), "{calls:?}");
-    eprintln!("no-op plan: {:.2}s, {} calls", started.elapsed().as_secs_f64(), calls.values().sum::<u64>());
+    eprintln!(
+        "no-op plan: {:.2}s, {} calls",
+        started.elapsed().as_secs_f64(),
+        calls.values().sum::<u64>()
+    );
 
     // A size change updates the node group in place.
     let stderr = aws.ok(&["up", "p5.toml", "--yes", "--var", "gpu_nodes=3"]);
     assert!(stderr.contains("~ scaling.desired = 2 -> 3"), "{stderr}");
     assert!(stderr.contains("0 to add, 1 to change, 0 to replace, 0 to destroy"), "{stderr}");
     let calls = aws.calls();
-    assert_eq!(mutating(&calls), ["eks:POST /clusters/nemo/node-groups/gpu/update-config"], "{calls:?}");
-    let gpu = runtime().block_on(eks.describe_nodegroup().cluster_name("nemo").nodegroup_name("gpu").send()).unwrap();
+    assert_eq!(
+        mutating(&calls),
+        ["eks:POST /clusters/nemo/node-groups/gpu/update-config"],
+        "{calls:?}"
+    );
+    let gpu = runtime()
+        .block_on(eks.describe_nodegroup().cluster_name("nemo").nodegroup_name("gpu").send())
+        .unwrap();
     assert_eq!(gpu.nodegroup().unwrap().scaling_config().unwrap().desired_size(), Some(3));
 
     // Destroy: add-ons and node groups, then the cluster; nothing is left.
     let started = std::time::Instant::now();
     aws.ok(&["destroy", "p5.toml", "--yes", "--var", "gpu_nodes=3"]);
     let calls = aws.calls();
-    eprintln!("destroy: {:.2}s, {} calls", started.elapsed().as_secs_f64(), calls.values().sum::<u64>());
+    eprintln!(
+        "destroy: {:.2}s, {} calls",
+        started.elapsed().as_secs_f64(),
+        calls.values().sum::<u64>()
+    );
     let (vpcs, subnets, groups) = tagged(&aws, "nemo-eks-p5");
     assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
     assert!(runtime().block_on(eks.list_clusters().send()).unwrap().clusters().is_empty());
-    let templates = runtime().block_on(aws.ec2().describe_launch_templates().filters(stack_filter("nemo-eks-p5")).send()).unwrap();
+    let templates = runtime()
+        .block_on(aws.ec2().describe_launch_templates().filters(stack_filter("nemo-eks-p5")).send())
+        .unwrap();
     assert!(templates.launch_templates().is_empty());
-    let groups = runtime().block_on(aws.ec2().describe_placement_groups().filters(stack_filter("nemo-eks-p5")).send()).unwrap();
+    let groups = runtime()
+        .block_on(aws.ec2().describe_placement_groups().filters(stack_filter("nemo-eks-p5")).send())
+        .unwrap();
     assert!(groups.placement_groups().is_empty());
     let roles = runtime().block_on(aws.iam().list_roles().send()).unwrap();
     assert!(roles.roles().iter().all(|r| !r.role_name().starts_with("nemo-")));
@@ -1194,10 +1259,54 @@ fn eks_p4de_launch_template_has_four_efa_interfaces() {
     let aws = Aws::new();
     aws.write("p4de.toml", include_str!("../stacks/nemo-eks-p4de.toml"));
     let stderr = aws.ok(&["up", "p4de.toml", "--yes", "-v"]);
-    assert!(stderr.contains("instance types: c5.2xlarge, p4de.24xlarge checked with AWS"), "{stderr}");
+    assert!(
+        stderr.contains("instance types: c5.2xlarge, p4de.24xlarge checked with AWS"),
+        "{stderr}"
+    );
     let layout: Vec<(i32, i32, String)> = efa_layout(&aws, "nemo-gpu").into_iter().map(|(c, d, t, _)| (c, d, t)).collect();
     let efa = |c, d| (c, d, "efa".to_owned());
     assert_eq!(layout, [efa(0, 0), efa(1, 1), efa(2, 1), efa(3, 1)]);
+
+    // The kubeconfig context is merged beside the ones already there, twice without duplicates.
+    let other = "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: 'https://other'}\nusers:\n- name: other\n  user: {token: t}\ncontexts:\n- name: other\n  context: {cluster: other, user: other}\ncurrent-context: other\n";
+    let path = aws.write("kube.yaml", other);
+    for _ in 0..2 {
+        aws.ok(&["kubeconfig", "p4de.toml", "eks.nemo", "--kubeconfig", "kube.yaml"]);
+    }
+    let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let names = |list: &str| -> Vec<String> {
+        config[list]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let arn = "arn:aws:eks:us-west-2:".to_owned() + &aws.account + ":cluster/nemo";
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(names(list), ["other".to_owned(), arn.clone()], "{list}");
+    }
+    assert_eq!(config["current-context"].as_str(), Some(arn.as_str()));
+    let user = &config["users"][1]["user"]["exec"];
+    assert_eq!(user["command"].as_str(), Some("aws"));
+    let args: Vec<&str> = user["args"].as_sequence().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(
+        args,
+        [
+            "--region",
+            "us-west-2",
+            "eks",
+            "get-token",
+            "--cluster-name",
+            "nemo",
+            "--output",
+            "json"
+        ]
+    );
+    assert!(config["clusters"][1]["cluster"]["server"].as_str().unwrap().starts_with("https://"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+
     aws.ok(&["destroy", "p4de.toml", "--yes"]);
 }
 
@@ -1208,7 +1317,10 @@ fn instance_type_offerings_are_checked_at_plan_time() {
     let aws = Aws::new();
     let stack = include_str!("../stacks/nemo-eks-p5.toml")
         .replace("p5.48xlarge", "trn1.32xlarge")
-        .replace("zones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\"]", "zones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\", \"us-west-2d\"]");
+        .replace(
+            "zones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\"]",
+            "zones = [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\", \"us-west-2d\"]",
+        );
     aws.write("trn.toml", &stack);
     let (code, stderr) = aws.forge(&["plan", "trn.toml"]);
     assert_eq!(code, 1, "{stderr}");

@@ -558,6 +558,7 @@ fn help_and_completions() {
         "destroy",
         "graph",
         "output",
+        "kubeconfig",
         "validate",
         "state",
         "completions",
@@ -613,19 +614,33 @@ fn eks_component_errors() {
     };
     let cases = [
         ("eks_efa_without_zone", stack("instance_type = \"p5.48xlarge\"\nsize = 2")),
-        ("eks_zone_not_in_vpc", stack("instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2c\"")),
+        (
+            "eks_zone_not_in_vpc",
+            stack("instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2c\""),
+        ),
         ("eks_efa_unsupported", stack("instance_type = \"c5.2xlarge\"\nsize = 2\nefa = true")),
-        ("eks_unknown_instance_type", stack("instance_type = \"p5.48xlage\"\nsize = 2\nzone = \"us-west-2a\"")),
-        ("eks_size_order", stack("instance_type = \"c5.2xlarge\"\nsize = { min = 3, max = 4, desired = 2 }")),
+        (
+            "eks_unknown_instance_type",
+            stack("instance_type = \"p5.48xlage\"\nsize = 2\nzone = \"us-west-2a\""),
+        ),
+        (
+            "eks_size_order",
+            stack("instance_type = \"c5.2xlarge\"\nsize = { min = 3, max = 4, desired = 2 }"),
+        ),
         (
             "eks_placement_with_reservation",
-            stack("instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2a\"\ncapacity_reservation_id = \"cr-0123\"\nplacement_group = true"),
+            stack(
+                "instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2a\"\ncapacity_reservation_id = \"cr-0123\"\nplacement_group = true",
+            ),
         ),
         (
             "eks_efa_with_instance_types",
             stack("instance_types = [\"p5.48xlarge\"]\nsize = 2\nzone = \"us-west-2a\"\nefa = true"),
         ),
-        ("eks_unknown_vpc", stack("instance_type = \"c5.2xlarge\"\nsize = 1").replace("vpc = \"vpc.main\"", "vpc = \"vpc.mian\"")),
+        (
+            "eks_unknown_vpc",
+            stack("instance_type = \"c5.2xlarge\"\nsize = 1").replace("vpc = \"vpc.main\"", "vpc = \"vpc.mian\""),
+        ),
     ];
     for (name, text) in cases {
         d.write("e.toml", &text);

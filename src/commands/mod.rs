@@ -4,6 +4,7 @@
 mod completions;
 mod destroy;
 mod graph;
+mod kubeconfig;
 mod output;
 mod plan;
 mod state;
@@ -50,6 +51,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
         Command::Graph { file, format } => graph::run(&session, &file, format),
         Command::Output { file, name, json } => output::run(&session, &file, name.as_deref(), json),
+        Command::Kubeconfig {
+            file,
+            cluster,
+            kubeconfig,
+            print,
+        } => kubeconfig::run(&session, &file, cluster.as_deref(), kubeconfig.as_deref(), print),
         Command::Validate { file } => validate::run(&session, &file),
         Command::State(cmd) => state::run(&session, cmd),
         Command::Completions { shell } => completions::run(shell),

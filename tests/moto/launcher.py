@@ -234,16 +234,25 @@ def _drop_gone(objects):
     return sum(objects.pop(key, None) is not None for key in gone)
 
 
-def cluster_security_group(backend, cluster):
-    """EKS makes a security group for each cluster in its VPC (`eks-cluster-sg-NAME-…`, all
-    traffic from itself) and reports it as `clusterSecurityGroupId`; moto makes none."""
+def cluster_vpc(backend, subnet_ids):
+    """The EC2 backend and the VPC of a new cluster's subnets; EKS refuses unknown subnets."""
     from moto.ec2.models import ec2_backends
 
     ec2 = ec2_backends[backend.account_id][backend.region_name]
-    subnets = cluster.resources_vpc_config.get("subnetIds") or []
-    if not subnets:
-        return
-    vpc_id = ec2.get_subnet(subnets[0]).vpc_id
+    vpcs = set()
+    for subnet_id in subnet_ids or []:
+        try:
+            vpcs.add(ec2.get_subnet(subnet_id).vpc_id)
+        except Exception:
+            raise InvalidParameterException(clusterName=None, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"Subnet {subnet_id} does not exist") from None
+    if len(vpcs) != 1:
+        raise InvalidParameterException(clusterName=None, nodegroupName=None, fargateProfileName=None, addonName=None, message="Subnets specified must be in the same VPC")
+    return ec2, vpcs.pop()
+
+
+def cluster_security_group(ec2, vpc_id, cluster):
+    """EKS makes a security group for each cluster in its VPC (`eks-cluster-sg-NAME-…`) and
+    reports it as `clusterSecurityGroupId`; moto makes none."""
     tags = {f"kubernetes.io/cluster/{cluster.name}": "owned", "aws:eks:cluster-name": cluster.name}
     group = ec2.create_security_group(f"eks-cluster-sg-{cluster.name}-{random.getrandbits(32)}", "EKS created security group applied to ENI that is attached to EKS Control Plane master nodes, as well as any managed workloads.", vpc_id=vpc_id, tags=tags)
     cluster.resources_vpc_config.update(vpcId=vpc_id, clusterSecurityGroupId=group.id)
@@ -275,9 +284,12 @@ _moto_eks = {name: getattr(EKSBackend, name) for name in ("create_cluster", "cre
 
 
 def eks_create_cluster(self, **kwargs):
+    if kwargs["name"] in self.clusters:  # moto's own ResourceInUseException, before any check
+        return _moto_eks["create_cluster"](self, **kwargs)
+    ec2, vpc_id = cluster_vpc(self, (kwargs.get("resources_vpc_config") or {}).get("subnetIds"))
     cluster = _moto_eks["create_cluster"](self, **kwargs)
     cluster.resources_vpc_config = {**DEFAULT_ENDPOINT_ACCESS, **(cluster.resources_vpc_config or {})}
-    cluster_security_group(self, cluster)
+    cluster_security_group(ec2, vpc_id, cluster)
     start_phase(cluster, "forge::eks_cluster_create", "CREATING", "ACTIVE")
     return cluster
 

@@ -120,15 +120,24 @@ class Launcher(unittest.TestCase):
             call(*args, **kwargs)
         self.assertEqual(err.exception.response["Error"]["Code"], code)
 
+    def subnets(self, account, count):
+        ec2 = self.client("ec2", account)
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        return ec2, [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24")["Subnet"]["SubnetId"] for i in range(count)]
+
     def test_eks_cluster_and_node_group_phases(self):
         account = "121212121212"
         eks = self.client("eks", account)
+        ec2, (subnet_1, subnet_2) = self.subnets(account, 2)
         role = f"arn:aws:iam::{account}:role/eks"
-        created = eks.create_cluster(name="c", version="1.30", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]})["cluster"]
+        self.assertCode("InvalidParameterException", eks.create_cluster, name="c", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-0"]})
+        created = eks.create_cluster(name="c", version="1.30", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet_1, subnet_2]})["cluster"]
         self.assertEqual((created["status"], created["accessConfig"]["authenticationMode"]), ("CREATING", "CONFIG_MAP"))
+        cluster_sg = created["resourcesVpcConfig"]["clusterSecurityGroupId"]
+        self.assertEqual(len(ec2.describe_security_groups(GroupIds=[cluster_sg])["SecurityGroups"]), 1)
         cluster = lambda: eks.describe_cluster(name="c")["cluster"]  # noqa: E731
         nodegroup = lambda: eks.describe_nodegroup(clusterName="c", nodegroupName="ng")["nodegroup"]  # noqa: E731
-        new_nodegroup = dict(clusterName="c", nodegroupName="ng", nodeRole=role, subnets=["subnet-1"], scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 1})
+        new_nodegroup = dict(clusterName="c", nodegroupName="ng", nodeRole=role, subnets=[subnet_1], scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 1})
         self.assertCode("InvalidRequestException", eks.create_nodegroup, **new_nodegroup)
         self.wait_for(lambda: cluster()["status"], "ACTIVE")
 
@@ -154,9 +163,10 @@ class Launcher(unittest.TestCase):
 
         self.assertEqual(eks.delete_cluster(name="c")["cluster"]["status"], "DELETING")
         self.assertEqual((cluster()["status"], eks.list_clusters()["clusters"]), ("DELETING", ["c"]))
-        self.assertCode("ResourceInUseException", eks.create_cluster, name="c", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+        self.assertCode("ResourceInUseException", eks.create_cluster, name="c", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet_1]})
         self.wait_for(lambda: eks.list_clusters()["clusters"], [])
         self.assertCode("ResourceNotFoundException", eks.describe_cluster, name="c")
+        self.assertCode("InvalidGroup.NotFound", ec2.describe_security_groups, GroupIds=[cluster_sg])
 
     def test_eks_addons(self):
         account = "131313131313"
@@ -165,7 +175,8 @@ class Launcher(unittest.TestCase):
         defaults = [v["addonVersion"] for a in catalogue for v in a["addonVersions"] if v["compatibilities"][0]["defaultVersion"]]
         self.assertEqual(([a["addonName"] for a in catalogue], len(defaults)), (["vpc-cni"], 1))
         role = f"arn:aws:iam::{account}:role/eks"
-        eks.create_cluster(name="c", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+        _, (subnet_1,) = self.subnets(account, 1)
+        eks.create_cluster(name="c", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet_1]})
         self.assertCode("InvalidRequestException", eks.create_addon, clusterName="c", addonName="vpc-cni")
         self.wait_for(lambda: eks.describe_cluster(name="c")["cluster"]["status"], "ACTIVE")
 
@@ -177,7 +188,7 @@ class Launcher(unittest.TestCase):
         endpoint = eks.update_cluster_config(name="c", resourcesVpcConfig={"endpointPrivateAccess": True})["update"]
         self.assertEqual(endpoint["type"], "EndpointAccessUpdate")
         vpc = eks.describe_cluster(name="c")["cluster"]["resourcesVpcConfig"]
-        self.assertEqual((vpc["subnetIds"], vpc["endpointPrivateAccess"], vpc["endpointPublicAccess"]), (["subnet-1"], True, True))
+        self.assertEqual((vpc["subnetIds"], vpc["endpointPrivateAccess"], vpc["endpointPublicAccess"]), ([subnet_1], True, True))
         described = lambda: eks.describe_addon(clusterName="c", addonName="vpc-cni")["addon"]  # noqa: E731
         self.wait_for(lambda: described()["status"], "ACTIVE")
         self.assertEqual(eks.list_addons(clusterName="c")["addons"], ["vpc-cni"])

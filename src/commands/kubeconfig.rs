@@ -1,0 +1,201 @@
+//! `forge kubeconfig FILE [CLUSTER]`: a kubeconfig context for an EKS cluster of the stack,
+//! merged into the user's kubeconfig the way `aws eks update-kubeconfig` does it — entries named
+//! by the cluster's ARN, authentication through `aws eks get-token`, other contexts untouched.
+
+use super::Session;
+use crate::error::{CommandError, Exit};
+use crate::state::lock::LockMode;
+use crate::state::{ResourceRecord, Status};
+use miette::Result;
+use serde_json::Value;
+use serde_yaml_ng::{Mapping, Value as Yaml};
+use std::path::{Path, PathBuf};
+
+/// Runs `forge kubeconfig`.
+pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option<&Path>, print: bool) -> Result<Exit> {
+    let (stack, _) = session.load(file)?;
+    let clusters: Vec<&str> = stack
+        .resources
+        .iter()
+        .filter(|r| r.kind == "aws_eks_cluster")
+        .map(|r| r.address.as_str())
+        .collect();
+    let address = match cluster {
+        Some(wanted) => clusters
+            .iter()
+            .find(|a| **a == wanted || **a == format!("{wanted}.cluster"))
+            .copied()
+            .ok_or_else(|| {
+                CommandError::new(
+                    format!("`{}` has no EKS cluster `{wanted}`", stack.source.name),
+                    crate::stack::diagnostic::suggestion(wanted, &clusters),
+                )
+            })?,
+        None => match clusters.as_slice() {
+            [one] => one,
+            [] => {
+                return Err(CommandError::new(
+                    format!("`{}` declares no EKS cluster", stack.source.name),
+                    "add an `[eks.<name>]` block",
+                )
+                .into());
+            }
+            many => {
+                return Err(CommandError::new(
+                    format!("`{}` declares {} EKS clusters", stack.source.name, many.len()),
+                    format!("name one: {}", many.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")),
+                )
+                .into());
+            }
+        },
+    };
+    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "kubeconfig")?;
+    let record = loaded
+        .state
+        .resources
+        .get(address)
+        .filter(|r| r.status == Status::Created)
+        .ok_or_else(|| {
+            CommandError::new(
+                format!("`{address}` is not created yet"),
+                format!("run `forge up {}` first", file.display()),
+            )
+        })?;
+    let aws = stack.providers.get("aws");
+    let setting = |key: &str| aws.and_then(|a| a.get(key)).and_then(Value::as_str).map(str::to_owned);
+    let region = setting("region")
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .ok_or_else(|| CommandError::new("no AWS region", "set `region` under `[aws]` in the stack, or AWS_REGION"))?;
+    let entries = Entries::of(record, &region, setting("profile").as_deref())?;
+    if print {
+        let mut config = empty();
+        entries.merge_into(&mut config);
+        print!("{}", serde_yaml_ng::to_string(&config).expect("YAML values serialize"));
+        return Ok(Exit::Ok);
+    }
+    let path = target.map(Path::to_owned).unwrap_or_else(default_path);
+    let mut config = match std::fs::read_to_string(&path) {
+        Ok(text) if !text.trim().is_empty() => serde_yaml_ng::from_str(&text).map_err(|e| {
+            CommandError::new(
+                format!("cannot read the kubeconfig `{}`: {e}", path.display()),
+                "fix or move the file, or write elsewhere with `--kubeconfig PATH`; forge changes nothing in a file it cannot read",
+            )
+        })?,
+        Ok(_) => empty(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => empty(),
+        Err(e) => return Err(CommandError::new(format!("cannot read `{}`: {e}", path.display()), "check its permissions").into()),
+    };
+    entries.merge_into(&mut config);
+    write(&path, &config)?;
+    session.printer.info(&format!(
+        "Context `{}` for `{address}` is in {} and is now the current context; try `kubectl get nodes`.",
+        entries.name,
+        path.display()
+    ));
+    Ok(Exit::Ok)
+}
+
+/// The cluster, user and context entries for one cluster, all named by its ARN.
+struct Entries {
+    name: String,
+    cluster: Yaml,
+    user: Yaml,
+}
+
+impl Entries {
+    fn of(record: &ResourceRecord, region: &str, profile: Option<&str>) -> Result<Entries> {
+        let output = |key: &str| record.outputs.get(key).and_then(Value::as_str).map(str::to_owned);
+        let (Some(name), Some(arn), Some(endpoint), Some(ca)) =
+            (output("name"), output("arn"), output("endpoint"), output("certificate_authority"))
+        else {
+            return Err(CommandError::new(
+                format!("the state of `{}` lacks the cluster's endpoint or certificate", record.address),
+                "run `forge up` again to read them",
+            )
+            .into());
+        };
+        let cluster = yaml(serde_json::json!({ "server": endpoint, "certificate-authority-data": ca }));
+        let mut exec = serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "aws",
+            "args": ["--region", region, "eks", "get-token", "--cluster-name", name, "--output", "json"],
+        });
+        if let Some(profile) = profile {
+            exec["env"] = serde_json::json!([{ "name": "AWS_PROFILE", "value": profile }]);
+        }
+        Ok(Entries {
+            name: arn,
+            cluster,
+            user: yaml(serde_json::json!({ "exec": exec })),
+        })
+    }
+
+    /// Replaces this cluster's entries (or adds them) and makes its context current.
+    fn merge_into(&self, config: &mut Yaml) {
+        let map = config.as_mapping_mut().expect("a kubeconfig is a mapping");
+        let context = yaml(serde_json::json!({ "cluster": self.name, "user": self.name }));
+        for (list, key, value) in [
+            ("clusters", "cluster", &self.cluster),
+            ("users", "user", &self.user),
+            ("contexts", "context", &context),
+        ] {
+            let entries = map.entry(list.into()).or_insert_with(|| Yaml::Sequence(Vec::new()));
+            if !entries.is_sequence() {
+                *entries = Yaml::Sequence(Vec::new());
+            }
+            let seq = entries.as_sequence_mut().expect("made a sequence above");
+            seq.retain(|e| e.get("name").and_then(Yaml::as_str) != Some(self.name.as_str()));
+            let mut entry = Mapping::new();
+            entry.insert("name".into(), self.name.clone().into());
+            entry.insert(key.into(), value.clone());
+            seq.push(Yaml::Mapping(entry));
+        }
+        map.insert("current-context".into(), self.name.clone().into());
+    }
+}
+
+fn yaml(value: Value) -> Yaml {
+    serde_yaml_ng::to_value(value).expect("JSON values are YAML values")
+}
+
+fn empty() -> Yaml {
+    yaml(serde_json::json!({ "apiVersion": "v1", "kind": "Config", "preferences": {}, "clusters": [], "users": [], "contexts": [] }))
+}
+
+/// `$KUBECONFIG`'s first file, else `~/.kube/config` (as kubectl picks).
+fn default_path() -> PathBuf {
+    if let Some(first) = std::env::var_os("KUBECONFIG").and_then(|k| std::env::split_paths(&k).next()) {
+        return first;
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    home.join(".kube").join("config")
+}
+
+/// Writes the file whole or not at all (a temporary file renamed over it), readable by its
+/// owner only: it names credentials commands.
+fn write(path: &Path, config: &Yaml) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: std::io::Error| {
+        CommandError::new(
+            format!("cannot write the kubeconfig `{}`: {e}", path.display()),
+            "check the directory's permissions",
+        )
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+    }
+    let tmp = path.with_extension("forge-tmp");
+    let text = serde_yaml_ng::to_string(config).expect("YAML values serialize");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(failed)?;
+    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(failed)?;
+    std::fs::rename(&tmp, path).map_err(failed)?;
+    Ok(())
+}
