@@ -33,31 +33,11 @@ struct Log {
 struct Recorder(Arc<Log>);
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "delay_ms",
-        ty: FieldType::Integer,
-        required: false,
-    },
-    Field {
-        name: "fail",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "flaky",
-        ty: FieldType::Integer,
-        required: false,
-    },
-    Field {
-        name: "hang",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "label",
-        ty: FieldType::String,
-        required: false,
-    },
+    Field::optional("delay_ms", FieldType::Integer),
+    Field::optional("fail", FieldType::Bool),
+    Field::optional("flaky", FieldType::Integer),
+    Field::optional("hang", FieldType::Bool),
+    Field::optional("label", FieldType::String),
 ];
 
 impl Recorder {

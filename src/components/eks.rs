@@ -14,66 +14,18 @@ use serde_json::{Map, Value, json};
 pub const COMPONENT: Component = Component {
     name: "eks",
     schema: &[
-        Field {
-            name: "name",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "version",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "vpc",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "vpc_id",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "subnet_ids",
-            ty: FieldType::List,
-            required: false,
-        },
-        Field {
-            name: "endpoint",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "authentication_mode",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "logging",
-            ty: FieldType::List,
-            required: false,
-        },
-        Field {
-            name: "addons",
-            ty: FieldType::List,
-            required: false,
-        },
-        Field {
-            name: "nodegroups",
-            ty: FieldType::Table,
-            required: true,
-        },
-        Field {
-            name: "timeouts",
-            ty: FieldType::Table,
-            required: false,
-        },
-        Field {
-            name: "tags",
-            ty: FieldType::Table,
-            required: false,
-        },
+        Field::optional("name", FieldType::String),
+        Field::optional("version", FieldType::String),
+        Field::optional("vpc", FieldType::String),
+        Field::optional("vpc_id", FieldType::String),
+        Field::optional("subnet_ids", FieldType::List),
+        Field::optional("endpoint", FieldType::String),
+        Field::optional("authentication_mode", FieldType::String),
+        Field::optional("logging", FieldType::List),
+        Field::optional("addons", FieldType::List),
+        Field::required("nodegroups", FieldType::Table),
+        Field::optional("timeouts", FieldType::Table),
+        Field::optional("tags", FieldType::Table),
     ],
     expand,
 };

@@ -10,21 +10,9 @@ use serde_json::{Map, Value, json};
 pub const COMPONENT: Component = Component {
     name: "null_layers",
     schema: &[
-        Field {
-            name: "layers",
-            ty: FieldType::Integer,
-            required: true,
-        },
-        Field {
-            name: "width",
-            ty: FieldType::Integer,
-            required: true,
-        },
-        Field {
-            name: "delay_ms",
-            ty: FieldType::Integer,
-            required: false,
-        },
+        Field::required("layers", FieldType::Integer),
+        Field::required("width", FieldType::Integer),
+        Field::optional("delay_ms", FieldType::Integer),
     ],
     expand,
 };

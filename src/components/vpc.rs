@@ -12,36 +12,12 @@ use std::net::Ipv4Addr;
 pub const COMPONENT: Component = Component {
     name: "vpc",
     schema: &[
-        Field {
-            name: "cidr",
-            ty: FieldType::String,
-            required: true,
-        },
-        Field {
-            name: "zones",
-            ty: FieldType::List,
-            required: true,
-        },
-        Field {
-            name: "nat",
-            ty: FieldType::String,
-            required: false,
-        },
-        Field {
-            name: "public_subnet_bits",
-            ty: FieldType::Integer,
-            required: false,
-        },
-        Field {
-            name: "private_subnet_bits",
-            ty: FieldType::Integer,
-            required: false,
-        },
-        Field {
-            name: "tags",
-            ty: FieldType::Table,
-            required: false,
-        },
+        Field::required("cidr", FieldType::String),
+        Field::required("zones", FieldType::List),
+        Field::optional("nat", FieldType::String),
+        Field::optional("public_subnet_bits", FieldType::Integer),
+        Field::optional("private_subnet_bits", FieldType::Integer),
+        Field::optional("tags", FieldType::Table),
     ],
     expand,
 };

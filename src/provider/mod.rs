@@ -85,6 +85,18 @@ pub struct Field {
     pub required: bool,
 }
 
+impl Field {
+    /// An attribute every block must set.
+    pub const fn required(name: &'static str, ty: FieldType) -> Field {
+        Field { name, ty, required: true }
+    }
+
+    /// An attribute a block may leave out.
+    pub const fn optional(name: &'static str, ty: FieldType) -> Field {
+        Field { name, ty, required: false }
+    }
+}
+
 /// What the cloud call may report while it runs: a short status shown on the resource's
 /// progress line ("CREATING", "waiting for ACTIVE").
 pub type StatusFn = Arc<dyn Fn(&str) + Send + Sync>;

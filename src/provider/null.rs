@@ -10,16 +10,8 @@ use std::time::Duration;
 pub struct Null;
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "triggers",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "delay_ms",
-        ty: FieldType::Integer,
-        required: false,
-    },
+    Field::optional("triggers", FieldType::Table),
+    Field::optional("delay_ms", FieldType::Integer),
 ];
 
 async fn pause(ctx: &Ctx, config: &Value, doing: &str) {

@@ -22,36 +22,16 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
     (
         "aws",
         &[
-            Field {
-                name: "region",
-                ty: FieldType::String,
-                required: false,
-            },
-            Field {
-                name: "profile",
-                ty: FieldType::String,
-                required: false,
-            },
-            Field {
-                name: "default_tags",
-                ty: FieldType::Table,
-                required: false,
-            },
+            Field::optional("region", FieldType::String),
+            Field::optional("profile", FieldType::String),
+            Field::optional("default_tags", FieldType::Table),
         ],
     ),
     (
         "gcp",
         &[
-            Field {
-                name: "project",
-                ty: FieldType::String,
-                required: false,
-            },
-            Field {
-                name: "region",
-                ty: FieldType::String,
-                required: false,
-            },
+            Field::optional("project", FieldType::String),
+            Field::optional("region", FieldType::String),
         ],
     ),
 ];

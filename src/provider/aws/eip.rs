@@ -9,11 +9,7 @@ use std::collections::HashSet;
 /// The `aws_eip` kind.
 pub struct Eip;
 
-const SCHEMA: &[Field] = &[Field {
-    name: "tags",
-    ty: FieldType::Table,
-    required: false,
-}];
+const SCHEMA: &[Field] = &[Field::optional("tags", FieldType::Table)];
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(String, String)>, ProviderError> {
     let found = aws

@@ -3,16 +3,19 @@
 
 use super::{Clients, Poll, TOKEN_TAG, error, wait_until};
 use crate::provider::{Ctx, ProviderError};
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_eks::types::UpdateStatus;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::future::Future;
 use std::time::Duration;
 
 /// EKS's error code for a cluster, node group, add-on or update that does not exist.
 pub const NOT_FOUND: &str = "ResourceNotFoundException";
 
 /// EKS's error code for a name that is taken (or an object still in use).
-pub const IN_USE: &str = "ResourceInUseException";
+const IN_USE: &str = "ResourceInUseException";
 
 /// The tags an EKS object is created with: the block's, forge's, and `forge:token`.
 pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
@@ -27,8 +30,36 @@ pub fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> 
     has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
 }
 
+/// The result of a create: EKS refusing a taken name is a success when the object there is
+/// this create's own (an earlier try made it; `tags` reads its tags), an error otherwise.
+#[allow(clippy::too_many_arguments)]
+pub async fn created_or_own<T, E, F, Fut>(
+    ctx: &Ctx,
+    aws: &Clients,
+    token: &str,
+    operation: &str,
+    what: &str,
+    name: &str,
+    made: Result<T, SdkError<E, HttpResponse>>,
+    tags: F,
+) -> Result<(), ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Option<HashMap<String, String>>, ProviderError>>,
+{
+    match made {
+        Ok(_) => Ok(()),
+        Err(e) if super::code(&e) == Some(IN_USE) => match tags().await? {
+            Some(tags) if owned(ctx, token, Some(&tags)) => Ok(()),
+            _ => Err(name_taken(ctx, what, name)),
+        },
+        Err(e) => Err(error(aws, operation, e)),
+    }
+}
+
 /// The error for an EKS name taken by an object this resource did not create.
-pub fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
     ProviderError {
         message: format!(
             "an EKS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
@@ -117,6 +148,61 @@ pub async fn wait_update(
             }
             Some(status) => Poll::Pending(format!("update {}", status.as_str())),
             None => Poll::Pending("update pending".into()),
+        })
+    })
+    .await
+}
+
+/// The id of an object that lives in a cluster (node group, add-on): `<cluster>/<name>`.
+pub fn child_id(cluster: &str, name: &str) -> String {
+    format!("{cluster}/{name}")
+}
+
+/// A child id's cluster and name (neither may hold a `/`).
+pub fn split(id: &str) -> (&str, &str) {
+    id.split_once('/').unwrap_or((id, id))
+}
+
+/// The child id a block will have, known at plan time from `cluster_name` and `name`.
+pub fn planned_child_id(config: &Value) -> Value {
+    match (
+        config.get("cluster_name").and_then(Value::as_str),
+        config.get("name").and_then(Value::as_str),
+    ) {
+        (Some(cluster), Some(name)) => Value::String(child_id(cluster, name)),
+        _ => Value::Null,
+    }
+}
+
+/// Which child `ids` still exist: one `list` (all pages) per cluster they name; `list` gives
+/// `None` when the cluster itself is gone.
+pub async fn live_children<F, Fut>(ids: &[String], list: F) -> Result<HashSet<String>, ProviderError>
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<Option<Vec<String>>, ProviderError>>,
+{
+    let clusters: BTreeSet<&str> = ids.iter().map(|id| split(id).0).collect();
+    let mut live = HashSet::new();
+    for cluster in clusters {
+        for name in list(cluster.to_owned()).await?.unwrap_or_default() {
+            live.insert(child_id(cluster, &name));
+        }
+    }
+    live.retain(|id| ids.contains(id));
+    Ok(live)
+}
+
+/// After a delete EKS accepted: waits until `status` finds nothing (it gives the object's
+/// status while it is still there).
+pub async fn wait_gone<F, Fut>(ctx: &Ctx, limit: Duration, status: F) -> Result<(), ProviderError>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Option<String>, ProviderError>>,
+{
+    wait_until(ctx, limit, || async {
+        Ok(match status().await? {
+            None => Poll::Done,
+            Some(status) => Poll::Pending(status),
         })
     })
     .await

@@ -3,7 +3,10 @@
 //! cluster's Kubernetes version) or left out (EKS's default for that version). Creation waits
 //! CREATING → ACTIVE; version, service account role and configuration change in place.
 
-use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, name_taken, owned, sync_tags, wait_update};
+use super::eks::{
+    NOT_FOUND, Scope, child_id, create_tags, created_or_own, live_children, owned, planned_child_id, split, sync_tags, wait_gone,
+    wait_update,
+};
 use super::{Clients, Poll, error, parse, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
@@ -30,51 +33,18 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "cluster_name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "version",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "service_account_role_arn",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "configuration_values",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "timeouts",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("cluster_name", FieldType::String),
+    Field::required("name", FieldType::String),
+    Field::optional("version", FieldType::String),
+    Field::optional("service_account_role_arn", FieldType::String),
+    Field::optional("configuration_values", FieldType::String),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
 ];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
-
-/// An add-on's id: `<cluster>/<add-on>`.
-fn split(id: &str) -> (&str, &str) {
-    id.split_once('/').unwrap_or((id, id))
-}
 
 async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Addon>, ProviderError> {
     match aws.eks.describe_addon().cluster_name(cluster).addon_name(name).send().await {
@@ -160,7 +130,7 @@ fn version_key(version: &str) -> Vec<u64> {
 
 fn outputs(cluster: &str, a: &Addon) -> Value {
     let name = a.addon_name().unwrap_or_default();
-    json!({ "id": format!("{cluster}/{name}"), "name": name, "arn": a.addon_arn(), "version": a.addon_version() })
+    json!({ "id": child_id(cluster, name), "name": name, "arn": a.addon_arn(), "version": a.addon_version() })
 }
 
 impl Kind for EksAddon {
@@ -181,13 +151,7 @@ impl Kind for EksAddon {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = match (
-            config.get("cluster_name").and_then(Value::as_str),
-            config.get("name").and_then(Value::as_str),
-        ) {
-            (Some(cluster), Some(name)) => json!(format!("{cluster}/{name}")),
-            _ => Value::Null,
-        };
+        let id = planned_child_id(config);
         let version = match config.get("version").and_then(Value::as_str) {
             Some(v) if v != "latest" => json!(v),
             _ => prior_output(prior, "version"),
@@ -215,18 +179,16 @@ impl Kind for EksAddon {
                 .set_tags(Some(create_tags(ctx, token, config)))
                 .send()
                 .await;
-            match made {
-                Ok(_) => {}
-                Err(e) if super::code(&e) == Some(IN_USE) => match describe(aws, &cfg.cluster_name, &cfg.name).await? {
-                    Some(a) if owned(ctx, token, a.tags()) => {}
-                    _ => return Err(name_taken(ctx, "add-on", &cfg.name)),
-                },
-                Err(e) => return Err(error(aws, "CreateAddon", e)),
-            }
+            created_or_own(ctx, aws, token, "CreateAddon", "add-on", &cfg.name, made, || async {
+                Ok(describe(aws, &cfg.cluster_name, &cfg.name)
+                    .await?
+                    .and_then(|found| found.tags().cloned()))
+            })
+            .await?;
             let addon = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
             Ok(Created {
                 outputs: outputs(&cfg.cluster_name, &addon),
-                id: format!("{}/{}", cfg.cluster_name, cfg.name),
+                id: child_id(&cfg.cluster_name, &cfg.name),
             })
         })
     }
@@ -235,20 +197,19 @@ impl Kind for EksAddon {
     fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let clusters: HashSet<&str> = ids.iter().map(|id| split(id).0).collect();
-            let mut live = HashSet::new();
-            for cluster in clusters {
+            live_children(ids, |cluster| async move {
+                let mut names = Vec::new();
                 let mut pages = aws.eks.list_addons().cluster_name(cluster).into_paginator().send();
                 while let Some(page) = pages.next().await {
                     match page {
-                        Ok(page) => live.extend(page.addons().iter().map(|a| format!("{cluster}/{a}"))),
-                        Err(e) if super::code(&e) == Some(NOT_FOUND) => break,
+                        Ok(page) => names.extend(page.addons().iter().cloned()),
+                        Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(None),
                         Err(e) => return Err(error(aws, "ListAddons", e)),
                     }
                 }
-            }
-            live.retain(|id| ids.contains(id));
-            Ok(live)
+                Ok(Some(names))
+            })
+            .await
         })
     }
 
@@ -258,7 +219,7 @@ impl Kind for EksAddon {
             let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
             Ok(found
                 .filter(|a| owned(ctx, token, a.tags()))
-                .map(|_| format!("{}/{}", cfg.cluster_name, cfg.name)))
+                .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
         })
     }
 
@@ -303,11 +264,10 @@ impl Kind for EksAddon {
                 Err(e) => return Err(error(aws, "DeleteAddon", e)),
                 Ok(_) => {}
             }
-            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(match describe(aws, cluster, name).await? {
-                    None => Poll::Done,
-                    Some(a) => Poll::Pending(a.status().map_or("DELETING", |s| s.as_str()).to_owned()),
-                })
+            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(describe(aws, cluster, name)
+                    .await?
+                    .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
             })
             .await
         })

@@ -4,7 +4,7 @@
 //! same cluster. Version, endpoint access, authentication mode and logging change in place, one
 //! EKS update at a time; deletion waits until the cluster is gone.
 
-use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, name_taken, owned, sync_tags, wait_update};
+use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_gone, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
@@ -51,61 +51,17 @@ fn default_authentication_mode() -> String {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "role_arn",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "version",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "subnet_ids",
-        ty: FieldType::List,
-        required: true,
-    },
-    Field {
-        name: "security_group_ids",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "endpoint_public_access",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "endpoint_private_access",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "authentication_mode",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "logging",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "timeouts",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::required("role_arn", FieldType::String),
+    Field::optional("version", FieldType::String),
+    Field::required("subnet_ids", FieldType::List),
+    Field::optional("security_group_ids", FieldType::List),
+    Field::optional("endpoint_public_access", FieldType::Bool),
+    Field::optional("endpoint_private_access", FieldType::Bool),
+    Field::optional("authentication_mode", FieldType::String),
+    Field::optional("logging", FieldType::List),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// A control plane takes 10–15 minutes, sometimes more; eksctl waits 25.
@@ -279,14 +235,10 @@ impl Kind for EksCluster {
                 .set_tags(Some(create_tags(ctx, token, config)))
                 .send()
                 .await;
-            match made {
-                Ok(_) => {}
-                Err(e) if super::code(&e) == Some(IN_USE) => match describe(aws, &cfg.name).await? {
-                    Some(c) if owned(ctx, token, c.tags()) => {}
-                    _ => return Err(name_taken(ctx, "cluster", &cfg.name)),
-                },
-                Err(e) => return Err(error(aws, "CreateCluster", e)),
-            }
+            created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
+                Ok(describe(aws, &cfg.name).await?.and_then(|found| found.tags().cloned()))
+            })
+            .await?;
             let cluster = wait_active(ctx, aws, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
             Ok(Created {
                 outputs: outputs(&cluster),
@@ -373,11 +325,10 @@ impl Kind for EksCluster {
                 Err(e) => return Err(error(aws, "DeleteCluster", e)),
                 Ok(_) => {}
             }
-            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(match describe(aws, id).await? {
-                    None => Poll::Done,
-                    Some(c) => Poll::Pending(c.status().map_or("DELETING", |s| s.as_str()).to_owned()),
-                })
+            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(describe(aws, id)
+                    .await?
+                    .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
             })
             .await
         })

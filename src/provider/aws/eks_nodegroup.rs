@@ -4,7 +4,10 @@
 //! followed to its end with DescribeUpdate. Deletion waits until the group is gone, so the
 //! cluster after it can be deleted.
 
-use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, name_taken, owned, sync_tags, wait_update};
+use super::eks::{
+    NOT_FOUND, Scope, child_id, create_tags, created_or_own, live_children, owned, planned_child_id, split, sync_tags, wait_gone,
+    wait_update,
+};
 use super::{Clients, Poll, error, parse, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
@@ -89,92 +92,27 @@ impl TaintConfig {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "cluster_name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "node_role_arn",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "subnet_ids",
-        ty: FieldType::List,
-        required: true,
-    },
-    Field {
-        name: "instance_types",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "launch_template_id",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "launch_template_version",
-        ty: FieldType::Integer,
-        required: false,
-    },
-    Field {
-        name: "ami_type",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "capacity_type",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "scaling",
-        ty: FieldType::Table,
-        required: true,
-    },
-    Field {
-        name: "labels",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "taints",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "disk_size",
-        ty: FieldType::Integer,
-        required: false,
-    },
-    Field {
-        name: "timeouts",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("cluster_name", FieldType::String),
+    Field::required("name", FieldType::String),
+    Field::required("node_role_arn", FieldType::String),
+    Field::required("subnet_ids", FieldType::List),
+    Field::optional("instance_types", FieldType::List),
+    Field::optional("launch_template_id", FieldType::String),
+    Field::optional("launch_template_version", FieldType::Integer),
+    Field::optional("ami_type", FieldType::String),
+    Field::optional("capacity_type", FieldType::String),
+    Field::required("scaling", FieldType::Table),
+    Field::optional("labels", FieldType::Table),
+    Field::optional("taints", FieldType::List),
+    Field::optional("disk_size", FieldType::Integer),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// GPU node groups take several minutes after the instances start; capacity can be slow.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
-
-/// A node group's id: `<cluster>/<node group>` (neither name may hold a `/`).
-fn split(id: &str) -> (&str, &str) {
-    id.split_once('/').unwrap_or((id, id))
-}
 
 async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Nodegroup>, ProviderError> {
     match aws.eks.describe_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await {
@@ -211,7 +149,7 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit:
 
 fn outputs(cluster: &str, n: &Nodegroup) -> Value {
     let name = n.nodegroup_name().unwrap_or_default();
-    json!({ "id": format!("{cluster}/{name}"), "name": name, "arn": n.nodegroup_arn() })
+    json!({ "id": child_id(cluster, name), "name": name, "arn": n.nodegroup_arn() })
 }
 
 fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
@@ -259,13 +197,7 @@ impl Kind for EksNodegroup {
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = match (
-            config.get("cluster_name").and_then(Value::as_str),
-            config.get("name").and_then(Value::as_str),
-        ) {
-            (Some(cluster), Some(name)) => json!(format!("{cluster}/{name}")),
-            _ => Value::Null,
-        };
+        let id = planned_child_id(config);
         json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn") })
     }
 
@@ -300,18 +232,16 @@ impl Kind for EksNodegroup {
                 .set_tags(Some(create_tags(ctx, token, config)))
                 .send()
                 .await;
-            match made {
-                Ok(_) => {}
-                Err(e) if super::code(&e) == Some(IN_USE) => match describe(aws, &cfg.cluster_name, &cfg.name).await? {
-                    Some(n) if owned(ctx, token, n.tags()) => {}
-                    _ => return Err(name_taken(ctx, "node group", &cfg.name)),
-                },
-                Err(e) => return Err(error(aws, "CreateNodegroup", e)),
-            }
+            created_or_own(ctx, aws, token, "CreateNodegroup", "node group", &cfg.name, made, || async {
+                Ok(describe(aws, &cfg.cluster_name, &cfg.name)
+                    .await?
+                    .and_then(|found| found.tags().cloned()))
+            })
+            .await?;
             let group = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
             Ok(Created {
                 outputs: outputs(&cfg.cluster_name, &group),
-                id: format!("{}/{}", cfg.cluster_name, cfg.name),
+                id: child_id(&cfg.cluster_name, &cfg.name),
             })
         })
     }
@@ -320,20 +250,19 @@ impl Kind for EksNodegroup {
     fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let clusters: HashSet<&str> = ids.iter().map(|id| split(id).0).collect();
-            let mut live = HashSet::new();
-            for cluster in clusters {
+            live_children(ids, |cluster| async move {
+                let mut names = Vec::new();
                 let mut pages = aws.eks.list_nodegroups().cluster_name(cluster).into_paginator().send();
                 while let Some(page) = pages.next().await {
                     match page {
-                        Ok(page) => live.extend(page.nodegroups().iter().map(|n| format!("{cluster}/{n}"))),
-                        Err(e) if super::code(&e) == Some(NOT_FOUND) => break,
+                        Ok(page) => names.extend(page.nodegroups().iter().cloned()),
+                        Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(None),
                         Err(e) => return Err(error(aws, "ListNodegroups", e)),
                     }
                 }
-            }
-            live.retain(|id| ids.contains(id));
-            Ok(live)
+                Ok(Some(names))
+            })
+            .await
         })
     }
 
@@ -343,7 +272,7 @@ impl Kind for EksNodegroup {
             let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
             Ok(found
                 .filter(|n| owned(ctx, token, n.tags()))
-                .map(|_| format!("{}/{}", cfg.cluster_name, cfg.name)))
+                .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
         })
     }
 
@@ -433,11 +362,10 @@ impl Kind for EksNodegroup {
                 Err(e) => return Err(error(aws, "DeleteNodegroup", e)),
                 Ok(_) => {}
             }
-            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(match describe(aws, cluster, name).await? {
-                    None => Poll::Done,
-                    Some(n) => Poll::Pending(n.status().map_or("DELETING", |s| s.as_str()).to_owned()),
-                })
+            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(describe(aws, cluster, name)
+                    .await?
+                    .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
             })
             .await
         })

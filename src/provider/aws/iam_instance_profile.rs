@@ -21,26 +21,10 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "role",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "path",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::required("role", FieldType::String),
+    Field::optional("path", FieldType::String),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The profile's ARN and role names, or `None` when there is no such profile.

@@ -27,26 +27,10 @@ fn default_clients() -> Vec<String> {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "url",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "client_ids",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "thumbprints",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("url", FieldType::String),
+    Field::optional("client_ids", FieldType::List),
+    Field::optional("thumbprints", FieldType::List),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this

@@ -24,31 +24,11 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "policy",
-        ty: FieldType::Table,
-        required: true,
-    },
-    Field {
-        name: "path",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "description",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::required("policy", FieldType::Table),
+    Field::optional("path", FieldType::String),
+    Field::optional("description", FieldType::String),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The ARN of this account's policy named `name`, with whether this resource owns it.

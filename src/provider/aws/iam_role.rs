@@ -28,41 +28,13 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "assume_role_policy",
-        ty: FieldType::Table,
-        required: true,
-    },
-    Field {
-        name: "managed_policy_arns",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "inline_policies",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "path",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "description",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::required("assume_role_policy", FieldType::Table),
+    Field::optional("managed_policy_arns", FieldType::List),
+    Field::optional("inline_policies", FieldType::Table),
+    Field::optional("path", FieldType::String),
+    Field::optional("description", FieldType::String),
+    Field::optional("tags", FieldType::Table),
 ];
 
 fn outputs(role: &aws_sdk_iam::types::Role) -> Value {

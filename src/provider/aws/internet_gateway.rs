@@ -19,16 +19,8 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "vpc_id",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("vpc_id", FieldType::String),
+    Field::optional("tags", FieldType::Table),
 ];
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {

@@ -75,66 +75,18 @@ fn gp3() -> String {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "instance_type",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "image_id",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "key_name",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "user_data",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "placement_group",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "capacity_reservation_id",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "capacity_block",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "network_interfaces",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "block_devices",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "instance_tags",
-        ty: FieldType::Table,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::optional("instance_type", FieldType::String),
+    Field::optional("image_id", FieldType::String),
+    Field::optional("key_name", FieldType::String),
+    Field::optional("user_data", FieldType::String),
+    Field::optional("placement_group", FieldType::String),
+    Field::optional("capacity_reservation_id", FieldType::String),
+    Field::optional("capacity_block", FieldType::Bool),
+    Field::optional("network_interfaces", FieldType::List),
+    Field::optional("block_devices", FieldType::List),
+    Field::optional("instance_tags", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The template's data as the API takes it.

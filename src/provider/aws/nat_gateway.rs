@@ -23,21 +23,9 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "subnet_id",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "allocation_id",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("subnet_id", FieldType::String),
+    Field::required("allocation_id", FieldType::String),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// NAT gateways usually take one to three minutes.

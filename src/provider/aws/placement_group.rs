@@ -27,26 +27,10 @@ fn default_strategy() -> String {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "strategy",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "partition_count",
-        ty: FieldType::Integer,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::optional("strategy", FieldType::String),
+    Field::optional("partition_count", FieldType::Integer),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The group named `name`: its id and whether the create with `token` made it.

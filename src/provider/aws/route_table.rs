@@ -34,26 +34,10 @@ struct Route {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "vpc_id",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "routes",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "subnet_ids",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("vpc_id", FieldType::String),
+    Field::optional("routes", FieldType::List),
+    Field::optional("subnet_ids", FieldType::List),
+    Field::optional("tags", FieldType::Table),
 ];
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {

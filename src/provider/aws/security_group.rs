@@ -217,36 +217,12 @@ async fn change_rules(
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "name",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "vpc_id",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "description",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "ingress",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "egress",
-        ty: FieldType::List,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("name", FieldType::String),
+    Field::required("vpc_id", FieldType::String),
+    Field::optional("description", FieldType::String),
+    Field::optional("ingress", FieldType::List),
+    Field::optional("egress", FieldType::List),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The group an earlier create of this resource tagged, if any.

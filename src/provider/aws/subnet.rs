@@ -23,31 +23,11 @@ struct Config {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "vpc_id",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "cidr_block",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "availability_zone",
-        ty: FieldType::String,
-        required: false,
-    },
-    Field {
-        name: "map_public_ip_on_launch",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("vpc_id", FieldType::String),
+    Field::required("cidr_block", FieldType::String),
+    Field::optional("availability_zone", FieldType::String),
+    Field::optional("map_public_ip_on_launch", FieldType::Bool),
+    Field::optional("tags", FieldType::Table),
 ];
 
 /// The subnet an earlier create of this resource tagged, if any.

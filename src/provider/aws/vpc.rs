@@ -27,26 +27,10 @@ fn yes() -> bool {
 }
 
 const SCHEMA: &[Field] = &[
-    Field {
-        name: "cidr_block",
-        ty: FieldType::String,
-        required: true,
-    },
-    Field {
-        name: "enable_dns_hostnames",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "enable_dns_support",
-        ty: FieldType::Bool,
-        required: false,
-    },
-    Field {
-        name: "tags",
-        ty: FieldType::Table,
-        required: false,
-    },
+    Field::required("cidr_block", FieldType::String),
+    Field::optional("enable_dns_hostnames", FieldType::Bool),
+    Field::optional("enable_dns_support", FieldType::Bool),
+    Field::optional("tags", FieldType::Table),
 ];
 
 fn outputs(id: &str, cfg: &Config) -> Value {
