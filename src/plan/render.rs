@@ -23,6 +23,20 @@ pub fn value(v: &Value) -> String {
     }
 }
 
+/// A long list as one item per line (32 EFA interfaces stay readable); anything else as
+/// [`value`].
+fn listed(v: &Value) -> String {
+    const WIDTH: usize = 100;
+    let one_line = value(v);
+    match v {
+        Value::Array(items) if one_line.len() > WIDTH => {
+            let lines: String = items.iter().map(|item| format!("          {},\n", value(item))).collect();
+            format!("[\n{lines}        ]")
+        }
+        _ => one_line,
+    }
+}
+
 /// Lines for the attributes that differ, nested tables walked key by key.
 fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: Option<&Value>, forcing: &[String]) {
     let mark = |out: &mut String, symbol: &str, text: String| {
@@ -43,8 +57,8 @@ fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: 
         }
         (Some(b), Some(a)) if b == a && !a.is_null() => {}
         (Some(b), Some(a)) => mark(out, "~", format!("{} -> {}", value(b), value(a))),
-        (None, Some(a)) => mark(out, "+", value(a)),
-        (Some(b), None) => mark(out, "-", value(b)),
+        (None, Some(a)) => mark(out, "+", listed(a)),
+        (Some(b), None) => mark(out, "-", listed(b)),
         (None, None) => {}
     }
 }
