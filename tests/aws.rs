@@ -1391,3 +1391,80 @@ timeouts = {{ create = "{timeout}" }}
     aws.ok(&["destroy", "wait.toml", "--yes"]);
     assert!(runtime().block_on(aws.eks().list_clusters().send()).unwrap().clusters().is_empty());
 }
+
+/// A type the built-in table does not know is checked with AWS even though the offline load
+/// refused it: g6e.48xlarge takes 4 EFA interfaces.
+#[test]
+fn a_type_only_aws_knows_gets_its_efa_interfaces_from_aws() {
+    let aws = Aws::new();
+    let stack = include_str!("../stacks/nemo-eks-p5.toml").replace("\"p5.48xlarge\"", "\"g6e.48xlarge\"\nefa = true");
+    aws.write("g6e.toml", &stack);
+    let (code, stderr) = aws.forge(&["validate", "g6e.toml"]);
+    assert_eq!(code, 1, "offline, forge cannot tell the EFA count: {stderr}");
+    let (code, stderr) = aws.forge(&["plan", "g6e.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.matches("interface_type = \"efa\"").count(), 4, "{stderr}");
+}
+
+/// Scaling that an autoscaler changed stays within new bounds; a taint whose value changes is
+/// updated, not doubled; both compared with the live group.
+#[test]
+fn node_group_updates_keep_the_autoscalers_desired_size_and_replace_taint_values() {
+    let aws = Aws::new();
+    let stack = |max: u32, value: &str| {
+        format!(
+            r#"[stack]
+name = "scale"
+[aws]
+region = "us-west-2"
+[vpc.main]
+cidr = "10.2.0.0/16"
+zones = ["us-west-2a", "us-west-2b"]
+nat = "none"
+[eks.scale]
+vpc = "vpc.main"
+addons = []
+[eks.scale.nodegroups.workers]
+instance_type = "c5.2xlarge"
+size = {{ min = 1, max = {max}, desired = 2 }}
+taints = [{{ key = "dedicated", value = "{value}", effect = "NO_SCHEDULE" }}]
+"#
+        )
+    };
+    aws.write("scale.toml", &stack(4, "train"));
+    aws.ok(&["up", "scale.toml", "--yes"]);
+    let eks = aws.eks();
+    let group = || {
+        runtime()
+            .block_on(eks.describe_nodegroup().cluster_name("scale").nodegroup_name("workers").send())
+            .unwrap()
+            .nodegroup()
+            .unwrap()
+            .clone()
+    };
+    // An autoscaler scales to 3 outside forge.
+    let scaled = aws_sdk_eks::types::NodegroupScalingConfig::builder().desired_size(3).build();
+    runtime()
+        .block_on(
+            eks.update_nodegroup_config()
+                .cluster_name("scale")
+                .nodegroup_name("workers")
+                .scaling_config(scaled)
+                .send(),
+        )
+        .unwrap();
+    while group().status().unwrap().as_str() != "ACTIVE" {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    aws.write("scale.toml", &stack(5, "eval"));
+    aws.ok(&["up", "scale.toml", "--yes"]);
+    let now = group();
+    let scaling = now.scaling_config().unwrap();
+    assert_eq!(
+        (scaling.min_size(), scaling.max_size(), scaling.desired_size()),
+        (Some(1), Some(5), Some(3))
+    );
+    let taints: Vec<(Option<&str>, Option<&str>)> = now.taints().iter().map(|t| (t.key(), t.value())).collect();
+    assert_eq!(taints, [(Some("dedicated"), Some("eval"))]);
+    aws.ok(&["destroy", "scale.toml", "--yes"]);
+}

@@ -61,13 +61,8 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
                 format!("run `forge up {}` first", file.display()),
             )
         })?;
-    let aws = stack.providers.get("aws");
-    let setting = |key: &str| aws.and_then(|a| a.get(key)).and_then(Value::as_str).map(str::to_owned);
-    let region = setting("region")
-        .or_else(|| std::env::var("AWS_REGION").ok())
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .ok_or_else(|| CommandError::new("no AWS region", "set `region` under `[aws]` in the stack, or AWS_REGION"))?;
-    let entries = Entries::of(record, &region, setting("profile").as_deref())?;
+    let profile = stack.providers.get("aws").and_then(|a| a.get("profile")).and_then(Value::as_str);
+    let entries = Entries::of(record, profile)?;
     if print {
         let mut config = empty();
         entries.merge_into(&mut config);
@@ -75,14 +70,18 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
         return Ok(Exit::Ok);
     }
     let path = target.map(Path::to_owned).unwrap_or_else(default_path);
+    let unreadable = |why: String| {
+        CommandError::new(
+            format!("cannot read the kubeconfig `{}`: {why}", path.display()),
+            "fix or move the file, or write elsewhere with `--kubeconfig PATH`; forge changes nothing in a file it cannot read",
+        )
+    };
     let mut config = match std::fs::read_to_string(&path) {
-        Ok(text) if !text.trim().is_empty() => serde_yaml_ng::from_str(&text).map_err(|e| {
-            CommandError::new(
-                format!("cannot read the kubeconfig `{}`: {e}", path.display()),
-                "fix or move the file, or write elsewhere with `--kubeconfig PATH`; forge changes nothing in a file it cannot read",
-            )
-        })?,
-        Ok(_) => empty(),
+        Ok(text) => match serde_yaml_ng::from_str::<Yaml>(&text).map_err(|e| unreadable(e.to_string()))? {
+            Yaml::Null => empty(),
+            mapping @ Yaml::Mapping(_) => mapping,
+            _ => return Err(unreadable("it is not a YAML mapping".into()).into()),
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => empty(),
         Err(e) => return Err(CommandError::new(format!("cannot read `{}`: {e}", path.display()), "check its permissions").into()),
     };
@@ -104,11 +103,17 @@ struct Entries {
 }
 
 impl Entries {
-    fn of(record: &ResourceRecord, region: &str, profile: Option<&str>) -> Result<Entries> {
+    fn of(record: &ResourceRecord, profile: Option<&str>) -> Result<Entries> {
         let output = |key: &str| record.outputs.get(key).and_then(Value::as_str).map(str::to_owned);
-        let (Some(name), Some(arn), Some(endpoint), Some(ca)) =
-            (output("name"), output("arn"), output("endpoint"), output("certificate_authority"))
-        else {
+        // arn:aws:eks:<region>:<account>:cluster/<name>: the region the cluster is in.
+        let region = output("arn").and_then(|arn| arn.split(':').nth(3).map(str::to_owned));
+        let (Some(name), Some(arn), Some(endpoint), Some(ca), Some(region)) = (
+            output("name"),
+            output("arn"),
+            output("endpoint"),
+            output("certificate_authority"),
+            region,
+        ) else {
             return Err(CommandError::new(
                 format!("the state of `{}` lacks the cluster's endpoint or certificate", record.address),
                 "run `forge up` again to read them",
@@ -187,6 +192,8 @@ fn write(path: &Path, config: &Yaml) -> Result<()> {
         std::fs::create_dir_all(dir).map_err(failed)?;
     }
     let tmp = path.with_extension("forge-tmp");
+    // A leftover from a crash would keep its old permissions: start afresh.
+    let _ = std::fs::remove_file(&tmp);
     let text = serde_yaml_ng::to_string(config).expect("YAML values serialize");
     let mut file = std::fs::OpenOptions::new()
         .write(true)

@@ -63,6 +63,18 @@ pub fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
+/// The `[aws]` / `[gcp]` tables of a stack file that did not load, read as plain TOML: enough
+/// to reach the cloud (region, profile) and ask it what the loader needs to know.
+#[cfg(feature = "aws")]
+fn raw_providers(file: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let table: toml::Table = toml::from_str(&text).unwrap_or_default();
+    ["aws", "gcp"]
+        .into_iter()
+        .filter_map(|p| Some((p.to_owned(), serde_json::to_value(table.get(p)?).ok()?)))
+        .collect()
+}
+
 /// The async runtime the cloud calls run on.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -122,11 +134,19 @@ impl Session {
         let first = crate::stack::load(file, &self.global.vars, &self.registry, &builtin);
         let asked = builtin.asked();
         #[cfg(feature = "aws")]
-        if let (true, false, Ok(stack)) = (online, asked.is_empty(), &first) {
-            let cloud = crate::provider::Cloud::new(stack.providers.clone());
+        if online && !asked.is_empty() {
+            // A first load that failed (say, on a type the built-in table does not know) still
+            // names the types; the provider settings are then read from the file as it is.
+            let providers = match &first {
+                Ok(stack) => stack.providers.clone(),
+                Err(_) => raw_providers(file),
+            };
+            let cloud = crate::provider::Cloud::new(providers);
             let started = std::time::Instant::now();
-            match runtime()?.block_on(crate::provider::aws::instance_types::lookup(&cloud, &asked)) {
-                Ok(live) => {
+            let lookup = crate::provider::aws::instance_types::lookup(&cloud, &asked);
+            let answer = runtime()?.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(20), lookup).await });
+            match answer {
+                Ok(Ok(live)) => {
                     self.printer.detail(&format!(
                         "instance types: {} checked with AWS in {}",
                         asked.join(", "),
@@ -136,10 +156,13 @@ impl Session {
                     let graph = crate::graph::build(&stack)?;
                     return Ok((stack, graph));
                 }
-                Err(e) => self.printer.warn(&format!(
+                Ok(Err(e)) => self.printer.warn(&format!(
                     "could not check instance types with AWS, so forge used its built-in table and did not check which zones offer them: {}",
                     e.message
                 )),
+                Err(_) => self.printer.warn(
+                    "AWS did not answer about instance types within 20s, so forge used its built-in table and did not check which zones offer them",
+                ),
             }
         }
         #[cfg(not(feature = "aws"))]

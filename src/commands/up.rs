@@ -29,7 +29,7 @@ pub fn run(session: &Session, file: &Path, yes: bool, refresh: bool) -> Result<E
         }
         return session.apply(&plan, &store, loaded, true);
     }
-    let (stack, graph) = session.load_checked(file, refresh)?;
+    let (stack, graph) = session.load_checked(file, true)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "up")?;
     let gone = if refresh {

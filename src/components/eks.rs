@@ -328,6 +328,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             ));
         }
         let own_placement = reservation.is_some();
+        if reservation.is_some() && text("zone").is_none() && text("subnet_id").is_none() {
+            return Err(ComponentError::at(
+                key("capacity_reservation_id"),
+                format!("node group `{ng}` uses a capacity reservation but names no `zone`"),
+                "a reservation is in one availability zone: add `zone = \"…\"` (the reservation's)",
+            ));
+        }
 
         let types: Vec<&str> = match (instance_type, instance_types) {
             (Some(t), None) => vec![t],
@@ -372,7 +379,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         }
         let supports_efa = efa_count.unwrap_or(0) > 0;
         let efa = match body.get("efa") {
-            None => supports_efa && types.len() == 1,
+            None => supports_efa && instance_type.is_some(),
             Some(Value::Bool(wanted)) => *wanted,
             Some(other) => {
                 return Err(ComponentError::at(
@@ -492,7 +499,16 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         if let Some(t) = timeouts {
             nodegroup["timeouts"] = t;
         }
-        let needs_template = efa || reservation.is_some();
+        let needs_template = efa || reservation.is_some() || placement_group;
+        if needs_template && types.len() > 1 {
+            return Err(ComponentError::at(
+                key("instance_types"),
+                format!(
+                    "node group `{ng}` needs a launch template (EFA, a placement group or a reservation), which takes one instance type"
+                ),
+                "write one `instance_type`",
+            ));
+        }
         if needs_template {
             let mut template = json!({
                 "name": resource_name,
@@ -592,17 +608,18 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 
 /// A node group's `timeouts` (the loader checks the block's own).
 fn check_timeouts(key: &str, timeouts: &Value) -> Result<(), ComponentError> {
-    let hint = "write e.g. `timeouts = { create = \"45m\", update = \"1h\", delete = \"20m\" }`";
     let Some(table) = timeouts.as_object() else {
-        return Err(ComponentError::at(key, format!("`{key}` must be a table"), hint));
+        return Err(ComponentError::at(
+            key,
+            format!("`{key}` must be a table"),
+            "write e.g. `timeouts = { create = \"1h\" }`",
+        ));
     };
     for (operation, value) in table {
-        let ok = ["create", "update", "delete"].contains(&operation.as_str())
-            && value.as_str().is_some_and(|t| humantime::parse_duration(t).is_ok());
-        if !ok {
+        if let Some((message, hint)) = crate::stack::timeout_problem(operation, value) {
             return Err(ComponentError::at(
                 format!("{key}.{operation}"),
-                format!("`{key}.{operation}` is not a timeout forge knows"),
+                format!("`{key}.{operation}`: {message}"),
                 hint,
             ));
         }

@@ -8,10 +8,8 @@ use std::sync::Mutex;
 /// One instance type's networking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstanceType {
-    /// Maximum EFA interfaces (0: no EFA).
+    /// Maximum EFA interfaces (0: no EFA): one per network card.
     pub efa_interfaces: u32,
-    /// Network cards (one EFA interface each).
-    pub network_cards: u32,
 }
 
 /// What forge knows about a type name.
@@ -100,16 +98,12 @@ impl Facts {
             };
         }
         if let Some((_, efa)) = EFA_TYPES.iter().find(|(n, _)| *n == name) {
-            return Lookup::Known(InstanceType {
-                efa_interfaces: *efa,
-                network_cards: *efa,
-            });
+            return Lookup::Known(InstanceType { efa_interfaces: *efa });
         }
         match name.split_once('.') {
-            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => Lookup::Known(InstanceType {
-                efa_interfaces: 0,
-                network_cards: 1,
-            }),
+            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => {
+                Lookup::Known(InstanceType { efa_interfaces: 0 })
+            }
             Some((family, _))
                 if PLAIN_FAMILIES.contains(&family) || EFA_TYPES.iter().any(|(n, _)| n.starts_with(&format!("{family}."))) =>
             {
@@ -155,10 +149,7 @@ mod tests {
         let facts = Facts::builtin();
         assert_eq!(
             facts.instance_type("p5.48xlarge"),
-            Lookup::Known(InstanceType {
-                efa_interfaces: 32,
-                network_cards: 32
-            })
+            Lookup::Known(InstanceType { efa_interfaces: 32 })
         );
         assert!(matches!(facts.instance_type("c5.2xlarge"), Lookup::Known(t) if t.efa_interfaces == 0));
         assert_eq!(facts.instance_type("p5.48xlage"), Lookup::Unknown(Some("p5.48xlarge".into())));
@@ -170,13 +161,7 @@ mod tests {
     #[test]
     fn live_facts_are_exact() {
         let live = LiveFacts {
-            types: BTreeMap::from([(
-                "g5.48xlarge".to_owned(),
-                InstanceType {
-                    efa_interfaces: 1,
-                    network_cards: 1,
-                },
-            )]),
+            types: BTreeMap::from([("g5.48xlarge".to_owned(), InstanceType { efa_interfaces: 1 })]),
             zones: BTreeMap::from([("g5.48xlarge".to_owned(), BTreeSet::from(["us-west-2b".to_owned()]))]),
         };
         let facts = Facts::live(live);

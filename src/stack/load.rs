@@ -36,6 +36,21 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
     ),
 ];
 
+/// What is wrong with one entry of a block's `timeouts`, if anything: the message and a hint.
+pub fn timeout_problem(operation: &str, value: &Value) -> Option<(String, String)> {
+    const OPERATIONS: &[&str] = &["create", "update", "delete"];
+    if !OPERATIONS.contains(&operation) {
+        return Some(("not an operation with a timeout".into(), suggestion(operation, OPERATIONS)));
+    }
+    match value.as_str().map(humantime::parse_duration) {
+        Some(Ok(_)) => None,
+        _ => Some((
+            format!("must be a duration, not {}", describe(value)),
+            "write it like \"45m\", \"1h 30m\" or \"90s\"".into(),
+        )),
+    }
+}
+
 /// Reads and checks the stack file at `path`, with `--var` overrides.
 /// `facts` answers the components' questions about instance types (see [`Facts`]).
 pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry, facts: &Facts) -> Result<Stack, LoadError> {
@@ -644,27 +659,10 @@ impl Loader<'_> {
     /// `timeouts = { create = "45m", update = "1h", delete = "20m" }`: known operations, and
     /// durations humantime reads.
     fn check_timeouts(&self, address: &str, config: &Value, spans: &Spans) -> Result<(), StackError> {
-        const OPERATIONS: &[&str] = &["create", "update", "delete"];
-        let Some(timeouts) = config.get("timeouts").and_then(Value::as_object) else {
-            return Ok(());
-        };
-        for (operation, value) in timeouts {
-            let span = spans.get(&format!("/timeouts/{operation}")).cloned().unwrap_or(0..0);
-            if !OPERATIONS.contains(&operation.as_str()) {
-                return Err(self.err(
-                    span,
-                    format!("`{address}.timeouts.{operation}` is not an operation with a timeout"),
-                    "unknown operation",
-                    suggestion(operation, OPERATIONS),
-                ));
-            }
-            if value.as_str().and_then(|text| humantime::parse_duration(text).ok()).is_none() {
-                return Err(self.err(
-                    span,
-                    format!("`{address}.timeouts.{operation}` must be a duration, not {}", describe(value)),
-                    "not a duration",
-                    "write it like \"45m\", \"1h 30m\" or \"90s\"",
-                ));
+        for (operation, value) in config.get("timeouts").and_then(Value::as_object).into_iter().flatten() {
+            if let Some((message, hint)) = timeout_problem(operation, value) {
+                let span = spans.get(&format!("/timeouts/{operation}")).cloned().unwrap_or(0..0);
+                return Err(self.err(span, format!("`{address}.timeouts.{operation}`: {message}"), "here", hint));
             }
         }
         Ok(())

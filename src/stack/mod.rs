@@ -10,7 +10,7 @@ mod load;
 pub mod template;
 
 pub use diagnostic::{SourceFile, StackError};
-pub use load::{describe, load, load_str};
+pub use load::{describe, load, load_str, timeout_problem};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -54,6 +54,14 @@ where
             Some(tags) if owned(ctx, token, Some(&tags)) => Ok(()),
             _ => Err(name_taken(ctx, what, name)),
         },
+        // A role made seconds ago may not be assumable yet (IAM is eventually consistent):
+        // EKS says so with InvalidParameterException, and a later try succeeds.
+        Err(e) if super::code(&e) == Some("InvalidParameterException") && e.message().is_some_and(|m| m.contains("role")) => {
+            Err(ProviderError {
+                retryable: true,
+                ..error(aws, operation, e)
+            })
+        }
         Err(e) => Err(error(aws, operation, e)),
     }
 }
@@ -192,13 +200,40 @@ where
     Ok(live)
 }
 
-/// After a delete EKS accepted: waits until `status` finds nothing (it gives the object's
-/// status while it is still there).
-pub async fn wait_gone<F, Fut>(ctx: &Ctx, limit: Duration, status: F) -> Result<(), ProviderError>
+/// Deletes an EKS object and waits until it is gone. `status` reads its status (`None`: gone);
+/// `delete` sends the delete, which is skipped when the object is gone or already DELETING
+/// (after a run that ran out of time). "In use" — a cluster whose node groups are still
+/// going, an object mid-update — is retried with backoff.
+pub async fn delete_and_wait<S, SFut, T, E, D, DFut>(
+    ctx: &Ctx,
+    aws: &Clients,
+    operation: &str,
+    limit: Duration,
+    status: S,
+    delete: D,
+) -> Result<(), ProviderError>
 where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Option<String>, ProviderError>>,
+    S: Fn() -> SFut,
+    SFut: Future<Output = Result<Option<String>, ProviderError>>,
+    D: FnOnce() -> DFut,
+    DFut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
+    match status().await?.as_deref() {
+        None => return Ok(()),
+        Some("DELETING") => {}
+        Some(_) => match delete().await {
+            Ok(_) => {}
+            Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
+            Err(e) if super::code(&e) == Some(IN_USE) => {
+                return Err(ProviderError {
+                    retryable: true,
+                    ..error(aws, operation, e)
+                });
+            }
+            Err(e) => return Err(error(aws, operation, e)),
+        },
+    }
     wait_until(ctx, limit, || async {
         Ok(match status().await? {
             None => Poll::Done,

@@ -4,7 +4,7 @@
 //! CREATING → ACTIVE; version, service account role and configuration change in place.
 
 use super::eks::{
-    NOT_FOUND, Scope, child_id, create_tags, created_or_own, live_children, owned, planned_child_id, split, sync_tags, wait_gone,
+    NOT_FOUND, Scope, child_id, create_tags, created_or_own, delete_and_wait, live_children, owned, planned_child_id, split, sync_tags,
     wait_update,
 };
 use super::{Clients, Poll, error, parse, wait_until};
@@ -223,24 +223,29 @@ impl Kind for EksAddon {
         })
     }
 
+    /// Compares with the live add-on, so an update that failed or ran out of time is picked up
+    /// where the add-on stands.
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
         Box::pin(async move {
-            let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let cfg: Config = parse(ctx, new)?;
             let (cluster, name) = split(id);
             let aws = ctx.cloud.aws().await;
             let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            if (&was.version, &was.service_account_role_arn, &was.configuration_values)
-                != (&cfg.version, &cfg.service_account_role_arn, &cfg.configuration_values)
+            let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
+            let version = resolve_version(aws, cluster, name, cfg.version.as_deref()).await?;
+            let blank = |v: Option<&str>| v.filter(|s| !s.is_empty()).map(str::to_owned);
+            if version.as_deref().is_some_and(|v| live.addon_version() != Some(v))
+                || blank(live.service_account_role_arn()) != cfg.service_account_role_arn
+                || blank(live.configuration_values()) != cfg.configuration_values
             {
-                let version = resolve_version(aws, cluster, name, cfg.version.as_deref()).await?;
                 let out = aws
                     .eks
                     .update_addon()
                     .cluster_name(cluster)
                     .addon_name(name)
                     .set_addon_version(version)
-                    .set_service_account_role_arn(cfg.service_account_role_arn.clone())
-                    .set_configuration_values(cfg.configuration_values.clone())
+                    .service_account_role_arn(cfg.service_account_role_arn.clone().unwrap_or_default())
+                    .configuration_values(cfg.configuration_values.clone().unwrap_or_default())
                     .resolve_conflicts(ResolveConflicts::Overwrite)
                     .send()
                     .await
@@ -248,10 +253,10 @@ impl Kind for EksAddon {
                 if let Some(update) = out.update().and_then(|u| u.id()) {
                     wait_update(ctx, aws, cluster, Scope::Addon(name), update, limit).await?;
                 }
+                live = wait_active(ctx, aws, cluster, name, limit).await?;
             }
-            let addon = wait_active(ctx, aws, cluster, name, limit).await?;
-            sync_tags(ctx, aws, addon.addon_arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(cluster, &addon))
+            sync_tags(ctx, aws, live.addon_arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(cluster, &live))
         })
     }
 
@@ -259,15 +264,14 @@ impl Kind for EksAddon {
         Box::pin(async move {
             let (cluster, name) = split(id);
             let aws = ctx.cloud.aws().await;
-            match aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send().await {
-                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
-                Err(e) => return Err(error(aws, "DeleteAddon", e)),
-                Ok(_) => {}
-            }
-            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            let status = || async {
                 Ok(describe(aws, cluster, name)
                     .await?
                     .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+            };
+            let limit = timeout(config, "delete", DELETE_TIMEOUT);
+            delete_and_wait(ctx, aws, "DeleteAddon", limit, status, || {
+                aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send()
             })
             .await
         })

@@ -4,7 +4,7 @@
 //! same cluster. Version, endpoint access, authentication mode and logging change in place, one
 //! EKS update at a time; deletion waits until the cluster is gone.
 
-use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_gone, wait_update};
+use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
@@ -107,12 +107,24 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> R
     })
 }
 
-/// Waits for an update EKS accepted: EKS runs one update of a cluster at a time.
-async fn settle(ctx: &Ctx, aws: &Clients, id: &str, update: Option<&Update>, limit: Duration) -> Result<(), ProviderError> {
-    match update.and_then(|u| u.id()) {
-        Some(update) => wait_update(ctx, aws, id, Scope::Cluster, update, limit).await,
-        None => Ok(()),
+/// Waits for an update EKS accepted (EKS runs one update of a cluster at a time), then for the
+/// cluster to be ACTIVE again; returns it as it is then.
+async fn settle(ctx: &Ctx, aws: &Clients, id: &str, update: Option<&Update>, limit: Duration) -> Result<Cluster, ProviderError> {
+    if let Some(update) = update.and_then(|u| u.id()) {
+        wait_update(ctx, aws, id, Scope::Cluster, update, limit).await?;
     }
+    wait_active(ctx, aws, id, limit).await
+}
+
+/// The control plane log types the cluster has on.
+fn enabled_logs(c: &Cluster) -> std::collections::BTreeSet<&str> {
+    c.logging()
+        .map(|l| l.cluster_logging())
+        .unwrap_or_default()
+        .iter()
+        .filter(|setup| setup.enabled() == Some(true))
+        .flat_map(|setup| setup.types().iter().map(LogType::as_str))
+        .collect()
 }
 
 fn outputs(c: &Cluster) -> Value {
@@ -268,40 +280,43 @@ impl Kind for EksCluster {
         })
     }
 
-    /// One EKS update at a time, each waited for before the next is sent: version, endpoint access, authentication
-    /// mode, logging; then tags.
+    /// One EKS update at a time, each waited for before the next is sent: version, endpoint
+    /// access, authentication mode, logging; then tags. Each is compared with the live cluster,
+    /// not with the recorded attributes, so an update that failed or ran out of time half-way
+    /// is picked up where the cluster stands on the next run.
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
         Box::pin(async move {
-            let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let cfg: Config = parse(ctx, new)?;
             let aws = ctx.cloud.aws().await;
             let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            if let Some(version) = cfg.version.as_ref().filter(|v| was.version.as_ref() != Some(*v)) {
+            let mut live = wait_active(ctx, aws, id, limit).await?;
+            if let Some(version) = cfg.version.as_deref().filter(|v| live.version() != Some(*v)) {
                 let out = aws.eks.update_cluster_version().name(id).version(version).send().await;
-                settle(
-                    ctx,
-                    aws,
-                    id,
-                    out.map_err(|e| error(aws, "UpdateClusterVersion", e))?.update(),
-                    limit,
-                )
-                .await?;
+                let out = out.map_err(|e| error(aws, "UpdateClusterVersion", e))?;
+                live = settle(ctx, aws, id, out.update(), limit).await?;
             }
-            if (was.endpoint_public_access, was.endpoint_private_access) != (cfg.endpoint_public_access, cfg.endpoint_private_access) {
+            let endpoints = live
+                .resources_vpc_config()
+                .map(|v| (v.endpoint_public_access(), v.endpoint_private_access()));
+            if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) {
                 let vpc = VpcConfigRequest::builder()
                     .endpoint_public_access(cfg.endpoint_public_access)
                     .endpoint_private_access(cfg.endpoint_private_access)
                     .build();
                 let out = aws.eks.update_cluster_config().name(id).resources_vpc_config(vpc).send().await;
-                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
+                let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+                live = settle(ctx, aws, id, out.update(), limit).await?;
             }
-            if was.authentication_mode != cfg.authentication_mode {
+            let mode = live.access_config().and_then(|a| a.authentication_mode()).map(|m| m.as_str());
+            if mode.is_some_and(|m| m != cfg.authentication_mode) {
                 let access = UpdateAccessConfigRequest::builder()
                     .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
                     .build();
                 let out = aws.eks.update_cluster_config().name(id).access_config(access).send().await;
-                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
+                let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+                live = settle(ctx, aws, id, out.update(), limit).await?;
             }
-            if was.logging != cfg.logging {
+            if enabled_logs(&live) != cfg.logging.iter().map(String::as_str).collect() {
                 let out = aws
                     .eks
                     .update_cluster_config()
@@ -309,26 +324,25 @@ impl Kind for EksCluster {
                     .logging(logging(&cfg.logging)?)
                     .send()
                     .await;
-                settle(ctx, aws, id, out.map_err(|e| error(aws, "UpdateClusterConfig", e))?.update(), limit).await?;
+                let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+                live = settle(ctx, aws, id, out.update(), limit).await?;
             }
-            let cluster = wait_active(ctx, aws, id, limit).await?;
-            sync_tags(ctx, aws, cluster.arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(&cluster))
+            sync_tags(ctx, aws, live.arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(&live))
         })
     }
 
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async move {
             let aws = ctx.cloud.aws().await;
-            match aws.eks.delete_cluster().name(id).send().await {
-                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
-                Err(e) => return Err(error(aws, "DeleteCluster", e)),
-                Ok(_) => {}
-            }
-            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            let status = || async {
                 Ok(describe(aws, id)
                     .await?
                     .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+            };
+            let limit = timeout(config, "delete", DELETE_TIMEOUT);
+            delete_and_wait(ctx, aws, "DeleteCluster", limit, status, || {
+                aws.eks.delete_cluster().name(id).send()
             })
             .await
         })

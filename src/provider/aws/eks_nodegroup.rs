@@ -5,13 +5,13 @@
 //! cluster after it can be deleted.
 
 use super::eks::{
-    NOT_FOUND, Scope, child_id, create_tags, created_or_own, live_children, owned, planned_child_id, split, sync_tags, wait_gone,
+    NOT_FOUND, Scope, child_id, create_tags, created_or_own, delete_and_wait, live_children, owned, planned_child_id, split, sync_tags,
     wait_update,
 };
 use super::{Clients, Poll, error, parse, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
-    AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect,
+    AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 use serde::Deserialize;
@@ -70,6 +70,14 @@ struct TaintConfig {
 }
 
 impl TaintConfig {
+    fn from_sdk(t: &Taint) -> TaintConfig {
+        TaintConfig {
+            key: t.key().unwrap_or_default().to_owned(),
+            value: t.value().map(str::to_owned),
+            effect: t.effect().map_or("NO_SCHEDULE", |e| e.as_str()).to_owned(),
+        }
+    }
+
     fn to_sdk(&self) -> Result<Taint, ProviderError> {
         const EFFECTS: &[&str] = &["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"];
         if !EFFECTS.contains(&self.effect.as_str()) {
@@ -145,6 +153,21 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit:
         message: format!("EKS node group `{name}` disappeared while forge waited for it"),
         retryable: true,
     })
+}
+
+/// Waits for an update EKS accepted, then for the group to be ACTIVE; returns it as it is then.
+async fn settle(
+    ctx: &Ctx,
+    aws: &Clients,
+    cluster: &str,
+    name: &str,
+    update: Option<&Update>,
+    limit: Duration,
+) -> Result<Nodegroup, ProviderError> {
+    if let Some(update) = update.and_then(|u| u.id()) {
+        wait_update(ctx, aws, cluster, Scope::Nodegroup(name), update, limit).await?;
+    }
+    wait_active(ctx, aws, cluster, name, limit).await
 }
 
 fn outputs(cluster: &str, n: &Nodegroup) -> Value {
@@ -276,59 +299,81 @@ impl Kind for EksNodegroup {
         })
     }
 
+    /// Compares with the live node group (an update that failed or ran out of time half-way
+    /// is picked up where the group stands): scaling, labels and taints in one
+    /// UpdateNodegroupConfig, then the launch template version; each waited for.
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
         Box::pin(async move {
             let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
             let (cluster, name) = split(id);
             let aws = ctx.cloud.aws().await;
             let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            if was.scaling != cfg.scaling || was.labels != cfg.labels || was.taints != cfg.taints {
-                let mut call = aws.eks.update_nodegroup_config().cluster_name(cluster).nodegroup_name(name);
-                if was.scaling != cfg.scaling {
-                    call = call.scaling_config(scaling(cfg.scaling)?);
-                }
-                if was.labels != cfg.labels {
-                    let removed: Vec<String> = was.labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
-                    let set: std::collections::HashMap<String, String> = cfg
-                        .labels
-                        .iter()
-                        .filter(|(k, v)| was.labels.get(*k) != Some(v))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    call = call.labels(
-                        UpdateLabelsPayload::builder()
-                            .set_add_or_update_labels((!set.is_empty()).then_some(set))
-                            .set_remove_labels((!removed.is_empty()).then_some(removed))
-                            .build(),
-                    );
-                }
-                if was.taints != cfg.taints {
-                    let removed = was
-                        .taints
-                        .iter()
-                        .filter(|t| !cfg.taints.contains(t))
-                        .map(TaintConfig::to_sdk)
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let added = cfg
-                        .taints
-                        .iter()
-                        .filter(|t| !was.taints.contains(t))
-                        .map(TaintConfig::to_sdk)
-                        .collect::<Result<Vec<_>, _>>()?;
-                    call = call.taints(
-                        UpdateTaintsPayload::builder()
-                            .set_add_or_update_taints((!added.is_empty()).then_some(added))
-                            .set_remove_taints((!removed.is_empty()).then_some(removed))
-                            .build(),
-                    );
-                }
-                let out = call.send().await.map_err(|e| error(aws, "UpdateNodegroupConfig", e))?;
-                if let Some(update) = out.update().and_then(|u| u.id()) {
-                    wait_update(ctx, aws, cluster, Scope::Nodegroup(name), update, limit).await?;
-                }
+            let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
+            let live_scaling = live.scaling_config();
+            let now = (
+                live_scaling.and_then(|s| s.min_size()),
+                live_scaling.and_then(|s| s.max_size()),
+                live_scaling.and_then(|s| s.desired_size()),
+            );
+            // The desired size an autoscaler set stays, within the new bounds, unless the stack
+            // changed its own desired size.
+            let desired = match now.2 {
+                Some(live_desired) if was.scaling.desired == cfg.scaling.desired => live_desired.clamp(cfg.scaling.min, cfg.scaling.max),
+                _ => cfg.scaling.desired,
+            };
+            let target = Scaling { desired, ..cfg.scaling };
+            let mut call = aws.eks.update_nodegroup_config().cluster_name(cluster).nodegroup_name(name);
+            let mut changed = false;
+            if now != (Some(target.min), Some(target.max), Some(target.desired)) {
+                call = call.scaling_config(scaling(target)?);
+                changed = true;
             }
-            if was.launch_template_version != cfg.launch_template_version
-                && let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
+            let live_labels = live.labels().cloned().unwrap_or_default();
+            let removed: Vec<String> = live_labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
+            let set: std::collections::HashMap<String, String> = cfg
+                .labels
+                .iter()
+                .filter(|(k, v)| live_labels.get(*k) != Some(v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if !removed.is_empty() || !set.is_empty() {
+                call = call.labels(
+                    UpdateLabelsPayload::builder()
+                        .set_add_or_update_labels((!set.is_empty()).then_some(set))
+                        .set_remove_labels((!removed.is_empty()).then_some(removed))
+                        .build(),
+                );
+                changed = true;
+            }
+            let live_taints: Vec<TaintConfig> = live.taints().iter().map(TaintConfig::from_sdk).collect();
+            // A taint is one per key and effect: a new value is an add-or-update, not a removal.
+            let removed = live_taints
+                .iter()
+                .filter(|t| !cfg.taints.iter().any(|n| (&n.key, &n.effect) == (&t.key, &t.effect)))
+                .map(TaintConfig::to_sdk)
+                .collect::<Result<Vec<_>, _>>()?;
+            let added = cfg
+                .taints
+                .iter()
+                .filter(|t| !live_taints.contains(t))
+                .map(TaintConfig::to_sdk)
+                .collect::<Result<Vec<_>, _>>()?;
+            if !removed.is_empty() || !added.is_empty() {
+                call = call.taints(
+                    UpdateTaintsPayload::builder()
+                        .set_add_or_update_taints((!added.is_empty()).then_some(added))
+                        .set_remove_taints((!removed.is_empty()).then_some(removed))
+                        .build(),
+                );
+                changed = true;
+            }
+            if changed {
+                let out = call.send().await.map_err(|e| error(aws, "UpdateNodegroupConfig", e))?;
+                live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
+            }
+            let live_version = live.launch_template().and_then(|t| t.version()).map(str::to_owned);
+            if let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
+                && live_version != Some(version.to_string())
             {
                 let spec = LaunchTemplateSpecification::builder()
                     .id(template)
@@ -343,13 +388,10 @@ impl Kind for EksNodegroup {
                     .send()
                     .await
                     .map_err(|e| error(aws, "UpdateNodegroupVersion", e))?;
-                if let Some(update) = out.update().and_then(|u| u.id()) {
-                    wait_update(ctx, aws, cluster, Scope::Nodegroup(name), update, limit).await?;
-                }
+                live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
             }
-            let group = wait_active(ctx, aws, cluster, name, limit).await?;
-            sync_tags(ctx, aws, group.nodegroup_arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(cluster, &group))
+            sync_tags(ctx, aws, live.nodegroup_arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(cluster, &live))
         })
     }
 
@@ -357,15 +399,14 @@ impl Kind for EksNodegroup {
         Box::pin(async move {
             let (cluster, name) = split(id);
             let aws = ctx.cloud.aws().await;
-            match aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await {
-                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
-                Err(e) => return Err(error(aws, "DeleteNodegroup", e)),
-                Ok(_) => {}
-            }
-            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            let status = || async {
                 Ok(describe(aws, cluster, name)
                     .await?
                     .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+            };
+            let limit = timeout(config, "delete", DELETE_TIMEOUT);
+            delete_and_wait(ctx, aws, "DeleteNodegroup", limit, status, || {
+                aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send()
             })
             .await
         })

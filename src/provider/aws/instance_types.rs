@@ -1,5 +1,5 @@
 //! The instance-type facts a stack is checked against at plan time: which names exist, how
-//! many EFA interfaces and network cards each has, and which zones offer it — two calls for all
+//! many EFA interfaces each takes, and which zones offer it — two calls for all
 //! the types a stack names (`DescribeInstanceTypes`, `DescribeInstanceTypeOfferings`).
 
 use super::error;
@@ -23,7 +23,6 @@ pub async fn lookup(cloud: &Cloud, names: &[String]) -> Result<LiveFacts, Provid
                     let efa = network.efa_info().and_then(|e| e.maximum_efa_interfaces()).unwrap_or(0);
                     let info = InstanceType {
                         efa_interfaces: u32::try_from(efa).unwrap_or(0),
-                        network_cards: network.maximum_network_cards().and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
                     };
                     facts.types.insert(name.as_str().to_owned(), info);
                 }
