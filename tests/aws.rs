@@ -188,6 +188,19 @@ fn tagged(
     })
 }
 
+/// Whether `perms` is exactly one rule: all traffic, to or from the group `group_id` itself.
+fn only_self_rule(perms: &[aws_sdk_ec2::types::IpPermission], group_id: &str) -> bool {
+    perms.len() == 1
+        && perms[0].ip_protocol() == Some("-1")
+        && perms[0].ip_ranges().is_empty()
+        && perms[0]
+            .user_id_group_pairs()
+            .iter()
+            .map(|p| p.group_id().unwrap())
+            .collect::<Vec<_>>()
+            == [group_id]
+}
+
 fn tag<'a>(tags: &'a [aws_sdk_ec2::types::Tag], key: &str) -> Option<&'a str> {
     tags.iter().find(|t| t.key() == Some(key)).and_then(|t| t.value())
 }
@@ -225,17 +238,7 @@ fn network_lifecycle_on_the_emulator() {
     assert_eq!(groups.len(), 1);
     let efa = &groups[0];
     let group_id = efa.group_id().unwrap();
-    let only_self = |perms: &[aws_sdk_ec2::types::IpPermission]| {
-        perms.len() == 1
-            && perms[0].ip_protocol() == Some("-1")
-            && perms[0].ip_ranges().is_empty()
-            && perms[0]
-                .user_id_group_pairs()
-                .iter()
-                .map(|p| p.group_id().unwrap())
-                .collect::<Vec<_>>()
-                == [group_id]
-    };
+    let only_self = |perms: &[aws_sdk_ec2::types::IpPermission]| only_self_rule(perms, group_id);
     assert!(
         only_self(efa.ip_permissions()),
         "ingress: all traffic from itself only: {:?}",
@@ -1136,17 +1139,7 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
         assert_eq!(sgs, want, "interface {i}");
     }
     // The EFA SG: exactly the two self rules, and not tagged for the cluster's load balancers.
-    let only_self = |perms: &[aws_sdk_ec2::types::IpPermission]| {
-        perms.len() == 1
-            && perms[0].ip_protocol() == Some("-1")
-            && perms[0].ip_ranges().is_empty()
-            && perms[0]
-                .user_id_group_pairs()
-                .iter()
-                .map(|p| p.group_id().unwrap())
-                .collect::<Vec<_>>()
-                == [efa_sg_id.as_str()]
-    };
+    let only_self = |perms: &[aws_sdk_ec2::types::IpPermission]| only_self_rule(perms, &efa_sg_id);
     assert!(only_self(efa_sg.ip_permissions()), "{:?}", efa_sg.ip_permissions());
     assert!(only_self(efa_sg.ip_permissions_egress()), "{:?}", efa_sg.ip_permissions_egress());
     assert!(
