@@ -197,19 +197,7 @@ impl Kind for EksAddon {
     fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_children(ids, |cluster| async move {
-                let mut names = Vec::new();
-                let mut pages = aws.eks.list_addons().cluster_name(cluster).into_paginator().send();
-                while let Some(page) = pages.next().await {
-                    match page {
-                        Ok(page) => names.extend(page.addons().iter().cloned()),
-                        Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(None),
-                        Err(e) => return Err(error(aws, "ListAddons", e)),
-                    }
-                }
-                Ok(Some(names))
-            })
-            .await
+            live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) }).await
         })
     }
 

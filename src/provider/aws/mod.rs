@@ -22,6 +22,23 @@ macro_rules! live_by_id {
     }};
 }
 
+/// The names an EKS list call returns for one cluster, all pages; `None` when the cluster is
+/// gone: `eks_names!(aws, list_addons, addons, cluster)`.
+macro_rules! eks_names {
+    ($aws:expr, $call:ident, $items:ident, $cluster:expr) => {{
+        let mut names = Vec::new();
+        let mut pages = $aws.eks.$call().cluster_name($cluster).into_paginator().send();
+        loop {
+            match pages.next().await {
+                None => break Ok(Some(names)),
+                Some(Ok(page)) => names.extend(page.$items().iter().cloned()),
+                Some(Err(e)) if $crate::provider::aws::code(&e) == Some($crate::provider::aws::eks::NOT_FOUND) => break Ok(None),
+                Some(Err(e)) => break Err($crate::provider::aws::error($aws, stringify!($call), e)),
+            }
+        }
+    }};
+}
+
 /// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
 /// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
 macro_rules! sync_iam_tags {
