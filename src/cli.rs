@@ -74,6 +74,10 @@ pub enum Command {
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
+        /// Go ahead with changes the plan marks `(DESTROYS DATA)`: replacing or removing a file
+        /// system deletes everything on it. Without this flag `up` refuses them, even with `--yes`.
+        #[arg(long)]
+        allow_data_loss: bool,
         /// Check which recorded resources still exist first (one batched read per kind);
         /// `--refresh=false` plans from the state alone.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]

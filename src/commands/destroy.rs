@@ -1,13 +1,14 @@
 //! `forge destroy`: delete everything the state holds, dependents first.
 
-use super::Session;
+use super::{Consent, Session};
 use crate::error::Exit;
 use crate::plan::Mode;
 use crate::state::lock::LockMode;
 use miette::Result;
 use std::path::Path;
 
-/// Runs `forge destroy`.
+/// Runs `forge destroy`. Destroying is the request itself, so the plan's data losses need no
+/// further flag.
 pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
     let (stack, graph) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
@@ -21,5 +22,5 @@ pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
         &session.registry,
         &Default::default(),
     )?;
-    session.apply(&plan, &store, loaded, yes)
+    session.apply(&plan, &store, loaded, Consent { yes, data_loss: true })
 }

@@ -27,6 +27,15 @@ use miette::Result;
 use std::path::Path;
 use std::sync::Arc;
 
+/// What the person running `up` or `destroy` agreed to up front.
+#[derive(Debug, Clone, Copy)]
+pub struct Consent {
+    /// `--yes`: apply without asking.
+    pub yes: bool,
+    /// `--allow-data-loss`: changes that delete data may go ahead.
+    pub data_loss: bool,
+}
+
 /// What every command needs: the flags, the printer and the kinds.
 pub struct Session {
     /// Global flags.
@@ -47,7 +56,20 @@ pub fn run(cli: Cli) -> Result<Exit> {
     };
     match cli.command {
         Command::Plan { file, options } => plan::run(&session, &file, &options),
-        Command::Up { file, yes, refresh } => up::run(&session, &file, yes, refresh),
+        Command::Up {
+            file,
+            yes,
+            allow_data_loss,
+            refresh,
+        } => up::run(
+            &session,
+            &file,
+            Consent {
+                yes,
+                data_loss: allow_data_loss,
+            },
+            refresh,
+        ),
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
         Command::Graph { file, format } => graph::run(&session, &file, format),
         Command::Output { file, name, json } => output::run(&session, &file, name.as_deref(), json),
@@ -216,13 +238,24 @@ impl Session {
     }
 
     /// Shows the plan, asks for confirmation, applies it and saves the state.
-    pub fn apply(&self, plan: &Plan, store: &LocalStore, loaded: Loaded, yes: bool) -> Result<Exit> {
+    pub fn apply(&self, plan: &Plan, store: &LocalStore, loaded: Loaded, consent: Consent) -> Result<Exit> {
         self.printer.plan(&crate::plan::render::render(plan));
         let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
         if plan.is_empty() && !state_only {
             return Ok(Exit::Ok);
         }
-        if !plan.is_empty() && !yes {
+        let losses: Vec<&str> = plan.data_losses().map(|c| c.address.as_str()).collect();
+        if !losses.is_empty() && !consent.data_loss {
+            return Err(CommandError::new(
+                format!(
+                    "refusing to apply: it deletes data in {} (marked DESTROYS DATA above); nothing was changed",
+                    losses.join(", ")
+                ),
+                "undo the change that forces the replacement (a file system can grow but not shrink, and keeps its deployment type, subnet and security groups), or back the data up and run again with `--allow-data-loss`",
+            )
+            .into());
+        }
+        if !plan.is_empty() && !consent.yes {
             let verb = if plan.mode == Mode::Destroy { "destroy" } else { "apply" };
             match self
                 .printer

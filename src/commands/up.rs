@@ -1,6 +1,6 @@
 //! `forge up FILE|PLAN`: make the cloud match the stack, or apply a saved plan exactly.
 
-use super::Session;
+use super::{Consent, Session};
 use crate::error::{CommandError, Exit};
 use crate::plan::{Mode, PLAN_FORMAT, Plan};
 use crate::state::lock::LockMode;
@@ -8,7 +8,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge up`.
-pub fn run(session: &Session, file: &Path, yes: bool, refresh: bool) -> Result<Exit> {
+pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool) -> Result<Exit> {
     if let Some(plan) = read_saved_plan(file)? {
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
         let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, LockMode::Exclusive, "up")?;
@@ -27,7 +27,7 @@ pub fn run(session: &Session, file: &Path, yes: bool, refresh: bool) -> Result<E
             )
             .into());
         }
-        return session.apply(&plan, &store, loaded, true);
+        return session.apply(&plan, &store, loaded, Consent { yes: true, ..consent });
     }
     let (stack, graph) = session.load_checked(file, true)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
@@ -38,7 +38,7 @@ pub fn run(session: &Session, file: &Path, yes: bool, refresh: bool) -> Result<E
         Default::default()
     };
     let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, Mode::Apply, &session.registry, &gone)?;
-    session.apply(&plan, &store, loaded, yes)
+    session.apply(&plan, &store, loaded, consent)
 }
 
 /// A saved plan, or `None` when the file is a stack file (`.toml`).

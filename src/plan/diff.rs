@@ -43,6 +43,7 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
         prior_depends_on: prior.map(|p| p.dependencies.clone()).unwrap_or_default(),
         replace_because,
         reason: reason.map(str::to_owned),
+        destroys_data: false,
     };
     let Some(prior) = prior else {
         return Some(change(Action::Create, None, vec![], None));
@@ -83,7 +84,7 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
     }
     let forcing: Vec<String> = changed
         .iter()
-        .filter(|a| kind.replace_on().contains(&a.as_str()))
+        .filter(|a| kind.forces_replacement(a, prior.config.get(a.as_str()), after.get(a.as_str())))
         .cloned()
         .collect();
     let action = if forcing.is_empty() { Action::Update } else { Action::Replace };

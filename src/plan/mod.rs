@@ -78,6 +78,9 @@ pub struct Change {
     pub replace_because: Vec<String>,
     /// Why, when the state itself asks for the change (an interrupted call).
     pub reason: Option<String>,
+    /// The change deletes an object that holds data (a replaced or removed file system).
+    #[serde(default)]
+    pub destroys_data: bool,
 }
 
 /// A plan: everything `forge up PLAN` needs, without the stack file.
@@ -115,6 +118,11 @@ impl Plan {
     /// How many changes of `action`.
     pub fn count(&self, action: Action) -> usize {
         self.changes.iter().filter(|c| c.action == action).count()
+    }
+
+    /// The changes that delete data (see [`Change::destroys_data`]).
+    pub fn data_losses(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.destroys_data)
     }
 
     /// True when applying would change nothing (outputs aside).
@@ -226,6 +234,11 @@ pub fn plan(
         }
     }
     changes.extend(deletes(stack, state, mode));
+    // Only an object that was made (not an interrupted create) can hold data.
+    for c in changes.iter_mut().filter(|c| matches!(c.action, Action::Replace | Action::Delete)) {
+        let made = state.resources.get(&c.address).is_some_and(|r| r.status == Status::Created);
+        c.destroys_data = made && registry.get(&c.kind).is_some_and(|k| k.holds_data());
+    }
     Ok(Plan {
         format_version: PLAN_FORMAT,
         mode,
@@ -298,6 +311,7 @@ fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
                 _ if mode == Mode::Apply => Some("no longer in the stack".into()),
                 _ => None,
             },
+            destroys_data: false,
         })
         .collect()
 }

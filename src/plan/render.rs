@@ -68,6 +68,9 @@ fn change_block(out: &mut String, c: &Change) {
     if !c.replace_because.is_empty() {
         let _ = write!(header, ", replaced because {} changed", c.replace_because.join(", "));
     }
+    if c.destroys_data {
+        header.push_str(" (DESTROYS DATA)");
+    }
     if let Some(reason) = &c.reason {
         let _ = write!(header, " — {reason}");
     }

@@ -182,6 +182,18 @@ pub trait Kind: Send + Sync + 'static {
     fn outputs(&self) -> &'static [&'static str];
     /// Attributes whose change forces replacement.
     fn replace_on(&self) -> &'static [&'static str];
+    /// Whether changing `attribute` from `before` to `after` needs a new object; by default
+    /// when it is one of [`Kind::replace_on`]. Kinds override it for changes that only go one
+    /// way in place (a file system grows, never shrinks).
+    fn forces_replacement(&self, attribute: &str, _before: Option<&Value>, _after: Option<&Value>) -> bool {
+        self.replace_on().contains(&attribute)
+    }
+    /// Whether deleting the object deletes data people keep in it (a file system): the plan
+    /// marks its replacement or removal `(DESTROYS DATA)` and `up` refuses it without
+    /// `--allow-data-loss`.
+    fn holds_data(&self) -> bool {
+        false
+    }
     /// The outputs as far as they are known before the call (`null` where unknown); `prior` is
     /// the recorded outputs when the resource is updated in place.
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value;

@@ -1,13 +1,13 @@
 //! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt the object its first try made, and the wait for an EKS update to finish.
 
-use super::{Clients, Poll, TOKEN_TAG, error, wait_until};
+use super::{Clients, Poll, TOKEN_TAG, child_id, error, wait_until};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_eks::types::UpdateStatus;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -161,16 +161,6 @@ pub async fn wait_update(
     .await
 }
 
-/// The id of an object that lives in a cluster (node group, add-on): `<cluster>/<name>`.
-pub fn child_id(cluster: &str, name: &str) -> String {
-    format!("{cluster}/{name}")
-}
-
-/// A child id's cluster and name (neither may hold a `/`).
-pub fn split(id: &str) -> (&str, &str) {
-    id.split_once('/').unwrap_or((id, id))
-}
-
 /// The child id a block will have, known at plan time from `cluster_name` and `name`.
 pub fn planned_child_id(config: &Value) -> Value {
     match (
@@ -180,24 +170,6 @@ pub fn planned_child_id(config: &Value) -> Value {
         (Some(cluster), Some(name)) => Value::String(child_id(cluster, name)),
         _ => Value::Null,
     }
-}
-
-/// Which child `ids` still exist: one `list` (all pages) per cluster they name; `list` gives
-/// `None` when the cluster itself is gone.
-pub async fn live_children<F, Fut>(ids: &[String], list: F) -> Result<HashSet<String>, ProviderError>
-where
-    F: Fn(String) -> Fut,
-    Fut: Future<Output = Result<Option<Vec<String>>, ProviderError>>,
-{
-    let clusters: BTreeSet<&str> = ids.iter().map(|id| split(id).0).collect();
-    let mut live = HashSet::new();
-    for cluster in clusters {
-        for name in list(cluster.to_owned()).await?.unwrap_or_default() {
-            live.insert(child_id(cluster, &name));
-        }
-    }
-    live.retain(|id| ids.contains(id));
-    Ok(live)
 }
 
 /// Deletes an EKS object and waits until it is gone. `status` reads its status (`None`: gone);

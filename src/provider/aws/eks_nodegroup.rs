@@ -4,11 +4,9 @@
 //! followed to its end with DescribeUpdate. Deletion waits until the group is gone, so the
 //! cluster after it can be deleted.
 
-use super::eks::{
-    NOT_FOUND, Scope, child_id, create_tags, created_or_own, delete_and_wait, live_children, owned, planned_child_id, split, sync_tags,
-    wait_update,
-};
+use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
+use super::{child_id, live_children, split};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
     AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,

@@ -65,11 +65,16 @@ macro_rules! sync_iam_tags {
     }};
 }
 
+mod efs_file_system;
+mod efs_mount_target;
 mod eip;
 mod eks;
 mod eks_addon;
 mod eks_cluster;
 mod eks_nodegroup;
+mod fsx;
+mod fsx_data_repository_association;
+mod fsx_lustre;
 mod iam_instance_profile;
 mod iam_oidc_provider;
 mod iam_policy;
@@ -111,6 +116,10 @@ pub fn register(registry: Registry) -> Registry {
         .with(eks_cluster::EksCluster)
         .with(eks_nodegroup::EksNodegroup)
         .with(eks_addon::EksAddon)
+        .with(fsx_lustre::FsxLustre)
+        .with(fsx_data_repository_association::FsxDataRepositoryAssociation)
+        .with(efs_file_system::EfsFileSystem)
+        .with(efs_mount_target::EfsMountTarget)
 }
 
 /// The SDK clients of one run.
@@ -121,6 +130,12 @@ pub struct Clients {
     pub iam: aws_sdk_iam::Client,
     /// EKS.
     pub eks: aws_sdk_eks::Client,
+    /// FSx.
+    pub fsx: aws_sdk_fsx::Client,
+    /// EFS.
+    pub efs: aws_sdk_efs::Client,
+    /// CloudFormation.
+    pub cloudformation: aws_sdk_cloudformation::Client,
     /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
     /// endpoint is obvious.
     pub context: String,
@@ -153,6 +168,9 @@ impl Clients {
             ec2: aws_sdk_ec2::Client::new(&config),
             iam: aws_sdk_iam::Client::new(&config),
             eks: aws_sdk_eks::Client::new(&config),
+            fsx: aws_sdk_fsx::Client::new(&config),
+            efs: aws_sdk_efs::Client::new(&config),
+            cloudformation: aws_sdk_cloudformation::Client::new(&config),
             context,
         }
     }
@@ -339,6 +357,35 @@ pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new:
             .map_err(|e| error(clients, "CreateTags", e))?;
     }
     Ok(())
+}
+
+/// The id of an object that lives in a parent (an EKS node group or add-on in its cluster, an
+/// EFS mount target in its file system): `<parent>/<name>`.
+pub fn child_id(parent: &str, name: &str) -> String {
+    format!("{parent}/{name}")
+}
+
+/// A child id's parent and name (neither may hold a `/`).
+pub fn split(id: &str) -> (&str, &str) {
+    id.split_once('/').unwrap_or((id, id))
+}
+
+/// Which child `ids` still exist: one `list` (all pages) per parent they name; `list` gives
+/// `None` when the parent itself is gone.
+pub async fn live_children<F, Fut>(ids: &[String], list: F) -> Result<std::collections::HashSet<String>, ProviderError>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Vec<String>>, ProviderError>>,
+{
+    let parents: std::collections::BTreeSet<&str> = ids.iter().map(|id| split(id).0).collect();
+    let mut live = std::collections::HashSet::new();
+    for parent in parents {
+        for name in list(parent.to_owned()).await?.unwrap_or_default() {
+            live.insert(child_id(parent, &name));
+        }
+    }
+    live.retain(|id| ids.contains(id));
+    Ok(live)
 }
 
 /// What one look at a slow operation saw.

@@ -1,0 +1,251 @@
+//! `aws_efs_file_system`: an EFS file system (home directories, shared code). The create
+//! passes the state intent's token as `CreationToken`, so a retried or resumed create gets the
+//! file system its first try made; it waits creating → available. The throughput mode changes
+//! in place; the performance mode and encryption need a new file system, which deletes the data.
+
+use super::{Clients, Poll, TOKEN_TAG, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
+use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_efs_file_system` kind.
+pub struct EfsFileSystem;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    performance_mode: Option<String>,
+    throughput_mode: Option<String>,
+    encrypted: Option<bool>,
+    kms_key_id: Option<String>,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+impl Config {
+    fn throughput_mode(&self) -> ThroughputMode {
+        ThroughputMode::from(self.throughput_mode.as_deref().unwrap_or("elastic"))
+    }
+}
+
+const SCHEMA: &[Field] = &[
+    Field::optional("performance_mode", FieldType::String),
+    Field::optional("throughput_mode", FieldType::String),
+    Field::optional("encrypted", FieldType::Bool),
+    Field::optional("kms_key_id", FieldType::String),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
+];
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// EFS's error code for a file system that does not exist.
+const NOT_FOUND: &str = "FileSystemNotFound";
+
+async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystemDescription>, ProviderError> {
+    match aws.efs.describe_file_systems().file_system_id(id).send().await {
+        Ok(out) => Ok(out.file_systems().first().cloned()),
+        Err(e) if super::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeFileSystems", e)),
+    }
+}
+
+async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystemDescription, ProviderError> {
+    let gone = || format!("EFS file system {id} disappeared while forge waited for it");
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, id).await? {
+            None => Poll::Failed(gone()),
+            Some(fs) => match fs.life_cycle_state() {
+                LifeCycleState::Available => Poll::Done,
+                LifeCycleState::Error => Poll::Failed(format!("EFS file system {id} is in error")),
+                state => Poll::Pending(state.as_str().to_owned()),
+            },
+        })
+    })
+    .await?;
+    describe(aws, id).await?.ok_or_else(|| ProviderError {
+        message: gone(),
+        retryable: true,
+    })
+}
+
+/// The file system's DNS name, `fs-….efs.<region>.amazonaws.com`, with the region from its ARN.
+fn outputs(fs: &FileSystemDescription) -> Value {
+    let id = fs.file_system_id();
+    let region = fs.file_system_arn().and_then(|arn| arn.split(':').nth(3)).unwrap_or_default();
+    json!({
+        "id": id,
+        "arn": fs.file_system_arn(),
+        "dns_name": format!("{id}.efs.{region}.amazonaws.com"),
+    })
+}
+
+fn tags(ctx: &Ctx, config: &Value) -> Vec<Tag> {
+    ctx.tags(config)
+        .into_iter()
+        .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
+        .collect()
+}
+
+impl Kind for EfsFileSystem {
+    fn name(&self) -> &'static str {
+        "aws_efs_file_system"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "arn", "dns_name"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["performance_mode", "encrypted", "kms_key_id"]
+    }
+
+    fn holds_data(&self) -> bool {
+        true
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior_output(prior, "id"), "arn": prior_output(prior, "arn"), "dns_name": prior_output(prior, "dns_name") })
+    }
+
+    /// EFS answers a repeated creation token with FileSystemAlreadyExists and the id of the
+    /// file system that token made: that one is adopted.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let mut create_tags = tags(ctx, config);
+            create_tags.extend(Tag::builder().key(TOKEN_TAG).value(token).build().ok());
+            let made = aws
+                .efs
+                .create_file_system()
+                .creation_token(token)
+                .performance_mode(PerformanceMode::from(cfg.performance_mode.as_deref().unwrap_or("generalPurpose")))
+                .throughput_mode(cfg.throughput_mode())
+                .encrypted(cfg.encrypted.unwrap_or(true))
+                .set_kms_key_id(cfg.kms_key_id.clone())
+                .set_tags(Some(create_tags))
+                .send()
+                .await;
+            let id = match made {
+                Ok(fs) => fs.file_system_id().to_owned(),
+                Err(e) => match e.as_service_error() {
+                    Some(CreateFileSystemError::FileSystemAlreadyExists(taken)) => taken.file_system_id().to_owned(),
+                    _ => return Err(error(aws, "CreateFileSystem", e)),
+                },
+            };
+            let fs = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+            Ok(Created { outputs: outputs(&fs), id })
+        })
+    }
+
+    /// One DescribeFileSystems over all pages.
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            let mut live = HashSet::new();
+            let mut pages = aws.efs.describe_file_systems().into_paginator().send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| error(aws, "DescribeFileSystems", e))?;
+                live.extend(page.file_systems().iter().map(|fs| fs.file_system_id().to_owned()));
+            }
+            live.retain(|id| ids.contains(id));
+            Ok(live)
+        })
+    }
+
+    /// The file system made with this creation token, if any.
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            let out = aws
+                .efs
+                .describe_file_systems()
+                .creation_token(token)
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribeFileSystems", e))?;
+            Ok(out.file_systems().first().map(|fs| fs.file_system_id().to_owned()))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, new)?;
+            let aws = ctx.cloud.aws().await;
+            let mut live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+            if live.throughput_mode() != Some(&cfg.throughput_mode()) {
+                aws.efs
+                    .update_file_system()
+                    .file_system_id(id)
+                    .throughput_mode(cfg.throughput_mode())
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateFileSystem", e))?;
+                live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+            }
+            let (before, after) = (ctx.tags(old), ctx.tags(new));
+            let removed: Vec<String> = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+            if !removed.is_empty() {
+                aws.efs
+                    .untag_resource()
+                    .resource_id(id)
+                    .set_tag_keys(Some(removed))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UntagResource", e))?;
+            }
+            if before != after {
+                aws.efs
+                    .tag_resource()
+                    .resource_id(id)
+                    .set_tags(Some(tags(ctx, new)))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "TagResource", e))?;
+            }
+            Ok(outputs(&live))
+        })
+    }
+
+    /// EFS refuses while mount targets remain (they go first in the graph, but take a while to
+    /// disappear): that answer is retried.
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match describe(aws, id).await? {
+                None => return Ok(()),
+                Some(fs) if fs.life_cycle_state() == &LifeCycleState::Deleting => {}
+                Some(_) => match aws.efs.delete_file_system().file_system_id(id).send().await {
+                    Ok(_) => {}
+                    Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
+                    Err(e) if super::code(&e) == Some("FileSystemInUse") => {
+                        return Err(ProviderError {
+                            retryable: true,
+                            ..error(aws, "DeleteFileSystem", e)
+                        });
+                    }
+                    Err(e) => return Err(error(aws, "DeleteFileSystem", e)),
+                },
+            }
+            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(match describe(aws, id).await? {
+                    None => Poll::Done,
+                    Some(fs) => Poll::Pending(fs.life_cycle_state().as_str().to_owned()),
+                })
+            })
+            .await
+        })
+    }
+}

@@ -1,0 +1,243 @@
+//! `aws_fsx_data_repository_association`: links a path of an FSx for Lustre file system
+//! (PERSISTENT_2) to an S3 prefix, with automatic import and export of new, changed and
+//! deleted objects. The create passes the state intent's token as `ClientRequestToken` and
+//! waits CREATING → AVAILABLE; the import and export policies change in place.
+
+use super::fsx::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
+use super::{Clients, Poll, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_fsx::types::{
+    AutoExportPolicy, AutoImportPolicy, DataRepositoryAssociation, DataRepositoryLifecycle, EventType, S3DataRepositoryConfiguration,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_fsx_data_repository_association` kind.
+pub struct FsxDataRepositoryAssociation;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    file_system_id: String,
+    file_system_path: String,
+    data_repository_path: String,
+    #[serde(default)]
+    batch_import_meta_data_on_create: bool,
+    imported_file_chunk_size: Option<i32>,
+    #[serde(default)]
+    auto_import_events: Vec<String>,
+    #[serde(default)]
+    auto_export_events: Vec<String>,
+    #[serde(default)]
+    delete_data_in_file_system: bool,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+impl Config {
+    /// The S3 import and export policies.
+    fn s3(&self) -> S3DataRepositoryConfiguration {
+        let events = |names: &[String]| Some(names.iter().map(|e| EventType::from(e.as_str())).collect());
+        S3DataRepositoryConfiguration::builder()
+            .auto_import_policy(AutoImportPolicy::builder().set_events(events(&self.auto_import_events)).build())
+            .auto_export_policy(AutoExportPolicy::builder().set_events(events(&self.auto_export_events)).build())
+            .build()
+    }
+}
+
+const SCHEMA: &[Field] = &[
+    Field::required("file_system_id", FieldType::String),
+    Field::required("file_system_path", FieldType::String),
+    Field::required("data_repository_path", FieldType::String),
+    Field::optional("batch_import_meta_data_on_create", FieldType::Bool),
+    Field::optional("imported_file_chunk_size", FieldType::Integer),
+    Field::optional("auto_import_events", FieldType::List),
+    Field::optional("auto_export_events", FieldType::List),
+    Field::optional("delete_data_in_file_system", FieldType::Bool),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
+];
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+async fn describe(aws: &Clients, id: &str) -> Result<Option<DataRepositoryAssociation>, ProviderError> {
+    match aws.fsx.describe_data_repository_associations().association_ids(id).send().await {
+        Ok(out) => Ok(out.associations().first().cloned()),
+        Err(e) if super::code(&e) == Some(ASSOCIATION_NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeDataRepositoryAssociations", e)),
+    }
+}
+
+/// Every association of the account and region, all pages.
+async fn all(aws: &Clients) -> Result<Vec<DataRepositoryAssociation>, ProviderError> {
+    let mut found = Vec::new();
+    let mut pages = aws.fsx.describe_data_repository_associations().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| error(aws, "DescribeDataRepositoryAssociations", e))?;
+        found.extend(page.associations().iter().cloned());
+    }
+    Ok(found)
+}
+
+async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<DataRepositoryAssociation, ProviderError> {
+    let gone = || format!("data repository association {id} disappeared while forge waited for it");
+    wait_until(ctx, limit, || async {
+        let Some(a) = describe(aws, id).await? else {
+            return Ok(Poll::Failed(gone()));
+        };
+        Ok(match a.lifecycle() {
+            Some(DataRepositoryLifecycle::Available) => Poll::Done,
+            Some(l @ (DataRepositoryLifecycle::Failed | DataRepositoryLifecycle::Misconfigured)) => Poll::Failed(format!(
+                "data repository association {id} is {}: {}",
+                l.as_str(),
+                a.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
+            )),
+            l => Poll::Pending(l.map_or("CREATING", |l| l.as_str()).to_owned()),
+        })
+    })
+    .await?;
+    describe(aws, id).await?.ok_or_else(|| ProviderError {
+        message: gone(),
+        retryable: true,
+    })
+}
+
+fn outputs(a: &DataRepositoryAssociation) -> Value {
+    json!({ "id": a.association_id(), "arn": a.resource_arn() })
+}
+
+impl Kind for FsxDataRepositoryAssociation {
+    fn name(&self) -> &'static str {
+        "aws_fsx_data_repository_association"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "arn"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &[
+            "file_system_id",
+            "file_system_path",
+            "data_repository_path",
+            "batch_import_meta_data_on_create",
+        ]
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior_output(prior, "id"), "arn": prior_output(prior, "arn") })
+    }
+
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let out = aws
+                .fsx
+                .create_data_repository_association()
+                .client_request_token(token)
+                .file_system_id(&cfg.file_system_id)
+                .file_system_path(&cfg.file_system_path)
+                .data_repository_path(&cfg.data_repository_path)
+                .batch_import_meta_data_on_create(cfg.batch_import_meta_data_on_create)
+                .set_imported_file_chunk_size(cfg.imported_file_chunk_size)
+                .s3(cfg.s3())
+                .set_tags(Some(create_tags(ctx, token, config)))
+                .send()
+                .await
+                .map_err(|e| error(aws, "CreateDataRepositoryAssociation", e))?;
+            let id = out.association().and_then(|a| a.association_id()).unwrap_or_default().to_owned();
+            let association = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+            Ok(Created {
+                outputs: outputs(&association),
+                id,
+            })
+        })
+    }
+
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let found = all(cloud.aws().await).await?;
+            Ok(found
+                .iter()
+                .filter_map(|a| a.association_id())
+                .filter(|id| ids.iter().any(|x| x == id))
+                .map(str::to_owned)
+                .collect())
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let found = all(ctx.cloud.aws().await).await?;
+            Ok(found
+                .iter()
+                .find(|a| owned(ctx, token, a.tags()))
+                .and_then(|a| a.association_id().map(str::to_owned)))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, new)?;
+            let aws = ctx.cloud.aws().await;
+            let limit = timeout(new, "update", UPDATE_TIMEOUT);
+            let mut live = wait_available(ctx, aws, id, limit).await?;
+            if live.s3() != Some(&cfg.s3())
+                || (cfg.imported_file_chunk_size.is_some() && live.imported_file_chunk_size() != cfg.imported_file_chunk_size)
+            {
+                aws.fsx
+                    .update_data_repository_association()
+                    .association_id(id)
+                    .set_imported_file_chunk_size(cfg.imported_file_chunk_size)
+                    .s3(cfg.s3())
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "UpdateDataRepositoryAssociation", e))?;
+                live = wait_available(ctx, aws, id, limit).await?;
+            }
+            sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(&live))
+        })
+    }
+
+    /// Keeps the files already imported unless `delete_data_in_file_system = true`.
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            match describe(aws, id).await? {
+                None => return Ok(()),
+                Some(a) if a.lifecycle() == Some(&DataRepositoryLifecycle::Deleting) => {}
+                Some(_) => super::tolerate(
+                    aws,
+                    "DeleteDataRepositoryAssociation",
+                    aws.fsx
+                        .delete_data_repository_association()
+                        .association_id(id)
+                        .delete_data_in_file_system(cfg.delete_data_in_file_system)
+                        .send()
+                        .await,
+                    &[ASSOCIATION_NOT_FOUND],
+                )?,
+            }
+            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(match describe(aws, id).await? {
+                    None => Poll::Done,
+                    Some(a) => Poll::Pending(a.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()),
+                })
+            })
+            .await
+        })
+    }
+}

@@ -1,0 +1,391 @@
+//! `aws_fsx_lustre`: an FSx for Lustre file system. The create passes the state intent's token
+//! as `ClientRequestToken`, so a retried or resumed create gets the file system its first try
+//! made, and waits CREATING → AVAILABLE (an hour by default: creation takes up to ~20 minutes,
+//! much longer with a large S3 import). Capacity grows and throughput and compression change
+//! in place; a shrink, another deployment type, subnet or security groups need a new file
+//! system, which deletes the data on it.
+
+use super::fsx::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
+use super::{Clients, Poll, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_fsx::types::{
+    AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
+    FileSystemLifecycle, FileSystemType, LustreDeploymentType, Status, UpdateFileSystemLustreConfiguration,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_fsx_lustre` kind.
+pub struct FsxLustre;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    storage_capacity: i32,
+    deployment_type: Option<String>,
+    per_unit_storage_throughput: Option<i32>,
+    data_compression_type: Option<String>,
+    subnet_id: String,
+    #[serde(default)]
+    security_group_ids: Vec<String>,
+    file_system_type_version: Option<String>,
+    #[serde(default)]
+    final_backup: bool,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+impl Config {
+    fn deployment_type(&self) -> LustreDeploymentType {
+        LustreDeploymentType::from(self.deployment_type.as_deref().unwrap_or(DEFAULT_DEPLOYMENT))
+    }
+
+    fn compression(&self) -> DataCompressionType {
+        DataCompressionType::from(self.data_compression_type.as_deref().unwrap_or("LZ4"))
+    }
+
+    fn persistent(&self) -> bool {
+        self.deployment_type().as_str().starts_with("PERSISTENT")
+    }
+}
+
+/// The deployment type when the block names none.
+pub const DEFAULT_DEPLOYMENT: &str = "PERSISTENT_2";
+
+const SCHEMA: &[Field] = &[
+    Field::required("storage_capacity", FieldType::Integer),
+    Field::optional("deployment_type", FieldType::String),
+    Field::optional("per_unit_storage_throughput", FieldType::Integer),
+    Field::optional("data_compression_type", FieldType::String),
+    Field::required("subnet_id", FieldType::String),
+    Field::optional("security_group_ids", FieldType::List),
+    Field::optional("file_system_type_version", FieldType::String),
+    Field::optional("final_backup", FieldType::Bool),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
+];
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystem>, ProviderError> {
+    match aws.fsx.describe_file_systems().file_system_ids(id).send().await {
+        Ok(out) => Ok(out.file_systems().first().cloned()),
+        Err(e) if super::code(&e) == Some(FILE_SYSTEM_NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeFileSystems", e)),
+    }
+}
+
+/// Every file system of the account and region, all pages.
+async fn all(aws: &Clients) -> Result<Vec<FileSystem>, ProviderError> {
+    let mut found = Vec::new();
+    let mut pages = aws.fsx.describe_file_systems().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        found.extend(
+            page.map_err(|e| error(aws, "DescribeFileSystems", e))?
+                .file_systems()
+                .iter()
+                .cloned(),
+        );
+    }
+    Ok(found)
+}
+
+/// Why a file system failed, in FSx's words.
+fn failure(fs: &FileSystem) -> String {
+    let id = fs.file_system_id().unwrap_or_default();
+    let state = fs.lifecycle().map_or("FAILED", |l| l.as_str());
+    match fs.failure_details().and_then(|f| f.message()) {
+        Some(reason) => format!("FSx file system {id} is {state}: {reason}"),
+        None => format!("FSx file system {id} is {state}"),
+    }
+}
+
+/// The newest in-place update FSx reports for the file system, if any.
+fn last_update(fs: &FileSystem) -> Option<&aws_sdk_fsx::types::AdministrativeAction> {
+    fs.administrative_actions()
+        .iter()
+        .filter(|a| a.administrative_action_type() == Some(&AdministrativeActionType::FileSystemUpdate))
+        .max_by_key(|a| a.request_time().map(|t| (t.secs(), t.subsec_nanos())))
+}
+
+/// Waits until the file system is AVAILABLE with no in-place update running; FAILED and
+/// MISCONFIGURED are errors with FSx's reason.
+async fn wait_settled(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
+    let gone = || format!("FSx file system {id} disappeared while forge waited for it");
+    wait_until(ctx, limit, || async {
+        let Some(fs) = describe(aws, id).await? else {
+            return Ok(Poll::Failed(gone()));
+        };
+        let updating = last_update(&fs)
+            .and_then(|a| a.status())
+            .filter(|s| matches!(s, Status::Pending | Status::InProgress));
+        Ok(match (fs.lifecycle(), updating) {
+            (Some(FileSystemLifecycle::Available), None) => Poll::Done,
+            (Some(FileSystemLifecycle::Available), Some(s)) => Poll::Pending(format!("update {}", s.as_str())),
+            (Some(FileSystemLifecycle::Failed | FileSystemLifecycle::Misconfigured), _) => Poll::Failed(failure(&fs)),
+            (lifecycle, _) => Poll::Pending(lifecycle.map_or("CREATING", |l| l.as_str()).to_owned()),
+        })
+    })
+    .await?;
+    describe(aws, id).await?.ok_or_else(|| ProviderError {
+        message: gone(),
+        retryable: true,
+    })
+}
+
+/// Sends CreateFileSystem with `request_token`; FSx answers a repeated token with the file
+/// system the first call made.
+async fn send_create(
+    ctx: &Ctx,
+    aws: &Clients,
+    token: &str,
+    request_token: &str,
+    cfg: &Config,
+    config: &Value,
+) -> Result<FileSystem, ProviderError> {
+    let lustre = CreateFileSystemLustreConfiguration::builder()
+        .deployment_type(cfg.deployment_type())
+        .set_per_unit_storage_throughput(cfg.per_unit_storage_throughput)
+        .data_compression_type(cfg.compression())
+        .build();
+    let out = aws
+        .fsx
+        .create_file_system()
+        .client_request_token(request_token)
+        .file_system_type(FileSystemType::Lustre)
+        .storage_capacity(cfg.storage_capacity)
+        .subnet_ids(&cfg.subnet_id)
+        .set_security_group_ids(Some(cfg.security_group_ids.clone()))
+        .set_file_system_type_version(cfg.file_system_type_version.clone())
+        .lustre_configuration(lustre)
+        .set_tags(Some(create_tags(ctx, token, config)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "CreateFileSystem", e))?;
+    out.file_system().cloned().ok_or_else(|| ProviderError {
+        message: "CreateFileSystem answered without a file system".into(),
+        retryable: true,
+    })
+}
+
+/// Starts deleting a file system (a persistent one without a final backup unless asked).
+async fn start_delete(aws: &Clients, id: &str, persistent: bool, final_backup: bool) -> Result<(), ProviderError> {
+    let lustre = persistent.then(|| {
+        DeleteFileSystemLustreConfiguration::builder()
+            .skip_final_backup(!final_backup)
+            .build()
+    });
+    super::tolerate(
+        aws,
+        "DeleteFileSystem",
+        aws.fsx
+            .delete_file_system()
+            .file_system_id(id)
+            .set_lustre_configuration(lustre)
+            .send()
+            .await,
+        &[FILE_SYSTEM_NOT_FOUND],
+    )
+}
+
+async fn wait_gone(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, id).await? {
+            None => Poll::Done,
+            Some(fs) => Poll::Pending(fs.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()),
+        })
+    })
+    .await
+}
+
+fn outputs(fs: &FileSystem) -> Value {
+    json!({
+        "id": fs.file_system_id(),
+        "arn": fs.resource_arn(),
+        "dns_name": fs.dns_name(),
+        "mount_name": fs.lustre_configuration().and_then(|l| l.mount_name()),
+        "vpc_id": fs.vpc_id(),
+    })
+}
+
+/// One UpdateFileSystem with `lustre` settings or a new capacity, then the wait for it.
+async fn update_once(
+    ctx: &Ctx,
+    aws: &Clients,
+    id: &str,
+    capacity: Option<i32>,
+    lustre: Option<UpdateFileSystemLustreConfiguration>,
+    limit: Duration,
+) -> Result<FileSystem, ProviderError> {
+    aws.fsx
+        .update_file_system()
+        .file_system_id(id)
+        .set_storage_capacity(capacity)
+        .set_lustre_configuration(lustre)
+        .send()
+        .await
+        .map_err(|e| error(aws, "UpdateFileSystem", e))?;
+    let fs = wait_settled(ctx, aws, id, limit).await?;
+    if let Some(action) = last_update(&fs).filter(|a| a.status() == Some(&Status::Failed)) {
+        return Err(ProviderError {
+            message: format!(
+                "FSx could not update file system {id}: {}",
+                action.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
+            ),
+            retryable: false,
+        });
+    }
+    Ok(fs)
+}
+
+impl Kind for FsxLustre {
+    fn name(&self) -> &'static str {
+        "aws_fsx_lustre"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "arn", "dns_name", "mount_name", "vpc_id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["deployment_type", "subnet_id", "security_group_ids", "file_system_type_version"]
+    }
+
+    /// Capacity only grows in place: a smaller one needs a new file system.
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
+        match attribute {
+            "storage_capacity" => matches!((before.and_then(Value::as_i64), after.and_then(Value::as_i64)), (Some(b), Some(a)) if a < b),
+            _ => self.replace_on().contains(&attribute),
+        }
+    }
+
+    fn holds_data(&self) -> bool {
+        true
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        let mut outputs = json!({});
+        for key in self.outputs() {
+            outputs[*key] = prior_output(prior, key);
+        }
+        outputs
+    }
+
+    /// A file system that ends FAILED is deleted again (it cannot be repaired) and the error
+    /// says why; the next run makes a new one. A repeated token that brings back such a file
+    /// system waits for it to go and creates with a token derived from it.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let mut fs = send_create(ctx, aws, token, token, &cfg, config).await?;
+            let failed = |fs: &FileSystem| {
+                matches!(
+                    fs.lifecycle(),
+                    Some(FileSystemLifecycle::Failed | FileSystemLifecycle::Misconfigured | FileSystemLifecycle::Deleting)
+                )
+            };
+            if failed(&fs) {
+                let old = fs.file_system_id().unwrap_or_default().to_owned();
+                start_delete(aws, &old, cfg.persistent(), false).await?;
+                wait_gone(ctx, aws, &old, DELETE_TIMEOUT).await?;
+                fs = send_create(ctx, aws, token, &format!("{token}-{old}"), &cfg, config).await?;
+            }
+            let id = fs.file_system_id().unwrap_or_default().to_owned();
+            match wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await {
+                Ok(fs) => Ok(Created { id, outputs: outputs(&fs) }),
+                Err(e) if e.message.contains(" is FAILED") || e.message.contains(" is MISCONFIGURED") => {
+                    start_delete(aws, &id, cfg.persistent(), false).await?;
+                    Err(ProviderError {
+                        message: format!(
+                            "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
+                            e.message
+                        ),
+                        retryable: false,
+                    })
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// One DescribeFileSystems over all pages (asking by id fails the whole call when one
+    /// is gone).
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let found = all(cloud.aws().await).await?;
+            Ok(found
+                .iter()
+                .filter_map(|fs| fs.file_system_id())
+                .filter(|id| ids.iter().any(|x| x == id))
+                .map(str::to_owned)
+                .collect())
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let found = all(ctx.cloud.aws().await).await?;
+            Ok(found
+                .iter()
+                .find(|fs| owned(ctx, token, fs.tags()) && fs.lifecycle() != Some(&FileSystemLifecycle::Deleting))
+                .and_then(|fs| fs.file_system_id().map(str::to_owned)))
+        })
+    }
+
+    /// Compares with the live file system, one update at a time (FSx runs one): capacity,
+    /// then throughput, then compression.
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, new)?;
+            let aws = ctx.cloud.aws().await;
+            let limit = timeout(new, "update", UPDATE_TIMEOUT);
+            let mut live = wait_settled(ctx, aws, id, limit).await?;
+            if live.storage_capacity().is_some_and(|c| c < cfg.storage_capacity) {
+                live = update_once(ctx, aws, id, Some(cfg.storage_capacity), None, limit).await?;
+            }
+            let lustre = live.lustre_configuration();
+            if let Some(throughput) = cfg
+                .per_unit_storage_throughput
+                .filter(|t| lustre.and_then(|l| l.per_unit_storage_throughput()) != Some(*t))
+            {
+                let change = UpdateFileSystemLustreConfiguration::builder()
+                    .per_unit_storage_throughput(throughput)
+                    .build();
+                live = update_once(ctx, aws, id, None, Some(change), limit).await?;
+            }
+            if live.lustre_configuration().and_then(|l| l.data_compression_type()) != Some(&cfg.compression()) {
+                let change = UpdateFileSystemLustreConfiguration::builder()
+                    .data_compression_type(cfg.compression())
+                    .build();
+                live = update_once(ctx, aws, id, None, Some(change), limit).await?;
+            }
+            sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
+            Ok(outputs(&live))
+        })
+    }
+
+    /// Skips the final backup of a persistent file system unless `final_backup = true`.
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            match describe(aws, id).await? {
+                None => return Ok(()),
+                Some(fs) if fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) => {}
+                Some(_) => start_delete(aws, id, cfg.persistent(), cfg.final_backup).await?,
+            }
+            wait_gone(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
+        })
+    }
+}
