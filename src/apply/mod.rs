@@ -100,8 +100,8 @@ fn record(state: &mut State, journal: &mut Journal, event: Event) -> crate::stat
     })
 }
 
-/// Evaluates a change's template against the state as applied so far.
-fn evaluate(state: &State, config: &Value) -> Result<Value, String> {
+/// Evaluates a template (a change's config, an output) against the state as applied so far.
+pub fn evaluate(state: &State, config: &Value) -> Result<Value, String> {
     let mut lookup = |r: &template::Reference| {
         for split in (2..=r.segments.len()).rev() {
             let address = r.segments[..split].join(".");

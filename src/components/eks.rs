@@ -6,7 +6,7 @@
 //! then the managed node group in its zone's single private subnet.
 
 use super::instance_types::Lookup;
-use super::{Component, ComponentError, Expansion, Input, Part};
+use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part};
 use crate::provider::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
@@ -61,10 +61,17 @@ const NODEGROUP_KEYS: &[&str] = &[
 
 const MANAGED: &str = "arn:aws:iam::aws:policy";
 
+/// Per storage component type: the AWS-managed policy its CSI driver needs on the nodes, and
+/// the driver's add-on.
+const CSI_DRIVERS: &[(&str, &str, &str)] = &[
+    ("fsx", "AmazonFSxFullAccess", "aws-fsx-csi-driver"),
+    ("efs", "AmazonEFSCSIDriverPolicy", "aws-efs-csi-driver"),
+];
+
 /// Where the cluster's network comes from.
 enum Network<'a> {
-    /// A `vpc` component of this stack, and the zones it spans.
-    Component { address: &'a str, zones: Vec<String> },
+    /// A `vpc` component of this stack.
+    Component(NamedVpc<'a>),
     /// An existing network: its VPC and subnets.
     Existing { vpc_id: &'a str, subnet_ids: &'a Value },
 }
@@ -72,14 +79,14 @@ enum Network<'a> {
 impl Network<'_> {
     fn vpc_id(&self) -> Value {
         match self {
-            Network::Component { address, .. } => json!(format!("${{{address}.vpc_id}}")),
+            Network::Component(vpc) => vpc.output("vpc_id"),
             Network::Existing { vpc_id, .. } => json!(vpc_id),
         }
     }
 
     fn private_subnets(&self) -> Value {
         match self {
-            Network::Component { address, .. } => json!(format!("${{{address}.private_subnet_ids}}")),
+            Network::Component(vpc) => vpc.output("private_subnet_ids"),
             Network::Existing { subnet_ids, .. } => (*subnet_ids).clone(),
         }
     }
@@ -166,21 +173,9 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let tags = config.get("tags").cloned().unwrap_or_else(|| json!({}));
 
     let network = match (string("vpc"), string("vpc_id"), config.get("subnet_ids")) {
-        (Some(vpc), None, None) => {
-            let Some(vpc_config) = components.get(vpc).filter(|_| vpc.starts_with("vpc.")) else {
-                let known: Vec<&str> = components.keys().filter(|k| k.starts_with("vpc.")).map(String::as_str).collect();
-                return Err(ComponentError::at(
-                    "vpc",
-                    format!("`vpc = \"{vpc}\"` names no `vpc` block of this stack"),
-                    crate::stack::diagnostic::suggestion(vpc, &known),
-                ));
-            };
-            let zones = vpc_config
-                .get("zones")
-                .and_then(Value::as_array)
-                .map(|z| z.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-                .unwrap_or_default();
-            Network::Component { address: vpc, zones }
+        (Some(_), None, None) => {
+            let vpc = input.named_vpc("vpc")?;
+            Network::Component(vpc)
         }
         (None, Some(vpc_id), Some(subnet_ids)) => Network::Existing { vpc_id, subnet_ids },
         _ => {
@@ -243,17 +238,34 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         json!({ "url": reference("cluster", "oidc_issuer"), "client_ids": ["sts.amazonaws.com"], "tags": tags }),
         vec![],
     ));
+    // Storage blocks that list this cluster as a client: the CSI driver for each type, and
+    // the policy it needs on the nodes.
+    let mut node_policies: Vec<String> = [
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+        "AmazonEC2ContainerRegistryReadOnly",
+    ]
+    .iter()
+    .map(|p| format!("{MANAGED}/{p}"))
+    .collect();
+    let mut storage_addons = Vec::new();
+    for storage in super::storage_for(components, address) {
+        let Some((policy, driver)) = CSI_DRIVERS.iter().find(|(kind, ..)| *kind == storage).map(|(_, p, d)| (p, d)) else {
+            continue;
+        };
+        let policy = format!("{MANAGED}/{policy}");
+        if !node_policies.contains(&policy) {
+            node_policies.push(policy);
+            storage_addons.push((*driver).to_owned());
+        }
+    }
     parts.push(part(
         "node_role",
         "aws_iam_role",
         json!({
             "name": format!("{cluster_name}-node"),
             "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "ec2.amazonaws.com" }, "Action": "sts:AssumeRole" }] },
-            "managed_policy_arns": [
-                format!("{MANAGED}/AmazonEKSWorkerNodePolicy"),
-                format!("{MANAGED}/AmazonEKS_CNI_Policy"),
-                format!("{MANAGED}/AmazonEC2ContainerRegistryReadOnly"),
-            ],
+            "managed_policy_arns": node_policies,
             "tags": tags,
         }),
         vec![],
@@ -276,6 +288,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             })
             .collect::<Result<_, _>>()?,
     };
+    let mut addons = addons;
+    addons.extend(storage_addons.into_iter().filter(|d| !addons.contains(d)).collect::<Vec<_>>());
     let before_nodes: Vec<String> = addons
         .iter()
         .filter(|a| BEFORE_NODES.contains(&a.as_str()))
@@ -437,16 +451,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         };
         let subnets = match (&network, zone, text("subnet_id")) {
             (_, _, Some(subnet)) => json!([subnet]),
-            (Network::Component { address: vpc, zones }, Some(zone), None) => {
-                if !zones.iter().any(|z| z == zone) {
-                    return Err(ComponentError::at(
-                        key("zone"),
-                        format!("zone `{zone}` is not one of `{vpc}`'s zones ({})", zones.join(", ")),
-                        format!("pick one of them, or add `{zone}` to `{vpc}.zones`"),
-                    ));
-                }
-                json!([format!("${{{vpc}.private_subnets_by_zone.{zone}}}")])
-            }
+            (Network::Component(vpc), Some(zone), None) => json!([vpc.private_subnet(&key("zone"), zone)?]),
             (Network::Existing { .. }, Some(_), None) => {
                 return Err(ComponentError::at(
                     key("zone"),

@@ -3,7 +3,11 @@
 //! The stack loader expands them; the ones built into forge are listed here, one file each.
 
 #[cfg(feature = "aws")]
+pub mod efs;
+#[cfg(feature = "aws")]
 pub mod eks;
+#[cfg(feature = "aws")]
+pub mod fsx;
 pub mod instance_types;
 pub mod null_layers;
 #[cfg(feature = "aws")]
@@ -91,6 +95,147 @@ impl From<&str> for ComponentError {
     }
 }
 
+/// A `vpc` block of the stack that a component names in `vpc = "vpc.main"`.
+pub struct NamedVpc<'a> {
+    /// Its address.
+    pub address: &'a str,
+    /// The zones it spans, in order.
+    pub zones: Vec<String>,
+}
+
+impl NamedVpc<'_> {
+    /// A reference to one of its outputs.
+    pub fn output(&self, name: &str) -> Value {
+        Value::String(format!("${{{}.{name}}}", self.address))
+    }
+
+    /// A reference to its private subnet in `zone`, or an error at `key` when it has no such zone.
+    pub fn private_subnet(&self, key: &str, zone: &str) -> Result<Value, ComponentError> {
+        if !self.zones.iter().any(|z| z == zone) {
+            return Err(ComponentError::at(
+                key,
+                format!("zone `{zone}` is not one of `{}`'s zones ({})", self.address, self.zones.join(", ")),
+                format!("pick one of them, or add `{zone}` to `{}.zones`", self.address),
+            ));
+        }
+        Ok(self.output(&format!("private_subnets_by_zone.{zone}")))
+    }
+}
+
+impl Input<'_> {
+    /// A string attribute of the block.
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.config.get(key).and_then(Value::as_str)
+    }
+
+    /// The `vpc` block named by the string attribute `key`, or an error that lists the stack's.
+    pub fn named_vpc(&self, key: &str) -> Result<NamedVpc<'_>, ComponentError> {
+        let Some(vpc) = self.text(key) else {
+            return Err(ComponentError::at(
+                key,
+                format!("`{key}` is missing"),
+                "write `vpc = \"vpc.main\"`: a `vpc` block of this stack",
+            ));
+        };
+        let Some(config) = self.components.get(vpc).filter(|_| vpc.starts_with("vpc.")) else {
+            let known: Vec<&str> = self
+                .components
+                .keys()
+                .filter(|k| k.starts_with("vpc."))
+                .map(String::as_str)
+                .collect();
+            return Err(ComponentError::at(
+                key,
+                format!("`{key} = \"{vpc}\"` names no `vpc` block of this stack"),
+                crate::stack::diagnostic::suggestion(vpc, &known),
+            ));
+        };
+        let zones = config
+            .get("zones")
+            .and_then(Value::as_array)
+            .map(|z| z.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        Ok(NamedVpc { address: vpc, zones })
+    }
+
+    /// The `eks` blocks listed in `clients`, checked to exist.
+    pub fn clients(&self) -> Result<Vec<&str>, ComponentError> {
+        let known: Vec<&str> = self
+            .components
+            .keys()
+            .filter(|k| k.starts_with("eks."))
+            .map(String::as_str)
+            .collect();
+        let mut clients = Vec::new();
+        for item in self.config.get("clients").and_then(Value::as_array).into_iter().flatten() {
+            match item.as_str() {
+                Some(c) if known.contains(&c) => clients.push(c),
+                Some(c) => {
+                    return Err(ComponentError::at(
+                        "clients",
+                        format!("`clients` lists `{c}`, which is no `eks` block of this stack"),
+                        crate::stack::diagnostic::suggestion(c, &known),
+                    ));
+                }
+                None => {
+                    return Err(ComponentError::at(
+                        "clients",
+                        "`clients` lists `eks` blocks by address",
+                        "e.g. `clients = [\"eks.train\"]`",
+                    ));
+                }
+            }
+        }
+        Ok(clients)
+    }
+}
+
+/// The storage blocks (`fsx.*`, `efs.*`) whose `clients` list the `eks` block at `address`:
+/// that cluster's nodes get the CSI driver and its IAM policy for each type.
+pub fn storage_for<'a>(components: &'a BTreeMap<String, Map<String, Value>>, address: &str) -> impl Iterator<Item = &'a str> + 'a {
+    let address = address.to_owned();
+    components
+        .iter()
+        .filter(move |(_, config)| {
+            config
+                .get("clients")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|x| x.as_str() == Some(address.as_str())))
+        })
+        .map(|(block, _)| block.split('.').next().unwrap_or_default())
+}
+
+/// A Kubernetes PersistentVolume named `name` for the CSI `driver` and a claim bound to it:
+/// what a storage component's `pv_yaml` output holds (its values may be `${…}` templates).
+pub fn persistent_volume(
+    name: &str,
+    capacity_gib: i64,
+    driver: &str,
+    handle: &str,
+    attributes: &[(&str, String)],
+    mount_options: &[&str],
+) -> String {
+    let mut volume = format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {name}\nspec:\n  capacity:\n    storage: {capacity_gib}Gi\n  volumeMode: Filesystem\n  accessModes:\n    - ReadWriteMany\n  persistentVolumeReclaimPolicy: Retain\n"
+    );
+    if !mount_options.is_empty() {
+        volume.push_str("  mountOptions:\n");
+        for option in mount_options {
+            volume.push_str(&format!("    - {option}\n"));
+        }
+    }
+    volume.push_str(&format!("  csi:\n    driver: {driver}\n    volumeHandle: {handle}\n"));
+    if !attributes.is_empty() {
+        volume.push_str("    volumeAttributes:\n");
+        for (key, value) in attributes {
+            volume.push_str(&format!("      {key}: {value}\n"));
+        }
+    }
+    format!(
+        "{volume}---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {name}\nspec:\n  accessModes:\n    - ReadWriteMany\n  storageClassName: \"\"\n  resources:\n    requests:\n      storage: {capacity_gib}Gi\n  volumeName: {name}\n"
+    )
+}
+
 /// Expands one component block (see [`Component::expand`]).
 pub type ExpandFn = fn(&Input) -> Result<Expansion, ComponentError>;
 
@@ -112,6 +257,10 @@ pub fn builtin() -> &'static [Component] {
         vpc::COMPONENT,
         #[cfg(feature = "aws")]
         eks::COMPONENT,
+        #[cfg(feature = "aws")]
+        fsx::COMPONENT,
+        #[cfg(feature = "aws")]
+        efs::COMPONENT,
     ]
 }
 

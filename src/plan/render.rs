@@ -5,10 +5,12 @@ use super::{Action, Change, Mode, Plan};
 use serde_json::Value;
 use std::fmt::Write;
 
-/// Renders a value the way it is written in a stack file; `null` is "(known after apply)".
+/// Renders a value the way it is written in a stack file; `null` is "(known after apply)", and
+/// a text of several lines (a template file) is summed up by its length.
 pub fn value(v: &Value) -> String {
     match v {
         Value::Null => "(known after apply)".into(),
+        Value::String(s) if s.contains('\n') => format!("(text of {} lines)", s.lines().count()),
         Value::String(s) => format!("{s:?}"),
         Value::Array(items) => format!("[{}]", items.iter().map(value).collect::<Vec<_>>().join(", ")),
         Value::Object(map) if map.is_empty() => "{}".into(),

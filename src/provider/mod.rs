@@ -31,6 +31,9 @@ pub enum FieldType {
     Table,
     /// A TOML array.
     List,
+    /// A file path, relative to the stack file's folder; the loader reads the file, and the
+    /// attribute's value is its text (so an edited file shows in the plan).
+    File,
 }
 
 impl FieldType {
@@ -42,13 +45,14 @@ impl FieldType {
             FieldType::Bool => "a boolean",
             FieldType::Table => "a table",
             FieldType::List => "a list",
+            FieldType::File => "a file path (a string)",
         }
     }
 
     /// True when a literal value is of this type.
     pub fn accepts(self, value: &Value) -> bool {
         match self {
-            FieldType::String => value.is_string(),
+            FieldType::String | FieldType::File => value.is_string(),
             FieldType::Integer => value.is_i64() || value.is_u64(),
             FieldType::Bool => value.is_boolean(),
             FieldType::Table => value.is_object(),

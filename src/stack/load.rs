@@ -238,6 +238,7 @@ impl Loader<'_> {
                     ));
                 }
                 self.check_timeouts(&address, &config, &spans)?;
+                let config = self.read_files(&address, config, &spans, fields)?;
                 match comp {
                     Some(component) => pending.push(PendingComponent {
                         component,
@@ -273,7 +274,10 @@ impl Loader<'_> {
         if let Some(defaults) = providers.get("aws").and_then(|a| a.get("default_tags")).and_then(Value::as_object) {
             // The effective tags are part of each AWS resource's attributes, so a change of
             // `default_tags` shows in the plan and updates the tags in place.
-            for block in blocks.iter_mut().filter(|b| b.kind.starts_with("aws_")) {
+            let tagged = |kind: &str| {
+                kind.starts_with("aws_") && self.registry.get(kind).is_some_and(|k| k.schema().iter().any(|f| f.name == "tags"))
+            };
+            for block in blocks.iter_mut().filter(|b| tagged(&b.kind)) {
                 let mut tags = template::quote(&Value::Object(defaults.clone()))
                     .as_object()
                     .cloned()
@@ -310,6 +314,7 @@ impl Loader<'_> {
             state,
             outputs,
             resources,
+            component_outputs: components.into_iter().collect(),
         })
     }
 
@@ -658,6 +663,31 @@ impl Loader<'_> {
 
     /// `timeouts = { create = "45m", update = "1h", delete = "20m" }`: known operations, and
     /// durations humantime reads.
+    /// Replaces each file attribute's path (relative to the stack file's folder) by the
+    /// file's text, quoted so that `${…}` in it (CloudFormation's own `!Sub`) stays literal.
+    fn read_files(&self, address: &str, mut config: Value, spans: &Spans, fields: &[Field]) -> Result<Value, StackError> {
+        let folder = Path::new(&self.file.name).parent().unwrap_or(Path::new(""));
+        for field in fields.iter().filter(|f| f.ty == FieldType::File) {
+            let Some(Value::String(path)) = config.get(field.name) else {
+                continue;
+            };
+            let full = folder.join(path);
+            let text = std::fs::read_to_string(&full).map_err(|e| {
+                self.err(
+                    spans.get(&format!("/{}", field.name)).cloned().unwrap_or_default(),
+                    format!("`{address}.{}`: cannot read `{}`: {e}", field.name, full.display()),
+                    "this file",
+                    format!(
+                        "the path is relative to the folder of the stack file (`{}`)",
+                        if folder.as_os_str().is_empty() { Path::new(".") } else { folder }.display()
+                    ),
+                )
+            })?;
+            config[field.name] = template::quote(&Value::String(text));
+        }
+        Ok(config)
+    }
+
     fn check_timeouts(&self, address: &str, config: &Value, spans: &Spans) -> Result<(), StackError> {
         for (operation, value) in config.get("timeouts").and_then(Value::as_object).into_iter().flatten() {
             if let Some((message, hint)) = timeout_problem(operation, value) {

@@ -36,6 +36,8 @@ pub struct Stack {
     pub outputs: BTreeMap<String, Value>,
     /// Every resource, components expanded, in file order.
     pub resources: Vec<Resource>,
+    /// Each component's outputs by its address (`fsx.data`): templates over its resources.
+    pub component_outputs: BTreeMap<String, serde_json::Map<String, Value>>,
 }
 
 /// One resource the stack declares.

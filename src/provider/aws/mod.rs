@@ -67,6 +67,7 @@ macro_rules! sync_iam_tags {
 
 mod efs_file_system;
 mod efs_mount_target;
+mod cloudformation_stack;
 mod eip;
 mod eks;
 mod eks_addon;
@@ -86,8 +87,11 @@ mod nat_gateway;
 mod placement_group;
 mod route_table;
 mod security_group;
+mod security_group_ingress;
 mod subnet;
 mod vpc;
+
+pub use fsx_lustre::DEFAULT_DEPLOYMENT as FSX_DEFAULT_DEPLOYMENT;
 
 use super::{Ctx, ProviderError, Registry};
 use aws_sdk_ec2::config::http::HttpResponse;
@@ -107,6 +111,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(nat_gateway::NatGateway)
         .with(route_table::RouteTable)
         .with(security_group::SecurityGroup)
+        .with(security_group_ingress::SecurityGroupIngress)
         .with(placement_group::PlacementGroup)
         .with(launch_template::LaunchTemplate)
         .with(iam_role::IamRole)
@@ -120,6 +125,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(fsx_data_repository_association::FsxDataRepositoryAssociation)
         .with(efs_file_system::EfsFileSystem)
         .with(efs_mount_target::EfsMountTarget)
+        .with(cloudformation_stack::CloudFormationStack)
 }
 
 /// The SDK clients of one run.

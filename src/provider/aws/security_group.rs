@@ -36,7 +36,7 @@ fn default_description() -> String {
 /// One rule as written: `{ protocol = "tcp", from_port = 988, to_port = 988, cidr_blocks = [...] }`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Rule {
+pub(super) struct Rule {
     #[serde(default = "all_protocols")]
     protocol: String,
     from_port: Option<i32>,
@@ -55,7 +55,7 @@ fn all_protocols() -> String {
 
 /// A single permission: protocol, port range and one source.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Atom {
+pub(super) struct Atom {
     protocol: String,
     ports: Option<(i32, i32)>,
     cidr: Option<String>,
@@ -78,7 +78,8 @@ impl Atom {
     }
 }
 
-fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, ProviderError> {
+/// The single permissions `rules` grant to the group `own_id`.
+pub(super) fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, ProviderError> {
     let mut out = BTreeSet::new();
     for rule in rules {
         let protocol = match rule.protocol.as_str() {
@@ -130,14 +131,17 @@ fn aws_default_egress() -> BTreeSet<Atom> {
     }])
 }
 
+/// Which rules of a group.
 #[derive(Clone, Copy)]
-enum Direction {
+pub(super) enum Direction {
+    /// Inbound.
     Ingress,
+    /// Outbound.
     Egress,
 }
 
 /// Revokes what is no longer wanted, then authorizes what is new.
-async fn sync_rules(
+pub(super) async fn sync_rules(
     aws: &Clients,
     id: &str,
     direction: Direction,

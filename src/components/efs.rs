@@ -1,0 +1,125 @@
+//! `efs`: an EFS file system for home directories and shared code. One block expands to a
+//! security group, the file system, a mount target in the private subnet of each of the VPC's
+//! zones, and NFS (TCP 2049) opened to each client cluster's nodes. Each client `eks` block
+//! gives its node role the EFS CSI policy and installs the EFS CSI driver (see `eks`). Its
+//! `pv_yaml` output is a PersistentVolume and claim for that driver.
+
+use super::{Component, ComponentError, Expansion, Input, Part};
+use crate::provider::{Field, FieldType};
+use serde_json::{Map, Value, json};
+
+/// The component's registration.
+pub const COMPONENT: Component = Component {
+    name: "efs",
+    schema: &[
+        Field::required("vpc", FieldType::String),
+        Field::optional("clients", FieldType::List),
+        Field::optional("performance_mode", FieldType::String),
+        Field::optional("throughput_mode", FieldType::String),
+        Field::optional("encrypted", FieldType::Bool),
+        Field::optional("timeouts", FieldType::Table),
+        Field::optional("tags", FieldType::Table),
+    ],
+    expand,
+};
+
+/// NFS.
+const NFS_PORT: u16 = 2049;
+
+/// The size a claim asks for: EFS grows by itself, but Kubernetes wants a number.
+const CLAIM_GIB: i64 = 100;
+
+fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let address = input.address;
+    let name = address.split_once('.').map_or(address, |(_, n)| n);
+    let vpc = input.named_vpc("vpc")?;
+    let clients = input.clients()?;
+    let choice = |key: &str, allowed: &[&str], default: &'static str| -> Result<Value, ComponentError> {
+        match input.text(key) {
+            None => Ok(json!(default)),
+            Some(v) if allowed.contains(&v) => Ok(json!(v)),
+            Some(v) => Err(ComponentError::at(
+                key,
+                format!("`{key} = \"{v}\"` is not an EFS {}", key.replace('_', " ")),
+                format!("expected one of {}", allowed.join(", ")),
+            )),
+        }
+    };
+    let tags = input.config.get("tags").cloned().unwrap_or_else(|| json!({}));
+    let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
+
+    let mut file_system = json!({
+        "performance_mode": choice("performance_mode", &["generalPurpose", "maxIO"], "generalPurpose")?,
+        "throughput_mode": choice("throughput_mode", &["elastic", "bursting", "provisioned"], "elastic")?,
+        "encrypted": input.config.get("encrypted").cloned().unwrap_or(json!(true)),
+        "tags": tags,
+    });
+    if let Some(t) = input.config.get("timeouts") {
+        file_system["timeouts"] = t.clone();
+    }
+    let mut parts = vec![
+        Part {
+            local: "security_group".into(),
+            kind: "aws_security_group",
+            config: json!({
+                "name": format!("{name}-efs"),
+                "description": format!("EFS {name}: NFS from its clients"),
+                "vpc_id": vpc.output("vpc_id"),
+                "tags": tags,
+            }),
+            depends_on: vec![],
+        },
+        Part {
+            local: "file_system".into(),
+            kind: "aws_efs_file_system",
+            config: file_system,
+            depends_on: vec![],
+        },
+    ];
+    for zone in &vpc.zones {
+        parts.push(Part {
+            local: format!("mount_targets.{zone}"),
+            kind: "aws_efs_mount_target",
+            config: json!({
+                "file_system_id": reference("file_system", "id"),
+                "subnet_id": vpc.private_subnet("vpc", zone)?,
+                "security_groups": [reference("security_group", "id")],
+            }),
+            depends_on: vec![],
+        });
+    }
+    for client in &clients {
+        let client_name = client.split_once('.').map_or(*client, |(_, n)| n);
+        parts.push(Part {
+            local: format!("client_rules.{client_name}"),
+            kind: "aws_security_group_ingress",
+            config: json!({
+                "security_group_id": reference("security_group", "id"),
+                "ingress": [{
+                    "protocol": "tcp",
+                    "from_port": NFS_PORT,
+                    "to_port": NFS_PORT,
+                    "security_groups": [format!("${{{client}.cluster_security_group_id}}")],
+                }],
+            }),
+            depends_on: vec![],
+        });
+    }
+
+    let file_system_address = format!("{address}.file_system");
+    let mut outputs = Map::new();
+    for key in ["id", "arn", "dns_name"] {
+        outputs.insert(key.into(), reference("file_system", key));
+    }
+    outputs.insert("security_group_id".into(), reference("security_group", "id"));
+    let volume = super::persistent_volume(
+        &format!("efs-{name}"),
+        CLAIM_GIB,
+        "efs.csi.aws.com",
+        &format!("${{{file_system_address}.id}}"),
+        &[],
+        &[],
+    );
+    outputs.insert("pv_yaml".into(), json!(volume));
+    Ok(Expansion { parts, outputs })
+}

@@ -1,0 +1,391 @@
+//! `aws_cloudformation_stack`: a CloudFormation stack from a template file (read when the stack
+//! file loads, so an edited template shows in the plan) or an inline body, with parameters
+//! (references allowed), capabilities and tags. Creates, updates and deletes wait for the stack
+//! to settle; its outputs are readable as `${aws_cloudformation_stack.<name>.outputs.<key>}`.
+//! A failure names the first resource that failed and CloudFormation's reason for it.
+
+use super::{Clients, Poll, TOKEN_TAG, error, parse, wait_until};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_cloudformation::types::{Capability, Parameter, Stack, StackStatus, Tag};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_cloudformation_stack` kind.
+pub struct CloudFormationStack;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    template_file: Option<String>,
+    template_body: Option<String>,
+    #[serde(default)]
+    parameters: Map<String, Value>,
+    #[serde(default)]
+    capabilities: Vec<String>,
+    #[serde(default, rename = "timeouts")]
+    _timeouts: Option<Value>,
+    #[serde(default, rename = "tags")]
+    _tags: Option<Value>,
+}
+
+impl Config {
+    /// The template's text: from the file or inline, exactly one of them.
+    fn template(&self) -> Result<&str, ProviderError> {
+        match (&self.template_file, &self.template_body) {
+            (Some(text), None) | (None, Some(text)) => Ok(text),
+            _ => Err(ProviderError {
+                message: format!(
+                    "CloudFormation stack `{}` needs exactly one of `template_file` and `template_body`",
+                    self.name
+                ),
+                retryable: false,
+            }),
+        }
+    }
+
+    /// Parameters as CloudFormation takes them: every value a string.
+    fn parameters(&self) -> Vec<Parameter> {
+        self.parameters
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    other => other.to_string(),
+                };
+                Parameter::builder().parameter_key(k).parameter_value(value).build()
+            })
+            .collect()
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        self.capabilities.iter().map(|c| Capability::from(c.as_str())).collect()
+    }
+}
+
+const SCHEMA: &[Field] = &[
+    Field::required("name", FieldType::String),
+    Field::optional("template_file", FieldType::File),
+    Field::optional("template_body", FieldType::String),
+    Field::optional("parameters", FieldType::Table),
+    Field::optional("capabilities", FieldType::List),
+    Field::optional("timeouts", FieldType::Table),
+    Field::optional("tags", FieldType::Table),
+];
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The stack `id` (its ARN, or its name); `None` when it does not exist or is deleted.
+async fn describe(aws: &Clients, id: &str) -> Result<Option<Stack>, ProviderError> {
+    match aws.cloudformation.describe_stacks().stack_name(id).send().await {
+        Ok(out) => Ok(out
+            .stacks()
+            .first()
+            .filter(|s| s.stack_status() != Some(&StackStatus::DeleteComplete))
+            .cloned()),
+        Err(e) if is_missing(&e) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeStacks", e)),
+    }
+}
+
+/// CloudFormation says "Stack with id X does not exist" as a ValidationError.
+fn is_missing<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
+    super::code(e) == Some("ValidationError") && e.message().is_some_and(|m| m.contains("does not exist"))
+}
+
+/// Every live stack of the account and region, all pages.
+async fn all(aws: &Clients) -> Result<Vec<Stack>, ProviderError> {
+    let mut found = Vec::new();
+    let mut pages = aws.cloudformation.describe_stacks().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        found.extend(page.map_err(|e| error(aws, "DescribeStacks", e))?.stacks().iter().cloned());
+    }
+    Ok(found)
+}
+
+/// The first resource that failed in the stack's latest operation, with CloudFormation's
+/// reason: "`NodeGroup` (AWS::EKS::Nodegroup) CREATE_FAILED: …".
+async fn first_failure(aws: &Clients, id: &str) -> Result<Option<String>, ProviderError> {
+    let out = aws
+        .cloudformation
+        .describe_stack_events()
+        .stack_name(id)
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeStackEvents", e))?;
+    // Events come newest first; the latest operation starts at the stack's own IN_PROGRESS.
+    let mut latest = Vec::new();
+    for event in out.stack_events() {
+        let own = event.resource_type() == Some("AWS::CloudFormation::Stack");
+        let status = event.resource_status().map(|s| s.as_str()).unwrap_or_default();
+        if own && (status == "CREATE_IN_PROGRESS" || status == "UPDATE_IN_PROGRESS" || status == "DELETE_IN_PROGRESS") {
+            break;
+        }
+        latest.push(event);
+    }
+    Ok(latest
+        .iter()
+        .rev()
+        .find(|e| {
+            let status = e.resource_status().map(|s| s.as_str()).unwrap_or_default();
+            status.ends_with("_FAILED")
+                && e.resource_type() != Some("AWS::CloudFormation::Stack")
+                && !e.resource_status_reason().unwrap_or_default().contains("cancelled")
+        })
+        .map(|e| {
+            format!(
+                "`{}` ({}) {}: {}",
+                e.logical_resource_id().unwrap_or("?"),
+                e.resource_type().unwrap_or("?"),
+                e.resource_status().map(|s| s.as_str()).unwrap_or_default(),
+                e.resource_status_reason().unwrap_or("no reason given")
+            )
+        }))
+}
+
+/// Waits until the stack reaches `done`; a rollback or failed state is an error naming the
+/// resource that failed.
+async fn wait_for(ctx: &Ctx, aws: &Clients, id: &str, done: StackStatus, limit: Duration) -> Result<Option<Stack>, ProviderError> {
+    let ended = std::sync::Mutex::new(None);
+    let waited = wait_until(ctx, limit, || async {
+        let Some(stack) = describe(aws, id).await? else {
+            return Ok(if done == StackStatus::DeleteComplete {
+                Poll::Done
+            } else {
+                Poll::Failed(format!("CloudFormation stack {id} disappeared while forge waited for it"))
+            });
+        };
+        let status = stack.stack_status().cloned().unwrap_or(StackStatus::CreateInProgress);
+        Ok(if status == done {
+            Poll::Done
+        } else if status.as_str().ends_with("_IN_PROGRESS") {
+            Poll::Pending(status.as_str().to_owned())
+        } else {
+            *ended.lock().expect("not poisoned") = Some(status.as_str().to_owned());
+            Poll::Failed(format!("CloudFormation stack {id} is {}", status.as_str()))
+        })
+    })
+    .await;
+    let ended = ended.into_inner().expect("not poisoned");
+    match (waited, ended) {
+        (Ok(()), _) => describe(aws, id).await,
+        (Err(_), Some(status)) => {
+            let cause = first_failure(aws, id)
+                .await?
+                .unwrap_or_else(|| "CloudFormation names no failed resource".into());
+            Err(ProviderError {
+                message: format!("CloudFormation stack {id} ended {status}: {cause}"),
+                retryable: false,
+            })
+        }
+        (Err(e), None) => Err(e),
+    }
+}
+
+fn outputs(stack: &Stack) -> Value {
+    let values: Map<String, Value> = stack
+        .outputs()
+        .iter()
+        .filter_map(|o| Some((o.output_key()?.to_owned(), json!(o.output_value()))))
+        .collect();
+    json!({ "id": stack.stack_id(), "name": stack.stack_name(), "outputs": values })
+}
+
+fn tags(ctx: &Ctx, config: &Value) -> Vec<Tag> {
+    ctx.tags(config)
+        .into_iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect()
+}
+
+impl Kind for CloudFormationStack {
+    fn name(&self) -> &'static str {
+        "aws_cloudformation_stack"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id", "name", "outputs"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["name"]
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior_output(prior, "id"), "name": config.get("name"), "outputs": prior_output(prior, "outputs") })
+    }
+
+    /// Passes the create's token as `ClientRequestToken` and tags the stack with it, so a
+    /// retried create adopts the stack its first try made. A stack that rolls back is deleted
+    /// again (it can never be updated) and the error names the resource that failed.
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let mut create_tags = tags(ctx, config);
+            create_tags.push(Tag::builder().key(TOKEN_TAG).value(token).build());
+            let made = aws
+                .cloudformation
+                .create_stack()
+                .stack_name(&cfg.name)
+                .template_body(cfg.template()?)
+                .set_parameters(Some(cfg.parameters()))
+                .set_capabilities(Some(cfg.capabilities()))
+                .set_tags(Some(create_tags))
+                .client_request_token(token)
+                .send()
+                .await;
+            let id = match made {
+                Ok(out) => out.stack_id().unwrap_or(&cfg.name).to_owned(),
+                Err(e) if super::code(&e) == Some("AlreadyExistsException") => match describe(aws, &cfg.name).await? {
+                    Some(stack) if owned(ctx, token, &stack) => stack.stack_id().unwrap_or(&cfg.name).to_owned(),
+                    _ => {
+                        return Err(ProviderError {
+                            message: format!(
+                                "a CloudFormation stack named `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+                                cfg.name, ctx.address, ctx.stack
+                            ),
+                            retryable: false,
+                        });
+                    }
+                },
+                Err(e) => return Err(error(aws, "CreateStack", e)),
+            };
+            match wait_for(
+                ctx,
+                aws,
+                &id,
+                StackStatus::CreateComplete,
+                timeout(config, "create", CREATE_TIMEOUT),
+            )
+            .await
+            {
+                Ok(Some(stack)) => Ok(Created {
+                    outputs: outputs(&stack),
+                    id,
+                }),
+                Ok(None) => Err(ProviderError {
+                    message: format!("CloudFormation stack {id} disappeared while forge waited for it"),
+                    retryable: true,
+                }),
+                Err(e) if e.message.contains(" ended ") => {
+                    let _ = aws.cloudformation.delete_stack().stack_name(&id).send().await;
+                    Err(ProviderError {
+                        message: format!(
+                            "{}; forge is deleting the rolled-back stack, so fix the template or its parameters and run `forge up` again",
+                            e.message
+                        ),
+                        ..e
+                    })
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// One DescribeStacks over all pages.
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let found = all(cloud.aws().await).await?;
+            Ok(found
+                .iter()
+                .filter(|s| s.stack_status() != Some(&StackStatus::DeleteComplete))
+                .filter_map(|s| s.stack_id())
+                .filter(|id| ids.iter().any(|x| x == id))
+                .map(str::to_owned)
+                .collect())
+        })
+    }
+
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
+            Ok(found.filter(|s| owned(ctx, token, s)).and_then(|s| s.stack_id().map(str::to_owned)))
+        })
+    }
+
+    /// "No updates are to be performed" is CloudFormation agreeing, not an error.
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, new)?;
+            let aws = ctx.cloud.aws().await;
+            let limit = timeout(new, "update", UPDATE_TIMEOUT);
+            let mut new_tags = tags(ctx, new);
+            if let Some(stack) = describe(aws, id).await? {
+                new_tags.extend(stack.tags().iter().filter(|t| t.key() == Some(TOKEN_TAG)).cloned());
+            }
+            let sent = aws
+                .cloudformation
+                .update_stack()
+                .stack_name(id)
+                .template_body(cfg.template()?)
+                .set_parameters(Some(cfg.parameters()))
+                .set_capabilities(Some(cfg.capabilities()))
+                .set_tags(Some(new_tags))
+                .send()
+                .await;
+            let changed = match sent {
+                Ok(_) => true,
+                Err(e)
+                    if super::code(&e) == Some("ValidationError")
+                        && e.message().is_some_and(|m| m.contains("No updates are to be performed")) =>
+                {
+                    false
+                }
+                Err(e) => return Err(error(aws, "UpdateStack", e)),
+            };
+            let stack = if changed {
+                wait_for(ctx, aws, id, StackStatus::UpdateComplete, limit).await?
+            } else {
+                describe(aws, id).await?
+            };
+            let stack = stack.ok_or_else(|| ProviderError {
+                message: format!("CloudFormation stack {id} is gone"),
+                retryable: false,
+            })?;
+            Ok(outputs(&stack))
+        })
+    }
+
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let aws = ctx.cloud.aws().await;
+            match describe(aws, id).await? {
+                None => return Ok(()),
+                Some(s) if s.stack_status() == Some(&StackStatus::DeleteInProgress) => {}
+                Some(_) => aws
+                    .cloudformation
+                    .delete_stack()
+                    .stack_name(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| error(aws, "DeleteStack", e))?,
+            }
+            wait_for(ctx, aws, id, StackStatus::DeleteComplete, timeout(config, "delete", DELETE_TIMEOUT))
+                .await
+                .map(|_| ())
+        })
+    }
+}
+
+/// Whether the stack was made by the create with `token` (its forge tags).
+fn owned(ctx: &Ctx, token: &str, stack: &Stack) -> bool {
+    let has = |k: &str, v: &str| stack.tags().iter().any(|t| t.key() == Some(k) && t.value() == Some(v));
+    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
+}

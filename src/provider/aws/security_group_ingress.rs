@@ -1,0 +1,118 @@
+//! `aws_security_group_ingress`: inbound rules added to a group that another resource owns.
+//! It lets a group be made with the rules it needs to exist (a file system's own ports) while
+//! the rules from slower sources (an EKS cluster's security group) follow once those exist,
+//! so the file system does not wait for the cluster. Its id is the group's; the rules are
+//! compared as single permissions, like `aws_security_group`'s, and the group's own updates
+//! leave them alone.
+
+use super::security_group::{Direction, Rule, atoms, sync_rules};
+use super::{Clients, error, parse};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashSet};
+
+/// The `aws_security_group_ingress` kind.
+pub struct SecurityGroupIngress;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    security_group_id: String,
+    ingress: Vec<Rule>,
+}
+
+const SCHEMA: &[Field] = &[
+    Field::required("security_group_id", FieldType::String),
+    Field::required("ingress", FieldType::List),
+];
+
+/// Whether the group still exists.
+async fn exists(aws: &Clients, id: &str) -> Result<bool, ProviderError> {
+    match aws.ec2.describe_security_groups().group_ids(id).send().await {
+        Ok(out) => Ok(!out.security_groups().is_empty()),
+        Err(e) if super::code(&e) == Some("InvalidGroup.NotFound") => Ok(false),
+        Err(e) => Err(error(aws, "DescribeSecurityGroups", e)),
+    }
+}
+
+impl Kind for SecurityGroupIngress {
+    fn name(&self) -> &'static str {
+        "aws_security_group_ingress"
+    }
+
+    fn schema(&self) -> &'static [Field] {
+        SCHEMA
+    }
+
+    fn outputs(&self) -> &'static [&'static str] {
+        &["id"]
+    }
+
+    fn replace_on(&self) -> &'static [&'static str] {
+        &["security_group_id"]
+    }
+
+    fn planned_outputs(&self, config: &Value, _prior: Option<&Value>) -> Value {
+        json!({ "id": config.get("security_group_id") })
+    }
+
+    /// Rules that an earlier try already authorized are skipped.
+    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            let id = cfg.security_group_id;
+            sync_rules(aws, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
+            Ok(Created {
+                outputs: json!({ "id": id }),
+                id,
+            })
+        })
+    }
+
+    /// The groups that still exist, in one filtered Describe.
+    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+        Box::pin(async move {
+            let aws = cloud.aws().await;
+            live_by_id!(aws, ids, describe_security_groups, filters, "group-id", security_groups, group_id)
+        })
+    }
+
+    /// An interrupted create may have authorized some rules: the group is what to clean up.
+    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let found = exists(ctx.cloud.aws().await, &cfg.security_group_id).await?;
+            Ok(found.then_some(cfg.security_group_id))
+        })
+    }
+
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+            let aws = ctx.cloud.aws().await;
+            sync_rules(
+                aws,
+                id,
+                Direction::Ingress,
+                &atoms(&before.ingress, id)?,
+                &atoms(&after.ingress, id)?,
+            )
+            .await?;
+            Ok(json!({ "id": id }))
+        })
+    }
+
+    /// Revokes the rules; a group that is gone took them with it.
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let cfg: Config = parse(ctx, config)?;
+            let aws = ctx.cloud.aws().await;
+            if !exists(aws, id).await? {
+                return Ok(());
+            }
+            sync_rules(aws, id, Direction::Ingress, &atoms(&cfg.ingress, id)?, &BTreeSet::new()).await
+        })
+    }
+}
