@@ -139,6 +139,35 @@ impl Aws {
     fn eks(&self) -> aws_sdk_eks::Client {
         aws_sdk_eks::Client::new(&self.sdk_config())
     }
+
+    fn fsx(&self) -> aws_sdk_fsx::Client {
+        aws_sdk_fsx::Client::new(&self.sdk_config())
+    }
+
+    fn cloudformation(&self) -> aws_sdk_cloudformation::Client {
+        aws_sdk_cloudformation::Client::new(&self.sdk_config())
+    }
+
+    /// The API calls this test's account made so far, without clearing the counter.
+    fn peek_calls(&self) -> BTreeMap<String, u64> {
+        serde_json::from_str(&self.control("GET", &format!("/_forge/calls?account={}", self.account), "")).unwrap()
+    }
+
+    /// The FSx file systems tagged with the stack, as (id, capacity GiB, throughput per TiB).
+    fn file_systems(&self, stack: &str) -> Vec<(String, i32, Option<i32>)> {
+        let out = runtime().block_on(self.fsx().describe_file_systems().send()).unwrap();
+        out.file_systems()
+            .iter()
+            .filter(|fs| fs.tags().iter().any(|t| t.key() == Some("forge:stack") && t.value() == Some(stack)))
+            .map(|fs| {
+                (
+                    fs.file_system_id().unwrap().to_owned(),
+                    fs.storage_capacity().unwrap(),
+                    fs.lustre_configuration().and_then(|l| l.per_unit_storage_throughput()),
+                )
+            })
+            .collect()
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -1187,14 +1216,71 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
         [
             "AmazonEC2ContainerRegistryReadOnly",
             "AmazonEKSWorkerNodePolicy",
-            "AmazonEKS_CNI_Policy"
-        ]
+            "AmazonEKS_CNI_Policy",
+            "AmazonFSxFullAccess"
+        ],
+        "the FSx CSI policy on the node role"
     );
     assert_eq!(attached("nemo-cluster"), ["AmazonEKSClusterPolicy"]);
     let addons = runtime().block_on(eks.list_addons().cluster_name("nemo").send()).unwrap();
     let mut names = addons.addons().to_vec();
     names.sort();
-    assert_eq!(names, ["coredns", "kube-proxy", "vpc-cni"]);
+    assert_eq!(names, ["aws-fsx-csi-driver", "coredns", "kube-proxy", "vpc-cni"]);
+
+    // FSx for Lustre: one file system in the GPU subnet, TCP 988 and 1018-1023 open within its
+    // security group and from the cluster's nodes (the cluster security group), nothing else.
+    let lustre_sg = groups
+        .iter()
+        .find(|g| g.group_name() == Some("data-lustre"))
+        .expect("the FSx security group");
+    let lustre_sg_id = lustre_sg.group_id().unwrap();
+    let mut rules: Vec<(String, i32, i32, String)> = lustre_sg
+        .ip_permissions()
+        .iter()
+        .flat_map(|p| {
+            p.user_id_group_pairs().iter().map(|pair| {
+                let source = pair.group_id().unwrap();
+                let who = if source == lustre_sg_id {
+                    "self"
+                } else if source == cluster_sg {
+                    "nodes"
+                } else {
+                    "other"
+                };
+                (
+                    p.ip_protocol().unwrap().to_owned(),
+                    p.from_port().unwrap(),
+                    p.to_port().unwrap(),
+                    who.to_owned(),
+                )
+            })
+        })
+        .collect();
+    rules.sort();
+    assert_eq!(
+        rules,
+        [
+            ("tcp".into(), 988, 988, "nodes".into()),
+            ("tcp".into(), 988, 988, "self".into()),
+            ("tcp".into(), 1018, 1023, "nodes".into()),
+            ("tcp".into(), 1018, 1023, "self".into()),
+        ],
+        "{:?}",
+        lustre_sg.ip_permissions()
+    );
+    assert!(
+        lustre_sg.ip_permissions().iter().all(|p| p.ip_ranges().is_empty()),
+        "no CIDR sources"
+    );
+    let file_systems = runtime().block_on(aws.fsx().describe_file_systems().send()).unwrap();
+    assert_eq!(file_systems.file_systems().len(), 1);
+    let lustre = &file_systems.file_systems()[0];
+    assert_eq!(lustre.subnet_ids(), gpu.subnets(), "in the GPU nodes' subnet");
+    assert_eq!(lustre.storage_capacity(), Some(1200));
+    let config = lustre.lustre_configuration().unwrap();
+    assert_eq!(config.deployment_type().unwrap().as_str(), "PERSISTENT_2");
+    assert_eq!(config.per_unit_storage_throughput(), Some(250));
+    assert_eq!(config.data_compression_type().unwrap().as_str(), "LZ4");
     let out = aws.command(&["output", "p5.toml", "gpu_efa_interfaces"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "32");
 
@@ -1460,4 +1546,305 @@ taints = [{{ key = "dedicated", value = "{value}", effect = "NO_SCHEDULE" }}]
     let taints: Vec<(Option<&str>, Option<&str>)> = now.taints().iter().map(|t| (t.key(), t.value())).collect();
     assert_eq!(taints, [(Some("dedicated"), Some("eval"))]);
     aws.ok(&["destroy", "scale.toml", "--yes"]);
+}
+
+/// A VPC and an FSx for Lustre file system (no clients): the data-loss guard and in-place growth.
+const LUSTRE: &str = r#"
+[stack]
+name = "lustre"
+
+[vars]
+capacity = 1200
+throughput = 250
+
+[aws]
+region = "us-west-2"
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a", "us-west-2b"]
+nat = "none"
+
+[fsx.scratch]
+vpc = "vpc.main"
+zone = "us-west-2b"
+capacity_gib = "${var.capacity}"
+throughput_per_tib = "${var.throughput}"
+
+[outputs]
+mount_name = "${fsx.scratch.mount_name}"
+"#;
+
+#[test]
+fn fsx_grows_in_place_and_a_shrink_needs_allow_data_loss() {
+    let aws = Aws::new();
+    aws.write("lustre.toml", LUSTRE);
+    aws.ok(&["up", "lustre.toml", "--yes"]);
+    let first = aws.file_systems("lustre");
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!((first[0].1, first[0].2), (1200, Some(250)));
+    let out = aws.command(&["output", "lustre.toml", "fsx.scratch.pv_yaml"]).output().unwrap();
+    let pv = String::from_utf8_lossy(&out.stdout);
+    assert!(pv.contains(&format!("volumeHandle: {}", first[0].0)), "{pv}");
+    assert!(pv.contains("driver: fsx.csi.aws.com") && pv.contains("storage: 1200Gi"), "{pv}");
+    let (code, stderr) = aws.forge(&["plan", "lustre.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // Growing and a new throughput: in place, the same file system.
+    aws.calls();
+    let stderr = aws.ok(&["up", "lustre.toml", "--yes", "--var", "capacity=2400", "--var", "throughput=500"]);
+    assert!(stderr.contains("~ storage_capacity = 1200 -> 2400"), "{stderr}");
+    assert_eq!(aws.calls().get("fsx:UpdateFileSystem"), Some(&2), "capacity, then throughput");
+    let grown = aws.file_systems("lustre");
+    assert_eq!(grown, [(first[0].0.clone(), 2400, Some(500))]);
+
+    // Shrinking needs a new file system: the plan says so loudly, and `up` refuses even with --yes.
+    let (code, plan) = aws.forge(&["plan", "lustre.toml", "--var", "throughput=500"]);
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("-/+ fsx.scratch.file_system (aws_fsx_lustre), replaced because storage_capacity changed (DESTROYS DATA)"),
+        "{plan}"
+    );
+    assert!(plan.contains("storage_capacity = 2400 -> 1200   # forces replacement"), "{plan}");
+    let (code, stderr) = aws.forge(&["up", "lustre.toml", "--yes", "--var", "throughput=500"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("refusing to apply: it deletes data in fsx.scratch.file_system"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-data-loss"), "{stderr}");
+    assert_eq!(aws.file_systems("lustre"), grown, "nothing was touched");
+
+    aws.ok(&["up", "lustre.toml", "--yes", "--allow-data-loss", "--var", "throughput=500"]);
+    let replaced = aws.file_systems("lustre");
+    assert_eq!(replaced.len(), 1, "{replaced:?}");
+    assert_ne!(replaced[0].0, first[0].0);
+    assert_eq!(replaced[0].1, 1200);
+
+    aws.ok(&["destroy", "lustre.toml", "--yes"]);
+    assert!(aws.file_systems("lustre").is_empty());
+    assert!(tagged(&aws, "lustre").2.is_empty());
+}
+
+#[test]
+fn sigkill_during_the_fsx_wait_then_rerun_leaves_one_file_system() {
+    let aws = Aws::new();
+    aws.write("lustre.toml", LUSTRE);
+    // Slow reads of this account's file systems keep forge in its wait long enough to be killed.
+    let rule = format!(
+        r#"[{{"account": "{}", "match": "fsx:DescribeFileSystems", "ms": 700}}]"#,
+        aws.account
+    );
+    aws.control("POST", "/_forge/latency", &rule);
+    let mut child = aws
+        .command(&["up", "lustre.toml", "--yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !aws.peek_calls().contains_key("fsx:CreateFileSystem") {
+        assert!(started.elapsed().as_secs() < 60, "forge never created the file system");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    aws.control("POST", "/_forge/latency", "[]");
+    let state = forge::state::LocalStore::new(aws.dir.path().join("state/lustre.json"))
+        .load("lustre")
+        .unwrap()
+        .state;
+    let record = &state.resources["fsx.scratch.file_system"];
+    assert_eq!(
+        record.status,
+        forge::state::Status::PendingCreate,
+        "killed while the create was in flight"
+    );
+
+    let stderr = aws.ok(&["up", "lustre.toml", "--yes"]);
+    assert!(stderr.contains("resuming an interrupted create"), "{stderr}");
+    assert_eq!(
+        aws.peek_calls().get("fsx:CreateFileSystem"),
+        Some(&2),
+        "the rerun sent the same token again"
+    );
+    assert_eq!(aws.file_systems("lustre").len(), 1, "one file system");
+    let (code, stderr) = aws.forge(&["plan", "lustre.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    aws.ok(&["destroy", "lustre.toml", "--yes"]);
+    assert!(aws.file_systems("lustre").is_empty());
+}
+
+/// A CloudFormation stack whose second resource fails: a security group in a VPC that does
+/// not exist.
+const FAILING_TEMPLATE: &str = r#"
+AWSTemplateFormatVersion: "2010-09-09"
+Parameters:
+  VpcId:
+    Type: String
+Resources:
+  GoodGroup:
+    Type: AWS::EC2::SecurityGroup
+    Properties:
+      GroupDescription: fine
+      VpcId: !Ref VpcId
+  BadGroup:
+    Type: AWS::EC2::SecurityGroup
+    DependsOn: GoodGroup
+    Properties:
+      GroupDescription: in no VPC
+      VpcId: vpc-0000000000000dead
+Outputs:
+  GroupId:
+    Value: !Ref GoodGroup
+"#;
+
+#[test]
+fn a_failed_cloudformation_stack_names_the_failing_resource() {
+    let aws = Aws::new();
+    aws.write("template.yaml", FAILING_TEMPLATE);
+    aws.write(
+        "cfn.toml",
+        r#"
+[stack]
+name = "cfn"
+
+[aws]
+region = "us-west-2"
+
+[aws_vpc.main]
+cidr_block = "10.0.0.0/16"
+
+[aws_cloudformation_stack.groups]
+name = "forge-groups"
+template_file = "template.yaml"
+parameters = { VpcId = "${aws_vpc.main.id}" }
+
+[outputs]
+group = "${aws_cloudformation_stack.groups.outputs.GroupId}"
+"#,
+    );
+    let (code, stderr) = aws.forge(&["up", "cfn.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("`BadGroup` (AWS::EC2::SecurityGroup) CREATE_FAILED"), "{stderr}");
+    assert!(stderr.contains("vpc-0000000000000dead"), "the cloud's reason: {stderr}");
+    assert!(stderr.contains("ROLLBACK_COMPLETE"), "{stderr}");
+
+    // The rolled-back stack is deleted, so fixing the template and running again succeeds.
+    let cfn = aws.cloudformation();
+    let live = runtime().block_on(cfn.describe_stacks().send()).unwrap();
+    assert!(
+        live.stacks()
+            .iter()
+            .all(|s| s.stack_status().map(|s| s.as_str()) != Some("ROLLBACK_COMPLETE")),
+        "{live:?}"
+    );
+    aws.write(
+        "template.yaml",
+        &FAILING_TEMPLATE.replace("VpcId: vpc-0000000000000dead", "VpcId: !Ref VpcId"),
+    );
+    aws.ok(&["up", "cfn.toml", "--yes"]);
+    let out = aws.command(&["output", "cfn.toml", "group"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("sg-"));
+    let (code, stderr) = aws.forge(&["plan", "cfn.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // A template edit is an in-place UpdateStack.
+    aws.write(
+        "template.yaml",
+        &FAILING_TEMPLATE
+            .replace("VpcId: vpc-0000000000000dead", "VpcId: !Ref VpcId")
+            .replace("in no VPC", "now in the VPC"),
+    );
+    let stderr = aws.ok(&["up", "cfn.toml", "--yes"]);
+    assert!(stderr.contains("~ template_file = (text of"), "{stderr}");
+    assert_eq!(aws.calls().get("cloudformation:UpdateStack"), Some(&1));
+    aws.ok(&["destroy", "cfn.toml", "--yes"]);
+    let live = runtime().block_on(cfn.describe_stacks().send()).unwrap();
+    assert!(live.stacks().is_empty(), "{live:?}");
+}
+
+/// Goes up, re-plans to no changes with reads only, and destroys to nothing tagged; prints the
+/// wall time and API calls of `up` (for the README's numbers).
+fn seed_stack_round_trip(aws: &Aws, file: &str, stack: &str) {
+    aws.calls();
+    let started = std::time::Instant::now();
+    aws.ok(&["up", file, "--yes"]);
+    let up = aws.calls();
+    eprintln!(
+        "{stack}: up {:.2}s, {} calls ({} mutating)",
+        started.elapsed().as_secs_f64(),
+        up.values().sum::<u64>(),
+        mutating(&up).len()
+    );
+    let (code, stderr) = aws.forge(&["plan", file, "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stack}: {stderr}");
+    let calls = aws.calls();
+    assert!(mutating(&calls).is_empty(), "{stack}: {calls:?}");
+    aws.ok(&["destroy", file, "--yes"]);
+    let (vpcs, subnets, groups) = tagged(aws, stack);
+    assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty(), "{stack}: {groups:?}");
+    assert!(aws.file_systems(stack).is_empty(), "{stack}");
+    let efs = runtime()
+        .block_on(aws_sdk_efs::Client::new(&aws.sdk_config()).describe_file_systems().send())
+        .unwrap();
+    assert!(efs.file_systems().is_empty(), "{stack}: {efs:?}");
+    assert!(runtime().block_on(aws.eks().list_clusters().send()).unwrap().clusters().is_empty());
+    let stacks = runtime().block_on(aws.cloudformation().describe_stacks().send()).unwrap();
+    assert!(stacks.stacks().is_empty(), "{stack}: {stacks:?}");
+}
+
+#[test]
+fn the_ml_platform_stack_round_trips() {
+    let aws = Aws::new();
+    aws.write("platform.toml", include_str!("../stacks/ml-platform-eks.toml"));
+    aws.ok(&["up", "platform.toml", "--yes"]);
+    // EFS: a mount target per zone; FSx: linked to the S3 prefix, both ways.
+    let efs = aws_sdk_efs::Client::new(&aws.sdk_config());
+    let fs = runtime().block_on(efs.describe_file_systems().send()).unwrap();
+    assert_eq!(fs.file_systems().len(), 1);
+    let id = fs.file_systems()[0].file_system_id();
+    let targets = runtime().block_on(efs.describe_mount_targets().file_system_id(id).send()).unwrap();
+    assert_eq!(targets.mount_targets().len(), 3);
+    let links = runtime()
+        .block_on(aws.fsx().describe_data_repository_associations().send())
+        .unwrap();
+    let link = &links.associations()[0];
+    assert_eq!(link.data_repository_path(), Some("s3://ml-platform-data/datasets"));
+    let s3 = link.s3().unwrap();
+    assert_eq!(s3.auto_import_policy().unwrap().events().len(), 3);
+    assert_eq!(s3.auto_export_policy().unwrap().events().len(), 3);
+    let addons = runtime().block_on(aws.eks().list_addons().cluster_name("platform").send()).unwrap();
+    for driver in ["aws-efs-csi-driver", "aws-fsx-csi-driver"] {
+        assert!(addons.addons().iter().any(|a| a == driver), "{driver}: {addons:?}");
+    }
+    seed_stack_round_trip(&aws, "platform.toml", "ml-platform-eks");
+}
+
+#[test]
+fn the_bert_trainium_stack_round_trips() {
+    let aws = Aws::new();
+    aws.write("bert.toml", include_str!("../stacks/bert-eks-trn1.toml"));
+    seed_stack_round_trip(&aws, "bert.toml", "bert-eks-trn1");
+}
+
+#[test]
+fn the_cloudformation_node_group_example_round_trips() {
+    let aws = Aws::new();
+    aws.write("nodegroup.yaml", include_str!("../examples/cfn-nodegroup/nodegroup.yaml"));
+    aws.write("stack.toml", include_str!("../examples/cfn-nodegroup/stack.toml"));
+    aws.ok(&["up", "stack.toml", "--yes"]);
+    let out = aws.command(&["output", "stack.toml", "trn_nodegroup"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "trn");
+    let group = runtime()
+        .block_on(aws.eks().describe_nodegroup().cluster_name("bert").nodegroup_name("trn").send())
+        .unwrap();
+    let template = group.nodegroup().unwrap().launch_template().unwrap().id().unwrap().to_owned();
+    let nics = runtime()
+        .block_on(aws.ec2().describe_launch_template_versions().launch_template_id(&template).send())
+        .unwrap();
+    let data = nics.launch_template_versions()[0].launch_template_data().unwrap();
+    assert_eq!(data.network_interfaces().len(), 8, "one EFA interface per trn1 network card");
+    seed_stack_round_trip(&aws, "stack.toml", "bert-cfn-nodegroup");
 }

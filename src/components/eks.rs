@@ -61,11 +61,11 @@ const NODEGROUP_KEYS: &[&str] = &[
 
 const MANAGED: &str = "arn:aws:iam::aws:policy";
 
-/// Per storage component type: the AWS-managed policy its CSI driver needs on the nodes, and
-/// the driver's add-on.
+/// Per storage component type: the AWS-managed policy its CSI driver needs on the nodes (with
+/// its IAM path), and the driver's add-on.
 const CSI_DRIVERS: &[(&str, &str, &str)] = &[
     ("fsx", "AmazonFSxFullAccess", "aws-fsx-csi-driver"),
-    ("efs", "AmazonEFSCSIDriverPolicy", "aws-efs-csi-driver"),
+    ("efs", "service-role/AmazonEFSCSIDriverPolicy", "aws-efs-csi-driver"),
 ];
 
 /// Where the cluster's network comes from.
