@@ -88,23 +88,11 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             depends_on: vec![],
         });
     }
-    for client in &clients {
-        let client_name = client.split_once('.').map_or(*client, |(_, n)| n);
-        parts.push(Part {
-            local: format!("client_rules.{client_name}"),
-            kind: "aws_security_group_ingress",
-            config: json!({
-                "security_group_id": reference("security_group", "id"),
-                "ingress": [{
-                    "protocol": "tcp",
-                    "from_port": NFS_PORT,
-                    "to_port": NFS_PORT,
-                    "security_groups": [format!("${{{client}.cluster_security_group_id}}")],
-                }],
-            }),
-            depends_on: vec![],
-        });
-    }
+    parts.extend(super::client_rules(
+        &reference("security_group", "id"),
+        &clients,
+        &[(NFS_PORT, NFS_PORT)],
+    ));
 
     let file_system_address = format!("{address}.file_system");
     let mut outputs = Map::new();

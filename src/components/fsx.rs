@@ -219,16 +219,6 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 
     let tags = input.config.get("tags").cloned().unwrap_or_else(|| json!({}));
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
-    let lustre_rules = |source: (&str, Value)| -> Vec<Value> {
-        LUSTRE_PORTS
-            .iter()
-            .map(|(from, to)| {
-                let mut rule = json!({ "protocol": "tcp", "from_port": from, "to_port": to });
-                rule[source.0] = source.1.clone();
-                rule
-            })
-            .collect()
-    };
     let mut parts = vec![Part {
         local: "security_group".into(),
         kind: "aws_security_group",
@@ -236,7 +226,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             "name": format!("{name}-lustre"),
             "description": format!("FSx for Lustre {name}: TCP 988 and 1018-1023 within the file system and from its clients"),
             "vpc_id": vpc.output("vpc_id"),
-            "ingress": lustre_rules(("self", json!(true))),
+            "ingress": super::tcp_rules(&LUSTRE_PORTS, "self", &json!(true)),
             "tags": tags,
         }),
         depends_on: vec![],
@@ -264,18 +254,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         config: file_system,
         depends_on: vec![],
     });
-    for client in &clients {
-        let client_name = client.split_once('.').map_or(*client, |(_, n)| n);
-        parts.push(Part {
-            local: format!("client_rules.{client_name}"),
-            kind: "aws_security_group_ingress",
-            config: json!({
-                "security_group_id": reference("security_group", "id"),
-                "ingress": lustre_rules(("security_groups", json!([format!("${{{client}.cluster_security_group_id}}")]))),
-            }),
-            depends_on: vec![],
-        });
-    }
+    parts.extend(super::client_rules(&reference("security_group", "id"), &clients, &LUSTRE_PORTS));
     let file_system_address = format!("{address}.file_system");
     if let Some(link) = association(input, deployment_name, &file_system_address)? {
         parts.push(Part {

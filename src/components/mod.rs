@@ -205,6 +205,36 @@ pub fn storage_for<'a>(components: &'a BTreeMap<String, Map<String, Value>>, add
         .map(|(block, _)| block.split('.').next().unwrap_or_default())
 }
 
+/// TCP rules for each port range, all from one source: `("self", true)` or
+/// `("security_groups", [...])`.
+pub fn tcp_rules(ports: &[(u16, u16)], source: &str, from: &Value) -> Vec<Value> {
+    ports
+        .iter()
+        .map(|(first, last)| {
+            let mut rule = serde_json::json!({ "protocol": "tcp", "from_port": first, "to_port": last });
+            rule[source] = from.clone();
+            rule
+        })
+        .collect()
+}
+
+/// Per client cluster, a `client_rules.<cluster>` part that opens `ports` on the security group
+/// `group` to the cluster's security group, which every node of it carries.
+pub fn client_rules(group: &Value, clients: &[&str], ports: &[(u16, u16)]) -> Vec<Part> {
+    clients
+        .iter()
+        .map(|client| Part {
+            local: format!("client_rules.{}", client.split_once('.').map_or(*client, |(_, n)| n)),
+            kind: "aws_security_group_ingress",
+            config: serde_json::json!({
+                "security_group_id": group,
+                "ingress": tcp_rules(ports, "security_groups", &serde_json::json!([format!("${{{client}.cluster_security_group_id}}")])),
+            }),
+            depends_on: vec![],
+        })
+        .collect()
+}
+
 /// A Kubernetes PersistentVolume named `name` for the CSI `driver` and a claim bound to it:
 /// what a storage component's `pv_yaml` output holds (its values may be `${…}` templates).
 pub fn persistent_volume(

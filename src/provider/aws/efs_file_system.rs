@@ -195,26 +195,14 @@ impl Kind for EfsFileSystem {
                     .map_err(|e| error(aws, "UpdateFileSystem", e))?;
                 live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
             }
-            let (before, after) = (ctx.tags(old), ctx.tags(new));
-            let removed: Vec<String> = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
-            if !removed.is_empty() {
-                aws.efs
-                    .untag_resource()
-                    .resource_id(id)
-                    .set_tag_keys(Some(removed))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UntagResource", e))?;
-            }
-            if before != after {
-                aws.efs
-                    .tag_resource()
-                    .resource_id(id)
-                    .set_tags(Some(tags(ctx, new)))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "TagResource", e))?;
-            }
+            let (removed, changed) = super::tag_changes(ctx, old, new);
+            let set = (!changed.is_empty()).then(|| {
+                changed
+                    .into_iter()
+                    .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
+                    .collect::<Vec<_>>()
+            });
+            retag!(aws, efs, untag_resource, tag_resource, resource_id(id), removed, set);
             Ok(outputs(&live))
         })
     }

@@ -80,27 +80,9 @@ fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
 /// Brings an EKS object's tags from `old` to `new` config with one UntagResource and one
 /// TagResource at most.
 pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
-    let (before, after) = (ctx.tags(old), ctx.tags(new));
-    let removed: Vec<String> = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
-    let changed: HashMap<String, String> = after.into_iter().filter(|(k, v)| before.get(k) != Some(v)).collect();
-    if !removed.is_empty() {
-        aws.eks
-            .untag_resource()
-            .resource_arn(arn)
-            .set_tag_keys(Some(removed))
-            .send()
-            .await
-            .map_err(|e| error(aws, "UntagResource", e))?;
-    }
-    if !changed.is_empty() {
-        aws.eks
-            .tag_resource()
-            .resource_arn(arn)
-            .set_tags(Some(changed))
-            .send()
-            .await
-            .map_err(|e| error(aws, "TagResource", e))?;
-    }
+    let (removed, changed) = super::tag_changes(ctx, old, new);
+    let set = (!changed.is_empty()).then(|| changed.into_iter().collect::<HashMap<_, _>>());
+    retag!(aws, eks, untag_resource, tag_resource, resource_arn(arn), removed, set);
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! What the FSx kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt what its first try made, and tag updates by ARN.
 
-use super::{Clients, TOKEN_TAG, error};
+use super::{Clients, TOKEN_TAG};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_fsx::types::Tag;
 use serde_json::Value;
@@ -28,30 +28,13 @@ pub fn owned(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
 /// Brings an FSx object's tags from `old` to `new` config with one UntagResource and one
 /// TagResource at most.
 pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
-    let (before, after) = (ctx.tags(old), ctx.tags(new));
-    let removed: Vec<String> = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
-    let changed: Vec<Tag> = after
-        .iter()
-        .filter(|(k, v)| before.get(*k) != Some(v))
-        .map(|(k, v)| Tag::builder().key(k).value(v).build())
-        .collect();
-    if !removed.is_empty() {
-        aws.fsx
-            .untag_resource()
-            .resource_arn(arn)
-            .set_tag_keys(Some(removed))
-            .send()
-            .await
-            .map_err(|e| error(aws, "UntagResource", e))?;
-    }
-    if !changed.is_empty() {
-        aws.fsx
-            .tag_resource()
-            .resource_arn(arn)
-            .set_tags(Some(changed))
-            .send()
-            .await
-            .map_err(|e| error(aws, "TagResource", e))?;
-    }
+    let (removed, changed) = super::tag_changes(ctx, old, new);
+    let set = (!changed.is_empty()).then(|| {
+        changed
+            .into_iter()
+            .map(|(k, v)| Tag::builder().key(k).value(v).build())
+            .collect::<Vec<_>>()
+    });
+    retag!(aws, fsx, untag_resource, tag_resource, resource_arn(arn), removed, set);
     Ok(())
 }

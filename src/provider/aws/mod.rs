@@ -39,13 +39,14 @@ macro_rules! eks_names {
     }};
 }
 
-/// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
-/// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
-macro_rules! sync_iam_tags {
-    ($ctx:expr, $aws:expr, $old:expr, $new:expr, $untag:ident, $tag:ident, $key:ident($id:expr)) => {{
-        let (removed, set) = $crate::provider::aws::iam_tag_changes($ctx, $old, $new);
+/// Removes and sets tags with a service's own two calls, each skipped when it has nothing to
+/// do: `retag!(aws, eks, untag_resource, tag_resource, resource_arn(arn), removed, set)`, with
+/// `removed` the keys to remove and `set` `Some(tags)` when tags are to be set.
+macro_rules! retag {
+    ($aws:expr, $client:ident, $untag:ident, $tag:ident, $key:ident($id:expr), $removed:expr, $set:expr) => {{
+        let removed: Vec<String> = $removed;
         if !removed.is_empty() {
-            $aws.iam
+            $aws.$client
                 .$untag()
                 .$key($id)
                 .set_tag_keys(Some(removed))
@@ -53,8 +54,8 @@ macro_rules! sync_iam_tags {
                 .await
                 .map_err(|e| $crate::provider::aws::error($aws, stringify!($untag), e))?;
         }
-        if let Some(tags) = set {
-            $aws.iam
+        if let Some(tags) = $set {
+            $aws.$client
                 .$tag()
                 .$key($id)
                 .set_tags(Some(tags))
@@ -62,6 +63,15 @@ macro_rules! sync_iam_tags {
                 .await
                 .map_err(|e| $crate::provider::aws::error($aws, stringify!($tag), e))?;
         }
+    }};
+}
+
+/// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
+/// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
+macro_rules! sync_iam_tags {
+    ($ctx:expr, $aws:expr, $old:expr, $new:expr, $untag:ident, $tag:ident, $key:ident($id:expr)) => {{
+        let (removed, set) = $crate::provider::aws::iam_tag_changes($ctx, $old, $new);
+        retag!($aws, iam, $untag, $tag, $key($id), removed, set);
     }};
 }
 
@@ -328,20 +338,20 @@ where
     mapped
 }
 
+/// What a tag update does: the keys to remove, and the tags to set (new or with a new value).
+pub fn tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, BTreeMap<String, String>) {
+    let (before, after) = (ctx.tags(old), ctx.tags(new));
+    let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+    let changed = after.into_iter().filter(|(k, v)| before.get(k) != Some(v)).collect();
+    (removed, changed)
+}
+
 /// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
 /// included) with one CreateTags and one DeleteTags at most.
 pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
-    let (before, after): (BTreeMap<_, _>, BTreeMap<_, _>) = (ctx.tags(old), ctx.tags(new));
-    let removed: Vec<Tag> = before
-        .keys()
-        .filter(|k| !after.contains_key(*k))
-        .map(|k| Tag::builder().key(k).build())
-        .collect();
-    let changed: Vec<Tag> = after
-        .iter()
-        .filter(|(k, v)| before.get(*k) != Some(v))
-        .map(|(k, v)| Tag::builder().key(k).value(v).build())
-        .collect();
+    let (removed, changed) = tag_changes(ctx, old, new);
+    let removed: Vec<Tag> = removed.iter().map(|k| Tag::builder().key(k).build()).collect();
+    let changed: Vec<Tag> = changed.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect();
     if !removed.is_empty() {
         clients
             .ec2
