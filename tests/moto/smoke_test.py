@@ -89,6 +89,7 @@ class Launcher(unittest.TestCase):
             ("iam", lambda c: c.list_roles(), "Throttling", 400),
             ("eks", lambda c: c.list_clusters(), "ThrottlingException", 429),
             ("fsx", lambda c: c.describe_file_systems(), "ThrottlingException", 400),
+            ("efs", lambda c: c.describe_file_systems(), "ThrottlingException", 429),
         ]
         for service, call, code, status in expected:
             with self.assertRaises(ClientError) as err:
@@ -203,6 +204,335 @@ class Launcher(unittest.TestCase):
         self.wait_for(lambda: eks.list_addons(clusterName="c")["addons"], [])
         self.assertCode("ResourceNotFoundException", eks.describe_addon, clusterName="c", addonName="vpc-cni")
 
+
+    # --- FSx for Lustre ---------------------------------------------------------------------
+
+    def lustre_network(self, account, open_988=True):
+        """A subnet and a security group (letting TCP 988 in from itself, or nothing)."""
+        ec2, (subnet,) = self.subnets(account, 1)
+        vpc = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["VpcId"]
+        group = ec2.create_security_group(GroupName=f"lustre-{open_988}", Description="d", VpcId=vpc)["GroupId"]
+        if open_988:
+            ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[{"IpProtocol": "tcp", "FromPort": 988, "ToPort": 988, "UserIdGroupPairs": [{"GroupId": group}]}])
+        return subnet, group, vpc
+
+    def lustre(self, subnet, group, **overrides):
+        config = {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250, "DataCompressionType": "LZ4"}
+        return {"FileSystemType": "LUSTRE", "StorageCapacity": 1200, "SubnetIds": [subnet], "SecurityGroupIds": [group], "LustreConfiguration": config, "Tags": [{"Key": "forge:stack", "Value": "s"}], **overrides}
+
+    def test_fsx_lustre_checks_like_the_api(self):
+        account = "141414141414"
+        fsx = self.client("fsx", account)
+        subnet, group, _ = self.lustre_network(account)
+        bad = [
+            ("BadRequest", {"StorageCapacity": 1800}),
+            ("BadRequest", {"LustreConfiguration": {"DeploymentType": "SCRATCH_1"}, "StorageCapacity": 4800}),
+            ("BadRequest", {"LustreConfiguration": {"DeploymentType": "PERSISTENT_1"}}),
+            ("BadRequest", {"LustreConfiguration": {"DeploymentType": "SCRATCH_2", "PerUnitStorageThroughput": 125}}),
+            ("InvalidPerUnitStorageThroughput", {"LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 200}}),
+            ("InvalidNetworkSettings", {"SubnetIds": ["subnet-0123456789abcdef0"]}),
+            ("InvalidNetworkSettings", {"SecurityGroupIds": ["sg-0123456789abcdef0"]}),
+        ]
+        for code, overrides in bad:
+            self.assertCode(code, fsx.create_file_system, **self.lustre(subnet, group, **overrides))
+        fsx.create_file_system(**self.lustre(subnet, group, StorageCapacity=3600, LustreConfiguration={"DeploymentType": "SCRATCH_1"}))
+        self.assertCode("FileSystemNotFound", fsx.describe_file_systems, FileSystemIds=["fs-0123456789abcdef0"])
+        self.assertEqual(fsx.describe_file_systems()["FileSystems"][0]["LustreConfiguration"]["MountName"], "fsx")
+
+    def test_fsx_lustre_phases_updates_and_tokens(self):
+        account = "151515151515"
+        fsx = self.client("fsx", account)
+        subnet, group, vpc = self.lustre_network(account)
+        created = fsx.create_file_system(ClientRequestToken="t-1", **self.lustre(subnet, group))["FileSystem"]
+        fs_id = created["FileSystemId"]
+        config = created["LustreConfiguration"]
+        self.assertEqual((created["Lifecycle"], created["VpcId"], created["FileSystemTypeVersion"]), ("CREATING", vpc, "2.15"))
+        self.assertEqual(created["DNSName"], f"{fs_id}.fsx.us-west-2.amazonaws.com")
+        self.assertRegex(config["MountName"], r"^[a-z0-9]{8}$")
+        self.assertEqual((config["DeploymentType"], config["PerUnitStorageThroughput"], config["DataCompressionType"]), ("PERSISTENT_2", 250, "LZ4"))
+        retry = fsx.create_file_system(ClientRequestToken="t-1", **self.lustre(subnet, group, Tags=list(reversed(self.lustre(subnet, group)["Tags"]))))["FileSystem"]
+        self.assertEqual((retry["FileSystemId"], len(fsx.describe_file_systems()["FileSystems"])), (fs_id, 1))
+        with self.assertRaises(ClientError) as changed:
+            fsx.create_file_system(ClientRequestToken="t-1", **self.lustre(subnet, group, StorageCapacity=2400))
+        self.assertEqual((changed.exception.response["Error"]["Code"], changed.exception.response["Parameter"]), ("IncompatibleParameterError", "StorageCapacity"))
+        described = lambda: fsx.describe_file_systems(FileSystemIds=[fs_id])["FileSystems"][0]  # noqa: E731
+        self.assertCode("BadRequest", fsx.update_file_system, FileSystemId=fs_id, StorageCapacity=2400)
+        self.wait_for(lambda: described()["Lifecycle"], "AVAILABLE")
+        self.assertEqual(described()["LustreConfiguration"]["MountName"], config["MountName"])
+
+        self.assertCode("BadRequest", fsx.update_file_system, FileSystemId=fs_id, StorageCapacity=1000)
+        self.assertCode("BadRequest", fsx.update_file_system, FileSystemId=fs_id, StorageCapacity=3000)
+        updating = fsx.update_file_system(FileSystemId=fs_id, StorageCapacity=2400)["FileSystem"]
+        action = updating["AdministrativeActions"][0]
+        self.assertEqual((updating["Lifecycle"], updating["StorageCapacity"]), ("UPDATING", 1200))
+        self.assertEqual((action["AdministrativeActionType"], action["Status"], action["TargetFileSystemValues"]), ("FILE_SYSTEM_UPDATE", "IN_PROGRESS", {"StorageCapacity": 2400}))
+        self.assertCode("BadRequest", fsx.update_file_system, FileSystemId=fs_id, LustreConfiguration={"PerUnitStorageThroughput": 500})
+        self.wait_for(lambda: described()["Lifecycle"], "AVAILABLE")
+        self.assertEqual((described()["StorageCapacity"], described()["AdministrativeActions"][0]["Status"]), (2400, "COMPLETED"))
+        fsx.update_file_system(FileSystemId=fs_id, LustreConfiguration={"PerUnitStorageThroughput": 500})
+        self.wait_for(lambda: described()["LustreConfiguration"]["PerUnitStorageThroughput"], 500)
+
+        arn = created["ResourceARN"]
+        fsx.tag_resource(ResourceARN=arn, Tags=[{"Key": "team", "Value": "ml"}])
+        fsx.untag_resource(ResourceARN=arn, TagKeys=["forge:stack"])
+        self.assertEqual((fsx.list_tags_for_resource(ResourceARN=arn)["Tags"], described()["Tags"]), ([{"Key": "team", "Value": "ml"}],) * 2)
+        self.assertCode("ResourceNotFound", fsx.list_tags_for_resource, ResourceARN=arn.replace(fs_id, "fs-0123456789abcdef0"))
+
+        self.assertEqual(fsx.delete_file_system(FileSystemId=fs_id)["Lifecycle"], "DELETING")
+        self.assertEqual((fsx.delete_file_system(FileSystemId=fs_id)["Lifecycle"], described()["Lifecycle"]), ("DELETING", "DELETING"))
+        self.wait_for(lambda: fsx.describe_file_systems()["FileSystems"], [])
+        self.assertCode("FileSystemNotFound", fsx.describe_file_systems, FileSystemIds=[fs_id])
+
+    def test_fsx_lustre_fails_without_port_988(self):
+        account = "161616161616"
+        fsx = self.client("fsx", account)
+        subnet, group, _ = self.lustre_network(account, open_988=False)
+        fs_id = fsx.create_file_system(**self.lustre(subnet, group))["FileSystem"]["FileSystemId"]
+        described = lambda: fsx.describe_file_systems(FileSystemIds=[fs_id])["FileSystems"][0]  # noqa: E731
+        self.assertNotIn("FailureDetails", described())
+        self.wait_for(lambda: described()["Lifecycle"], "FAILED")
+        self.assertIn("port 988", described()["FailureDetails"]["Message"])
+        self.assertIn(group, described()["FailureDetails"]["Message"])
+        self.assertEqual(len(fsx.describe_file_systems(MaxResults=1)["FileSystems"]), 1)
+
+    def test_fsx_data_repository_associations(self):
+        account = "171717171717"
+        fsx = self.client("fsx", account)
+        subnet, group, _ = self.lustre_network(account)
+        fs_id = fsx.create_file_system(**self.lustre(subnet, group))["FileSystem"]["FileSystemId"]
+        link = {"FileSystemId": fs_id, "FileSystemPath": "/data", "DataRepositoryPath": "s3://bucket/data", "BatchImportMetaDataOnCreate": True, "ImportedFileChunkSize": 1024,
+                "S3": {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}, "AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}, "Tags": [{"Key": "k", "Value": "v"}]}
+        self.assertCode("BadRequest", fsx.create_data_repository_association, **link)  # the file system is CREATING
+        self.wait_for(lambda: fsx.describe_file_systems()["FileSystems"][0]["Lifecycle"], "AVAILABLE")
+        created = fsx.create_data_repository_association(ClientRequestToken="d-1", **link)["Association"]
+        dra = created["AssociationId"]
+        self.assertRegex(dra, r"^dra-[0-9a-f]{17}$")
+        self.assertEqual((created["Lifecycle"], created["ResourceARN"]), ("CREATING", f"arn:aws:fsx:us-west-2:{account}:association/{fs_id}/{dra}"))
+        self.assertEqual(fsx.create_data_repository_association(ClientRequestToken="d-1", **link)["Association"]["AssociationId"], dra)
+        self.assertCode("BadRequest", fsx.create_data_repository_association, **link)  # /data is taken
+        self.assertCode("DataRepositoryAssociationNotFound", fsx.describe_data_repository_associations, AssociationIds=["dra-0123456789abcdef0"])
+        second = fsx.create_data_repository_association(**{**link, "FileSystemPath": "/scratch", "DataRepositoryPath": "s3://bucket/scratch"})["Association"]["AssociationId"]
+        by_fs = [{"Name": "file-system-id", "Values": [fs_id]}]
+        page = fsx.describe_data_repository_associations(Filters=by_fs, MaxResults=1)
+        rest = fsx.describe_data_repository_associations(Filters=by_fs, MaxResults=1, NextToken=page["NextToken"])
+        self.assertEqual([a["AssociationId"] for a in page["Associations"] + rest["Associations"]], [dra, second])
+        self.assertNotIn("NextToken", rest)
+        described = lambda: fsx.describe_data_repository_associations(AssociationIds=[dra])["Associations"][0]  # noqa: E731
+        self.wait_for(lambda: described()["Lifecycle"], "AVAILABLE")
+        self.assertEqual(fsx.update_data_repository_association(AssociationId=dra, ImportedFileChunkSize=2048)["Association"]["Lifecycle"], "UPDATING")
+        self.wait_for(lambda: described()["Lifecycle"], "AVAILABLE")
+        self.assertEqual(described()["ImportedFileChunkSize"], 2048)
+        fsx.tag_resource(ResourceARN=created["ResourceARN"], Tags=[{"Key": "x", "Value": "y"}])
+        self.assertEqual(described()["Tags"], [{"Key": "k", "Value": "v"}, {"Key": "x", "Value": "y"}])
+        self.assertEqual(fsx.delete_data_repository_association(AssociationId=second, DeleteDataInFileSystem=False)["Lifecycle"], "DELETING")
+        fsx.delete_file_system(FileSystemId=fs_id)
+        self.assertEqual(described()["Lifecycle"], "DELETING")
+        self.wait_for(lambda: fsx.describe_data_repository_associations()["Associations"], [])
+        self.assertCode("DataRepositoryAssociationNotFound", fsx.describe_data_repository_associations, AssociationIds=[dra])
+
+    # --- EFS --------------------------------------------------------------------------------
+
+    def test_efs_phases_and_creation_tokens(self):
+        account = "181818181818"
+        efs = self.client("efs", account)
+        ec2, subnets = self.subnets(account, 2)
+        created = efs.create_file_system(CreationToken="home", PerformanceMode="generalPurpose", ThroughputMode="elastic", Encrypted=True, Tags=[{"Key": "Name", "Value": "home"}])
+        fs_id = created["FileSystemId"]
+        self.assertEqual((created["LifeCycleState"], created["ThroughputMode"], created["Name"]), ("creating", "elastic", "home"))
+        with self.assertRaises(ClientError) as again:
+            efs.create_file_system(CreationToken="home")
+        self.assertEqual((again.exception.response["Error"]["Code"], again.exception.response["ResponseMetadata"]["HTTPStatusCode"]), ("FileSystemAlreadyExists", 409))
+        self.assertEqual(again.exception.response["FileSystemId"], fs_id)
+        self.assertCode("IncorrectFileSystemLifeCycleState", efs.create_mount_target, FileSystemId=fs_id, SubnetId=subnets[0])
+        self.wait_for(lambda: efs.describe_file_systems(FileSystemId=fs_id)["FileSystems"][0]["LifeCycleState"], "available")
+
+        targets = [efs.create_mount_target(FileSystemId=fs_id, SubnetId=s)["MountTargetId"] for s in subnets[:1]]
+        states = lambda: [t["LifeCycleState"] for t in efs.describe_mount_targets(FileSystemId=fs_id)["MountTargets"]]  # noqa: E731
+        self.assertEqual(states(), ["creating"])
+        self.assertCode("FileSystemInUse", efs.delete_file_system, FileSystemId=fs_id)
+        self.wait_for(states, ["available"])
+        efs.delete_mount_target(MountTargetId=targets[0])
+        efs.delete_mount_target(MountTargetId=targets[0])  # deleting again is accepted
+        self.assertEqual(states(), ["deleting"])
+        self.assertCode("FileSystemInUse", efs.delete_file_system, FileSystemId=fs_id)
+        self.wait_for(states, [])
+        self.assertCode("MountTargetNotFound", efs.describe_mount_targets, MountTargetId=targets[0])
+
+        efs.tag_resource(ResourceId=fs_id, Tags=[{"Key": "team", "Value": "ml"}])
+        efs.untag_resource(ResourceId=fs_id, TagKeys=["Name"])
+        self.assertEqual(efs.list_tags_for_resource(ResourceId=fs_id)["Tags"], [{"Key": "team", "Value": "ml"}])
+        efs.put_lifecycle_configuration(FileSystemId=fs_id, LifecyclePolicies=[{"TransitionToIA": "AFTER_30_DAYS"}])
+        efs.delete_file_system(FileSystemId=fs_id)
+        self.assertEqual(efs.describe_file_systems(FileSystemId=fs_id)["FileSystems"][0]["LifeCycleState"], "deleting")
+        self.assertCode("FileSystemAlreadyExists", efs.create_file_system, CreationToken="home")  # until it is gone
+        self.wait_for(lambda: efs.describe_file_systems()["FileSystems"], [])
+        self.assertCode("FileSystemNotFound", efs.describe_file_systems, FileSystemId=fs_id)
+        self.assertEqual(efs.create_file_system(CreationToken="home")["LifeCycleState"], "creating")
+        calls = self.control(f"/_forge/calls?account={account}")
+        self.assertEqual(calls["elasticfilesystem:DELETE /2015-02-01/mount-targets/{}"], 2)
+
+    # --- CloudFormation ---------------------------------------------------------------------
+
+    def stack_events(self, cfn, stack):
+        return [(e["LogicalResourceId"], e["ResourceStatus"], e.get("ResourceStatusReason")) for e in cfn.describe_stack_events(StackName=stack)["StackEvents"]]
+
+    def test_cloudformation_failed_create_rolls_back(self):
+        account = "191919191919"
+        cfn, ec2 = self.client("cloudformation", account), self.client("ec2", account)
+        template = {"Resources": {
+            "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+            "Group": {"Type": "AWS::EC2::SecurityGroup", "DependsOn": "Vpc", "Properties": {"GroupDescription": "d", "VpcId": "vpc-0000000000000dead"}},
+            "Attached": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": {"GroupId": {"Ref": "Group"}, "IpProtocol": "-1", "CidrIp": "10.0.0.0/8"}},
+            "Spread": {"Type": "AWS::EC2::PlacementGroup", "Properties": {"Strategy": "spread"}},
+        }, "Outputs": {"Vpc": {"Value": {"Ref": "Vpc"}}}}
+        stack_id = cfn.create_stack(StackName="broken", TemplateBody=json.dumps(template))["StackId"]
+        stack = lambda: cfn.describe_stacks(StackName="broken")["Stacks"][0]  # noqa: E731
+        self.assertEqual((stack()["StackStatus"], [e[1] for e in self.stack_events(cfn, "broken")][-1]), ("CREATE_IN_PROGRESS", "CREATE_IN_PROGRESS"))
+        self.assertNotIn("CREATE_FAILED", [e[1] for e in self.stack_events(cfn, "broken")])
+        self.wait_for(lambda: stack()["StackStatus"], "ROLLBACK_COMPLETE")
+        reason = "The following resource(s) failed to create: [Group, Spread]. Rollback requested by user."
+        self.assertEqual((stack()["StackStatusReason"], stack().get("Outputs")), (reason, None))
+        events = self.stack_events(cfn, "broken")
+        self.assertEqual(events[:5], [
+            ("broken", "ROLLBACK_COMPLETE", None),
+            ("Vpc", "DELETE_COMPLETE", None),
+            ("Vpc", "DELETE_IN_PROGRESS", None),
+            ("broken", "ROLLBACK_IN_PROGRESS", reason),
+            ("Spread", "CREATE_FAILED", "Resource creation cancelled"),
+        ])
+        self.assertEqual(events[5][:2], ("Group", "CREATE_FAILED"))
+        self.assertTrue(events[5][2].startswith("The vpc ID 'vpc-0000000000000dead' does not exist (Service: AmazonEC2; Status Code: 400; Error Code: InvalidVpcID.NotFound;"), events[5][2])
+        failed = cfn.describe_stack_events(StackName="broken")["StackEvents"][5]
+        self.assertEqual(failed["ResourceType"], "AWS::EC2::SecurityGroup")
+        self.assertNotIn("Attached", [e[0] for e in events], "it needs the failed group: never started")
+        self.assertEqual([v["CidrBlock"] for v in ec2.describe_vpcs()["Vpcs"] if not v["IsDefault"]], [], "the VPC went with the rollback")
+        self.assertEqual(cfn.describe_stack_resources(StackName="broken")["StackResources"], [])
+        self.assertCode("AlreadyExistsException", cfn.create_stack, StackName="broken", TemplateBody=json.dumps(template))
+
+        cfn.delete_stack(StackName="broken")
+        self.assertEqual(stack()["StackStatus"], "DELETE_IN_PROGRESS")
+        self.wait_for(lambda: cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"], "DELETE_COMPLETE")
+        self.assertCode("ValidationError", cfn.describe_stacks, StackName="broken")
+        self.assertEqual(cfn.describe_stacks()["Stacks"], [])
+        self.assertCode("ValidationError", cfn.create_stack, StackName="t", TemplateBody=json.dumps({"Resources": {"S": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Nope"}, "CidrBlock": "10.0.0.0/24"}}}}))
+        self.assertCode("ValidationError", cfn.create_stack, StackName="t", TemplateBody="Resources:\n  A: {Type: AWS::EC2::VPC\n")
+        self.assertEqual(cfn.describe_stacks()["Stacks"], [])
+
+    def test_cloudformation_phases_updates_and_tokens(self):
+        account = "202020202020"
+        cfn, ec2 = self.client("cloudformation", account), self.client("ec2", account)
+        template = "Parameters:\n  Cidr: {Type: String, Default: 10.1.0.0/16}\nResources:\n  Vpc: {Type: AWS::EC2::VPC, Properties: {CidrBlock: !Ref Cidr}}\n  Subnet: {Type: AWS::EC2::Subnet, Properties: {VpcId: !Ref Vpc, CidrBlock: 10.1.0.0/24}}\nOutputs:\n  Subnet: {Value: !Ref Subnet}\n"
+        stack_id = cfn.create_stack(StackName="net", TemplateBody=template, ClientRequestToken="c-1", Tags=[{"Key": "forge:stack", "Value": "net"}])["StackId"]
+        self.assertEqual(cfn.create_stack(StackName="net", TemplateBody=template, ClientRequestToken="c-1")["StackId"], stack_id)
+        self.assertCode("AlreadyExistsException", cfn.create_stack, StackName="net", TemplateBody=template, ClientRequestToken="c-2")
+        stack = lambda: cfn.describe_stacks(StackName="net")["Stacks"][0]  # noqa: E731
+        self.assertEqual((stack()["StackStatus"], stack().get("Outputs")), ("CREATE_IN_PROGRESS", None))
+        self.assertCode("ValidationError", cfn.update_stack, StackName="net", UsePreviousTemplate=True, Tags=[{"Key": "a", "Value": "b"}])
+        self.wait_for(lambda: stack()["StackStatus"], "CREATE_COMPLETE")
+        subnet = stack()["Outputs"][0]["OutputValue"]
+        tags = {t["Key"]: t["Value"] for t in ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["Tags"]}
+        self.assertEqual((tags["forge:stack"], tags["aws:cloudformation:logical-id"]), ("net", "Subnet"))
+        self.assertEqual({e[2] for e in self.stack_events(cfn, "net")[:1]}, {None})
+
+        with self.assertRaises(ClientError) as same:
+            cfn.update_stack(StackName="net", TemplateBody=template, Parameters=[{"ParameterKey": "Cidr", "UsePreviousValue": True}])
+        self.assertEqual(same.exception.response["Error"]["Message"], "No updates are to be performed.")
+        self.assertCode("ValidationError", cfn.update_stack, StackName="net", UsePreviousTemplate=True)
+
+        broken = template.replace("CidrBlock: 10.1.0.0/24", "CidrBlock: 10.9.0.0/24")
+        self.assertEqual(cfn.update_stack(StackName="net", TemplateBody=broken, ClientRequestToken="u-1")["StackId"], stack_id)
+        self.assertEqual(cfn.update_stack(StackName="net", TemplateBody=broken, ClientRequestToken="u-1")["StackId"], stack_id)
+        self.assertEqual(stack()["StackStatus"], "UPDATE_IN_PROGRESS")
+        self.wait_for(lambda: stack()["StackStatus"], "UPDATE_ROLLBACK_COMPLETE")
+        events = self.stack_events(cfn, "net")
+        self.assertEqual(events[0][:2], ("net", "UPDATE_ROLLBACK_COMPLETE"))
+        rollback, failed = events.index(("net", "UPDATE_ROLLBACK_IN_PROGRESS", "The following resource(s) failed to update: [Subnet]. ")), [e[1] for e in events].index("UPDATE_FAILED")
+        self.assertEqual((rollback + 1, events[failed][0]), (failed, "Subnet"))
+        self.assertIn("InvalidSubnet.Range", events[failed][2])
+        self.assertEqual(cfn.describe_stack_events(StackName="net")["StackEvents"][failed]["ClientRequestToken"], "u-1")
+        self.assertEqual(stack()["Outputs"][0]["OutputValue"], subnet, "the old subnet stays")
+
+        cfn.update_stack(StackName="net", UsePreviousTemplate=True, Parameters=[{"ParameterKey": "Cidr", "ParameterValue": "10.1.0.0/16"}], Tags=[{"Key": "forge:stack", "Value": "net2"}])
+        self.wait_for(lambda: stack()["StackStatus"], "UPDATE_COMPLETE")
+        tags = {t["Key"]: t["Value"] for t in ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["Tags"]}
+        self.assertEqual(tags["forge:stack"], "net2", "new stack tags reach the resources")
+
+        cfn.delete_stack(StackName="net")
+        self.assertEqual(stack()["StackStatus"], "DELETE_IN_PROGRESS")
+        self.assertCode("ValidationError", cfn.update_stack, StackName="net", UsePreviousTemplate=True)
+        self.wait_for(lambda: cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"], "DELETE_COMPLETE")
+        with self.assertRaises(ClientError) as gone:
+            cfn.describe_stacks(StackName="net")
+        self.assertEqual(gone.exception.response["Error"]["Message"], "Stack with id net does not exist")
+        self.assertEqual(self.stack_events(cfn, stack_id)[0][:2], ("net", "DELETE_COMPLETE"))
+        self.assertCode("InvalidSubnetID.NotFound", ec2.describe_subnets, SubnetIds=[subnet])
+
+    def test_cloudformation_resource_types(self):
+        account = "212121212121"
+        cfn, ec2, eks = self.client("cloudformation", account), self.client("ec2", account), self.client("eks", account)
+        _, (subnet,) = self.subnets(account, 1)
+        role = f"arn:aws:iam::{account}:role/eks"
+        eks.create_cluster(name="c", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet]})
+        self.wait_for(lambda: eks.describe_cluster(name="c")["cluster"]["status"], "ACTIVE")
+        efa = [{"NetworkCardIndex": i, "DeviceIndex": min(i, 1), "InterfaceType": "efa", "Groups": [{"Ref": "Efa"}]} for i in range(4)]
+        template = {"Resources": {
+            "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+            "Efa": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "efa", "VpcId": {"Ref": "Vpc"}, "SecurityGroupIngress": [{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "CidrIp": "10.0.0.0/8"}]}},
+            "EfaIn": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": {"GroupId": {"Ref": "Efa"}, "IpProtocol": "-1", "SourceSecurityGroupId": {"Ref": "Efa"}}},
+            "EfaOut": {"Type": "AWS::EC2::SecurityGroupEgress", "Properties": {"GroupId": {"Ref": "Efa"}, "IpProtocol": "-1", "DestinationSecurityGroupId": {"Ref": "Efa"}}},
+            "Pg": {"Type": "AWS::EC2::PlacementGroup", "Properties": {"Strategy": "cluster"}},
+            "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {"InstanceType": "p4d.24xlarge", "Placement": {"GroupName": {"Ref": "Pg"}}, "NetworkInterfaces": efa}}},
+            "Ng": {"Type": "AWS::EKS::Nodegroup", "Properties": {"ClusterName": "c", "NodegroupName": "gpu", "NodeRole": role, "Subnets": [subnet], "AmiType": "AL2_x86_64_GPU", "CapacityType": "ON_DEMAND",
+                   "ScalingConfig": {"MinSize": 1, "MaxSize": 2, "DesiredSize": 1}, "Labels": {"gpu": "true"}, "Tags": {"team": "ml"},
+                   "LaunchTemplate": {"Id": {"Ref": "Lt"}, "Version": {"Fn::GetAtt": ["Lt", "LatestVersionNumber"]}}}},
+        }, "Outputs": {
+            "Ng": {"Value": {"Ref": "Ng"}}, "NgName": {"Value": {"Fn::GetAtt": ["Ng", "NodegroupName"]}}, "NgArn": {"Value": {"Fn::GetAtt": ["Ng", "Arn"]}}, "NgCluster": {"Value": {"Fn::GetAtt": ["Ng", "ClusterName"]}},
+            "Pg": {"Value": {"Ref": "Pg"}}, "Lt": {"Value": {"Ref": "Lt"}}, "Efa": {"Value": {"Fn::GetAtt": ["Efa", "GroupId"]}}, "EfaIn": {"Value": {"Ref": "EfaIn"}},
+        }}
+        cfn.create_stack(StackName="gpu", TemplateBody=json.dumps(template), Tags=[{"Key": "forge:stack", "Value": "gpu"}])
+        stack = lambda: cfn.describe_stacks(StackName="gpu")["Stacks"][0]  # noqa: E731
+        nodegroup = lambda: eks.describe_nodegroup(clusterName="c", nodegroupName="gpu")["nodegroup"]  # noqa: E731
+        self.assertEqual(nodegroup()["status"], "CREATING")
+        self.wait_for(lambda: stack()["StackStatus"], "CREATE_COMPLETE")
+        self.assertEqual(nodegroup()["status"], "ACTIVE")
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack()["Outputs"]}
+        self.assertEqual((outputs["Ng"], outputs["NgName"], outputs["NgCluster"]), ("c/gpu", "gpu", "c"))
+        self.assertEqual(outputs["NgArn"], nodegroup()["nodegroupArn"])
+        self.assertRegex(outputs["EfaIn"], r"^sgr-")
+        self.assertEqual((nodegroup()["launchTemplate"]["id"], nodegroup()["launchTemplate"]["version"], nodegroup()["labels"]), (outputs["Lt"], "1", {"gpu": "true"}))
+        self.assertEqual((nodegroup()["tags"]["team"], nodegroup()["tags"]["forge:stack"], nodegroup()["tags"]["aws:cloudformation:logical-id"]), ("ml", "gpu", "Ng"))
+        placement = ec2.describe_placement_groups(GroupNames=[outputs["Pg"]])["PlacementGroups"][0]
+        self.assertEqual((placement["Strategy"], {t["Key"]: t["Value"] for t in placement["Tags"]}["forge:stack"]), ("cluster", "gpu"))
+        data = ec2.describe_launch_template_versions(LaunchTemplateId=outputs["Lt"])["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        self.assertEqual([(n["NetworkCardIndex"], n["DeviceIndex"], n["InterfaceType"], n["Groups"]) for n in data["NetworkInterfaces"]], [(i, min(i, 1), "efa", [outputs["Efa"]]) for i in range(4)])
+        lt_tags = ec2.describe_launch_templates(LaunchTemplateIds=[outputs["Lt"]])["LaunchTemplates"][0]["Tags"]
+        self.assertIn({"Key": "forge:stack", "Value": "gpu"}, lt_tags)
+        group = ec2.describe_security_groups(GroupIds=[outputs["Efa"]])["SecurityGroups"][0]
+        rules = sorted((p["IpProtocol"], p.get("FromPort"), [g["GroupId"] for g in p["UserIdGroupPairs"]], [r["CidrIp"] for r in p["IpRanges"]]) for p in group["IpPermissions"])
+        self.assertEqual(rules, [("-1", None, [outputs["Efa"]], []), ("tcp", 22, [], ["10.0.0.0/8"])])
+        self.assertEqual(sorted(g["GroupId"] for p in group["IpPermissionsEgress"] for g in p["UserIdGroupPairs"]), [outputs["Efa"]])
+
+        bigger = json.loads(json.dumps(template))
+        bigger["Resources"]["Ng"]["Properties"]["ScalingConfig"]["DesiredSize"] = 2
+        bigger["Resources"]["Efa"]["Properties"]["SecurityGroupIngress"][0]["CidrIp"] = "10.1.0.0/16"
+        bigger["Resources"]["Lt"]["Properties"]["LaunchTemplateData"]["InstanceType"] = "p5.48xlarge"
+        cfn.update_stack(StackName="gpu", TemplateBody=json.dumps(bigger))
+        self.assertEqual(nodegroup()["status"], "UPDATING")
+        self.wait_for(lambda: stack()["StackStatus"], "UPDATE_COMPLETE")
+        self.assertEqual((nodegroup()["status"], nodegroup()["scalingConfig"]["desiredSize"]), ("ACTIVE", 2))
+        group = ec2.describe_security_groups(GroupIds=[outputs["Efa"]])["SecurityGroups"][0]
+        self.assertEqual(sorted(r["CidrIp"] for p in group["IpPermissions"] for r in p["IpRanges"]), ["10.1.0.0/16"], "the same group, its rule changed")
+        self.assertEqual(len(group["IpPermissions"]), 2, "the standalone self rule stays")
+        lt = ec2.describe_launch_templates(LaunchTemplateIds=[outputs["Lt"]])["LaunchTemplates"][0]
+        self.assertEqual((lt["LatestVersionNumber"], lt["DefaultVersionNumber"]), (2, 2))
+
+        cfn.delete_stack(StackName="gpu")
+        self.assertEqual(nodegroup()["status"], "DELETING")
+        self.assertCode("ResourceInUseException", eks.delete_cluster, name="c")
+        self.wait_for(lambda: cfn.describe_stacks()["Stacks"], [])
+        self.assertEqual(eks.list_nodegroups(clusterName="c")["nodegroups"], [])
+        self.assertEqual(ec2.describe_placement_groups()["PlacementGroups"], [])
+        self.assertCode("InvalidGroup.NotFound", ec2.describe_security_groups, GroupIds=[outputs["Efa"]])
 
 if __name__ == "__main__":
     unittest.main()
