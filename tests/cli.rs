@@ -659,14 +659,33 @@ fn storage_component_errors() {
             "[stack]\nname = \"s\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\ncidr = \"10.0.0.0/16\"\nzones = [\"us-west-2a\", \"us-west-2b\"]\n[eks.train]\nvpc = \"vpc.main\"\n[eks.train.nodegroups.gpu]\ninstance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2a\"\n{storage}\n"
         )
     };
-    let fsx = |extra: &str| stack(&format!("[fsx.data]\nvpc = \"vpc.main\"\nzone = \"us-west-2a\"\nclients = [\"eks.train\"]\n{extra}"));
+    let fsx = |extra: &str| {
+        stack(&format!(
+            "[fsx.data]\nvpc = \"vpc.main\"\nzone = \"us-west-2a\"\nclients = [\"eks.train\"]\n{extra}"
+        ))
+    };
     let cases = [
         ("fsx_capacity_step", fsx("capacity_gib = 3000")),
-        ("fsx_throughput_for_deployment", fsx("deployment = \"PERSISTENT_1\"\nthroughput_per_tib = 250")),
-        ("fsx_throughput_on_scratch", fsx("deployment = \"SCRATCH_2\"\nthroughput_per_tib = 125")),
-        ("fsx_zone_away_from_the_gpus", fsx("").replace("zone = \"us-west-2a\"\nclients", "zone = \"us-west-2b\"\nclients")),
-        ("fsx_s3_needs_persistent_2", fsx("deployment = \"SCRATCH_2\"\ns3 = { path = \"s3://bucket/data\" }")),
-        ("fsx_unknown_client", fsx("").replace("clients = [\"eks.train\"]", "clients = [\"eks.trian\"]")),
+        (
+            "fsx_throughput_for_deployment",
+            fsx("deployment = \"PERSISTENT_1\"\nthroughput_per_tib = 250"),
+        ),
+        (
+            "fsx_throughput_on_scratch",
+            fsx("deployment = \"SCRATCH_2\"\nthroughput_per_tib = 125"),
+        ),
+        (
+            "fsx_zone_away_from_the_gpus",
+            fsx("").replace("zone = \"us-west-2a\"\nclients", "zone = \"us-west-2b\"\nclients"),
+        ),
+        (
+            "fsx_s3_needs_persistent_2",
+            fsx("deployment = \"SCRATCH_2\"\ns3 = { path = \"s3://bucket/data\" }"),
+        ),
+        (
+            "fsx_unknown_client",
+            fsx("").replace("clients = [\"eks.train\"]", "clients = [\"eks.trian\"]"),
+        ),
         ("efs_unknown_vpc", stack("[efs.home]\nvpc = \"vpc.mian\"")),
         (
             "cloudformation_template_missing",
