@@ -1,0 +1,459 @@
+"""EKS's gaps:
+  * EKS clusters, node groups and add-ons that go CREATING -> ACTIVE, UPDATING -> ACTIVE and
+    DELETING -> gone over time (describable and listed, their names taken, until gone); a
+    cluster with node groups, even DELETING ones, refuses DeleteCluster; a cluster that is not
+    ACTIVE refuses CreateNodegroup, CreateAddon and cluster updates; a deleted cluster takes its
+    add-ons with it (model names `forge::eks_{cluster,nodegroup,addon}_{create,delete,update}`);
+  * the security group EKS makes for each cluster (clusterSecurityGroupId), deleted with it;
+  * EKS updates kept per cluster, InProgress -> Successful (model name `forge::eks_update`):
+    Describe/ListUpdates, UpdateClusterVersion, UpdateNodegroupVersion, UpdateNodegroupConfig registered, and
+    UpdateClusterConfig answering with an update and merging resourcesVpcConfig (moto answers
+    with the cluster and replaces the whole dict);
+  * CreateCluster's accessConfig, which moto drops (default CONFIG_MAP, as the API's), and the
+    endpoint-access defaults in resourcesVpcConfig;
+  * EKS add-ons, which moto lacks: Create/Describe/List/Update/DeleteAddon, and
+    DescribeAddonVersions over a small built-in catalogue (ADDON_CATALOGUE);
+  * EKS tags on node groups, Fargate profiles and add-ons (moto tags clusters only), and
+    ListNodegroups on an unknown cluster answering ResourceNotFoundException (moto: 500).
+"""
+
+import json
+import random
+import uuid
+
+from moto.core.responses import ActionResult
+from moto.core.utils import utcnow
+from moto.eks import urls as eks_urls
+from moto.eks.exceptions import InvalidParameterException, InvalidRequestException, ResourceInUseException, ResourceNotFoundException
+from moto.eks.models import CLUSTER_NOT_READY_MSG, EKSBackend, Nodegroup, paginated_list, validate_safe_to_delete
+from moto.eks.models import Cluster as EksCluster
+from moto.eks.responses import EKSResponse
+
+from .phases import _drop_gone, is_gone, phased_status, start_delete, start_phase
+
+
+# --- EKS phases ------------------------------------------------------------------------------
+# moto's clusters and node groups are ACTIVE at once and gone at once. Here their `status` is a
+# property over a ManagedState: CREATING -> ACTIVE, UPDATING -> ACTIVE, DELETING -> gone. A
+# resource whose delete phase has ended is dropped the next time its account's EKS backend is
+# used, so until then DescribeX/ListX still show it DELETING and its name stays taken.
+
+DEFAULT_ENDPOINT_ACCESS = {"endpointPublicAccess": True, "endpointPrivateAccess": False, "publicAccessCidrs": ["0.0.0.0/0"]}
+
+
+def cluster_vpc(backend, subnet_ids):
+    """The EC2 backend and the VPC of a new cluster's subnets; EKS refuses unknown subnets."""
+    from moto.ec2.models import ec2_backends
+
+    ec2 = ec2_backends[backend.account_id][backend.region_name]
+    vpcs = set()
+    for subnet_id in subnet_ids or []:
+        try:
+            vpcs.add(ec2.get_subnet(subnet_id).vpc_id)
+        except Exception:
+            raise InvalidParameterException(clusterName=None, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"Subnet {subnet_id} does not exist") from None
+    if len(vpcs) != 1:
+        raise InvalidParameterException(clusterName=None, nodegroupName=None, fargateProfileName=None, addonName=None, message="Subnets specified must be in the same VPC")
+    return ec2, vpcs.pop()
+
+
+def cluster_security_group(ec2, vpc_id, cluster):
+    """EKS makes a security group for each cluster in its VPC (`eks-cluster-sg-NAME-…`) and
+    reports it as `clusterSecurityGroupId`; moto makes none."""
+    tags = {f"kubernetes.io/cluster/{cluster.name}": "owned", "aws:eks:cluster-name": cluster.name}
+    group = ec2.create_security_group(f"eks-cluster-sg-{cluster.name}-{random.getrandbits(32)}", "EKS created security group applied to ENI that is attached to EKS Control Plane master nodes, as well as any managed workloads.", vpc_id=vpc_id, tags=tags)
+    cluster.resources_vpc_config.update(vpcId=vpc_id, clusterSecurityGroupId=group.id)
+    cluster._forge_ec2 = ec2
+
+
+def drop_cluster_security_group(cluster):
+    group = cluster.resources_vpc_config.get("clusterSecurityGroupId")
+    if group and "_forge_ec2" in cluster.__dict__:
+        cluster._forge_ec2.delete_security_group(group_id=group)
+
+
+def drop_deleted(backend):
+    for cluster in [c for c in backend.clusters.values() if is_gone(c)]:
+        drop_cluster_security_group(cluster)
+    backend.cluster_count -= _drop_gone(backend.clusters)
+    for cluster in list(backend.clusters.values()):
+        cluster.nodegroup_count -= _drop_gone(cluster.nodegroups)
+        _drop_gone(addons_of(cluster))
+    return backend
+
+
+EksCluster.status = phased_status
+Nodegroup.status = phased_status
+_moto_eks_backend = EKSResponse.eks_backend
+EKSResponse.eks_backend = property(lambda self: drop_deleted(_moto_eks_backend.fget(self)))
+
+_moto_eks = {name: getattr(EKSBackend, name) for name in ("create_cluster", "create_nodegroup", "list_nodegroups", "update_nodegroup_config")}
+
+
+def eks_create_cluster(self, **kwargs):
+    if kwargs["name"] in self.clusters:  # moto's own ResourceInUseException, before any check
+        return _moto_eks["create_cluster"](self, **kwargs)
+    ec2, vpc_id = cluster_vpc(self, (kwargs.get("resources_vpc_config") or {}).get("subnetIds"))
+    cluster = _moto_eks["create_cluster"](self, **kwargs)
+    cluster.resources_vpc_config = {**DEFAULT_ENDPOINT_ACCESS, **(cluster.resources_vpc_config or {})}
+    cluster_security_group(ec2, vpc_id, cluster)
+    start_phase(cluster, "forge::eks_cluster_create", "CREATING", "ACTIVE")
+    return cluster
+
+
+def eks_delete_cluster(self, name):
+    cluster = self.describe_cluster(name=name)
+    validate_safe_to_delete(cluster)  # counts DELETING node groups too: they are still there
+    start_delete(cluster, "forge::eks_cluster_delete")
+    for addon in addons_of(cluster).values():
+        start_delete(addon, "forge::eks_addon_delete")
+    return cluster
+
+
+def eks_create_nodegroup(self, **kwargs):
+    nodegroup = _moto_eks["create_nodegroup"](self, **kwargs)
+    nodegroup.scaling_config = dict(nodegroup.scaling_config)  # moto may hand out its shared default
+    start_phase(nodegroup, "forge::eks_nodegroup_create", "CREATING", "ACTIVE")
+    return nodegroup
+
+
+def eks_delete_nodegroup(self, cluster_name, nodegroup_name):
+    nodegroup = self.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=nodegroup_name)
+    start_delete(nodegroup, "forge::eks_nodegroup_delete")
+    return nodegroup
+
+
+def eks_list_nodegroups(self, cluster_name, **kwargs):
+    self.describe_cluster(name=cluster_name)  # moto answers an unknown cluster with a KeyError (500)
+    return _moto_eks["list_nodegroups"](self, cluster_name=cluster_name, **kwargs)
+
+
+EKSBackend.create_cluster = eks_create_cluster
+EKSBackend.delete_cluster = eks_delete_cluster
+EKSBackend.create_nodegroup = eks_create_nodegroup
+EKSBackend.delete_nodegroup = eks_delete_nodegroup
+EKSBackend.list_nodegroups = eks_list_nodegroups
+
+
+# --- EKS updates -----------------------------------------------------------------------------
+# Each cluster keeps the updates started on it (and on its node groups and add-ons), so that
+# DescribeUpdate can follow one InProgress -> Successful while its resource is UPDATING.
+
+# The API's default (the console's is API_AND_CONFIG_MAP).
+DEFAULT_ACCESS_CONFIG = {"bootstrapClusterCreatorAdminPermissions": True, "authenticationMode": "CONFIG_MAP"}
+VPC_PARAM_TYPES = {"endpointPublicAccess": "EndpointPublicAccess", "endpointPrivateAccess": "EndpointPrivateAccess", "publicAccessCidrs": "PublicAccessCidrs", "subnetIds": "Subnets", "securityGroupIds": "SecurityGroups"}
+
+
+class Update:
+    status = phased_status
+
+    def __init__(self, kind, params, scope, update_id=None):
+        self.id = update_id or str(uuid.uuid4())
+        self.type = kind
+        self.params = params
+        self.scope = scope  # (nodegroupName, addonName): DescribeUpdate must name the same
+        self.created_at = utcnow()
+        self.errors = []
+        start_phase(self, "forge::eks_update", "InProgress", "Successful")
+
+
+def update_param(kind, value):
+    return {"type": kind, "value": value if isinstance(value, str) else json.dumps(value)}
+
+
+def updates_of(cluster):
+    return cluster.__dict__.setdefault("_forge_updates", {})
+
+
+def begin_update(cluster, target, model, kind, params, nodegroup=None, addon=None, update_id=None):
+    """`target` (the cluster, a node group or an add-on) goes UPDATING -> ACTIVE; the update it
+    returns, registered on the cluster, goes InProgress -> Successful (started last, it ends last)."""
+    start_phase(target, model, "UPDATING", "ACTIVE")
+    update = Update(kind, params, (nodegroup, addon), update_id)
+    updates_of(cluster)[update.id] = update
+    return update
+
+
+def require_active_cluster(cluster):
+    if not cluster.is_active:
+        raise InvalidRequestException(message=CLUSTER_NOT_READY_MSG.format(clusterName=cluster.name))
+
+
+def refuse_while_busy(kind, name, obj):
+    status = obj.status
+    if status != "ACTIVE":
+        raise ResourceInUseException(clusterName=None, nodegroupName=None, addonName=None, message=f"{kind} {name} cannot be updated as it is currently in {status} state")
+
+
+def eks_update_nodegroup_config(self, cluster_name, nodegroup_name, **kwargs):
+    nodegroup = self.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=nodegroup_name)
+    refuse_while_busy("Nodegroup", nodegroup_name, nodegroup)
+    done = _moto_eks["update_nodegroup_config"](self, cluster_name=cluster_name, nodegroup_name=nodegroup_name, **kwargs)
+    return begin_update(self.clusters[cluster_name], nodegroup, "forge::eks_nodegroup_update", done["type"], done["params"], nodegroup=nodegroup_name, update_id=done["id"])
+
+
+EKSBackend.update_nodegroup_config = eks_update_nodegroup_config
+_moto_eks_create_cluster_response = EKSResponse.create_cluster
+
+
+def eks_create_cluster_response(self):
+    """moto drops CreateCluster's accessConfig; keep it, with the API's defaults."""
+    result = _moto_eks_create_cluster_response(self)
+    result.result["cluster"].access_config = {**DEFAULT_ACCESS_CONFIG, **(self._get_param("accessConfig") or {})}
+    return result
+
+
+def describe_update(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    update_id = self._get_param("updateId")
+    update = updates_of(cluster).get(update_id)
+    if update is None or update.scope != (self._get_param("nodegroupName"), self._get_param("addonName")):
+        raise ResourceNotFoundException(clusterName=cluster.name, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"No update found for ID: {update_id}")
+    return ActionResult({"update": update})
+
+
+def list_updates(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    scope = (self._get_param("nodegroupName"), self._get_param("addonName"))
+    return ActionResult({"updateIds": [i for i, u in updates_of(cluster).items() if u.scope == scope], "nextToken": None})
+
+
+def update_cluster_version(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    require_active_cluster(cluster)
+    cluster.version = self._get_param("version")
+    cluster.platformVersion = "eks.1"
+    params = [update_param("Version", cluster.version), update_param("PlatformVersion", cluster.platformVersion)]
+    return ActionResult({"update": begin_update(cluster, cluster, "forge::eks_cluster_update", "VersionUpdate", params)})
+
+
+def update_nodegroup_version(self):
+    """Rolls a node group to another launch template version (or Kubernetes / AMI release)."""
+    cluster_name, name = self._get_param("name"), self._get_param("nodegroupName")
+    nodegroup = self.eks_backend.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=name)
+    refuse_while_busy("Nodegroup", name, nodegroup)
+    params = []
+    template = self._get_param("launchTemplate")
+    if template:
+        nodegroup.launch_template = {**(nodegroup.launch_template or {}), **template}
+        params.append(update_param("LaunchTemplateVersion", str(template.get("version", ""))))
+    for key, kind in (("version", "Version"), ("releaseVersion", "ReleaseVersion")):
+        if self._get_param(key):
+            setattr(nodegroup, "version" if key == "version" else "release_version", self._get_param(key))
+            params.append(update_param(kind, self._get_param(key)))
+    update = begin_update(self.eks_backend.clusters[cluster_name], nodegroup, "forge::eks_nodegroup_update", "VersionUpdate", params, nodegroup=name)
+    return ActionResult({"update": update})
+
+
+def update_cluster_config(self):
+    """moto replaces resourcesVpcConfig whole and answers with the cluster; the API changes only
+    the keys given and answers with an update."""
+    name = self._get_param("name")
+    cluster = self.eks_backend.describe_cluster(name=name)
+    require_active_cluster(cluster)
+    vpc, logging_, access = (self._get_param(p) for p in ("resourcesVpcConfig", "logging", "accessConfig"))
+    self.eks_backend.update_cluster_config(
+        name=name,
+        resources_vpc_config={**cluster.resources_vpc_config, **vpc} if vpc else None,
+        logging=logging_,
+        client_request_token=self._get_param("clientRequestToken"),
+        kubernetes_network_config=self._get_param("kubernetesNetworkConfig"),
+        remote_network_config=self._get_param("remoteNetworkConfig"),
+    )
+    if access:
+        cluster.access_config = {**getattr(cluster, "access_config", DEFAULT_ACCESS_CONFIG), **access}
+    params = [update_param(VPC_PARAM_TYPES.get(k, k), v) for k, v in (vpc or {}).items()]
+    params += [update_param("ClusterLogging", logging_["clusterLogging"])] if logging_ else []
+    params += [update_param("AuthenticationMode", access["authenticationMode"])] if access and "authenticationMode" in access else []
+    given = [kind for kind, value in (("EndpointAccessUpdate", vpc), ("LoggingUpdate", logging_), ("AccessConfigUpdate", access)) if value]
+    others = self._get_param("kubernetesNetworkConfig") or self._get_param("remoteNetworkConfig")
+    kind = given[0] if len(given) == 1 and not others else "ConfigUpdate"
+    return ActionResult({"update": begin_update(cluster, cluster, "forge::eks_cluster_update", kind, params)})
+
+
+EKSResponse.create_cluster = eks_create_cluster_response
+EKSResponse.describe_update = describe_update
+EKSResponse.list_updates = list_updates
+EKSResponse.update_cluster_version = update_cluster_version
+EKSResponse.update_cluster_config = update_cluster_config
+
+
+# --- EKS add-ons -----------------------------------------------------------------------------
+
+K8S = ("1.29", "1.30", "1.31", "1.32")
+# name: (type, [(version, the cluster versions it runs on)], newest first. A cluster version's
+# default is the newest version that runs on it, so each has exactly one.
+ADDON_CATALOGUE = {
+    "vpc-cni": ("networking", [("v1.19.2-eksbuild.1", K8S), ("v1.18.6-eksbuild.1", K8S), ("v1.17.1-eksbuild.1", K8S[:3])]),
+    "coredns": ("networking", [("v1.11.4-eksbuild.2", K8S[2:]), ("v1.11.3-eksbuild.1", K8S[:3]), ("v1.11.1-eksbuild.9", K8S[:2])]),
+    "kube-proxy": ("networking", [("v1.32.0-eksbuild.2", ("1.32",)), ("v1.31.3-eksbuild.2", ("1.31",)), ("v1.30.7-eksbuild.2", ("1.30",)), ("v1.29.10-eksbuild.3", ("1.29",))]),
+    "aws-ebs-csi-driver": ("storage", [("v1.38.1-eksbuild.1", K8S), ("v1.37.0-eksbuild.1", K8S), ("v1.35.0-eksbuild.1", K8S[:3])]),
+    "aws-efs-csi-driver": ("storage", [("v2.1.4-eksbuild.1", K8S), ("v2.0.9-eksbuild.1", K8S[:3])]),
+    "aws-fsx-csi-driver": ("storage", [("v1.3.0-eksbuild.1", K8S), ("v1.2.0-eksbuild.1", K8S[:3])]),
+    "eks-pod-identity-agent": ("security", [("v1.3.4-eksbuild.1", K8S), ("v1.3.2-eksbuild.2", K8S)]),
+}
+
+
+def default_addon_version(name, cluster_version):
+    versions = ADDON_CATALOGUE[name][1]
+    return next((v for v, runs_on in versions if cluster_version in runs_on), None)
+
+
+def checked_addon_version(cluster, name, version):
+    """The version to install: the one asked for if the catalogue has it, else the default for the
+    cluster's version (the newest if the catalogue does not know that version)."""
+    if name not in ADDON_CATALOGUE:
+        raise InvalidParameterException(clusterName=cluster.name, nodegroupName=None, addonName=name, message=f"Addon {name} specified is not supported; known add-ons: {', '.join(sorted(ADDON_CATALOGUE))}")
+    known = [v for v, _ in ADDON_CATALOGUE[name][1]]
+    if version is None:
+        return default_addon_version(name, cluster.version) or known[0]
+    if version not in known:
+        raise InvalidParameterException(clusterName=cluster.name, nodegroupName=None, addonName=name, message=f"Addon version {version} specified is not supported for {name}; known versions: {', '.join(known)}")
+    return version
+
+
+class Addon:
+    status = phased_status
+
+    def __init__(self, backend, cluster, name, version, service_account_role_arn, configuration_values, tags):
+        self.addon_name = name
+        self.cluster_name = cluster.name
+        self.addon_version = version
+        self.addon_arn = f"arn:{backend.partition}:eks:{backend.region_name}:{backend.account_id}:addon/{cluster.name}/{name}/{uuid.uuid4()}"
+        self.health = {"issues": []}
+        self.created_at = self.modified_at = utcnow()
+        self.service_account_role_arn = service_account_role_arn
+        self.configuration_values = configuration_values
+        self.tags = tags or {}
+        self.owner, self.publisher = "aws", "eks"
+        start_phase(self, "forge::eks_addon_create", "CREATING", "ACTIVE")
+
+
+def addons_of(cluster):
+    return cluster.__dict__.setdefault("_forge_addons", {})
+
+
+def _cluster_and_addon(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    name = self._get_param("addonName")
+    addon = addons_of(cluster).get(name)
+    if addon is None:
+        raise ResourceNotFoundException(clusterName=cluster.name, nodegroupName=None, fargateProfileName=None, addonName=name, message=f"No addon: {name} found in cluster: {cluster.name}")
+    return cluster, addon
+
+
+def create_addon(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    name = self._get_param("addonName")
+    if name in addons_of(cluster):
+        raise ResourceInUseException(clusterName=cluster.name, nodegroupName=None, addonName=name, message="Addon already exists.")
+    require_active_cluster(cluster)
+    version = checked_addon_version(cluster, name, self._get_param("addonVersion"))
+    addon = Addon(self.eks_backend, cluster, name, version, self._get_param("serviceAccountRoleArn"), self._get_param("configurationValues"), self._get_param("tags"))
+    addons_of(cluster)[name] = addon
+    return ActionResult({"addon": addon})
+
+
+def describe_addon(self):
+    return ActionResult({"addon": _cluster_and_addon(self)[1]})
+
+
+def list_addons(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    names, next_token = paginated_list(list(addons_of(cluster)), self._get_int_param("maxResults", 100), self._get_param("nextToken"))
+    return ActionResult({"addons": names, "nextToken": next_token})
+
+
+def update_addon(self):
+    cluster, addon = _cluster_and_addon(self)
+    refuse_while_busy("Addon", addon.addon_name, addon)
+    version = self._get_param("addonVersion")
+    if version is not None:
+        addon.addon_version = checked_addon_version(cluster, addon.addon_name, version)
+    changes = {"AddonVersion": version, "ServiceAccountRoleArn": self._get_param("serviceAccountRoleArn"), "ResolveConflicts": self._get_param("resolveConflicts"), "ConfigurationValues": self._get_param("configurationValues")}
+    for attribute, kind in (("service_account_role_arn", "ServiceAccountRoleArn"), ("configuration_values", "ConfigurationValues")):
+        if changes[kind] is not None:
+            setattr(addon, attribute, changes[kind])
+    addon.modified_at = utcnow()
+    params = [update_param(kind, value) for kind, value in changes.items() if value is not None]
+    return ActionResult({"update": begin_update(cluster, addon, "forge::eks_addon_update", "AddonUpdate", params, addon=addon.addon_name)})
+
+
+def delete_addon(self):
+    _, addon = _cluster_and_addon(self)
+    start_delete(addon, "forge::eks_addon_delete")
+    return ActionResult({"addon": addon})
+
+
+def describe_addon_versions(self):
+    wanted_name, wanted_k8s = self._get_param("addonName"), self._get_param("kubernetesVersion")
+    addons = []
+    for name, (kind, versions) in sorted(ADDON_CATALOGUE.items()):
+        entries = [
+            {
+                "addonVersion": version,
+                "architecture": ["amd64", "arm64"],
+                "compatibilities": [{"clusterVersion": k8s, "platformVersions": ["*"], "defaultVersion": default_addon_version(name, k8s) == version} for k8s in runs_on if wanted_k8s in (None, k8s)],
+                "requiresConfiguration": False,
+            }
+            for version, runs_on in versions
+            if wanted_name in (None, name) and wanted_k8s in (None, *runs_on)
+        ]
+        if entries:
+            addons.append({"addonName": name, "type": kind, "owner": "aws", "publisher": "eks", "addonVersions": entries})
+    return ActionResult({"addons": addons, "nextToken": None})
+
+
+EKSResponse.update_nodegroup_version = update_nodegroup_version
+EKSResponse.create_addon = create_addon
+EKSResponse.describe_addon = describe_addon
+EKSResponse.list_addons = list_addons
+EKSResponse.update_addon = update_addon
+EKSResponse.delete_addon = delete_addon
+EKSResponse.describe_addon_versions = describe_addon_versions
+eks_urls.url_paths.update({
+    "{0}/clusters/(?P<name>[^/]+)/updates$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/updates/(?P<updateId>[^/]+)$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/addons$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/addons/(?P<addonName>[^/]+)$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/addons/(?P<addonName>[^/]+)/update$": eks_urls.response.dispatch,
+    "{0}/addons/supported-versions$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/node-groups/(?P<nodegroupName>[^/]+)/update-version$": eks_urls.response.dispatch,
+})
+
+
+# --- EKS tags: node groups and add-ons too ---------------------------------------------------
+# moto tags clusters only.
+
+def _taggable(backend):
+    for cluster in backend.clusters.values():
+        yield cluster.arn, cluster
+        yield from ((n.arn, n) for n in cluster.nodegroups.values())
+        yield from ((f.fargate_profile_arn, f) for f in cluster.fargate_profiles.values())
+        yield from ((a.addon_arn, a) for a in addons_of(cluster).values())
+
+
+def tagged(backend, arn, operation):
+    found = next((obj for candidate, obj in _taggable(backend) if candidate == arn), None)
+    if found is None:  # moto's own answer
+        raise ResourceNotFoundException(clusterName=None, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"An error occurred (NotFoundException) when calling the {operation} operation: Resource was not found")
+    return found
+
+
+def eks_tag_resource(self, resource_arn, tags):
+    tagged(self, resource_arn, "TagResource").tags.update(tags)
+
+
+def eks_untag_resource(self, resource_arn, tag_keys):
+    tags = tagged(self, resource_arn, "UntagResource").tags
+    for key in [tag_keys] if isinstance(tag_keys, str) else tag_keys:
+        tags.pop(key, None)
+
+
+def eks_list_tags_for_resource(self, resource_arn):
+    return tagged(self, resource_arn, "ListTagsForResource").tags
+
+
+EKSBackend.tag_resource = eks_tag_resource
+EKSBackend.untag_resource = eks_untag_resource
+EKSBackend.list_tags_for_resource = eks_list_tags_for_resource

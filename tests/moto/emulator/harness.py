@@ -1,0 +1,151 @@
+"""The middleware in front of moto's WSGI app (as moto.server.ThreadedMotoServer serves it):
+  * isolates tests by account: a 12-digit access key id is used as the account id;
+  * counts requests per account as `service:Action` (REST ones as `service:METHOD path`, EFS
+    ids and ARNs in paths as {}), and injected faults as `fault:service:Action`
+    (GET /_forge/calls?account=ID);
+  * injects faults in each protocol's own error format and latency per operation
+    (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets moto do the
+    work and then answers with a server error, as when a response is lost;
+  * sets how long phases last (POST /_forge/phases {"seconds": s}).
+"""
+
+import fnmatch
+import io
+import json
+import random
+import re
+import threading
+import time
+import urllib.parse
+from collections import Counter
+
+from .phases import set_phase_seconds
+
+
+DEFAULT_ACCOUNT = "123456789012"
+
+
+# --- the middleware: accounts, request counter, faults, latency ------------------------------
+
+THROTTLE = {
+    "ec2": (503, "text/xml", "<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>forge-fault</RequestID></Response>"),
+    "iam": (400, "text/xml", "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
+    "cloudformation": (400, "text/xml", "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
+    "fsx": (400, "application/x-amz-json-1.1", '{"__type":"ThrottlingException","message":"Rate exceeded"}'),
+    "eks": (429, "application/json", '{"message":"Rate exceeded"}'),
+    "elasticfilesystem": (429, "application/json", '{"ErrorCode":"ThrottlingException","Message":"Rate exceeded"}'),
+    "s3": (503, "application/xml", "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"),
+}
+SERVER_ERROR = {
+    "ec2": (500, "text/xml", "<Response><Errors><Error><Code>InternalError</Code><Message>An internal error has occurred.</Message></Error></Errors><RequestID>forge-fault</RequestID></Response>"),
+    "iam": (500, "text/xml", "<ErrorResponse><Error><Type>Receiver</Type><Code>ServiceFailure</Code><Message>Service failure</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
+    "cloudformation": (500, "text/xml", "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalFailure</Code><Message>Internal failure</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
+    "fsx": (500, "application/x-amz-json-1.1", '{"__type":"InternalServerError","message":"Internal server error"}'),
+    "eks": (500, "application/json", '{"message":"Internal server error"}'),
+    "elasticfilesystem": (500, "application/json", '{"ErrorCode":"InternalServerError","Message":"Internal server error"}'),
+    "s3": (500, "application/xml", "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>"),
+}
+# REST-JSON services name the error in a header.
+ERROR_TYPE_HEADERS = {"eks": {429: "ThrottlingException", 500: "ServerException"}, "elasticfilesystem": {429: "ThrottlingException", 500: "InternalServerError"}}
+EFS_ID = re.compile(r"/(?:fs|fsmt|fsap)-[0-9a-f]+|/arn:[^/]*(?:/[^/]+)?$")
+
+
+def operation(service, environ, body):
+    """`service:Action` for query, JSON and REST protocols."""
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:
+        return target.split(".")[-1]
+    if service in ("ec2", "iam", "cloudformation", "sts"):
+        params = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
+        params.update(urllib.parse.parse_qs(environ.get("QUERY_STRING", "")))
+        return params.get("Action", ["?"])[0]
+    path = environ.get("PATH_INFO", "")
+    if service == "s3":
+        path = re.sub(r"/[^/]+", "/{}", path)
+    elif service == "elasticfilesystem":  # ids and ARNs in EFS paths, as {}
+        path = EFS_ID.sub("/{}", urllib.parse.unquote(path))
+    return f"{environ.get('REQUEST_METHOD', 'GET')} {path}"
+
+
+class Harness:
+    def __init__(self, app):
+        self.app = app
+        self.lock = threading.Lock()
+        self.calls = Counter()
+        self.faults = []
+        self.latency = []
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/_forge/"):
+            return self.control(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        match = re.search(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/", auth)
+        key, service = match.groups() if match else ("", "")
+        account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
+        environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
+        name = f"{service}:{operation(service, environ, body)}"
+        with self.lock:
+            self.calls[(account, name)] += 1
+            delay = max((r["ms"] for r in self.latency if self.applies(r, account, name)), default=0)
+            fault = next((r for r in self.faults if self.applies(r, account, name) and r["rng"].random() < r["rate"]), None)
+            if fault is not None:
+                self.calls[(account, f"fault:{name}")] += 1
+        if delay:
+            time.sleep(delay / 1000)
+        if fault is not None and fault.get("when") == "after":
+            # The cloud did the work, the answer is lost: what a retry must not do twice.
+            body_parts = self.app(environ, lambda status, headers, exc_info=None: None)
+            for _ in body_parts:
+                pass
+            fault = dict(fault, kind="5xx")
+        if fault is not None:
+            table = THROTTLE if fault["kind"] == "throttle" else SERVER_ERROR
+            status, ctype, text = table.get(service, SERVER_ERROR["ec2"])
+            headers = [("Content-Type", ctype)]
+            if service in ERROR_TYPE_HEADERS:
+                headers.append(("x-amzn-ErrorType", ERROR_TYPE_HEADERS[service][status]))
+            body = text.encode()
+            start_response(f"{status} Fault", headers + [("Content-Length", str(len(body)))])
+            return [body]
+        return self.app(environ, start_response)
+
+    @staticmethod
+    def applies(rule, account, name):
+        return rule.get("account") in (None, account) and fnmatch.fnmatchcase(name, rule.get("match", "*"))
+
+    def control(self, environ, start_response):
+        path = environ["PATH_INFO"]
+        query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        payload = json.loads(environ["wsgi.input"].read(length) or b"null") if length else None
+        account = query.get("account", [None])[0]
+        with self.lock:
+            if path == "/_forge/calls":
+                result = {n: c for (a, n), c in sorted(self.calls.items()) if account in (None, a)}
+            elif path == "/_forge/reset":
+                self.calls = Counter({k: v for k, v in self.calls.items() if account not in (None, k[0])})
+                result = {}
+            elif path == "/_forge/faults":
+                rules = payload or []
+                for i, r in enumerate(rules):
+                    r.setdefault("kind", "throttle")
+                    r["rng"] = random.Random(r.get("seed", i))
+                self.faults = [r for r in self.faults if account is not None and r.get("account") != account] + rules
+                result = {"faults": len(self.faults)}
+            elif path == "/_forge/latency":
+                self.latency = payload or []
+                result = {"latency": len(self.latency)}
+            elif path == "/_forge/phases":
+                set_phase_seconds(float(payload.get("seconds", 0)))
+                result = {}
+            else:
+                body = b'{"error": "unknown control path"}'
+                start_response("404 Not Found", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+                return [body]
+        body = json.dumps(result).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]

@@ -1,0 +1,71 @@
+"""The phase machinery the services share: a status that changes over time.
+
+A resource's status is a property over a moto ManagedState (`phased_status`): `start_phase`
+sets a label and the one it turns into; a delete phase ends in GONE, which is never shown: the
+resource is dropped instead, the next time its account's backend is used. Every phase's model
+name is in PHASE_MODELS; `set_phase_seconds` (`--phase-seconds`, POST /_forge/phases) sets how
+long they all last, 0 making them immediate.
+"""
+
+from moto.moto_api import state_manager
+from moto.moto_api._internal.managed_state_model import ManagedState
+
+
+PHASE_MODELS = (
+    "forge::nat_gateway_create", "forge::nat_gateway_delete",
+    "forge::eks_cluster_create", "forge::eks_cluster_delete", "forge::eks_cluster_update",
+    "forge::eks_nodegroup_create", "forge::eks_nodegroup_delete", "forge::eks_nodegroup_update",
+    "forge::eks_addon_create", "forge::eks_addon_delete", "forge::eks_addon_update",
+    "forge::eks_update",
+    "forge::fsx_create", "forge::fsx_update", "forge::fsx_delete",
+    "forge::fsx_association_create", "forge::fsx_association_update", "forge::fsx_association_delete",
+    "forge::efs_file_system_create", "forge::efs_file_system_delete",
+    "forge::efs_mount_target_create", "forge::efs_mount_target_delete",
+    "forge::cfn_create", "forge::cfn_update", "forge::cfn_delete",
+)
+
+
+def set_phase_seconds(seconds):
+    transition = {"progression": "time", "seconds": seconds} if seconds > 0 else {"progression": "immediate"}
+    for model in PHASE_MODELS:
+        state_manager.register_default_transition(model_name=model, transition=transition)
+
+
+GONE = "forge:gone"  # the end of a delete phase; never shown, the resource is dropped instead
+
+
+def _phased_get(self):
+    phase = self.__dict__.get("_forge_phase")
+    status = phase.status if phase is not None else GONE
+    # With no phase, or a delete phase that just ended (the resource is about to be dropped),
+    # the status is the label set last.
+    return self.__dict__.get("_forge_status") if status == GONE else status
+
+
+def _phased_set(self, value):
+    self._forge_phase = None
+    self._forge_status = value
+
+
+phased_status = property(_phased_get, _phased_set)
+
+
+def start_phase(obj, model, start, end):
+    obj._forge_status = start
+    obj._forge_phase = ManagedState(model, [(start, end)])
+
+
+def is_gone(obj):
+    phase = obj.__dict__.get("_forge_phase")
+    return phase is not None and phase.status == GONE
+
+
+def start_delete(obj, model):
+    if obj.status != "DELETING":  # deleting again changes nothing
+        start_phase(obj, model, "DELETING", GONE)
+
+
+def _drop_gone(objects):
+    """Remove the resources whose delete phase ended; how many went."""
+    gone = [key for key, obj in list(objects.items()) if is_gone(obj)]
+    return sum(objects.pop(key, None) is not None for key in gone)
