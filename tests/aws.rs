@@ -1765,19 +1765,20 @@ group = "${aws_cloudformation_stack.groups.outputs.GroupId}"
     assert!(live.stacks().is_empty(), "{live:?}");
 }
 
-/// Goes up, re-plans to no changes with reads only, and destroys to nothing tagged; prints the
-/// wall time and API calls of `up` (for the README's numbers).
-fn seed_stack_round_trip(aws: &Aws, file: &str, stack: &str) {
+/// Goes up, runs `check`, re-plans to no changes with reads only, and destroys to nothing
+/// tagged; prints the wall time and API calls of `up`.
+fn seed_stack_round_trip(aws: &Aws, file: &str, stack: &str, check: impl FnOnce()) {
     aws.calls();
     let started = std::time::Instant::now();
     aws.ok(&["up", file, "--yes"]);
     let up = aws.calls();
     eprintln!(
-        "{stack}: up {:.2}s, {} calls ({} mutating)",
+        "{stack}: up {:.2}s, {} calls ({} writes)",
         started.elapsed().as_secs_f64(),
         up.values().sum::<u64>(),
-        mutating(&up).len()
+        mutating(&up).iter().map(|k| up[*k]).sum::<u64>()
     );
+    check();
     let (code, stderr) = aws.forge(&["plan", file, "--detailed-exitcode"]);
     assert_eq!(code, 0, "{stack}: {stderr}");
     let calls = aws.calls();
@@ -1799,34 +1800,34 @@ fn seed_stack_round_trip(aws: &Aws, file: &str, stack: &str) {
 fn the_ml_platform_stack_round_trips() {
     let aws = Aws::new();
     aws.write("platform.toml", include_str!("../stacks/ml-platform-eks.toml"));
-    aws.ok(&["up", "platform.toml", "--yes"]);
-    // EFS: a mount target per zone; FSx: linked to the S3 prefix, both ways.
-    let efs = aws_sdk_efs::Client::new(&aws.sdk_config());
-    let fs = runtime().block_on(efs.describe_file_systems().send()).unwrap();
-    assert_eq!(fs.file_systems().len(), 1);
-    let id = fs.file_systems()[0].file_system_id();
-    let targets = runtime().block_on(efs.describe_mount_targets().file_system_id(id).send()).unwrap();
-    assert_eq!(targets.mount_targets().len(), 3);
-    let links = runtime()
-        .block_on(aws.fsx().describe_data_repository_associations().send())
-        .unwrap();
-    let link = &links.associations()[0];
-    assert_eq!(link.data_repository_path(), Some("s3://ml-platform-data/datasets"));
-    let s3 = link.s3().unwrap();
-    assert_eq!(s3.auto_import_policy().unwrap().events().len(), 3);
-    assert_eq!(s3.auto_export_policy().unwrap().events().len(), 3);
-    let addons = runtime().block_on(aws.eks().list_addons().cluster_name("platform").send()).unwrap();
-    for driver in ["aws-efs-csi-driver", "aws-fsx-csi-driver"] {
-        assert!(addons.addons().iter().any(|a| a == driver), "{driver}: {addons:?}");
-    }
-    seed_stack_round_trip(&aws, "platform.toml", "ml-platform-eks");
+    seed_stack_round_trip(&aws, "platform.toml", "ml-platform-eks", || {
+        // EFS: a mount target per zone; FSx: linked to the S3 prefix, both ways.
+        let efs = aws_sdk_efs::Client::new(&aws.sdk_config());
+        let fs = runtime().block_on(efs.describe_file_systems().send()).unwrap();
+        assert_eq!(fs.file_systems().len(), 1);
+        let id = fs.file_systems()[0].file_system_id();
+        let targets = runtime().block_on(efs.describe_mount_targets().file_system_id(id).send()).unwrap();
+        assert_eq!(targets.mount_targets().len(), 3);
+        let links = runtime()
+            .block_on(aws.fsx().describe_data_repository_associations().send())
+            .unwrap();
+        let link = &links.associations()[0];
+        assert_eq!(link.data_repository_path(), Some("s3://ml-platform-data/datasets"));
+        let s3 = link.s3().unwrap();
+        assert_eq!(s3.auto_import_policy().unwrap().events().len(), 3);
+        assert_eq!(s3.auto_export_policy().unwrap().events().len(), 3);
+        let addons = runtime().block_on(aws.eks().list_addons().cluster_name("platform").send()).unwrap();
+        for driver in ["aws-efs-csi-driver", "aws-fsx-csi-driver"] {
+            assert!(addons.addons().iter().any(|a| a == driver), "{driver}: {addons:?}");
+        }
+    });
 }
 
 #[test]
 fn the_bert_trainium_stack_round_trips() {
     let aws = Aws::new();
     aws.write("bert.toml", include_str!("../stacks/bert-eks-trn1.toml"));
-    seed_stack_round_trip(&aws, "bert.toml", "bert-eks-trn1");
+    seed_stack_round_trip(&aws, "bert.toml", "bert-eks-trn1", || {});
 }
 
 #[test]
@@ -1834,17 +1835,17 @@ fn the_cloudformation_node_group_example_round_trips() {
     let aws = Aws::new();
     aws.write("nodegroup.yaml", include_str!("../examples/cfn-nodegroup/nodegroup.yaml"));
     aws.write("stack.toml", include_str!("../examples/cfn-nodegroup/stack.toml"));
-    aws.ok(&["up", "stack.toml", "--yes"]);
-    let out = aws.command(&["output", "stack.toml", "trn_nodegroup"]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "trn");
-    let group = runtime()
-        .block_on(aws.eks().describe_nodegroup().cluster_name("bert").nodegroup_name("trn").send())
-        .unwrap();
-    let template = group.nodegroup().unwrap().launch_template().unwrap().id().unwrap().to_owned();
-    let nics = runtime()
-        .block_on(aws.ec2().describe_launch_template_versions().launch_template_id(&template).send())
-        .unwrap();
-    let data = nics.launch_template_versions()[0].launch_template_data().unwrap();
-    assert_eq!(data.network_interfaces().len(), 8, "one EFA interface per trn1 network card");
-    seed_stack_round_trip(&aws, "stack.toml", "bert-cfn-nodegroup");
+    seed_stack_round_trip(&aws, "stack.toml", "bert-cfn-nodegroup", || {
+        let out = aws.command(&["output", "stack.toml", "trn_nodegroup"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "trn");
+        let group = runtime()
+            .block_on(aws.eks().describe_nodegroup().cluster_name("bert").nodegroup_name("trn").send())
+            .unwrap();
+        let template = group.nodegroup().unwrap().launch_template().unwrap().id().unwrap().to_owned();
+        let nics = runtime()
+            .block_on(aws.ec2().describe_launch_template_versions().launch_template_id(&template).send())
+            .unwrap();
+        let data = nics.launch_template_versions()[0].launch_template_data().unwrap();
+        assert_eq!(data.network_interfaces().len(), 8, "one EFA interface per trn1 network card");
+    });
 }
