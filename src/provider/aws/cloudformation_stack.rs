@@ -4,13 +4,13 @@
 //! to settle; its outputs are readable as `${aws_cloudformation_stack.<name>.outputs.<key>}`.
 //! A failure names the first resource that failed and CloudFormation's reason for it.
 
-use super::{Clients, Poll, TOKEN_TAG, error, parse, wait_until};
+use super::{Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cloudformation::types::{Capability, Parameter, Stack, StackStatus, Tag};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 /// The `aws_cloudformation_stack` kind.
@@ -105,12 +105,7 @@ fn is_missing<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
 
 /// Every live stack of the account and region, all pages.
 async fn all(aws: &Clients) -> Result<Vec<Stack>, ProviderError> {
-    let mut found = Vec::new();
-    let mut pages = aws.cloudformation.describe_stacks().into_paginator().send();
-    while let Some(page) = pages.next().await {
-        found.extend(page.map_err(|e| error(aws, "DescribeStacks", e))?.stacks().iter().cloned());
-    }
-    Ok(found)
+    Ok(all_pages!(aws, aws.cloudformation.describe_stacks(), stacks, "DescribeStacks"))
 }
 
 /// The first resource that failed in the stack's latest operation, with CloudFormation's
@@ -153,42 +148,41 @@ async fn first_failure(aws: &Clients, id: &str) -> Result<Option<String>, Provid
         }))
 }
 
-/// Waits until the stack reaches `done`; a rollback or failed state is an error naming the
-/// resource that failed.
-async fn wait_for(ctx: &Ctx, aws: &Clients, id: &str, done: StackStatus, limit: Duration) -> Result<Option<Stack>, ProviderError> {
-    let ended = std::sync::Mutex::new(None);
-    let waited = wait_until(ctx, limit, || async {
-        let Some(stack) = describe(aws, id).await? else {
-            return Ok(if done == StackStatus::DeleteComplete {
-                Poll::Done
-            } else {
-                Poll::Failed(format!("CloudFormation stack {id} disappeared while forge waited for it"))
-            });
-        };
-        let status = stack.stack_status().cloned().unwrap_or(StackStatus::CreateInProgress);
-        Ok(if status == done {
-            Poll::Done
-        } else if status.as_str().ends_with("_IN_PROGRESS") {
-            Poll::Pending(status.as_str().to_owned())
-        } else {
-            *ended.lock().expect("not poisoned") = Some(status.as_str().to_owned());
-            Poll::Failed(format!("CloudFormation stack {id} is {}", status.as_str()))
+/// Waits until the stack leaves its `…_IN_PROGRESS` states and returns it then (`None`: gone).
+async fn settle(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<Option<Stack>, ProviderError> {
+    wait_until(ctx, limit, || async {
+        let found = describe(aws, id).await?;
+        let status = found
+            .as_ref()
+            .map(|s| s.stack_status().map_or("CREATE_IN_PROGRESS", |s| s.as_str()).to_owned());
+        Ok(match status {
+            Some(status) if status.ends_with("_IN_PROGRESS") => Poll::Pending(status),
+            _ => Poll::Done(found),
         })
     })
-    .await;
-    let ended = ended.into_inner().expect("not poisoned");
-    match (waited, ended) {
-        (Ok(()), _) => describe(aws, id).await,
-        (Err(_), Some(status)) => {
-            let cause = first_failure(aws, id)
-                .await?
-                .unwrap_or_else(|| "CloudFormation names no failed resource".into());
-            Err(ProviderError {
-                message: format!("CloudFormation stack {id} ended {status}: {cause}"),
-                retryable: false,
-            })
-        }
-        (Err(e), None) => Err(e),
+    .await
+}
+
+/// The error for a stack that settled in another status than the one asked for: the status and
+/// the resource that failed, with CloudFormation's reason.
+async fn ended(aws: &Clients, id: &str, stack: &Stack) -> Result<ProviderError, ProviderError> {
+    let cause = first_failure(aws, id)
+        .await?
+        .unwrap_or_else(|| "CloudFormation names no failed resource".into());
+    Ok(ProviderError {
+        message: format!(
+            "CloudFormation stack {id} ended {}: {cause}",
+            stack.stack_status().map_or("?", |s| s.as_str())
+        ),
+        retryable: false,
+    })
+}
+
+/// The error for a stack that disappeared during a create or update.
+fn disappeared(id: &str) -> ProviderError {
+    ProviderError {
+        message: format!("CloudFormation stack {id} disappeared while forge waited for it"),
+        retryable: false,
     }
 }
 
@@ -201,11 +195,8 @@ fn outputs(stack: &Stack) -> Value {
     json!({ "id": stack.stack_id(), "name": stack.stack_name(), "outputs": values })
 }
 
-fn tags(ctx: &Ctx, config: &Value) -> Vec<Tag> {
-    ctx.tags(config)
-        .into_iter()
-        .map(|(k, v)| Tag::builder().key(k).value(v).build())
-        .collect()
+fn tag_list(tags: BTreeMap<String, String>) -> Vec<Tag> {
+    tags.into_iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()
 }
 
 impl Kind for CloudFormationStack {
@@ -236,8 +227,6 @@ impl Kind for CloudFormationStack {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let mut create_tags = tags(ctx, config);
-            create_tags.push(Tag::builder().key(TOKEN_TAG).value(token).build());
             let made = aws
                 .cloudformation
                 .create_stack()
@@ -245,7 +234,7 @@ impl Kind for CloudFormationStack {
                 .template_body(cfg.template()?)
                 .set_parameters(Some(cfg.parameters()))
                 .set_capabilities(Some(cfg.capabilities()))
-                .set_tags(Some(create_tags))
+                .set_tags(Some(tag_list(create_tags(ctx, token, config))))
                 .client_request_token(token)
                 .send()
                 .await;
@@ -265,35 +254,25 @@ impl Kind for CloudFormationStack {
                 },
                 Err(e) => return Err(error(aws, "CreateStack", e)),
             };
-            match wait_for(
-                ctx,
-                aws,
-                &id,
-                StackStatus::CreateComplete,
-                timeout(config, "create", CREATE_TIMEOUT),
-            )
-            .await
-            {
-                Ok(Some(stack)) => Ok(Created {
-                    outputs: outputs(&stack),
-                    id,
-                }),
-                Ok(None) => Err(ProviderError {
-                    message: format!("CloudFormation stack {id} disappeared while forge waited for it"),
-                    retryable: true,
-                }),
-                Err(e) if e.message.contains(" ended ") => {
+            let stack = match settle(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await? {
+                Some(stack) if stack.stack_status() == Some(&StackStatus::CreateComplete) => stack,
+                Some(stack) => {
+                    let failed = ended(aws, &id, &stack).await?;
                     let _ = aws.cloudformation.delete_stack().stack_name(&id).send().await;
-                    Err(ProviderError {
+                    return Err(ProviderError {
                         message: format!(
                             "{}; forge is deleting the rolled-back stack, so fix the template or its parameters and run `forge up` again",
-                            e.message
+                            failed.message
                         ),
-                        ..e
-                    })
+                        ..failed
+                    });
                 }
-                Err(e) => Err(e),
-            }
+                None => return Err(disappeared(&id)),
+            };
+            Ok(Created {
+                outputs: outputs(&stack),
+                id,
+            })
         })
     }
 
@@ -325,7 +304,7 @@ impl Kind for CloudFormationStack {
             let cfg: Config = parse(ctx, new)?;
             let aws = ctx.cloud.aws().await;
             let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut new_tags = tags(ctx, new);
+            let mut new_tags = tag_list(ctx.tags(new));
             if let Some(stack) = describe(aws, id).await? {
                 new_tags.extend(stack.tags().iter().filter(|t| t.key() == Some(TOKEN_TAG)).cloned());
             }
@@ -350,14 +329,15 @@ impl Kind for CloudFormationStack {
                 Err(e) => return Err(error(aws, "UpdateStack", e)),
             };
             let stack = if changed {
-                wait_for(ctx, aws, id, StackStatus::UpdateComplete, limit).await?
+                settle(ctx, aws, id, limit).await?
             } else {
                 describe(aws, id).await?
             };
-            let stack = stack.ok_or_else(|| ProviderError {
-                message: format!("CloudFormation stack {id} is gone"),
-                retryable: false,
-            })?;
+            let stack = match stack {
+                Some(stack) if !changed || stack.stack_status() == Some(&StackStatus::UpdateComplete) => stack,
+                Some(stack) => return Err(ended(aws, id, &stack).await?),
+                None => return Err(disappeared(id)),
+            };
             Ok(outputs(&stack))
         })
     }
@@ -377,15 +357,17 @@ impl Kind for CloudFormationStack {
                     .map(|_| ())
                     .map_err(|e| error(aws, "DeleteStack", e))?,
             }
-            wait_for(ctx, aws, id, StackStatus::DeleteComplete, timeout(config, "delete", DELETE_TIMEOUT))
-                .await
-                .map(|_| ())
+            match settle(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await? {
+                None => Ok(()),
+                Some(stack) => Err(ended(aws, id, &stack).await?),
+            }
         })
     }
 }
 
-/// Whether the stack was made by the create with `token` (its forge tags).
+/// Whether the stack was made by the create with `token` (see [`made_by`]).
 fn owned(ctx: &Ctx, token: &str, stack: &Stack) -> bool {
-    let has = |k: &str, v: &str| stack.tags().iter().any(|t| t.key() == Some(k) && t.value() == Some(v));
-    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
+    made_by(ctx, token, |k| {
+        stack.tags().iter().find(|t| t.key() == Some(k)).and_then(|t| t.value())
+    })
 }

@@ -3,7 +3,7 @@
 //! file system its first try made; it waits creating → available. The throughput mode changes
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
-use super::{Clients, Poll, TOKEN_TAG, error, parse, wait_until};
+use super::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
 use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
@@ -58,22 +58,17 @@ async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystemDescriptio
 }
 
 async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystemDescription, ProviderError> {
-    let gone = || format!("EFS file system {id} disappeared while forge waited for it");
     wait_until(ctx, limit, || async {
         Ok(match describe(aws, id).await? {
-            None => Poll::Failed(gone()),
+            None => Poll::Failed(format!("EFS file system {id} disappeared while forge waited for it")),
             Some(fs) => match fs.life_cycle_state() {
-                LifeCycleState::Available => Poll::Done,
+                LifeCycleState::Available => Poll::Done(fs),
                 LifeCycleState::Error => Poll::Failed(format!("EFS file system {id} is in error")),
                 state => Poll::Pending(state.as_str().to_owned()),
             },
         })
     })
-    .await?;
-    describe(aws, id).await?.ok_or_else(|| ProviderError {
-        message: gone(),
-        retryable: true,
-    })
+    .await
 }
 
 /// The file system's DNS name, `fs-….efs.<region>.amazonaws.com`, with the region from its ARN.
@@ -85,13 +80,6 @@ fn outputs(fs: &FileSystemDescription) -> Value {
         "arn": fs.file_system_arn(),
         "dns_name": format!("{id}.efs.{region}.amazonaws.com"),
     })
-}
-
-fn tags(ctx: &Ctx, config: &Value) -> Vec<Tag> {
-    ctx.tags(config)
-        .into_iter()
-        .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
-        .collect()
 }
 
 impl Kind for EfsFileSystem {
@@ -125,8 +113,9 @@ impl Kind for EfsFileSystem {
         Box::pin(async move {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
-            let mut create_tags = tags(ctx, config);
-            create_tags.extend(Tag::builder().key(TOKEN_TAG).value(token).build().ok());
+            let tags = create_tags(ctx, token, config)
+                .into_iter()
+                .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok());
             let made = aws
                 .efs
                 .create_file_system()
@@ -135,7 +124,7 @@ impl Kind for EfsFileSystem {
                 .throughput_mode(cfg.throughput_mode())
                 .encrypted(cfg.encrypted.unwrap_or(true))
                 .set_kms_key_id(cfg.kms_key_id.clone())
-                .set_tags(Some(create_tags))
+                .set_tags(Some(tags.collect()))
                 .send()
                 .await;
             let id = match made {
@@ -154,14 +143,12 @@ impl Kind for EfsFileSystem {
     fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let mut live = HashSet::new();
-            let mut pages = aws.efs.describe_file_systems().into_paginator().send();
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| error(aws, "DescribeFileSystems", e))?;
-                live.extend(page.file_systems().iter().map(|fs| fs.file_system_id().to_owned()));
-            }
-            live.retain(|id| ids.contains(id));
-            Ok(live)
+            let found = all_pages!(aws, aws.efs.describe_file_systems(), file_systems, "DescribeFileSystems");
+            Ok(found
+                .iter()
+                .map(|fs| fs.file_system_id().to_owned())
+                .filter(|id| ids.contains(id))
+                .collect())
         })
     }
 
@@ -227,11 +214,8 @@ impl Kind for EfsFileSystem {
                     Err(e) => return Err(error(aws, "DeleteFileSystem", e)),
                 },
             }
-            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(match describe(aws, id).await? {
-                    None => Poll::Done,
-                    Some(fs) => Poll::Pending(fs.life_cycle_state().as_str().to_owned()),
-                })
+            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(describe(aws, id).await?.map(|fs| fs.life_cycle_state().as_str().to_owned()))
             })
             .await
         })

@@ -4,7 +4,7 @@
 //! answers MountTargetConflict, and the one in that subnet is adopted. Security groups change
 //! in place.
 
-use super::{Clients, Poll, child_id, error, live_children, parse, split, wait_until};
+use super::{Clients, Poll, child_id, error, live_children, parse, split, wait_gone, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
 use serde::Deserialize;
@@ -61,22 +61,17 @@ async fn describe(aws: &Clients, id: &str) -> Result<Option<MountTargetDescripti
 }
 
 async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<MountTargetDescription, ProviderError> {
-    let gone = || format!("EFS mount target {id} disappeared while forge waited for it");
     wait_until(ctx, limit, || async {
         Ok(match describe(aws, id).await? {
-            None => Poll::Failed(gone()),
+            None => Poll::Failed(format!("EFS mount target {id} disappeared while forge waited for it")),
             Some(m) => match m.life_cycle_state() {
-                LifeCycleState::Available => Poll::Done,
+                LifeCycleState::Available => Poll::Done(m),
                 LifeCycleState::Error => Poll::Failed(format!("EFS mount target {id} is in error")),
                 state => Poll::Pending(state.as_str().to_owned()),
             },
         })
     })
-    .await?;
-    describe(aws, id).await?.ok_or_else(|| ProviderError {
-        message: gone(),
-        retryable: true,
-    })
+    .await
 }
 
 fn outputs(id: &str, m: &MountTargetDescription) -> Value {
@@ -193,11 +188,8 @@ impl Kind for EfsMountTarget {
                     &["MountTargetNotFound"],
                 )?,
             }
-            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(match describe(aws, id).await? {
-                    None => Poll::Done,
-                    Some(m) => Poll::Pending(m.life_cycle_state().as_str().to_owned()),
-                })
+            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(describe(aws, id).await?.map(|m| m.life_cycle_state().as_str().to_owned()))
             })
             .await
         })

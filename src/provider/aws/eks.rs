@@ -1,7 +1,7 @@
 //! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt the object its first try made, and the wait for an EKS update to finish.
 
-use super::{Clients, Poll, TOKEN_TAG, child_id, error, wait_until};
+use super::{Clients, Poll, child_id, error, made_by, wait_gone, wait_until};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
@@ -17,17 +17,14 @@ pub const NOT_FOUND: &str = "ResourceNotFoundException";
 /// EKS's error code for a name that is taken (or an object still in use).
 const IN_USE: &str = "ResourceInUseException";
 
-/// The tags an EKS object is created with: the block's, forge's, and `forge:token`.
+/// The tags an EKS object is created with (see [`super::create_tags`]).
 pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
-    let mut tags: HashMap<String, String> = ctx.tags(config).into_iter().collect();
-    tags.insert(TOKEN_TAG.into(), token.into());
-    tags
+    super::create_tags(ctx, token, config).into_iter().collect()
 }
 
-/// Whether an object with these tags was made by the create with `token`.
+/// Whether an object with these tags was made by the create with `token` (see [`made_by`]).
 pub fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> bool {
-    let has = |k: &str, v: &str| tags.and_then(|t| t.get(k)).is_some_and(|x| x == v);
-    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
+    made_by(ctx, token, |k| tags.and_then(|t| t.get(k)).map(String::as_str))
 }
 
 /// The result of a create: EKS refusing a taken name is a success when the object there is
@@ -127,7 +124,7 @@ pub async fn wait_update(
             return Ok(Poll::Pending("update pending".into()));
         };
         Ok(match update.status() {
-            Some(UpdateStatus::Successful) => Poll::Done,
+            Some(UpdateStatus::Successful) => Poll::Done(()),
             Some(status @ (UpdateStatus::Failed | UpdateStatus::Cancelled)) => {
                 let reasons: Vec<String> = update
                     .errors()
@@ -188,11 +185,5 @@ where
             Err(e) => return Err(error(aws, operation, e)),
         },
     }
-    wait_until(ctx, limit, || async {
-        Ok(match status().await? {
-            None => Poll::Done,
-            Some(status) => Poll::Pending(status),
-        })
-    })
-    .await
+    wait_gone(ctx, limit, status).await
 }

@@ -56,7 +56,7 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit:
     wait_until(ctx, limit, || async {
         Ok(match describe(aws, cluster, name).await? {
             Some(a) => match a.status() {
-                Some(AddonStatus::Active) => Poll::Done,
+                Some(AddonStatus::Active) => Poll::Done(a),
                 Some(s @ (AddonStatus::CreateFailed | AddonStatus::UpdateFailed | AddonStatus::Degraded)) => Poll::Failed(format!(
                     "EKS add-on `{name}` is {}: {}",
                     s.as_str(),
@@ -69,11 +69,7 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit:
             None => Poll::Failed(format!("EKS add-on `{name}` disappeared while forge waited for it")),
         })
     })
-    .await?;
-    describe(aws, cluster, name).await?.ok_or_else(|| ProviderError {
-        message: format!("EKS add-on `{name}` disappeared while forge waited for it"),
-        retryable: true,
-    })
+    .await
 }
 
 /// The version to ask for: a fixed one as written, `"latest"` resolved for the cluster's

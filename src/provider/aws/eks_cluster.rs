@@ -86,7 +86,7 @@ async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, Provider
 async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> Result<Cluster, ProviderError> {
     wait_until(ctx, limit, || async {
         Ok(match describe(aws, name).await? {
-            Some(c) if c.status() == Some(&ClusterStatus::Active) => Poll::Done,
+            Some(c) if c.status() == Some(&ClusterStatus::Active) => Poll::Done(c),
             Some(c) if c.status() == Some(&ClusterStatus::Failed) => Poll::Failed(format!(
                 "EKS cluster `{name}` FAILED: {}",
                 c.health()
@@ -100,11 +100,7 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> R
             None => Poll::Failed(format!("EKS cluster `{name}` disappeared while forge waited for it")),
         })
     })
-    .await?;
-    describe(aws, name).await?.ok_or_else(|| ProviderError {
-        message: format!("EKS cluster `{name}` disappeared while forge waited for it"),
-        retryable: true,
-    })
+    .await
 }
 
 /// Waits for an update EKS accepted (EKS runs one update of a cluster at a time), then for the

@@ -132,7 +132,7 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit:
     wait_until(ctx, limit, || async {
         Ok(match describe(aws, cluster, name).await? {
             Some(n) => match n.status() {
-                Some(NodegroupStatus::Active) => Poll::Done,
+                Some(NodegroupStatus::Active) => Poll::Done(n),
                 Some(s @ (NodegroupStatus::CreateFailed | NodegroupStatus::Degraded)) => Poll::Failed(format!(
                     "EKS node group `{name}` is {}: {}",
                     s.as_str(),
@@ -146,11 +146,7 @@ async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit:
             None => Poll::Failed(format!("EKS node group `{name}` disappeared while forge waited for it")),
         })
     })
-    .await?;
-    describe(aws, cluster, name).await?.ok_or_else(|| ProviderError {
-        message: format!("EKS node group `{name}` disappeared while forge waited for it"),
-        retryable: true,
-    })
+    .await
 }
 
 /// Waits for an update EKS accepted, then for the group to be ACTIVE; returns it as it is then.

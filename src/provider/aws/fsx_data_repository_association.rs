@@ -4,7 +4,7 @@
 //! waits CREATING → AVAILABLE; the import and export policies change in place.
 
 use super::fsx::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
-use super::{Clients, Poll, error, parse, wait_until};
+use super::{Clients, Poll, error, parse, wait_gone, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_fsx::types::{
     AutoExportPolicy, AutoImportPolicy, DataRepositoryAssociation, DataRepositoryLifecycle, EventType, S3DataRepositoryConfiguration,
@@ -76,23 +76,23 @@ async fn describe(aws: &Clients, id: &str) -> Result<Option<DataRepositoryAssoci
 
 /// Every association of the account and region, all pages.
 async fn all(aws: &Clients) -> Result<Vec<DataRepositoryAssociation>, ProviderError> {
-    let mut found = Vec::new();
-    let mut pages = aws.fsx.describe_data_repository_associations().into_paginator().send();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|e| error(aws, "DescribeDataRepositoryAssociations", e))?;
-        found.extend(page.associations().iter().cloned());
-    }
-    Ok(found)
+    Ok(all_pages!(
+        aws,
+        aws.fsx.describe_data_repository_associations(),
+        associations,
+        "DescribeDataRepositoryAssociations"
+    ))
 }
 
 async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<DataRepositoryAssociation, ProviderError> {
-    let gone = || format!("data repository association {id} disappeared while forge waited for it");
     wait_until(ctx, limit, || async {
         let Some(a) = describe(aws, id).await? else {
-            return Ok(Poll::Failed(gone()));
+            return Ok(Poll::Failed(format!(
+                "data repository association {id} disappeared while forge waited for it"
+            )));
         };
         Ok(match a.lifecycle() {
-            Some(DataRepositoryLifecycle::Available) => Poll::Done,
+            Some(DataRepositoryLifecycle::Available) => Poll::Done(a),
             Some(l @ (DataRepositoryLifecycle::Failed | DataRepositoryLifecycle::Misconfigured)) => Poll::Failed(format!(
                 "data repository association {id} is {}: {}",
                 l.as_str(),
@@ -101,11 +101,7 @@ async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> 
             l => Poll::Pending(l.map_or("CREATING", |l| l.as_str()).to_owned()),
         })
     })
-    .await?;
-    describe(aws, id).await?.ok_or_else(|| ProviderError {
-        message: gone(),
-        retryable: true,
-    })
+    .await
 }
 
 fn outputs(a: &DataRepositoryAssociation) -> Value {
@@ -231,11 +227,10 @@ impl Kind for FsxDataRepositoryAssociation {
                     &[ASSOCIATION_NOT_FOUND],
                 )?,
             }
-            wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(match describe(aws, id).await? {
-                    None => Poll::Done,
-                    Some(a) => Poll::Pending(a.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()),
-                })
+            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+                Ok(describe(aws, id)
+                    .await?
+                    .map(|a| a.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
             })
             .await
         })

@@ -6,7 +6,7 @@
 //! system, which deletes the data on it.
 
 use super::fsx::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
-use super::{Clients, Poll, error, parse, wait_until};
+use super::{Clients, Poll, error, parse, wait_gone, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
 use aws_sdk_fsx::types::{
     AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
@@ -83,17 +83,12 @@ async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystem>, Provide
 
 /// Every file system of the account and region, all pages.
 async fn all(aws: &Clients) -> Result<Vec<FileSystem>, ProviderError> {
-    let mut found = Vec::new();
-    let mut pages = aws.fsx.describe_file_systems().into_paginator().send();
-    while let Some(page) = pages.next().await {
-        found.extend(
-            page.map_err(|e| error(aws, "DescribeFileSystems", e))?
-                .file_systems()
-                .iter()
-                .cloned(),
-        );
-    }
-    Ok(found)
+    Ok(all_pages!(
+        aws,
+        aws.fsx.describe_file_systems(),
+        file_systems,
+        "DescribeFileSystems"
+    ))
 }
 
 /// Why a file system failed, in FSx's words.
@@ -114,29 +109,47 @@ fn last_update(fs: &FileSystem) -> Option<&aws_sdk_fsx::types::AdministrativeAct
         .max_by_key(|a| a.request_time().map(|t| (t.secs(), t.subsec_nanos())))
 }
 
-/// Waits until the file system is AVAILABLE with no in-place update running; FAILED and
-/// MISCONFIGURED are errors with FSx's reason.
+/// Whether FSx gave up on the file system (FAILED, MISCONFIGURED): it cannot be repaired.
+fn broken(fs: &FileSystem) -> bool {
+    matches!(
+        fs.lifecycle(),
+        Some(FileSystemLifecycle::Failed | FileSystemLifecycle::Misconfigured)
+    )
+}
+
+/// Waits until the file system settles — AVAILABLE with no in-place update running, or
+/// [`broken`] — and returns it as it is then.
 async fn wait_settled(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
-    let gone = || format!("FSx file system {id} disappeared while forge waited for it");
     wait_until(ctx, limit, || async {
         let Some(fs) = describe(aws, id).await? else {
-            return Ok(Poll::Failed(gone()));
+            return Ok(Poll::Failed(format!("FSx file system {id} disappeared while forge waited for it")));
         };
+        if broken(&fs) {
+            return Ok(Poll::Done(fs));
+        }
         let updating = last_update(&fs)
             .and_then(|a| a.status())
-            .filter(|s| matches!(s, Status::Pending | Status::InProgress));
+            .filter(|s| matches!(s, Status::Pending | Status::InProgress))
+            .map(|s| format!("update {}", s.as_str()));
         Ok(match (fs.lifecycle(), updating) {
-            (Some(FileSystemLifecycle::Available), None) => Poll::Done,
-            (Some(FileSystemLifecycle::Available), Some(s)) => Poll::Pending(format!("update {}", s.as_str())),
-            (Some(FileSystemLifecycle::Failed | FileSystemLifecycle::Misconfigured), _) => Poll::Failed(failure(&fs)),
+            (Some(FileSystemLifecycle::Available), None) => Poll::Done(fs),
+            (Some(FileSystemLifecycle::Available), Some(update)) => Poll::Pending(update),
             (lifecycle, _) => Poll::Pending(lifecycle.map_or("CREATING", |l| l.as_str()).to_owned()),
         })
     })
-    .await?;
-    describe(aws, id).await?.ok_or_else(|| ProviderError {
-        message: gone(),
-        retryable: true,
-    })
+    .await
+}
+
+/// [`wait_settled`], with a broken file system as an error that gives FSx's reason.
+async fn wait_usable(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
+    let fs = wait_settled(ctx, aws, id, limit).await?;
+    if broken(&fs) {
+        return Err(ProviderError {
+            message: failure(&fs),
+            retryable: false,
+        });
+    }
+    Ok(fs)
 }
 
 /// Sends CreateFileSystem with `request_token`; FSx answers a repeated token with the file
@@ -194,12 +207,11 @@ async fn start_delete(aws: &Clients, id: &str, persistent: bool, final_backup: b
     )
 }
 
-async fn wait_gone(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match describe(aws, id).await? {
-            None => Poll::Done,
-            Some(fs) => Poll::Pending(fs.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()),
-        })
+async fn wait_deleted(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
+    wait_gone(ctx, limit, || async {
+        Ok(describe(aws, id)
+            .await?
+            .map(|fs| fs.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
     })
     .await
 }
@@ -231,7 +243,7 @@ async fn update_once(
         .send()
         .await
         .map_err(|e| error(aws, "UpdateFileSystem", e))?;
-    let fs = wait_settled(ctx, aws, id, limit).await?;
+    let fs = wait_usable(ctx, aws, id, limit).await?;
     if let Some(action) = last_update(&fs).filter(|a| a.status() == Some(&Status::Failed)) {
         return Err(ProviderError {
             message: format!(
@@ -289,33 +301,25 @@ impl Kind for FsxLustre {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
             let mut fs = send_create(ctx, aws, token, token, &cfg, config).await?;
-            let failed = |fs: &FileSystem| {
-                matches!(
-                    fs.lifecycle(),
-                    Some(FileSystemLifecycle::Failed | FileSystemLifecycle::Misconfigured | FileSystemLifecycle::Deleting)
-                )
-            };
-            if failed(&fs) {
+            if broken(&fs) || fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) {
                 let old = fs.file_system_id().unwrap_or_default().to_owned();
                 start_delete(aws, &old, cfg.persistent(), false).await?;
-                wait_gone(ctx, aws, &old, DELETE_TIMEOUT).await?;
+                wait_deleted(ctx, aws, &old, DELETE_TIMEOUT).await?;
                 fs = send_create(ctx, aws, token, &format!("{token}-{old}"), &cfg, config).await?;
             }
             let id = fs.file_system_id().unwrap_or_default().to_owned();
-            match wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await {
-                Ok(fs) => Ok(Created { id, outputs: outputs(&fs) }),
-                Err(e) if e.message.contains(" is FAILED") || e.message.contains(" is MISCONFIGURED") => {
-                    start_delete(aws, &id, cfg.persistent(), false).await?;
-                    Err(ProviderError {
-                        message: format!(
-                            "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
-                            e.message
-                        ),
-                        retryable: false,
-                    })
-                }
-                Err(e) => Err(e),
+            let fs = wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+            if broken(&fs) {
+                start_delete(aws, &id, cfg.persistent(), false).await?;
+                return Err(ProviderError {
+                    message: format!(
+                        "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
+                        failure(&fs)
+                    ),
+                    retryable: false,
+                });
             }
+            Ok(Created { id, outputs: outputs(&fs) })
         })
     }
 
@@ -350,7 +354,7 @@ impl Kind for FsxLustre {
             let cfg: Config = parse(ctx, new)?;
             let aws = ctx.cloud.aws().await;
             let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut live = wait_settled(ctx, aws, id, limit).await?;
+            let mut live = wait_usable(ctx, aws, id, limit).await?;
             if live.storage_capacity().is_some_and(|c| c < cfg.storage_capacity) {
                 live = update_once(ctx, aws, id, Some(cfg.storage_capacity), None, limit).await?;
             }
@@ -385,7 +389,7 @@ impl Kind for FsxLustre {
                 Some(fs) if fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) => {}
                 Some(_) => start_delete(aws, id, cfg.persistent(), cfg.final_backup).await?,
             }
-            wait_gone(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
+            wait_deleted(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
         })
     }
 }

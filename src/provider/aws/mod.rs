@@ -22,6 +22,20 @@ macro_rules! live_by_id {
     }};
 }
 
+/// Every item a paginated call returns over all its pages, or the mapped error:
+/// `all_pages!(aws, aws.fsx.describe_file_systems(), file_systems, "DescribeFileSystems")`.
+macro_rules! all_pages {
+    ($aws:expr, $request:expr, $items:ident, $what:literal) => {{
+        let mut found = Vec::new();
+        let mut pages = $request.into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| $crate::provider::aws::error($aws, $what, e))?;
+            found.extend(page.$items().iter().cloned());
+        }
+        found
+    }};
+}
+
 /// The names an EKS list call returns for one cluster, all pages; `None` when the cluster is
 /// gone: `eks_names!(aws, list_addons, addons, cluster)`.
 macro_rules! eks_names {
@@ -274,11 +288,26 @@ pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, Provid
 /// (a retry, or a resumed create) adopts it.
 pub const TOKEN_TAG: &str = "forge:token";
 
-/// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
-pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
+/// The tags an object is created with: the block's and forge's (see [`Ctx::tags`]) and
+/// `forge:token`, which ties it to the create that made it.
+pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> BTreeMap<String, String> {
     let mut tags = ctx.tags(config);
     tags.insert(TOKEN_TAG.into(), token.into());
-    let tags = tags.into_iter().map(|(k, v)| Tag::builder().key(k).value(v).build());
+    tags
+}
+
+/// Whether an object was made by the create with `token`: its stack, address and token tags,
+/// read with `tag` (each service has its own tag type). A retried or resumed create adopts
+/// such an object; anything else with the same name is someone else's.
+pub fn made_by<'t>(ctx: &Ctx, token: &str, tag: impl Fn(&str) -> Option<&'t str>) -> bool {
+    tag("forge:stack") == Some(ctx.stack.as_str()) && tag("forge:address") == Some(ctx.address.as_str()) && tag(TOKEN_TAG) == Some(token)
+}
+
+/// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
+pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
+    let tags = create_tags(ctx, token, config)
+        .into_iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build());
     TagSpecification::builder()
         .resource_type(resource)
         .set_tags(Some(tags.collect()))
@@ -405,27 +434,27 @@ where
 }
 
 /// What one look at a slow operation saw.
-pub enum Poll {
-    /// Finished.
-    Done,
+pub enum Poll<T = ()> {
+    /// Finished, with what the look saw (the object as it is now), so no second read is needed.
+    Done(T),
     /// Still going, in this state (`pending`, `CREATING`).
     Pending(String),
     /// Ended badly, with the cloud's reason.
     Failed(String),
 }
 
-/// Polls until `poll` reports done, showing the state and elapsed time on the resource's
-/// progress line. Polls quickly at first, then every few seconds.
-pub async fn wait_until<F, Fut>(ctx: &Ctx, timeout: std::time::Duration, mut poll: F) -> Result<(), ProviderError>
+/// Polls until `poll` reports done and returns what it saw then, showing the state and elapsed
+/// time on the resource's progress line. Polls quickly at first, then every few seconds.
+pub async fn wait_until<T, F, Fut>(ctx: &Ctx, timeout: std::time::Duration, mut poll: F) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Poll, ProviderError>>,
+    Fut: std::future::Future<Output = Result<Poll<T>, ProviderError>>,
 {
     let started = std::time::Instant::now();
     let mut interval = std::time::Duration::from_millis(100);
     loop {
         match poll().await? {
-            Poll::Done => return Ok(()),
+            Poll::Done(seen) => return Ok(seen),
             Poll::Failed(reason) => {
                 return Err(ProviderError {
                     message: reason,
@@ -448,6 +477,21 @@ where
     }
 }
 
+/// Waits until `status` finds the object gone (`None`), showing the state it reports meanwhile.
+pub async fn wait_gone<F, Fut>(ctx: &Ctx, timeout: std::time::Duration, status: F) -> Result<(), ProviderError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<String>, ProviderError>>,
+{
+    wait_until(ctx, timeout, || async {
+        Ok(match status().await? {
+            None => Poll::Done(()),
+            Some(state) => Poll::Pending(state),
+        })
+    })
+    .await
+}
+
 /// The tags an IAM object is created with.
 pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
     ctx.tags(config)
@@ -456,19 +500,17 @@ pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
         .collect()
 }
 
-/// The tags an IAM object is created with: [`iam_tags`] and `forge:token`.
+/// The tags an IAM object is created with: [`create_tags`].
 pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
-    let mut tags = iam_tags(ctx, config);
-    tags.extend(aws_sdk_iam::types::Tag::builder().key(TOKEN_TAG).value(token).build().ok());
-    tags
+    create_tags(ctx, token, config)
+        .into_iter()
+        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
+        .collect()
 }
 
-/// Whether an existing IAM object was made by the create with `token` (its stack, address and
-/// token tags): a retried or resumed create adopts it; anything else with the same name is
-/// someone else's.
+/// Whether an existing IAM object was made by the create with `token` (see [`made_by`]).
 pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
-    let has = |k: &str, v: &str| tags.iter().any(|t| t.key() == k && t.value() == v);
-    has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && has(TOKEN_TAG, token)
+    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == k).map(|t| t.value()))
 }
 
 /// The error for an IAM name taken by an object this resource did not create.

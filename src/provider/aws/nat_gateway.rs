@@ -2,7 +2,7 @@
 //! waits until it is `deleted`, so that the EIP behind it (deleted after it, in reverse
 //! dependency order) can be released.
 
-use super::{Clients, Poll, error, own_filters, parse, sync_tags, tag_spec, wait_until};
+use super::{Clients, Poll, error, own_filters, parse, sync_tags, tag_spec, wait_gone, wait_until};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
 use serde::Deserialize;
@@ -105,7 +105,7 @@ impl Kind for NatGateway {
             };
             wait_until(ctx, CREATE_TIMEOUT, || async {
                 Ok(match state(aws, &id).await? {
-                    Some((NatGatewayState::Available, _)) => Poll::Done,
+                    Some((NatGatewayState::Available, _)) => Poll::Done(()),
                     Some((NatGatewayState::Failed, why)) => Poll::Failed(format!("NAT gateway {id} failed: {}", why.unwrap_or_default())),
                     Some((NatGatewayState::Deleting | NatGatewayState::Deleted, _)) => {
                         Poll::Failed(format!("NAT gateway {id} is being deleted by someone else"))
@@ -158,11 +158,11 @@ impl Kind for NatGateway {
                 Err(e) => return Err(error(aws, "DeleteNatGateway", e)),
                 Ok(_) => {}
             }
-            wait_until(ctx, DELETE_TIMEOUT, || async {
-                Ok(match state(aws, id).await? {
-                    None | Some((NatGatewayState::Deleted, _)) => Poll::Done,
-                    Some((s, _)) => Poll::Pending(s.as_str().to_owned()),
-                })
+            wait_gone(ctx, DELETE_TIMEOUT, || async {
+                Ok(state(aws, id)
+                    .await?
+                    .filter(|(s, _)| *s != NatGatewayState::Deleted)
+                    .map(|(s, _)| s.as_str().to_owned()))
             })
             .await
         })

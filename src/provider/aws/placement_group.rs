@@ -37,10 +37,10 @@ const SCHEMA: &[Field] = &[
 async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Result<Option<(String, bool)>, ProviderError> {
     match aws.ec2.describe_placement_groups().group_names(name).send().await {
         Ok(out) => Ok(out.placement_groups().first().map(|g| {
-            let has = |k: &str, v: &str| g.tags().iter().any(|t| t.key() == Some(k) && t.value() == Some(v));
+            let tag = |k: &str| g.tags().iter().find(|t| t.key() == Some(k)).and_then(|t| t.value());
             (
                 g.group_id().unwrap_or(name).to_owned(),
-                has("forge:stack", &ctx.stack) && has("forge:address", &ctx.address) && token.is_some_and(|t| has(super::TOKEN_TAG, t)),
+                token.is_some_and(|t| super::made_by(ctx, t, tag)),
             )
         })),
         Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Unknown") => Ok(None),
