@@ -100,6 +100,9 @@ pub enum Command {
         format: Format,
     },
     /// Print the stack's outputs as of the last apply.
+    ///
+    /// NAME is an `[outputs]` entry, a component's output (`fsx.data.pv_yaml`, ready for
+    /// `kubectl apply -f -`) or a resource's attribute (`aws_vpc.main.id`), read from the state.
     Output {
         /// The stack file.
         file: PathBuf,
