@@ -10,7 +10,8 @@ use std::time::Duration;
 /// A stack file declares resources; forge turns it into a dependency graph, diffs it against
 /// the recorded state and applies the changes concurrently in dependency order.
 ///
-/// Exit codes: 0 success (or no changes), 1 error, 2 changes present (`plan --detailed-exitcode`).
+/// Exit codes: 0 success (or no changes), 1 error, 2 changes present (`plan --detailed-exitcode`)
+/// or drift (`drift`), 3 only pending changes (`drift`).
 #[derive(Debug, Parser)]
 #[command(name = "forge", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
@@ -29,7 +30,8 @@ pub struct Global {
     /// read as TOML, so `4`, `true` and `[1, 2]` keep their types; anything else is a string).
     #[arg(long = "var", value_name = "NAME=VALUE", global = true, value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
-    /// Cloud calls in flight at once during apply and destroy.
+    /// Cloud calls in flight at once during apply and destroy, and kinds read at once by
+    /// refresh and `drift`.
     #[arg(long, value_name = "N", default_value_t = 64, global = true, value_parser = clap::value_parser!(u16).range(1..))]
     pub parallelism: u16,
     /// How many times a cloud call that failed with a retryable error (throttling, 5xx, an object
@@ -78,7 +80,8 @@ pub enum Command {
         /// system deletes everything on it. Without this flag `up` refuses them, even with `--yes`.
         #[arg(long)]
         allow_data_loss: bool,
-        /// Check which recorded resources still exist first (one batched read per kind);
+        /// Read the live resources first (one batched read per kind): what changed outside
+        /// forge is shown and brought back, what was deleted is made again;
         /// `--refresh=false` plans from the state alone.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
         refresh: bool,
@@ -90,6 +93,37 @@ pub enum Command {
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
+    },
+    /// Compare the live cloud with what forge last applied, changing nothing.
+    ///
+    /// Strictly read-only: no state write, no create, update or delete, no lock (a run that
+    /// holds the write lock is reported as "apply in progress since …"). Each kind is read in one
+    /// batched call per page (by the stack's `forge:stack` tag or by id), kinds in parallel.
+    ///
+    /// Four classes, per resource: changed outside forge (only attributes the stack declares,
+    /// `before -> after`), deleted outside forge, unmanaged (tagged with the stack's
+    /// `forge:stack` but unknown to its state), and pending changes (the stack file differs
+    /// from what was applied: not drift, reported apart).
+    ///
+    /// Ignore rules: `ignore_changes = ["tags.team"]` on any block, `--ignore` here; a node
+    /// group whose size is a range ignores `scaling.desired` (the autoscaler owns it).
+    ///
+    /// Exit codes: 0 nothing, 2 drift, 3 only pending changes, 1 error; with several stacks,
+    /// the worst of them (an error, then drift, then pending).
+    Drift {
+        /// Stack files; several are checked concurrently and end with one summary table.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print the report as JSON on stdout (`format_version` 1, see docs/drift.md).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the report as Markdown, ready for a pull request or issue comment.
+        #[arg(long)]
+        markdown: bool,
+        /// Leave out a resource (`aws_vpc.main`) or one of its attributes
+        /// (`aws_vpc.main.tags.team`, `eks.train.nodegroup.gpu.scaling.desired`); repeatable.
+        #[arg(long, value_name = "ADDR[.ATTR]")]
+        ignore: Vec<String>,
     },
     /// Print the stack's dependency graph.
     Graph {
@@ -161,8 +195,9 @@ pub struct PlanOptions {
     /// Plan the destruction of everything in the state.
     #[arg(long)]
     pub destroy: bool,
-    /// Check which recorded resources still exist first (one batched read per kind);
-    /// `--refresh=false` plans from the state alone.
+    /// Read the live resources first (one batched read per kind): what changed outside forge is
+    /// shown and planned back, what was deleted is planned again; `--refresh=false` plans from
+    /// the state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
 }

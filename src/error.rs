@@ -7,6 +7,12 @@ pub enum Exit {
     Ok,
     /// Changes present (`plan --detailed-exitcode`).
     Changes,
+    /// `drift`: something changed, went or appeared outside forge.
+    Drift,
+    /// `drift`: only the stack file differs from what was applied.
+    Pending,
+    /// `drift` of several stacks: at least one could not be checked (each is reported).
+    Error,
 }
 
 impl Exit {
@@ -14,7 +20,9 @@ impl Exit {
     pub fn code(self) -> u8 {
         match self {
             Exit::Ok => 0,
-            Exit::Changes => 2,
+            Exit::Error => 1,
+            Exit::Changes | Exit::Drift => 2,
+            Exit::Pending => 3,
         }
     }
 }

@@ -1346,7 +1346,10 @@ fn eks_p4de_launch_template_has_four_efa_interfaces() {
         stderr.contains("instance types: c5.2xlarge, p4de.24xlarge checked with AWS"),
         "{stderr}"
     );
-    let layout: Vec<(i32, i32, String)> = efa_layout(&aws, "nemo-gpu").into_iter().map(|(c, d, t, _)| (c, d, t)).collect();
+    let layout: Vec<(i32, i32, String)> = efa_layout(&aws, "nemo-p4de-gpu")
+        .into_iter()
+        .map(|(c, d, t, _)| (c, d, t))
+        .collect();
     let efa = |c, d| (c, d, "efa".to_owned());
     assert_eq!(layout, [efa(0, 0), efa(1, 1), efa(2, 1), efa(3, 1)]);
 
@@ -1365,7 +1368,7 @@ fn eks_p4de_launch_template_has_four_efa_interfaces() {
             .map(|e| e["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    let arn = "arn:aws:eks:us-west-2:".to_owned() + &aws.account + ":cluster/nemo";
+    let arn = "arn:aws:eks:us-west-2:".to_owned() + &aws.account + ":cluster/nemo-p4de";
     for list in ["clusters", "users", "contexts"] {
         assert_eq!(names(list), ["other".to_owned(), arn.clone()], "{list}");
     }
@@ -1381,7 +1384,7 @@ fn eks_p4de_launch_template_has_four_efa_interfaces() {
             "eks",
             "get-token",
             "--cluster-name",
-            "nemo",
+            "nemo-p4de",
             "--output",
             "json"
         ]
@@ -1839,7 +1842,7 @@ fn the_cloudformation_node_group_example_round_trips() {
         let out = aws.command(&["output", "stack.toml", "trn_nodegroup"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "trn");
         let group = runtime()
-            .block_on(aws.eks().describe_nodegroup().cluster_name("bert").nodegroup_name("trn").send())
+            .block_on(aws.eks().describe_nodegroup().cluster_name("bert-cfn").nodegroup_name("trn").send())
             .unwrap();
         let template = group.nodegroup().unwrap().launch_template().unwrap().id().unwrap().to_owned();
         let nics = runtime()

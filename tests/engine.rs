@@ -4,7 +4,7 @@
 
 use forge::apply::{self, Observer, Options, Phase, Report, RetryPolicy};
 use forge::plan::{self, Action, Mode, Plan};
-use forge::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, Registry};
+use forge::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Registry};
 use forge::state::{LocalStore, State, Status};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -95,9 +95,9 @@ impl Kind for Recorder {
             })
         })
     }
-    fn live_ids<'a>(&'a self, _cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, _cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         let gone = self.0.gone.lock().unwrap().clone();
-        Box::pin(async move { Ok(ids.iter().filter(|id| !gone.contains(*id)).cloned().collect()) })
+        Box::pin(async move { Ok(Observed::existing(ids.iter().filter(|id| !gone.contains(*id)).cloned())) })
     }
     fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(async move {

@@ -3,6 +3,7 @@
 
 mod completions;
 mod destroy;
+mod drift;
 mod graph;
 mod kubeconfig;
 mod output;
@@ -17,6 +18,7 @@ use crate::components::Facts;
 use crate::error::{CommandError, Exit};
 use crate::graph::ResourceGraph;
 use crate::output::{Printer, format_duration};
+use crate::plan::drift::{Drift, IgnoreRules, ReadError};
 use crate::plan::{Action, Mode, Plan};
 use crate::provider::Registry;
 use crate::stack::{Stack, StateSettings};
@@ -71,6 +73,19 @@ pub fn run(cli: Cli) -> Result<Exit> {
             refresh,
         ),
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
+        Command::Drift {
+            files,
+            json,
+            markdown,
+            ignore,
+        } => {
+            let format = match (json, markdown) {
+                (true, _) => drift::Format::Json,
+                (_, true) => drift::Format::Markdown,
+                _ => drift::Format::Text,
+            };
+            drift::run(&session, &files, format, &ignore)
+        }
         Command::Graph { file, format } => graph::run(&session, &file, format),
         Command::Output { file, name, json } => output::run(&session, &file, name.as_deref(), json),
         Command::Kubeconfig {
@@ -114,29 +129,38 @@ impl Session {
         }
     }
 
-    /// Asks the clouds which recorded resources still exist (one batched read per kind) and
-    /// returns the addresses of those deleted outside forge.
-    pub fn refresh(
-        &self,
-        state: &crate::state::State,
-        providers: &std::collections::BTreeMap<String, serde_json::Value>,
-    ) -> Result<std::collections::BTreeSet<String>> {
+    /// Reads the live objects of the stack's kinds (one batched read per kind) and shows what
+    /// changed or went outside forge; `plan` brings it back.
+    pub fn refresh(&self, state: &crate::state::State, stack: &Stack) -> Result<Drift> {
         if state.resources.is_empty() {
-            return Ok(Default::default());
+            return Ok(Drift::default());
         }
         let started = std::time::Instant::now();
-        let cloud = Arc::new(crate::provider::Cloud::new(providers.clone()));
-        let gone = runtime()?.block_on(crate::plan::refresh::gone(state, &self.registry, cloud, &self.retry_policy()))?;
+        let drift = runtime()?.block_on(self.observe(state, stack, &IgnoreRules::of_stack(stack)))?;
         self.printer.detail(&format!(
-            "refresh: {} resources read in {}, {} deleted outside forge",
-            state.resources.len(),
-            format_duration(started.elapsed()),
-            gone.len()
+            "refresh: {} resources of {} kinds read in {}",
+            drift.resources_read,
+            drift.kinds_read,
+            format_duration(started.elapsed())
         ));
-        for address in &gone {
-            self.printer.warn(&format!("`{address}` was deleted outside forge"));
+        if !drift.is_empty() {
+            self.printer.warn(&format!(
+                "drift: {} changed outside forge, {} deleted outside forge, {} unmanaged",
+                drift.changed.len(),
+                drift.deleted.len(),
+                drift.unmanaged.len()
+            ));
+            self.printer.plan(&crate::plan::render::drift(&drift));
         }
-        Ok(gone)
+        Ok(drift)
+    }
+
+    /// The drift of `stack` against `state`, read with `--parallelism` reads at once.
+    pub async fn observe(&self, state: &crate::state::State, stack: &Stack, ignore: &IgnoreRules) -> Result<Drift, ReadError> {
+        let kinds = stack.resources.iter().map(|r| r.kind.clone()).collect();
+        let cloud = Arc::new(crate::provider::Cloud::new(stack.providers.clone()));
+        let parallelism = usize::from(self.global.parallelism);
+        crate::plan::drift::observe(state, &kinds, &self.registry, cloud, &self.retry_policy(), ignore, parallelism).await
     }
 
     /// Loads and checks the stack file and builds its graph; instance types are checked

@@ -21,12 +21,12 @@ pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
-    let gone = if *refresh && !destroy {
-        session.refresh(&loaded.state, &stack.providers)?
+    let drift = if *refresh && !destroy {
+        session.refresh(&loaded.state, &stack)?
     } else {
         Default::default()
     };
-    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry, &gone)?;
+    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry, &drift)?;
     if *json {
         println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));
     } else {

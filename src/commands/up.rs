@@ -32,12 +32,20 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool) -> R
     let (stack, graph) = session.load_checked(file, true)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "up")?;
-    let gone = if refresh {
-        session.refresh(&loaded.state, &stack.providers)?
+    let drift = if refresh {
+        session.refresh(&loaded.state, &stack)?
     } else {
         Default::default()
     };
-    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, Mode::Apply, &session.registry, &gone)?;
+    let plan = crate::plan::plan(
+        &stack,
+        &graph,
+        &loaded.state,
+        loaded.existed,
+        Mode::Apply,
+        &session.registry,
+        &drift,
+    )?;
     session.apply(&plan, &store, loaded, consent)
 }
 

@@ -2,7 +2,7 @@
 //! be saved with `--out`, shown, and applied exactly. Never writes state.
 
 pub mod diff;
-pub mod refresh;
+pub mod drift;
 pub mod render;
 
 use crate::graph::ResourceGraph;
@@ -170,8 +170,8 @@ pub fn attribute(address: &str, outputs: &Value, config: &Value, path: &[String]
     }
 }
 
-/// Plans `mode` for `stack` against `state`; `gone` holds the addresses a refresh found deleted
-/// outside forge (declared ones are created again).
+/// Plans `mode` for `stack` against `state`; `drift` is what a refresh found: resources deleted
+/// outside forge are created again, changed ones updated back from their live values.
 pub fn plan(
     stack: &Stack,
     graph: &ResourceGraph,
@@ -179,8 +179,9 @@ pub fn plan(
     state_existed: bool,
     mode: Mode,
     registry: &Registry,
-    gone: &std::collections::BTreeSet<String>,
+    drift: &drift::Drift,
 ) -> Result<Plan, StackError> {
+    let gone = drift.gone();
     let mut changes = Vec::new();
     let mut unchanged = 0;
     let mut dependency_updates = BTreeMap::new();
@@ -212,9 +213,19 @@ pub fn plan(
                 ));
             }
             let prior = state.resources.get(&r.address).filter(|_| !gone.contains(&r.address));
-            let mut change = diff::classify(r, kind.as_ref(), prior, &after);
-            if let Some(c) = change.as_mut().filter(|_| gone.contains(&r.address)) {
-                c.reason = Some("deleted outside forge".into());
+            let live = prior.and_then(|p| {
+                Some(ResourceRecord {
+                    config: drift.live_config(p, registry)?,
+                    ..p.clone()
+                })
+            });
+            let mut change = diff::classify(r, kind.as_ref(), live.as_ref().or(prior), &after);
+            if let Some(c) = change.as_mut() {
+                if gone.contains(&r.address) {
+                    c.reason = Some("deleted outside forge".into());
+                } else if live.is_some() {
+                    c.reason = Some("changed outside forge: brought back to the stack's values".into());
+                }
             }
             let outputs = match (&change, prior) {
                 (None, Some(p)) => p.outputs.clone(),

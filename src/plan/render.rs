@@ -1,6 +1,7 @@
 //! The plan as text for people: one line per change with its symbol, then the attributes that
 //! change, then the summary line. Colour is added by `output`.
 
+use super::drift::{AttributeDrift, Drift};
 use super::{Action, Change, Mode, Plan};
 use serde_json::Value;
 use std::fmt::Write;
@@ -118,5 +119,55 @@ pub fn render(plan: &Plan) -> String {
     }
     out.push_str(&summary(plan));
     out.push('\n');
+    out
+}
+
+/// A drift value: as in a stack file, `null` as "(absent)".
+fn live_value(v: &Value) -> String {
+    if v.is_null() { "(absent)".into() } else { value(v) }
+}
+
+/// What differs in one attribute, for people: `tags.team: "ml" -> "ops"`, or for lists the
+/// items only live (`+`) and only applied (`-`), one per line.
+pub fn attribute_drift(a: &AttributeDrift) -> Vec<String> {
+    if let (Value::Array(applied), Value::Array(live)) = (&a.applied, &a.live) {
+        let added = live
+            .iter()
+            .filter(|x| !applied.contains(x))
+            .map(|x| format!("{}: + {}", a.attribute, value(x)));
+        let removed = applied
+            .iter()
+            .filter(|x| !live.contains(x))
+            .map(|x| format!("{}: - {}", a.attribute, value(x)));
+        let lines: Vec<String> = added.chain(removed).collect();
+        if !lines.is_empty() {
+            return lines;
+        }
+    }
+    vec![format!("{}: {} -> {}", a.attribute, live_value(&a.applied), live_value(&a.live))]
+}
+
+/// One line per drifted resource with its attributes under it: `~` changed outside forge, `-`
+/// deleted outside forge, `?` unmanaged.
+pub fn drift(d: &Drift) -> String {
+    let mut out = String::new();
+    for c in &d.changed {
+        let _ = writeln!(out, "  ~ {} ({}, {}) changed outside forge", c.address, c.kind, c.id);
+        for a in &c.attributes {
+            for line in attribute_drift(a) {
+                let _ = writeln!(out, "      {line}");
+            }
+        }
+    }
+    for g in &d.deleted {
+        let _ = writeln!(out, "  - {} ({}, {}) deleted outside forge", g.address, g.kind, g.id);
+    }
+    for u in &d.unmanaged {
+        let _ = writeln!(
+            out,
+            "  ? {} {} unmanaged: tagged as `{}` of this stack, but the state does not know it",
+            u.kind, u.id, u.tagged_address
+        );
+    }
     out
 }

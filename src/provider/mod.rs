@@ -10,7 +10,7 @@ pub mod retry;
 pub use retry::RetryPolicy;
 
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -166,6 +166,32 @@ pub struct Created {
     pub outputs: Value,
 }
 
+/// One object as the cloud has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// The cloud's id.
+    pub id: String,
+    /// Its `forge:address` tag, when it carries the stack's `forge:stack` tag.
+    pub address: Option<String>,
+    /// The attributes the kind reads back, in the shape of [`Kind::comparable`]; an attribute
+    /// the kind cannot read is absent (and never counts as drift).
+    pub attributes: Value,
+}
+
+impl Observed {
+    /// Objects known to exist, with no attributes read (a kind whose API reports nothing more
+    /// than existence in a batch).
+    pub fn existing(ids: impl IntoIterator<Item = String>) -> Vec<Observed> {
+        ids.into_iter()
+            .map(|id| Observed {
+                id,
+                address: None,
+                attributes: Value::Object(Default::default()),
+            })
+            .collect()
+    }
+}
+
 /// A failed cloud call. Retry and backoff live in one place (apply), driven by `retryable`.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
@@ -205,9 +231,22 @@ pub trait Kind: Send + Sync + 'static {
     /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
     /// create adopts the object the first try made instead of making a second one.
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
-    /// Which of `ids` still exist, read in as few calls as the API allows: one Describe filtered
-    /// by id (per page and chunk of ids), or one list, for all of them.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>>;
+    /// The live objects among `ids`, and, where the API lists by tag in the same batched read,
+    /// every other object tagged `forge:stack = stack`; read in as few calls as the API allows
+    /// (one Describe per page, filtered by the stack's tag or by id), never one per object
+    /// unless the API has no batch read. An id that is not returned is gone.
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>>;
+    /// The applied attributes in the form [`Kind::read`] reports them, so the two compare
+    /// attribute by attribute; as written unless the cloud keeps them in another shape (rules
+    /// as single permissions).
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        config.clone()
+    }
+    /// Attribute paths whose live value is owned by something else unless the block says
+    /// otherwise (a node group's desired size when its size is a range: the autoscaler's).
+    fn ignored_by_default(&self, _config: &Value) -> Vec<String> {
+        Vec::new()
+    }
     /// Looks for the object an interrupted create with `token` may have made (by the API's
     /// idempotency token or by forge's tags); `None` when there is none.
     fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;

@@ -1,9 +1,8 @@
 //! `null`: forge's `terraform_data`. It touches no cloud; `triggers` force replacement and
 //! `delay_ms` makes every call take that long, to rehearse a stack's timing.
 
-use super::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use super::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `null` kind.
@@ -60,9 +59,9 @@ impl Kind for Null {
         })
     }
 
-    /// A `null` resource exists as long as the state records it.
-    fn live_ids<'a>(&'a self, _cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
-        Box::pin(async move { Ok(ids.iter().cloned().collect()) })
+    /// A `null` resource exists as long as the state records it, as recorded.
+    fn read<'a>(&'a self, _cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
+        Box::pin(async move { Ok(Observed::existing(ids.to_vec())) })
     }
 
     /// A `null` resource exists only in the state: an interrupted create left nothing behind.

@@ -17,7 +17,7 @@ use toml::de::{DeTable, DeValue};
 type Spans = HashMap<String, Range<usize>>;
 
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
-const META_KEYS: &[&str] = &["depends_on"];
+const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
 const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
     (
         "aws",
@@ -107,6 +107,7 @@ struct PendingComponent {
     spans: Spans,
     header: Range<usize>,
     explicit_deps: Vec<(String, Range<usize>)>,
+    ignore_changes: Vec<String>,
 }
 
 /// A block as parsed, before references are checked.
@@ -115,6 +116,8 @@ struct Block {
     kind: String,
     config: Value,
     explicit_deps: Vec<(String, Range<usize>)>,
+    /// `ignore_changes`: attribute paths drift leaves out.
+    ignore_changes: Vec<String>,
     spans: Spans,
     span: Range<usize>,
     /// Set when a component made this block: errors point at the component.
@@ -216,7 +219,8 @@ impl Loader<'_> {
                 let header = block_name.span();
                 let body_table = self.table(body, &address, &format!("write `[{address}]` followed by its attributes"))?;
                 let fields = kind_fields.or(comp.map(|c| c.schema)).unwrap_or_default();
-                let explicit_deps = self.check_attributes(&address, body_table, header.clone(), fields)?;
+                let (explicit_deps, ignore_changes) =
+                    self.check_attributes(&address, body_table, header.clone(), fields, comp.is_none())?;
                 let (mut config, spans) = self.to_json(body, "")?;
                 if let Some(map) = config.as_object_mut() {
                     for meta in META_KEYS {
@@ -247,12 +251,14 @@ impl Loader<'_> {
                         spans,
                         header,
                         explicit_deps,
+                        ignore_changes,
                     }),
                     None => blocks.push(Block {
                         address,
                         kind: block_type.to_owned(),
                         config,
                         explicit_deps,
+                        ignore_changes,
                         spans,
                         span: header,
                         generated: false,
@@ -494,14 +500,17 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Checks keys and literal types against the schema; returns the `depends_on` entries.
+    /// Checks keys and literal types against the schema; returns the `depends_on` and
+    /// `ignore_changes` entries (whose first segment must be an attribute when `of_kind`; a
+    /// component's entries apply to each resource it makes).
     fn check_attributes(
         &self,
         address: &str,
         table: &DeTable,
         header: Range<usize>,
         fields: &[Field],
-    ) -> Result<Vec<(String, Range<usize>)>, StackError> {
+        of_kind: bool,
+    ) -> Result<(Vec<(String, Range<usize>)>, Vec<String>), StackError> {
         let allowed: Vec<&str> = fields.iter().map(|f| f.name).chain(META_KEYS.iter().copied()).collect();
         self.known_keys(address, table, &allowed)?;
         for field in fields.iter().filter(|f| f.required) {
@@ -515,7 +524,12 @@ impl Loader<'_> {
             }
         }
         let mut deps = Vec::new();
+        let mut ignores = Vec::new();
         for (key, value) in table.iter() {
+            if key.get_ref() == "ignore_changes" {
+                ignores = self.check_ignore_changes(address, value, fields, of_kind)?;
+                continue;
+            }
             if key.get_ref() == "depends_on" {
                 let DeValue::Array(items) = value.get_ref() else {
                     return Err(self.err(
@@ -556,7 +570,50 @@ impl Loader<'_> {
                 ));
             }
         }
-        Ok(deps)
+        Ok((deps, ignores))
+    }
+
+    /// `ignore_changes = ["tags.team", "scaling.desired"]`: attribute paths, each starting with
+    /// an attribute of the kind.
+    fn check_ignore_changes(
+        &self,
+        address: &str,
+        value: &Spanned<DeValue>,
+        fields: &[Field],
+        of_kind: bool,
+    ) -> Result<Vec<String>, StackError> {
+        let hint = "write `ignore_changes = [\"tags.team\"]`: attribute paths whose live changes drift leaves out";
+        let DeValue::Array(items) = value.get_ref() else {
+            return Err(self.err(
+                value.span(),
+                format!("`{address}.ignore_changes` must be a list of attribute paths"),
+                "not a list",
+                hint,
+            ));
+        };
+        let mut paths = Vec::new();
+        for item in items.iter() {
+            let DeValue::String(path) = item.get_ref() else {
+                return Err(self.err(
+                    item.span(),
+                    "an `ignore_changes` entry must be an attribute path string",
+                    "not a string",
+                    hint,
+                ));
+            };
+            let first = path.split('.').next().unwrap_or_default();
+            if of_kind && !fields.iter().any(|f| f.name == first) {
+                let known: Vec<&str> = fields.iter().map(|f| f.name).collect();
+                return Err(self.err(
+                    item.span(),
+                    format!("`{address}.ignore_changes`: `{path}` names no attribute of this block"),
+                    "unknown attribute",
+                    suggestion(first, &known),
+                ));
+            }
+            paths.push(path.to_string());
+        }
+        Ok(paths)
     }
 
     /// Converts a TOML value to JSON and records where each string and value sits.
@@ -711,6 +768,7 @@ impl Loader<'_> {
             spans,
             header,
             explicit_deps,
+            ignore_changes,
         } = pending;
         let attrs = config.as_object().cloned().unwrap_or_default();
         let input = Input {
@@ -747,6 +805,7 @@ impl Loader<'_> {
                     .map(|d| (d, header.clone()))
                     .chain(explicit_deps.iter().cloned())
                     .collect(),
+                ignore_changes: ignore_changes.clone(),
                 spans: Spans::new(),
                 span: header.clone(),
                 generated: true,
@@ -888,6 +947,7 @@ impl Targets<'_> {
             kind: block.kind.clone(),
             config,
             depends_on: deps.into_iter().collect(),
+            ignore_changes: block.ignore_changes.clone(),
             span: block.span.clone(),
         })
     }

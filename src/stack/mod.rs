@@ -51,6 +51,9 @@ pub struct Resource {
     pub config: Value,
     /// Addresses this resource must follow: its references and `depends_on`, sorted, unique.
     pub depends_on: Vec<String>,
+    /// `ignore_changes`: attribute paths (`tags.team`) whose live changes drift leaves out
+    /// (a component's apply to each resource it makes).
+    pub ignore_changes: Vec<String>,
     /// The block header (or the component's) in the file.
     pub span: Range<usize>,
 }

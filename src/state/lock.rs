@@ -149,6 +149,13 @@ fn pid_alive(pid: u32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
 }
 
+/// Who holds the write lock now, read without taking any lock: the recorded holder when it
+/// still runs (or runs on another host, where that cannot be checked). A record a crashed run
+/// left behind is not a holder.
+pub fn holder(path: &Path) -> Option<LockInfo> {
+    read_info(path).filter(|i| i.host != hostname() || pid_alive(i.pid))
+}
+
 /// Takes the lock, waiting up to `timeout`. Returns the lock and, when a stale holder record
 /// was taken over, that record (so the caller can say so).
 pub fn acquire(path: &Path, mode: LockMode, operation: &str, timeout: Duration) -> Result<(StateLock, Option<LockInfo>), LockError> {

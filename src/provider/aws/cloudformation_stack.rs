@@ -5,12 +5,12 @@
 //! A failure names the first resource that failed and CloudFormation's reason for it.
 
 use super::{Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cloudformation::types::{Capability, Parameter, Stack, StackStatus, Tag};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_cloudformation_stack` kind.
@@ -277,15 +277,28 @@ impl Kind for CloudFormationStack {
     }
 
     /// One DescribeStacks over all pages.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// One DescribeStacks (all pages) for the recorded stacks and those tagged with forge's.
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let found = all(cloud.aws().await).await?;
             Ok(found
                 .iter()
                 .filter(|s| s.stack_status() != Some(&StackStatus::DeleteComplete))
-                .filter_map(|s| s.stack_id())
-                .filter(|id| ids.iter().any(|x| x == id))
-                .map(str::to_owned)
+                .filter_map(|s| {
+                    let id = s.stack_id()?.to_owned();
+                    let tags = super::tag_table(s.tags().iter().map(|t| (t.key(), t.value())));
+                    let address = super::address_in(&tags, stack);
+                    let parameters: Map<String, Value> = s
+                        .parameters()
+                        .iter()
+                        .filter_map(|p| Some((p.parameter_key()?.to_owned(), json!(p.parameter_value()))))
+                        .collect();
+                    (ids.contains(&id) || address.is_some()).then(|| Observed {
+                        attributes: json!({ "name": s.stack_name(), "parameters": parameters, "tags": tags }),
+                        id,
+                        address,
+                    })
+                })
                 .collect())
         })
     }

@@ -4,12 +4,11 @@
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
 use super::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
 use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_efs_file_system` kind.
@@ -140,14 +139,28 @@ impl Kind for EfsFileSystem {
     }
 
     /// One DescribeFileSystems over all pages.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
+    /// the stack.
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let found = all_pages!(aws, aws.efs.describe_file_systems(), file_systems, "DescribeFileSystems");
             Ok(found
                 .iter()
-                .map(|fs| fs.file_system_id().to_owned())
-                .filter(|id| ids.contains(id))
+                .filter_map(|fs| {
+                    let id = fs.file_system_id().to_owned();
+                    let tags = super::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))));
+                    let address = super::address_in(&tags, stack);
+                    (ids.contains(&id) || address.is_some()).then(|| Observed {
+                        attributes: json!({
+                            "performance_mode": fs.performance_mode().as_str(),
+                            "throughput_mode": fs.throughput_mode().map(|m| m.as_str()),
+                            "tags": tags,
+                        }),
+                        id,
+                        address,
+                    })
+                })
                 .collect())
         })
     }

@@ -5,11 +5,10 @@
 //! in place.
 
 use super::{Clients, Poll, child_id, error, live_children, parse, split, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_efs_mount_target` kind.
@@ -132,7 +131,7 @@ impl Kind for EfsMountTarget {
     }
 
     /// One DescribeMountTargets per file system the ids name.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             live_children(ids, |file_system| async move {
@@ -141,6 +140,7 @@ impl Kind for EfsMountTarget {
                     .map(|targets| targets.iter().map(|m| m.mount_target_id().to_owned()).collect()))
             })
             .await
+            .map(Observed::existing)
         })
     }
 

@@ -1,10 +1,9 @@
 //! `aws_eip`: an Elastic IP address for a NAT gateway.
 
 use super::{Clients, error, own_filters, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_eip` kind.
 pub struct Eip;
@@ -77,26 +76,12 @@ impl Kind for Eip {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let by_id = aws_sdk_ec2::types::Filter::builder()
-                .name("allocation-id")
-                .set_values(Some(ids.to_vec()))
-                .build();
-            let found = aws
-                .ec2
-                .describe_addresses()
-                .filters(by_id)
-                .send()
-                .await
-                .map_err(|e| error(aws, "DescribeAddresses", e))?;
-            Ok(found
-                .addresses()
-                .iter()
-                .filter_map(|a| a.allocation_id())
-                .map(str::to_owned)
-                .collect())
+            observe_ec2!(once aws, stack, ids, describe_addresses, "allocation-id", addresses, allocation_id, |a: &aws_sdk_ec2::types::Address| {
+                json!({ "tags": super::ec2_tags(a.tags()) })
+            })
         })
     }
 

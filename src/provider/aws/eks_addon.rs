@@ -6,11 +6,10 @@
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, live_children, split};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_eks_addon` kind.
@@ -188,10 +187,12 @@ impl Kind for EksAddon {
     }
 
     /// One ListAddons per cluster the ids name.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) }).await
+            live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) })
+                .await
+                .map(Observed::existing)
         })
     }
 

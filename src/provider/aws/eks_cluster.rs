@@ -6,7 +6,7 @@
 
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
     VpcConfigRequest,
@@ -255,7 +255,7 @@ impl Kind for EksCluster {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let mut live = HashSet::new();
@@ -264,7 +264,7 @@ impl Kind for EksCluster {
                 let page = page.map_err(|e| error(aws, "ListClusters", e))?;
                 live.extend(page.clusters().iter().filter(|c| ids.contains(c)).cloned());
             }
-            Ok(live)
+            Ok(Observed::existing(live))
         })
     }
 

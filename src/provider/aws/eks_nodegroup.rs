@@ -6,15 +6,15 @@
 
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
-use super::{child_id, live_children, split};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use super::{child_id, split};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_eks::types::{
     AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_eks_nodegroup` kind.
@@ -264,11 +264,36 @@ impl Kind for EksNodegroup {
     }
 
     /// One ListNodegroups per cluster the ids name.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// EKS has no batch Describe: one DescribeNodegroup per node group, all at once.
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_children(ids, |cluster| async move { eks_names!(aws, list_nodegroups, nodegroups, cluster) }).await
+            let found = futures::future::try_join_all(ids.iter().map(|id| async move {
+                let (cluster, name) = split(id);
+                Ok::<_, ProviderError>(describe(aws, cluster, name).await?.map(|n| Observed {
+                    id: id.clone(),
+                    address: None,
+                    attributes: json!({
+                        "scaling": n.scaling_config().map(|s| json!({ "min": s.min_size(), "max": s.max_size(), "desired": s.desired_size() })),
+                        "labels": n.labels(),
+                        "tags": n.tags(),
+                    }),
+                }))
+            }))
+            .await?;
+            Ok(found.into_iter().flatten().collect())
         })
+    }
+
+    /// A size range leaves the desired size to the cluster autoscaler.
+    fn ignored_by_default(&self, config: &Value) -> Vec<String> {
+        let scaling = config.get("scaling");
+        let bound = |key: &str| scaling.and_then(|s| s.get(key));
+        if bound("min") != bound("max") {
+            vec!["scaling.desired".into()]
+        } else {
+            Vec::new()
+        }
     }
 
     fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {

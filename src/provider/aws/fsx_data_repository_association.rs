@@ -5,13 +5,12 @@
 
 use super::fsx::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
 use super::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_fsx::types::{
     AutoExportPolicy, AutoImportPolicy, DataRepositoryAssociation, DataRepositoryLifecycle, EventType, S3DataRepositoryConfiguration,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_fsx_data_repository_association` kind.
@@ -161,15 +160,17 @@ impl Kind for FsxDataRepositoryAssociation {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let found = all(cloud.aws().await).await?;
-            Ok(found
-                .iter()
-                .filter_map(|a| a.association_id())
-                .filter(|id| ids.iter().any(|x| x == id))
-                .map(str::to_owned)
-                .collect())
+            Ok(Observed::existing(
+                found
+                    .iter()
+                    .filter_map(|a| a.association_id())
+                    .filter(|id| ids.iter().any(|x| x == id))
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>(),
+            ))
         })
     }
 

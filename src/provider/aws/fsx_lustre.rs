@@ -7,14 +7,13 @@
 
 use super::fsx::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
 use super::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
 use aws_sdk_fsx::types::{
     AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
     FileSystemLifecycle, FileSystemType, LustreDeploymentType, Status, UpdateFileSystemLustreConfiguration,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_fsx_lustre` kind.
@@ -325,14 +324,32 @@ impl Kind for FsxLustre {
 
     /// One DescribeFileSystems over all pages (asking by id fails the whole call when one
     /// is gone).
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
+    /// the stack.
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let found = all(cloud.aws().await).await?;
             Ok(found
                 .iter()
-                .filter_map(|fs| fs.file_system_id())
-                .filter(|id| ids.iter().any(|x| x == id))
-                .map(str::to_owned)
+                .filter(|fs| fs.file_system_type() == Some(&aws_sdk_fsx::types::FileSystemType::Lustre))
+                .filter_map(|fs| {
+                    let id = fs.file_system_id()?.to_owned();
+                    let tags = super::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
+                    let address = super::address_in(&tags, stack);
+                    let lustre = fs.lustre_configuration();
+                    (ids.contains(&id) || address.is_some()).then(|| Observed {
+                        attributes: json!({
+                            "storage_capacity": fs.storage_capacity(),
+                            "deployment_type": lustre.and_then(|l| l.deployment_type()).map(|d| d.as_str()),
+                            "per_unit_storage_throughput": lustre.and_then(|l| l.per_unit_storage_throughput()),
+                            "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(|d| d.as_str()),
+                            "subnet_id": fs.subnet_ids().first(),
+                            "tags": tags,
+                        }),
+                        id,
+                        address,
+                    })
+                })
                 .collect())
         })
     }

@@ -1,7 +1,7 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -111,7 +111,7 @@ impl Kind for IamInstanceProfile {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -126,7 +126,7 @@ impl Kind for IamInstanceProfile {
                         .filter(|n| ids.contains(n)),
                 );
             }
-            Ok(found)
+            Ok(Observed::existing(found))
         })
     }
 

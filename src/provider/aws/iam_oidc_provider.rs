@@ -2,7 +2,7 @@
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -108,7 +108,7 @@ impl Kind for IamOidcProvider {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -118,13 +118,14 @@ impl Kind for IamOidcProvider {
                 .send()
                 .await
                 .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
-            Ok(list
-                .open_id_connect_provider_list()
-                .iter()
-                .filter_map(|p| p.arn())
-                .map(str::to_owned)
-                .filter(|a| ids.contains(a))
-                .collect())
+            Ok(Observed::existing(
+                list.open_id_connect_provider_list()
+                    .iter()
+                    .filter_map(|p| p.arn())
+                    .map(str::to_owned)
+                    .filter(|a| ids.contains(a))
+                    .collect::<Vec<_>>(),
+            ))
         })
     }
 

@@ -2,7 +2,7 @@
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_iam::types::PolicyScopeType;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ impl Kind for IamPolicy {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -117,7 +117,7 @@ impl Kind for IamPolicy {
                         .filter(|a| ids.contains(a)),
                 );
             }
-            Ok(found)
+            Ok(Observed::existing(found))
         })
     }
 

@@ -2,7 +2,7 @@
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -177,7 +177,7 @@ impl Kind for IamRole {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
             let ids: HashSet<&String> = ids.iter().collect();
@@ -187,7 +187,7 @@ impl Kind for IamRole {
                 let page = page.map_err(|e| error(aws, "ListRoles", e))?;
                 found.extend(page.roles().iter().map(|r| r.role_name().to_owned()).filter(|n| ids.contains(n)));
             }
-            Ok(found)
+            Ok(Observed::existing(found))
         })
     }
 

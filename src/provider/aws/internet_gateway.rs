@@ -1,11 +1,10 @@
 //! `aws_internet_gateway`: an internet gateway attached to a VPC.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_internet_gateway` kind.
 pub struct InternetGateway;
@@ -123,17 +122,21 @@ impl Kind for InternetGateway {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_id!(
+            observe_ec2!(
                 aws,
+                stack,
                 ids,
                 describe_internet_gateways,
-                filters,
                 "internet-gateway-id",
                 internet_gateways,
-                internet_gateway_id
+                internet_gateway_id,
+                |g: &aws_sdk_ec2::types::InternetGateway| json!({
+                    "vpc_id": g.attachments().first().and_then(|a| a.vpc_id()),
+                    "tags": super::ec2_tags(g.tags()),
+                })
             )
         })
     }

@@ -3,7 +3,7 @@
 //! tags instances get. A change publishes a new version and makes it the default.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::{
     CapacityReservationTarget, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateInstanceMarketOptionsRequest,
@@ -13,7 +13,6 @@ use aws_sdk_ec2::types::{
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
 
 /// The `aws_launch_template` kind.
 pub struct LaunchTemplate;
@@ -227,35 +226,44 @@ impl Kind for LaunchTemplate {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// The templates tagged with the stack in one Describe; recorded ones that did not show are
+    /// asked by id (DescribeLaunchTemplates has no id filter and fails a whole call on one
+    /// missing id: all at once, and only when that fails, one by one).
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            // DescribeLaunchTemplates has no id filter and fails a whole call on one missing id:
-            // ask for all, and only when that fails, one by one.
+            let observe = |t: &aws_sdk_ec2::types::LaunchTemplate| Observed {
+                id: t.launch_template_id().unwrap_or_default().to_owned(),
+                address: super::address_in(&super::ec2_tags(t.tags()), stack),
+                attributes: json!({ "name": t.launch_template_name(), "tags": super::ec2_tags(t.tags()) }),
+            };
+            let tagged = aws_sdk_ec2::types::Filter::builder().name("tag:forge:stack").values(stack).build();
+            let found = all_pages!(
+                aws,
+                aws.ec2.describe_launch_templates().filters(tagged),
+                launch_templates,
+                "DescribeLaunchTemplates"
+            );
+            let mut seen: Vec<Observed> = found.iter().map(observe).collect();
+            let missing: Vec<String> = ids.iter().filter(|id| !seen.iter().any(|o| &o.id == *id)).cloned().collect();
+            if missing.is_empty() {
+                return Ok(seen);
+            }
             let ask = |ids: Vec<String>| aws.ec2.describe_launch_templates().set_launch_template_ids(Some(ids)).send();
-            let found = match ask(ids.to_vec()).await {
-                Ok(out) => out
-                    .launch_templates()
-                    .iter()
-                    .filter_map(|t| t.launch_template_id())
-                    .map(str::to_owned)
-                    .collect(),
+            match ask(missing.clone()).await {
+                Ok(out) => seen.extend(out.launch_templates().iter().map(observe)),
                 Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {
-                    let mut found = HashSet::new();
-                    for id in ids {
-                        match ask(vec![id.clone()]).await {
-                            Ok(_) => {
-                                found.insert(id.clone());
-                            }
+                    for id in missing {
+                        match ask(vec![id]).await {
+                            Ok(out) => seen.extend(out.launch_templates().iter().map(observe)),
                             Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {}
                             Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
                         }
                     }
-                    found
                 }
                 Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
-            };
-            Ok(found)
+            }
+            Ok(seen)
         })
     }
 

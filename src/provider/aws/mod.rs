@@ -1,24 +1,56 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
 //! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
 
-/// Which of `ids` a paginated EC2 Describe still returns, asked by id filter in chunks (a filter
-/// never fails on an id that is gone, and does not depend on tags someone may have removed):
-/// `live_by_id!(aws, ids, describe_vpcs, filters, "vpc-id", vpcs, vpc_id)`.
-macro_rules! live_by_id {
-    ($aws:expr, $ids:expr, $call:ident, $filter:ident, $name:literal, $items:ident, $id:ident) => {{
-        let mut live = std::collections::HashSet::new();
-        for chunk in $ids.chunks(100) {
-            let filter = aws_sdk_ec2::types::Filter::builder()
-                .name($name)
-                .set_values(Some(chunk.to_vec()))
-                .build();
-            let mut pages = $aws.ec2.$call().$filter(filter).into_paginator().send();
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
-                live.extend(page.$items().iter().filter_map(|x| x.$id()).map(str::to_owned));
+/// Reads one EC2 kind for drift and refresh: every object tagged `forge:stack = stack` in one
+/// filtered Describe (all pages), then by id, in chunks, the recorded ones that did not show
+/// (someone removed the tag; a filter never fails on an id that is gone). Each object becomes an
+/// [`Observed`](crate::provider::Observed) with the attributes `$attributes(&item)` reads:
+/// `observe_ec2!(aws, stack, ids, describe_vpcs, "vpc-id", vpcs, vpc_id, |v: &Vpc| json!({…}))`.
+/// Extra `$filter`s (a NAT gateway's live states) go on both reads; `once` in front is for the
+/// Describes that have no pages, `filter` for the one whose parameter is `Filter`, not `Filters`.
+macro_rules! observe_ec2 {
+    (once $($rest:tt)*) => { observe_ec2!(@read once set_filters $($rest)*) };
+    (filter $($rest:tt)*) => { observe_ec2!(@read paged set_filter $($rest)*) };
+    ($aws:expr, $($rest:tt)*) => { observe_ec2!(@read paged set_filters $aws, $($rest)*) };
+    (@page paged, $request:expr, $aws:expr, $call:ident, $items:ident) => {{
+        let mut items = Vec::new();
+        let mut pages = $request.into_paginator().send();
+        while let Some(page) = pages.next().await {
+            items.extend(page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?.$items().iter().cloned());
+        }
+        items
+    }};
+    (@page once, $request:expr, $aws:expr, $call:ident, $items:ident) => {
+        $request.send().await.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?.$items().to_vec()
+    };
+    (@read $mode:ident $setter:ident $aws:expr, $stack:expr, $ids:expr, $call:ident, $id_filter:literal, $items:ident, $id:ident, $attributes:expr $(, $filter:expr)*) => {{
+        use aws_sdk_ec2::types::Filter;
+        let mut seen: Vec<$crate::provider::Observed> = Vec::new();
+        let mut asks = vec![vec![Filter::builder().name("tag:forge:stack").values($stack).build()]];
+        let mut asked_by_id = false;
+        while let Some(filters) = asks.pop() {
+            let filters: Vec<Filter> = filters.into_iter().chain([$($filter),*]).collect();
+            let request = $aws.ec2.$call().$setter(Some(filters));
+            for item in observe_ec2!(@page $mode, request, $aws, $call, $items) {
+                let id = item.$id().unwrap_or_default().to_owned();
+                if !seen.iter().any(|o| o.id == id) {
+                    seen.push($crate::provider::Observed {
+                        id,
+                        address: $crate::provider::aws::address_in(&$crate::provider::aws::ec2_tags(item.tags()), $stack),
+                        attributes: ($attributes)(&item),
+                    });
+                }
+            }
+            if asks.is_empty() && !asked_by_id {
+                asked_by_id = true;
+                let missing: Vec<String> = $ids.iter().filter(|id| !seen.iter().any(|o| &o.id == *id)).cloned().collect();
+                asks = missing
+                    .chunks(100)
+                    .map(|chunk| vec![Filter::builder().name($id_filter).set_values(Some(chunk.to_vec())).build()])
+                    .collect();
             }
         }
-        Ok(live)
+        Ok(seen)
     }};
 }
 
@@ -402,6 +434,26 @@ pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new:
             .map_err(|e| error(clients, "CreateTags", e))?;
     }
     Ok(())
+}
+
+/// EC2 tags as a table, as the stack writes them (forge's own included: drift compares only
+/// the keys a block declares).
+pub fn ec2_tags(tags: &[Tag]) -> Value {
+    tag_table(tags.iter().map(|t| (t.key(), t.value())))
+}
+
+/// A tag list as a table.
+pub fn tag_table<'t>(tags: impl Iterator<Item = (Option<&'t str>, Option<&'t str>)>) -> Value {
+    Value::Object(
+        tags.filter_map(|(k, v)| Some((k?.to_owned(), Value::String(v.unwrap_or_default().to_owned()))))
+            .collect(),
+    )
+}
+
+/// The `forge:address` in a tag table (see [`tag_table`]) when the tags name `stack`.
+pub fn address_in(tags: &Value, stack: &str) -> Option<String> {
+    let tag = |key: &str| tags.get(key).and_then(Value::as_str);
+    (tag("forge:stack") == Some(stack)).then(|| tag("forge:address").unwrap_or_default().to_owned())
 }
 
 /// The id of an object that lives in a parent (an EKS node group or add-on in its cluster, an

@@ -3,11 +3,10 @@
 //! dependency order) can be released.
 
 use super::{Clients, Poll, error, own_filters, parse, sync_tags, tag_spec, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_nat_gateway` kind.
@@ -122,20 +121,25 @@ impl Kind for NatGateway {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let mut found = HashSet::new();
-            for chunk in ids.chunks(100) {
-                let by_id = Filter::builder().name("nat-gateway-id").set_values(Some(chunk.to_vec())).build();
-                let live = Filter::builder().name("state").values("pending").values("available").build();
-                let mut pages = aws.ec2.describe_nat_gateways().filter(by_id).filter(live).into_paginator().send();
-                while let Some(page) = pages.next().await {
-                    let page = page.map_err(|e| error(aws, "DescribeNatGateways", e))?;
-                    found.extend(page.nat_gateways().iter().filter_map(|n| n.nat_gateway_id()).map(str::to_owned));
-                }
-            }
-            Ok(found)
+            let live = Filter::builder().name("state").values("pending").values("available").build();
+            observe_ec2!(
+                filter aws,
+                stack,
+                ids,
+                describe_nat_gateways,
+                "nat-gateway-id",
+                nat_gateways,
+                nat_gateway_id,
+                |n: &aws_sdk_ec2::types::NatGateway| json!({
+                    "subnet_id": n.subnet_id(),
+                    "allocation_id": n.nat_gateway_addresses().first().and_then(|a| a.allocation_id()),
+                    "tags": super::ec2_tags(n.tags()),
+                }),
+                live.clone()
+            )
         })
     }
 

@@ -2,11 +2,10 @@
 //! one network spine), `partition` or `spread`.
 
 use super::{Clients, error, parse, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_placement_group` kind.
 pub struct PlacementGroup;
@@ -116,26 +115,17 @@ impl Kind for PlacementGroup {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            let by_name = aws_sdk_ec2::types::Filter::builder()
-                .name("group-name")
-                .set_values(Some(ids.to_vec()))
-                .build();
-            let found = aws
-                .ec2
-                .describe_placement_groups()
-                .filters(by_name)
-                .send()
-                .await
-                .map_err(|e| error(aws, "DescribePlacementGroups", e))?;
-            Ok(found
-                .placement_groups()
-                .iter()
-                .filter_map(|g| g.group_name())
-                .map(str::to_owned)
-                .collect())
+            observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, |g: &aws_sdk_ec2::types::PlacementGroup| {
+                json!({
+                    "name": g.group_name(),
+                    "strategy": g.strategy().map(|s| s.as_str()),
+                    "partition_count": g.partition_count(),
+                    "tags": super::ec2_tags(g.tags()),
+                })
+            })
         })
     }
 

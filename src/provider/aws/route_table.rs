@@ -2,12 +2,11 @@
 //! associations change in place.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::collections::HashSet;
 
 /// The `aws_route_table` kind.
 pub struct RouteTable;
@@ -230,17 +229,18 @@ impl Kind for RouteTable {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_id!(
+            observe_ec2!(
                 aws,
+                stack,
                 ids,
                 describe_route_tables,
-                filters,
                 "route-table-id",
                 route_tables,
-                route_table_id
+                route_table_id,
+                |t: &aws_sdk_ec2::types::RouteTable| json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()) })
             )
         })
     }

@@ -4,12 +4,11 @@
 //! EFA rule, all protocols from and to itself).
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
-use aws_sdk_ec2::types::{IpPermission, IpRange, ResourceType, UserIdGroupPair};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType, SecurityGroupRule, Tag, TagSpecification, UserIdGroupPair};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// The `aws_security_group` kind.
 pub struct SecurityGroup;
@@ -78,6 +77,109 @@ impl Atom {
     }
 }
 
+impl Atom {
+    /// The permission a live rule grants.
+    fn of_rule(rule: &SecurityGroupRule) -> Atom {
+        let protocol = rule.ip_protocol().unwrap_or("-1").to_owned();
+        Atom {
+            ports: (protocol != "-1").then(|| (rule.from_port().unwrap_or(-1), rule.to_port().unwrap_or(-1))),
+            protocol,
+            cidr: rule.cidr_ipv4().map(str::to_owned),
+            group: rule.referenced_group_info().and_then(|g| g.group_id()).map(str::to_owned),
+        }
+    }
+
+    /// The permission as a rule table of the stack's own shape (`self = true` for the group
+    /// `own_id` itself): how drift shows a rule.
+    fn table(&self, own_id: &str) -> Value {
+        let mut rule = json!({ "protocol": self.protocol });
+        if let Some((from, to)) = self.ports {
+            rule["from_port"] = json!(from);
+            rule["to_port"] = json!(to);
+        }
+        match (&self.cidr, &self.group) {
+            (Some(cidr), _) => rule["cidr_blocks"] = json!([cidr]),
+            (None, Some(group)) if group == own_id => rule["self"] = json!(true),
+            (None, Some(group)) => rule["security_groups"] = json!([group]),
+            (None, None) => {}
+        }
+        rule
+    }
+}
+
+/// Rules as the sorted list of single-permission tables drift compares.
+fn tables(atoms: &BTreeSet<Atom>, own_id: &str) -> Value {
+    Value::Array(atoms.iter().map(|a| a.table(own_id)).collect())
+}
+
+/// `config` with the rule lists under `keys` (those it sets) as single-permission tables, the
+/// shape [`live_rules`] reads; a list that does not parse stays as written.
+pub(super) fn comparable_rules(own_id: &str, config: &Value, keys: &[&str]) -> Value {
+    let mut config = config.clone();
+    for key in keys {
+        let parsed = config.get(*key).and_then(|v| serde_json::from_value::<Vec<Rule>>(v.clone()).ok());
+        if let Some(atoms) = parsed.and_then(|rules| atoms(&rules, own_id).ok()) {
+            config[*key] = tables(&atoms, own_id);
+        }
+    }
+    config
+}
+
+/// Whose rules a read counts: the group's own, or those another resource added to it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Owner {
+    /// Untagged rules and those tagged with the group's own address.
+    Group,
+    /// Rules tagged with another resource's address (`aws_security_group_ingress`).
+    Others,
+}
+
+/// The live ingress and egress rule tables of `groups` (id and the group's `forge:address`)
+/// that `owner` counts, by group id: one DescribeSecurityGroupRules per page and chunk.
+pub(super) async fn live_rules(
+    aws: &Clients,
+    groups: &[(String, Option<String>)],
+    owner: Owner,
+) -> Result<HashMap<String, Value>, ProviderError> {
+    let mut found: HashMap<String, [BTreeSet<Atom>; 2]> = HashMap::new();
+    for chunk in groups.chunks(100) {
+        let by_group = Filter::builder()
+            .name("group-id")
+            .set_values(Some(chunk.iter().map(|(id, _)| id.clone()).collect()))
+            .build();
+        let rules = all_pages!(
+            aws,
+            aws.ec2.describe_security_group_rules().filters(by_group),
+            security_group_rules,
+            "DescribeSecurityGroupRules"
+        );
+        for rule in &rules {
+            let Some((group, address)) = chunk.iter().find(|(id, _)| Some(id.as_str()) == rule.group_id()) else {
+                continue;
+            };
+            let tagged = rule
+                .tags()
+                .iter()
+                .find(|t| t.key() == Some("forge:address"))
+                .and_then(|t| t.value());
+            let others = tagged.is_some_and(|t| Some(t) != address.as_deref());
+            if others == (owner == Owner::Others) {
+                found.entry(group.clone()).or_default()[usize::from(rule.is_egress() == Some(true))].insert(Atom::of_rule(rule));
+            }
+        }
+    }
+    Ok(groups
+        .iter()
+        .map(|(id, _)| {
+            let [ingress, egress] = found.remove(id).unwrap_or_default();
+            (
+                id.clone(),
+                json!({ "ingress": tables(&ingress, id), "egress": tables(&egress, id) }),
+            )
+        })
+        .collect())
+}
+
 /// The single permissions `rules` grant to the group `own_id`.
 pub(super) fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, ProviderError> {
     let mut out = BTreeSet::new();
@@ -140,9 +242,24 @@ pub(super) enum Direction {
     Egress,
 }
 
-/// Revokes what is no longer wanted, then authorizes what is new.
+/// The tags a rule is authorized with: the stack and the address of the resource that owns it,
+/// so that a group's rules added by another resource (`aws_security_group_ingress`) are told
+/// apart from its own when drift is read.
+pub(super) fn rule_tags(ctx: &Ctx) -> TagSpecification {
+    let tags = ctx
+        .tags(&Value::Null)
+        .into_iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build());
+    TagSpecification::builder()
+        .resource_type(ResourceType::SecurityGroupRule)
+        .set_tags(Some(tags.collect()))
+        .build()
+}
+
+/// Revokes what is no longer wanted, then authorizes what is new (tagged `tags`).
 pub(super) async fn sync_rules(
     aws: &Clients,
+    tags: &TagSpecification,
     id: &str,
     direction: Direction,
     have: &BTreeSet<Atom>,
@@ -150,8 +267,8 @@ pub(super) async fn sync_rules(
 ) -> Result<(), ProviderError> {
     let revoke: Vec<IpPermission> = have.difference(want).map(Atom::permission).collect();
     let authorize: Vec<IpPermission> = want.difference(have).map(Atom::permission).collect();
-    change_rules(aws, id, direction, Change::Revoke, revoke).await?;
-    change_rules(aws, id, direction, Change::Authorize, authorize).await
+    change_rules(aws, tags, id, direction, Change::Revoke, revoke).await?;
+    change_rules(aws, tags, id, direction, Change::Authorize, authorize).await
 }
 
 #[derive(Clone, Copy)]
@@ -163,17 +280,19 @@ enum Change {
 /// One Authorize or Revoke call; on failure, the error code and the mapped error.
 async fn call(
     aws: &Clients,
+    tags: &TagSpecification,
     id: &str,
     direction: Direction,
     change: Change,
     perms: Vec<IpPermission>,
 ) -> Result<(), (Option<String>, ProviderError)> {
     macro_rules! send {
-        ($op:ident, $what:literal) => {
+        ($op:ident, $what:literal $(, $tags:expr)?) => {
             aws.ec2
                 .$op()
                 .group_id(id)
                 .set_ip_permissions(Some(perms))
+                $(.tag_specifications($tags.clone()))?
                 .send()
                 .await
                 .map(drop)
@@ -183,8 +302,8 @@ async fn call(
     match (change, direction) {
         (Change::Revoke, Direction::Ingress) => send!(revoke_security_group_ingress, "RevokeSecurityGroupIngress"),
         (Change::Revoke, Direction::Egress) => send!(revoke_security_group_egress, "RevokeSecurityGroupEgress"),
-        (Change::Authorize, Direction::Ingress) => send!(authorize_security_group_ingress, "AuthorizeSecurityGroupIngress"),
-        (Change::Authorize, Direction::Egress) => send!(authorize_security_group_egress, "AuthorizeSecurityGroupEgress"),
+        (Change::Authorize, Direction::Ingress) => send!(authorize_security_group_ingress, "AuthorizeSecurityGroupIngress", tags),
+        (Change::Authorize, Direction::Egress) => send!(authorize_security_group_egress, "AuthorizeSecurityGroupEgress", tags),
     }
 }
 
@@ -193,6 +312,7 @@ async fn call(
 /// only those already so are skipped.
 async fn change_rules(
     aws: &Clients,
+    tags: &TagSpecification,
     id: &str,
     direction: Direction,
     change: Change,
@@ -205,11 +325,11 @@ async fn change_rules(
     if perms.is_empty() {
         return Ok(());
     }
-    match call(aws, id, direction, change, perms.clone()).await {
+    match call(aws, tags, id, direction, change, perms.clone()).await {
         Ok(()) => Ok(()),
         Err((Some(code), _)) if code == already => {
             for perm in perms {
-                match call(aws, id, direction, change, vec![perm]).await {
+                match call(aws, tags, id, direction, change, vec![perm]).await {
                     Err((code, e)) if code.as_deref() != Some(already) => return Err(e),
                     _ => {}
                 }
@@ -297,8 +417,9 @@ impl Kind for SecurityGroup {
                     Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),
                 },
             };
-            sync_rules(aws, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
-            sync_rules(aws, &id, Direction::Egress, &aws_default_egress(), &atoms(&cfg.egress, &id)?).await?;
+            let tags = rule_tags(ctx);
+            sync_rules(aws, &tags, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
+            sync_rules(aws, &tags, &id, Direction::Egress, &aws_default_egress(), &atoms(&cfg.egress, &id)?).await?;
             Ok(Created {
                 outputs: json!({ "id": id, "name": cfg.name }),
                 id,
@@ -306,11 +427,38 @@ impl Kind for SecurityGroup {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// The groups in one tagged Describe, then their rules in one DescribeSecurityGroupRules.
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_id!(aws, ids, describe_security_groups, filters, "group-id", security_groups, group_id)
+            let mut groups: Vec<Observed> = observe_ec2!(
+                aws,
+                stack,
+                ids,
+                describe_security_groups,
+                "group-id",
+                security_groups,
+                group_id,
+                |g: &aws_sdk_ec2::types::SecurityGroup| json!({
+                    "name": g.group_name(),
+                    "vpc_id": g.vpc_id(),
+                    "description": g.description(),
+                    "tags": super::ec2_tags(g.tags()),
+                })
+            )?;
+            let owners: Vec<(String, Option<String>)> = groups.iter().map(|g| (g.id.clone(), g.address.clone())).collect();
+            let mut rules = live_rules(aws, &owners, Owner::Group).await?;
+            for group in &mut groups {
+                if let (Some(attributes), Some(Value::Object(rules))) = (group.attributes.as_object_mut(), rules.remove(&group.id)) {
+                    attributes.extend(rules);
+                }
+            }
+            Ok(groups)
         })
+    }
+
+    fn comparable(&self, id: &str, config: &Value) -> Value {
+        comparable_rules(id, config, &["ingress", "egress"])
     }
 
     fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
@@ -322,15 +470,25 @@ impl Kind for SecurityGroup {
             let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
             let aws = ctx.cloud.aws().await;
             sync_tags(ctx, aws, id, old, new).await?;
+            let tags = rule_tags(ctx);
             sync_rules(
                 aws,
+                &tags,
                 id,
                 Direction::Ingress,
                 &atoms(&before.ingress, id)?,
                 &atoms(&after.ingress, id)?,
             )
             .await?;
-            sync_rules(aws, id, Direction::Egress, &atoms(&before.egress, id)?, &atoms(&after.egress, id)?).await?;
+            sync_rules(
+                aws,
+                &tags,
+                id,
+                Direction::Egress,
+                &atoms(&before.egress, id)?,
+                &atoms(&after.egress, id)?,
+            )
+            .await?;
             Ok(json!({ "id": id, "name": after.name }))
         })
     }

@@ -5,12 +5,13 @@
 //! compared as single permissions, like `aws_security_group`'s, and the group's own updates
 //! leave them alone.
 
-use super::security_group::{Direction, Rule, atoms, sync_rules};
+use super::security_group::{Direction, Owner, Rule, atoms, comparable_rules, live_rules, rule_tags, sync_rules};
 use super::{Clients, error, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use aws_sdk_ec2::types::Filter;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 /// The `aws_security_group_ingress` kind.
 pub struct SecurityGroupIngress;
@@ -63,7 +64,15 @@ impl Kind for SecurityGroupIngress {
             let cfg: Config = parse(ctx, config)?;
             let aws = ctx.cloud.aws().await;
             let id = cfg.security_group_id;
-            sync_rules(aws, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
+            sync_rules(
+                aws,
+                &rule_tags(ctx),
+                &id,
+                Direction::Ingress,
+                &BTreeSet::new(),
+                &atoms(&cfg.ingress, &id)?,
+            )
+            .await?;
             Ok(Created {
                 outputs: json!({ "id": id }),
                 id,
@@ -71,12 +80,41 @@ impl Kind for SecurityGroupIngress {
         })
     }
 
-    /// The groups that still exist, in one filtered Describe.
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    /// The groups that still exist, in one Describe filtered by id, then the rules other
+    /// resources added to them (tagged with their own address) in one DescribeSecurityGroupRules.
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_id!(aws, ids, describe_security_groups, filters, "group-id", security_groups, group_id)
+            let mut groups = Vec::new();
+            for chunk in ids.chunks(100) {
+                let by_id = Filter::builder().name("group-id").set_values(Some(chunk.to_vec())).build();
+                let found = all_pages!(
+                    aws,
+                    aws.ec2.describe_security_groups().filters(by_id),
+                    security_groups,
+                    "DescribeSecurityGroups"
+                );
+                groups.extend(found.iter().map(|g| {
+                    (
+                        g.group_id().unwrap_or_default().to_owned(),
+                        super::address_in(&super::ec2_tags(g.tags()), stack),
+                    )
+                }));
+            }
+            let mut rules = live_rules(aws, &groups, Owner::Others).await?;
+            Ok(groups
+                .into_iter()
+                .map(|(id, _)| Observed {
+                    attributes: json!({ "ingress": rules.remove(&id).map(|r| r["ingress"].clone()) }),
+                    id,
+                    address: None,
+                })
+                .collect())
         })
+    }
+
+    fn comparable(&self, id: &str, config: &Value) -> Value {
+        comparable_rules(id, config, &["ingress"])
     }
 
     /// An interrupted create may have authorized some rules: the group is what to clean up.
@@ -94,6 +132,7 @@ impl Kind for SecurityGroupIngress {
             let aws = ctx.cloud.aws().await;
             sync_rules(
                 aws,
+                &rule_tags(ctx),
                 id,
                 Direction::Ingress,
                 &atoms(&before.ingress, id)?,
@@ -112,7 +151,15 @@ impl Kind for SecurityGroupIngress {
             if !exists(aws, id).await? {
                 return Ok(());
             }
-            sync_rules(aws, id, Direction::Ingress, &atoms(&cfg.ingress, id)?, &BTreeSet::new()).await
+            sync_rules(
+                aws,
+                &rule_tags(ctx),
+                id,
+                Direction::Ingress,
+                &atoms(&cfg.ingress, id)?,
+                &BTreeSet::new(),
+            )
+            .await
         })
     }
 }

@@ -1,11 +1,10 @@
 //! `aws_subnet`: a subnet in one availability zone.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_subnet` kind.
 pub struct Subnet;
@@ -108,10 +107,27 @@ impl Kind for Subnet {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_id!(aws, ids, describe_subnets, filters, "subnet-id", subnets, subnet_id)
+            observe_ec2!(
+                aws,
+                stack,
+                ids,
+                describe_subnets,
+                "subnet-id",
+                subnets,
+                subnet_id,
+                |s: &aws_sdk_ec2::types::Subnet| {
+                    json!({
+                        "vpc_id": s.vpc_id(),
+                        "cidr_block": s.cidr_block(),
+                        "availability_zone": s.availability_zone(),
+                        "map_public_ip_on_launch": s.map_public_ip_on_launch(),
+                        "tags": super::ec2_tags(s.tags()),
+                    })
+                }
+            )
         })
     }
 

@@ -1,11 +1,10 @@
 //! `aws_vpc`: a VPC with DNS support and hostnames on (EKS needs both).
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_vpc` kind.
 pub struct Vpc;
@@ -120,10 +119,19 @@ impl Kind for Vpc {
         })
     }
 
-    fn live_ids<'a>(&'a self, cloud: &'a Cloud, ids: &'a [String]) -> BoxFuture<'a, Result<HashSet<String>, ProviderError>> {
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let aws = cloud.aws().await;
-            live_by_id!(aws, ids, describe_vpcs, filters, "vpc-id", vpcs, vpc_id)
+            observe_ec2!(
+                aws,
+                stack,
+                ids,
+                describe_vpcs,
+                "vpc-id",
+                vpcs,
+                vpc_id,
+                |v: &aws_sdk_ec2::types::Vpc| { json!({ "cidr_block": v.cidr_block(), "tags": super::ec2_tags(v.tags()) }) }
+            )
         })
     }
 

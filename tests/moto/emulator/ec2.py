@@ -2,13 +2,15 @@
   * EC2 Create/Describe/DeletePlacementGroup(s), which moto 5.2.5 does not implement;
   * EC2 CreateSecurityGroup refusing a VpcId that does not exist (InvalidVpcID.NotFound);
   * NAT gateways that go pending -> available and deleting -> deleted over time, driven by
-    moto's state manager (model names `forge::nat_gateway_create` / `_delete`).
+    moto's state manager (model names `forge::nat_gateway_create` / `_delete`);
+  * DescribeNatGateways honouring `tag:<key>` and `tag-key` filters, which moto ignores (so a
+    lookup by forge's tags would return every NAT gateway of the account).
 """
 
 import random
 
 from moto.ec2.exceptions import EC2ClientError
-from moto.ec2.models.nat_gateways import NatGateway
+from moto.ec2.models.nat_gateways import NatGateway, NatGatewayBackend
 from moto.ec2.models.security_groups import SecurityGroupBackend
 from moto.ec2.responses import EC2Response
 from moto.moto_api._internal.managed_state_model import ManagedState
@@ -147,3 +149,19 @@ def _set_nat_state(self, value):
 
 
 NatGateway.state = property(_nat_state, _set_nat_state)
+
+
+_moto_describe_nat_gateways = NatGatewayBackend.describe_nat_gateways
+
+
+def describe_nat_gateways(self, filters, nat_gateway_ids):
+    found = _moto_describe_nat_gateways(self, filters, nat_gateway_ids)
+    for name, values in (filters or {}).items():
+        if name.startswith("tag:"):
+            found = [n for n in found if self.tags.get(n.id, {}).get(name[4:]) in values]
+        elif name == "tag-key":
+            found = [n for n in found if any(k in values for k in self.tags.get(n.id, {}))]
+    return found
+
+
+NatGatewayBackend.describe_nat_gateways = describe_nat_gateways

@@ -14,7 +14,8 @@
   * EKS add-ons, which moto lacks: Create/Describe/List/Update/DeleteAddon, and
     DescribeAddonVersions over a small built-in catalogue (ADDON_CATALOGUE);
   * EKS tags on node groups, Fargate profiles and add-ons (moto tags clusters only), and
-    ListNodegroups on an unknown cluster answering ResourceNotFoundException (moto: 500).
+    ListNodegroups on an unknown cluster answering ResourceNotFoundException (moto: 500);
+  * an OIDC issuer of each cluster's own (moto gives every cluster the same one).
 """
 
 import json
@@ -95,6 +96,7 @@ def eks_create_cluster(self, **kwargs):
         return _moto_eks["create_cluster"](self, **kwargs)
     ec2, vpc_id = cluster_vpc(self, (kwargs.get("resources_vpc_config") or {}).get("subnetIds"))
     cluster = _moto_eks["create_cluster"](self, **kwargs)
+    cluster.identity = {"oidc": {"issuer": f"https://oidc.eks.{self.region_name}.amazonaws.com/id/{uuid.uuid4().hex.upper()}"}}
     cluster.resources_vpc_config = {**DEFAULT_ENDPOINT_ACCESS, **(cluster.resources_vpc_config or {})}
     cluster_security_group(ec2, vpc_id, cluster)
     start_phase(cluster, "forge::eks_cluster_create", "CREATING", "ACTIVE")

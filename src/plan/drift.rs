@@ -1,0 +1,349 @@
+//! Drift: the live cloud against what forge last applied. One batched read per kind (by the
+//! stack's tag or by id), kinds read concurrently, so the cost grows with the number of kinds,
+//! not of resources. Only attributes a block declares are compared: what the cloud fills in by
+//! itself never counts. Reads only; `plan` and `up` use the same reads to bring drifted
+//! resources back.
+
+use crate::provider::{Cloud, Observed, ProviderError, Registry, RetryPolicy};
+use crate::state::{ResourceRecord, State, Status};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A kind whose read failed.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("cannot read the live `{kind}` resources: {source}")]
+#[diagnostic(help("check credentials and network, or plan from the state alone with `--refresh=false`"))]
+pub struct ReadError {
+    /// The kind.
+    pub kind: String,
+    /// The cloud's error.
+    #[source]
+    pub source: ProviderError,
+}
+
+/// One declared attribute whose live value differs from the applied one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttributeDrift {
+    /// Its path, dot-separated (`tags.team`, `scaling.desired`).
+    pub attribute: String,
+    /// The value forge applied (`null`: the stack set none there).
+    pub applied: Value,
+    /// The live value (`null`: absent).
+    pub live: Value,
+    /// The path's segments (a tag key may hold dots).
+    #[serde(skip)]
+    pub path: Vec<String>,
+}
+
+/// A recorded resource someone changed outside forge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Changed {
+    /// Its address.
+    pub address: String,
+    /// Its kind.
+    pub kind: String,
+    /// The cloud's id.
+    pub id: String,
+    /// What differs, attribute by attribute.
+    pub attributes: Vec<AttributeDrift>,
+}
+
+/// A recorded resource that no longer exists.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Deleted {
+    /// Its address.
+    pub address: String,
+    /// Its kind.
+    pub kind: String,
+    /// The id it had.
+    pub id: String,
+}
+
+/// An object tagged with this stack that the state does not know: an orphan, or a copy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unmanaged {
+    /// Its kind.
+    pub kind: String,
+    /// The cloud's id.
+    pub id: String,
+    /// Its `forge:address` tag.
+    pub tagged_address: String,
+}
+
+/// What the reads found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Drift {
+    /// Class 1: changed outside forge.
+    pub changed: Vec<Changed>,
+    /// Class 2: deleted outside forge.
+    pub deleted: Vec<Deleted>,
+    /// Class 3: unmanaged.
+    pub unmanaged: Vec<Unmanaged>,
+    /// Differences that ignore rules silenced.
+    pub ignored: usize,
+    /// Kinds read.
+    pub kinds_read: usize,
+    /// Resources compared.
+    pub resources_read: usize,
+}
+
+impl Drift {
+    /// True when nothing drifted.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.deleted.is_empty() && self.unmanaged.is_empty()
+    }
+
+    /// Addresses deleted outside forge.
+    pub fn gone(&self) -> BTreeSet<String> {
+        self.deleted.iter().map(|d| d.address.clone()).collect()
+    }
+
+    /// The applied config of a changed resource with its drifted attributes set to their live
+    /// values: the `before` of the update that brings it back.
+    pub fn live_config(&self, record: &ResourceRecord, registry: &Registry) -> Option<Value> {
+        let changed = self.changed.iter().find(|c| c.address == record.address)?;
+        let kind = registry.get(&record.kind)?;
+        let id = record.id.as_deref().unwrap_or_default();
+        let comparable = kind.comparable(id, &record.config);
+        let mut live = record.config.clone();
+        for attribute in &changed.attributes {
+            let top = &attribute.path[0];
+            if live.get(top) == record.config.get(top) {
+                // First drift in this attribute: start from its comparable form.
+                live[top] = comparable.get(top).cloned().unwrap_or(Value::Null);
+            }
+            set_path(&mut live, &attribute.path, &attribute.live);
+        }
+        Some(live)
+    }
+}
+
+/// Which differences to leave out: per address, attribute paths (`tags.team`), or `""` for
+/// the whole resource.
+#[derive(Debug, Clone, Default)]
+pub struct IgnoreRules {
+    by_address: BTreeMap<String, Vec<String>>,
+}
+
+impl IgnoreRules {
+    /// The stack's `ignore_changes`, block by block.
+    pub fn of_stack(stack: &crate::stack::Stack) -> Self {
+        let mut rules = IgnoreRules::default();
+        for r in &stack.resources {
+            for path in &r.ignore_changes {
+                rules.add(&r.address, path);
+            }
+        }
+        rules
+    }
+
+    /// Adds `path` (empty: everything) for `address`.
+    pub fn add(&mut self, address: &str, path: &str) {
+        self.by_address.entry(address.to_owned()).or_default().push(path.to_owned());
+    }
+
+    /// Whether `attribute` of `address` is ignored (a rule covers it and everything under it).
+    pub fn covers(&self, address: &str, attribute: &str) -> bool {
+        self.by_address
+            .get(address)
+            .is_some_and(|rules| rules.iter().any(|r| r.is_empty() || covers(r, attribute)))
+    }
+}
+
+/// Reads the live objects of every kind the state records or `kinds` names (at most
+/// `parallelism` reads at once) and compares them with the state.
+pub async fn observe(
+    state: &State,
+    kinds: &BTreeSet<String>,
+    registry: &Registry,
+    cloud: Arc<Cloud>,
+    retry: &RetryPolicy,
+    ignore: &IgnoreRules,
+    parallelism: usize,
+) -> Result<Drift, ReadError> {
+    let mut ids: BTreeMap<&str, Vec<String>> = kinds.iter().map(|k| (k.as_str(), Vec::new())).collect();
+    for r in state.resources.values() {
+        let entry = ids.entry(r.kind.as_str()).or_default();
+        if let (Status::Created, Some(id)) = (r.status, &r.id) {
+            entry.push(id.clone());
+        }
+    }
+    let limit = Arc::new(tokio::sync::Semaphore::new(parallelism.max(1)));
+    let mut reads = tokio::task::JoinSet::new();
+    for (kind, ids) in ids {
+        let Some(k) = registry.get(kind).cloned() else { continue };
+        let (cloud, kind, retry, limit, stack) = (cloud.clone(), kind.to_owned(), retry.clone(), limit.clone(), state.stack.clone());
+        reads.spawn(async move {
+            let _permit = limit.acquire_owned().await.expect("the semaphore is never closed");
+            let seen = retry.run(|| k.read(&cloud, &stack, &ids)).await;
+            (kind, seen)
+        });
+    }
+    let mut observed: BTreeMap<String, Vec<Observed>> = BTreeMap::new();
+    while let Some(joined) = reads.join_next().await {
+        let (kind, seen) = joined.expect("reads do not panic");
+        let seen = seen.map_err(|source| ReadError {
+            kind: kind.clone(),
+            source,
+        })?;
+        observed.insert(kind, seen);
+    }
+    Ok(compare(state, registry, &observed, ignore))
+}
+
+/// Sorts what the reads saw into the three classes.
+pub fn compare(state: &State, registry: &Registry, observed: &BTreeMap<String, Vec<Observed>>, ignore: &IgnoreRules) -> Drift {
+    let mut drift = Drift {
+        kinds_read: observed.len(),
+        ..Drift::default()
+    };
+    for r in state.resources.values().filter(|r| r.status == Status::Created) {
+        let (Some(id), Some(kind)) = (&r.id, registry.get(&r.kind)) else {
+            continue;
+        };
+        if ignore.covers(&r.address, "") {
+            continue;
+        }
+        drift.resources_read += 1;
+        let Some(live) = observed.get(&r.kind).and_then(|seen| seen.iter().find(|o| &o.id == id)) else {
+            drift.deleted.push(Deleted {
+                address: r.address.clone(),
+                kind: r.kind.clone(),
+                id: id.clone(),
+            });
+            continue;
+        };
+        let defaults = kind.ignored_by_default(&r.config);
+        let mut attributes = Vec::new();
+        let applied = kind.comparable(id, &r.config);
+        for (name, value) in applied.as_object().into_iter().flatten() {
+            if let Some(now) = live.attributes.get(name) {
+                differences(vec![name.clone()], value, now, &mut attributes);
+            }
+        }
+        let before = attributes.len();
+        attributes.retain(|a| !ignore.covers(&r.address, &a.attribute) && !defaults.iter().any(|d| covers(d, &a.attribute)));
+        drift.ignored += before - attributes.len();
+        if !attributes.is_empty() {
+            drift.changed.push(Changed {
+                address: r.address.clone(),
+                kind: r.kind.clone(),
+                id: id.clone(),
+                attributes,
+            });
+        }
+    }
+    for (kind, seen) in observed {
+        for o in seen {
+            let Some(address) = &o.address else { continue };
+            let known = state.resources.values().any(|r| {
+                // Its own record; an object another resource made for itself (an EKS cluster's
+                // security group carries the cluster's tags); or an interrupted create that the
+                // next `up` adopts.
+                (&r.kind == kind && r.id.as_deref() == Some(o.id.as_str()))
+                    || (&r.address == address && (&r.kind != kind || r.status == Status::PendingCreate))
+            });
+            if !known && !ignore.covers(address, "") {
+                drift.unmanaged.push(Unmanaged {
+                    kind: kind.clone(),
+                    id: o.id.clone(),
+                    tagged_address: address.clone(),
+                });
+            }
+        }
+    }
+    drift
+}
+
+/// Whether the rule path `rule` covers `attribute`: the same path, or one under it.
+fn covers(rule: &str, attribute: &str) -> bool {
+    attribute == rule || attribute.strip_prefix(rule).is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// Appends the differences between an applied value and the live one: tables key by key (only
+/// the keys the stack set), anything else as a whole.
+fn differences(path: Vec<String>, applied: &Value, live: &Value, out: &mut Vec<AttributeDrift>) {
+    if let Value::Object(applied) = applied {
+        let empty = serde_json::Map::new();
+        let live = live.as_object().unwrap_or(&empty);
+        for (key, value) in applied {
+            let mut inner = path.clone();
+            inner.push(key.clone());
+            differences(inner, value, live.get(key).unwrap_or(&Value::Null), out);
+        }
+    } else if applied != live {
+        out.push(AttributeDrift {
+            attribute: path.join("."),
+            applied: applied.clone(),
+            live: live.clone(),
+            path,
+        });
+    }
+}
+
+/// Sets `path` in `value` (tables made on the way; `null` removes the key).
+fn set_path(value: &mut Value, path: &[String], to: &Value) {
+    let (last, parents) = path.split_last().expect("paths are never empty");
+    let mut cur = value;
+    for segment in parents {
+        if !cur.get(segment).is_some_and(Value::is_object) {
+            cur[segment.as_str()] = Value::Object(Default::default());
+        }
+        cur = &mut cur[segment.as_str()];
+    }
+    if let Some(table) = cur.as_object_mut() {
+        if to.is_null() {
+            table.remove(last);
+        } else {
+            table.insert(last.clone(), to.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_declared_keys_of_tables_compare() {
+        let mut out = Vec::new();
+        differences(
+            vec!["tags".into()],
+            &json!({"team": "ml", "cost": "gpu"}),
+            &json!({"team": "ops", "cost": "gpu", "aws:created": "x"}),
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].attribute.as_str(), &out[0].applied, &out[0].live),
+            ("tags.team", &json!("ml"), &json!("ops"))
+        );
+        let mut none = Vec::new();
+        differences(vec!["labels".into()], &json!({}), &Value::Null, &mut none);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn ignore_rules_cover_paths_and_what_is_under_them() {
+        let mut rules = IgnoreRules::default();
+        rules.add("aws_vpc.main", "tags.team");
+        rules.add("aws_subnet.a", "");
+        assert!(rules.covers("aws_vpc.main", "tags.team"));
+        assert!(rules.covers("aws_vpc.main", "tags.team.x"));
+        assert!(!rules.covers("aws_vpc.main", "tags.teams"));
+        assert!(!rules.covers("aws_vpc.main", "cidr_block"));
+        assert!(rules.covers("aws_subnet.a", "cidr_block"));
+    }
+
+    #[test]
+    fn set_path_makes_and_removes_keys() {
+        let mut v = json!({"tags": {"team": "ml"}});
+        set_path(&mut v, &["tags".into(), "team".into()], &json!("ops"));
+        set_path(&mut v, &["tags".into(), "gone".into()], &Value::Null);
+        set_path(&mut v, &["scaling".into(), "desired".into()], &json!(4));
+        assert_eq!(v, json!({"tags": {"team": "ops"}, "scaling": {"desired": 4}}));
+    }
+}
