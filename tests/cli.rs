@@ -505,6 +505,16 @@ fn bad_input_errors() {
             format!("{header}[vars]\nnodes = 2\n"),
             &["--var", "nodes=1.5"],
         ),
+        (
+            "ignore_changes_not_a_list",
+            format!("{header}[null.a]\nignore_changes = \"triggers\"\n"),
+            &[],
+        ),
+        (
+            "ignore_changes_unknown_attribute",
+            format!("{header}[null.a]\nignore_changes = [\"triggers.x\", \"trigers\"]\n"),
+            &[],
+        ),
     ];
     let d = Dir::new();
     for (name, text, extra) in cases {
@@ -698,4 +708,89 @@ fn storage_component_errors() {
         assert_eq!(code, 1, "{name}: {stderr}");
         insta::assert_snapshot!(format!("error_{name}"), stderr);
     }
+}
+
+/// `forge drift` without a cloud (`null` resources exist as recorded): 0 when the file matches
+/// what was applied, 3 when it only has unapplied edits, the worst code of several stacks, 1
+/// with every stack still reported when one does not load; Markdown and JSON for CI.
+#[test]
+fn drift_exit_codes_and_formats_on_local_stacks() {
+    let d = Dir::new();
+    d.write("a.toml", "[stack]\nname = \"a\"\n[null.x]\ntriggers = { v = \"1\" }\n");
+    d.write("b.toml", "[stack]\nname = \"b\"\n[null.y]\n");
+    d.ok(&["up", "a.toml", "--yes"]);
+    d.ok(&["up", "b.toml", "--yes"]);
+    let (code, stdout, stderr) = d.run(&["drift", "a.toml", "b.toml"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("stack `a` (a.toml): no drift"), "{stdout}");
+
+    d.write("a.toml", "[stack]\nname = \"a\"\n[null.x]\ntriggers = { v = \"2\" }\n");
+    let (code, stdout, _) = d.run(&["drift", "a.toml", "b.toml"]);
+    assert_eq!(code, 3, "{stdout}");
+    assert!(stdout.contains("-/+ null.x (null): triggers"), "{stdout}");
+    assert!(stdout.contains("pending changes only"), "{stdout}");
+
+    let (code, stdout, _) = d.run(&["drift", "a.toml", "b.toml", "--markdown"]);
+    assert_eq!(code, 3);
+    assert!(stdout.starts_with("## forge drift\n\n| stack | changed |"), "{stdout}");
+    assert!(stdout.contains("### `a` — pending changes only"), "{stdout}");
+
+    let (code, stdout, _) = d.run(&["drift", "a.toml", "b.toml", "--json"]);
+    assert_eq!(code, 3);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["format_version"], 1);
+    assert_eq!(report["exit_code"], 3);
+    assert_eq!(report["stacks"][0]["outcome"], "pending");
+    assert_eq!(report["stacks"][0]["pending"][0]["action"], "replace");
+    assert_eq!(report["stacks"][1]["outcome"], "clean");
+
+    d.write("broken.toml", "[stack]\nname = \"broken\"\n[nul.x]\n");
+    let (code, stdout, _) = d.run(&["drift", "a.toml", "broken.toml"]);
+    assert_eq!(code, 1, "an error is worse than pending changes: {stdout}");
+    assert!(
+        stdout.contains("stack `broken` (broken.toml): error") && stdout.contains("unknown section `nul`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stack `a` (a.toml): pending changes only"), "{stdout}");
+    let (code, _, stderr) = d.run(&["drift", "broken.toml"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("unknown section `nul`") && stderr.contains("help:"),
+        "one stack: the diagnostic itself: {stderr}"
+    );
+
+    let (code, _, stderr) = d.run(&["drift", "b.toml", "--ignore", "null.z"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("`--ignore null.z` names no resource"), "{stderr}");
+    assert!(d.path().join("state/a.json").exists());
+    assert!(!d.path().join("state/a.json.lock").exists() || std::fs::read(d.path().join("state/a.json.lock")).unwrap().is_empty());
+}
+
+/// The nightly-drift examples run `forge drift` with arguments this forge accepts, and their
+/// YAML and JSON parse.
+#[test]
+fn nightly_drift_examples_are_valid() {
+    use clap::Parser;
+    use serde::Deserialize;
+    for text in [
+        include_str!("../examples/nightly-drift/github-workflow.yml"),
+        include_str!("../examples/nightly-drift/cronjob.yaml"),
+    ] {
+        for doc in serde_yaml_ng::Deserializer::from_str(text) {
+            serde_yaml_ng::Value::deserialize(doc).unwrap();
+        }
+        let commands: Vec<&str> = text.lines().map(str::trim).filter(|l| l.starts_with("forge drift")).collect();
+        assert_eq!(commands.len(), 2, "{text}");
+        for command in commands {
+            let words: Vec<&str> = command.split(['>', '|']).next().unwrap().split_whitespace().collect();
+            forge::cli::Cli::try_parse_from(&words).unwrap_or_else(|e| panic!("{command}: {e}"));
+        }
+    }
+    let policy: serde_json::Value = serde_json::from_str(include_str!("../examples/nightly-drift/readonly-policy.json")).unwrap();
+    let actions = policy["Statement"][0]["Action"].as_array().unwrap();
+    assert!(actions.iter().all(|a| {
+        ["Describe", "List", "Get"]
+            .iter()
+            .any(|r| a.as_str().unwrap().split(':').nth(1).unwrap().starts_with(r))
+    }));
 }

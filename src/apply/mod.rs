@@ -299,8 +299,11 @@ fn dispatch(run: &Run, op: usize, graph: &OpGraph, state: &mut State, journal: &
             let prior = prior.ok_or("the resource is not in the state any more")?;
             let config = evaluate(state, change.config.as_ref().expect("updates carry a config"))?;
             let id = prior.id.clone().unwrap_or_default();
+            // The plan's `before`: what was applied, or, for a resource changed outside forge,
+            // its live values, so the update undoes what someone else did.
+            let before = change.before.clone().unwrap_or_else(|| prior.config.clone());
             Ok(Box::pin(async move {
-                match retry.run(|| kind.update(&ctx, &id, &prior.config, &config)).await {
+                match retry.run(|| kind.update(&ctx, &id, &before, &config)).await {
                     Ok(outputs) => Outcome::Updated(outputs, config),
                     Err(e) => Outcome::Failed(e.message),
                 }

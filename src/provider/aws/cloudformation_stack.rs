@@ -51,18 +51,7 @@ impl Config {
     fn parameters(&self) -> Vec<Parameter> {
         self.parameters
             .iter()
-            .map(|(k, v)| {
-                let value = match v {
-                    Value::String(s) => s.clone(),
-                    Value::Array(items) => items
-                        .iter()
-                        .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    other => other.to_string(),
-                };
-                Parameter::builder().parameter_key(k).parameter_value(value).build()
-            })
+            .map(|(k, v)| Parameter::builder().parameter_key(k).parameter_value(parameter_text(v)).build())
             .collect()
     }
 
@@ -106,6 +95,19 @@ fn is_missing<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
 /// Every live stack of the account and region, all pages.
 async fn all(aws: &Clients) -> Result<Vec<Stack>, ProviderError> {
     Ok(all_pages!(aws, aws.cloudformation.describe_stacks(), stacks, "DescribeStacks"))
+}
+
+/// A parameter value as CloudFormation keeps it: a string, lists joined with commas.
+fn parameter_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other.to_string(),
+    }
 }
 
 /// The first resource that failed in the stack's latest operation, with CloudFormation's
@@ -277,6 +279,17 @@ impl Kind for CloudFormationStack {
     }
 
     /// One DescribeStacks over all pages.
+    /// Parameters as the strings CloudFormation keeps.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = config.clone();
+        if let Some(parameters) = config.get_mut("parameters").and_then(Value::as_object_mut) {
+            for value in parameters.values_mut() {
+                *value = Value::String(parameter_text(value));
+            }
+        }
+        config
+    }
+
     /// One DescribeStacks (all pages) for the recorded stacks and those tagged with forge's.
     fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
