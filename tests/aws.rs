@@ -326,7 +326,7 @@ fn network_lifecycle_on_the_emulator() {
     let (code, stderr) = aws.forge(&["plan", "net.toml", "--detailed-exitcode"]);
     assert_eq!(code, 2);
     assert!(
-        stderr.contains("warning: `aws_subnet.system` was deleted outside forge"),
+        stderr.contains("- aws_subnet.system (aws_subnet, ") && stderr.contains(") deleted outside forge"),
         "{stderr}"
     );
     assert!(

@@ -29,6 +29,9 @@ use miette::Result;
 use std::path::Path;
 use std::sync::Arc;
 
+/// A stack's provider settings (`[aws]`, `[gcp]`) by provider name.
+type Providers = std::collections::BTreeMap<String, serde_json::Value>;
+
 /// What the person running `up` or `destroy` agreed to up front.
 #[derive(Debug, Clone, Copy)]
 pub struct Consent {
@@ -46,6 +49,9 @@ pub struct Session {
     pub printer: Printer,
     /// Resource kinds.
     pub registry: Registry,
+    /// The clouds made so far, by provider settings: stacks checked together with the same
+    /// `[aws]` share one set of SDK clients and their connections.
+    clouds: std::sync::Mutex<Vec<(Providers, Arc<crate::provider::Cloud>)>>,
 }
 
 /// Runs the parsed command line.
@@ -55,6 +61,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         global: cli.global,
         printer,
         registry: Registry::builtin(),
+        clouds: Default::default(),
     };
     match cli.command {
         Command::Plan { file, options } => plan::run(&session, &file, &options),
@@ -155,10 +162,21 @@ impl Session {
         Ok(drift)
     }
 
+    /// The cloud of these provider settings, made on first use.
+    fn cloud(&self, providers: &std::collections::BTreeMap<String, serde_json::Value>) -> Arc<crate::provider::Cloud> {
+        let mut clouds = self.clouds.lock().expect("no panics while the lock is held");
+        if let Some((_, cloud)) = clouds.iter().find(|(settings, _)| settings == providers) {
+            return cloud.clone();
+        }
+        let cloud = Arc::new(crate::provider::Cloud::new(providers.clone()));
+        clouds.push((providers.clone(), cloud.clone()));
+        cloud
+    }
+
     /// The drift of `stack` against `state`, read with `--parallelism` reads at once.
     pub async fn observe(&self, state: &crate::state::State, stack: &Stack, ignore: &IgnoreRules) -> Result<Drift, ReadError> {
         let kinds = stack.resources.iter().map(|r| r.kind.clone()).collect();
-        let cloud = Arc::new(crate::provider::Cloud::new(stack.providers.clone()));
+        let cloud = self.cloud(&stack.providers);
         let parallelism = usize::from(self.global.parallelism);
         crate::plan::drift::observe(state, &kinds, &self.registry, cloud, &self.retry_policy(), ignore, parallelism).await
     }

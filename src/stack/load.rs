@@ -16,6 +16,9 @@ use toml::de::{DeTable, DeValue};
 /// Where each string of a block sits in the file, by JSON pointer (`/triggers/nodes`).
 type Spans = HashMap<String, Range<usize>>;
 
+/// The entries of a list of strings (`depends_on`), each with where it sits in the file.
+type Listed = Vec<(String, Range<usize>)>;
+
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
 const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
 const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
@@ -510,7 +513,7 @@ impl Loader<'_> {
         header: Range<usize>,
         fields: &[Field],
         of_kind: bool,
-    ) -> Result<(Vec<(String, Range<usize>)>, Vec<String>), StackError> {
+    ) -> Result<(Listed, Vec<String>), StackError> {
         let allowed: Vec<&str> = fields.iter().map(|f| f.name).chain(META_KEYS.iter().copied()).collect();
         self.known_keys(address, table, &allowed)?;
         for field in fields.iter().filter(|f| f.required) {
@@ -531,25 +534,12 @@ impl Loader<'_> {
                 continue;
             }
             if key.get_ref() == "depends_on" {
-                let DeValue::Array(items) = value.get_ref() else {
-                    return Err(self.err(
-                        value.span(),
-                        format!("`{address}.depends_on` must be a list of addresses"),
-                        "not a list",
-                        "write `depends_on = [\"null.b\"]`",
-                    ));
-                };
-                for item in items.iter() {
-                    let DeValue::String(s) = item.get_ref() else {
-                        return Err(self.err(
-                            item.span(),
-                            "a `depends_on` entry must be an address string",
-                            "not a string",
-                            "write `depends_on = [\"null.b\"]`",
-                        ));
-                    };
-                    deps.push((s.to_string(), item.span()));
-                }
+                deps = self.strings(
+                    value,
+                    &format!("`{address}.depends_on` must be a list of addresses"),
+                    "a `depends_on` entry must be an address string",
+                    "write `depends_on = [\"null.b\"]`",
+                )?;
                 continue;
             }
             let field = fields.iter().find(|f| f.name == key.get_ref()).expect("checked above");
@@ -582,38 +572,48 @@ impl Loader<'_> {
         fields: &[Field],
         of_kind: bool,
     ) -> Result<Vec<String>, StackError> {
-        let hint = "write `ignore_changes = [\"tags.team\"]`: attribute paths whose live changes drift leaves out";
-        let DeValue::Array(items) = value.get_ref() else {
-            return Err(self.err(
-                value.span(),
-                format!("`{address}.ignore_changes` must be a list of attribute paths"),
-                "not a list",
-                hint,
-            ));
-        };
+        let entries = self.strings(
+            value,
+            &format!("`{address}.ignore_changes` must be a list of attribute paths"),
+            "an `ignore_changes` entry must be an attribute path string",
+            "write `ignore_changes = [\"tags.team\"]`: attribute paths whose live changes drift leaves out",
+        )?;
         let mut paths = Vec::new();
-        for item in items.iter() {
-            let DeValue::String(path) = item.get_ref() else {
-                return Err(self.err(
-                    item.span(),
-                    "an `ignore_changes` entry must be an attribute path string",
-                    "not a string",
-                    hint,
-                ));
-            };
+        for (path, span) in entries {
             let first = path.split('.').next().unwrap_or_default();
             if of_kind && !fields.iter().any(|f| f.name == first) {
                 let known: Vec<&str> = fields.iter().map(|f| f.name).collect();
                 return Err(self.err(
-                    item.span(),
+                    span,
                     format!("`{address}.ignore_changes`: `{path}` names no attribute of this block"),
                     "unknown attribute",
                     suggestion(first, &known),
                 ));
             }
-            paths.push(path.to_string());
+            paths.push(path);
         }
         Ok(paths)
+    }
+
+    /// A list of strings with each one's span; `not_list` and `not_string` say what is wrong
+    /// when it is not one.
+    fn strings(
+        &self,
+        value: &Spanned<DeValue>,
+        not_list: &str,
+        not_string: &str,
+        hint: &str,
+    ) -> Result<Vec<(String, Range<usize>)>, StackError> {
+        let DeValue::Array(items) = value.get_ref() else {
+            return Err(self.err(value.span(), not_list, "not a list", hint));
+        };
+        items
+            .iter()
+            .map(|item| match item.get_ref() {
+                DeValue::String(s) => Ok((s.to_string(), item.span())),
+                _ => Err(self.err(item.span(), not_string, "not a string", hint)),
+            })
+            .collect()
     }
 
     /// Converts a TOML value to JSON and records where each string and value sits.

@@ -126,13 +126,28 @@ class Launcher(unittest.TestCase):
         vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         return ec2, [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24")["Subnet"]["SubnetId"] for i in range(count)]
 
+    def test_nat_gateways_filter_by_tag(self):
+        ec2 = self.client("ec2", "343434343434")
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24")["Subnet"]["SubnetId"]
+        tagged = [{"ResourceType": "natgateway", "Tags": [{"Key": "forge:stack", "Value": "a"}]}]
+        mine = ec2.create_nat_gateway(SubnetId=subnet, AllocationId=ec2.allocate_address(Domain="vpc")["AllocationId"], TagSpecifications=tagged)
+        ec2.create_nat_gateway(SubnetId=subnet, AllocationId=ec2.allocate_address(Domain="vpc")["AllocationId"])
+        found = lambda name, values: [n["NatGatewayId"] for n in ec2.describe_nat_gateways(Filter=[{"Name": name, "Values": values}])["NatGateways"]]  # noqa: E731
+        self.assertEqual(found("tag:forge:stack", ["a"]), [mine["NatGateway"]["NatGatewayId"]])
+        self.assertEqual(found("tag:forge:stack", ["b"]), [])
+        self.assertEqual(found("tag-key", ["forge:stack"]), [mine["NatGateway"]["NatGatewayId"]])
+
     def test_eks_cluster_and_node_group_phases(self):
         account = "121212121212"
         eks = self.client("eks", account)
         ec2, (subnet_1, subnet_2) = self.subnets(account, 2)
         role = f"arn:aws:iam::{account}:role/eks"
         self.assertCode("InvalidParameterException", eks.create_cluster, name="c", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-0"]})
+        _, other_subnets = self.subnets("565656565656", 2)
+        other = self.client("eks", "565656565656").create_cluster(name="other", version="1.30", roleArn=role, resourcesVpcConfig={"subnetIds": other_subnets})["cluster"]
         created = eks.create_cluster(name="c", version="1.30", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet_1, subnet_2]})["cluster"]
+        self.assertNotEqual(other["identity"]["oidc"]["issuer"], created["identity"]["oidc"]["issuer"], "one OIDC issuer per cluster")
         self.assertEqual((created["status"], created["accessConfig"]["authenticationMode"]), ("CREATING", "CONFIG_MAP"))
         cluster_sg = created["resourcesVpcConfig"]["clusterSecurityGroupId"]
         self.assertEqual(len(ec2.describe_security_groups(GroupIds=[cluster_sg])["SecurityGroups"]), 1)

@@ -471,24 +471,12 @@ impl Kind for SecurityGroup {
             let aws = ctx.cloud.aws().await;
             sync_tags(ctx, aws, id, old, new).await?;
             let tags = rule_tags(ctx);
-            sync_rules(
-                aws,
-                &tags,
-                id,
-                Direction::Ingress,
-                &atoms(&before.ingress, id)?,
-                &atoms(&after.ingress, id)?,
-            )
-            .await?;
-            sync_rules(
-                aws,
-                &tags,
-                id,
-                Direction::Egress,
-                &atoms(&before.egress, id)?,
-                &atoms(&after.egress, id)?,
-            )
-            .await?;
+            for (direction, was, now) in [
+                (Direction::Ingress, &before.ingress, &after.ingress),
+                (Direction::Egress, &before.egress, &after.egress),
+            ] {
+                sync_rules(aws, &tags, id, direction, &atoms(was, id)?, &atoms(now, id)?).await?;
+            }
             Ok(json!({ "id": id, "name": after.name }))
         })
     }

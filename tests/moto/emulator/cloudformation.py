@@ -35,7 +35,7 @@ from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 
 from .ec2 import _ec2
-from .phases import phased_status, start_phase
+from .phases import DROPPING, phased_status, start_phase
 
 
 # --- CloudFormation: failures, rollbacks, phases ---------------------------------------------
@@ -466,8 +466,9 @@ def cfn_delete_stack(self, name_or_stack_id):
 
 
 def drop_deleted_stacks(backend):
-    for stack_id in [i for i, s in backend.stacks.items() if s.status == "DELETE_COMPLETE"]:
-        backend.deleted_stacks[stack_id] = backend.stacks.pop(stack_id)
+    with DROPPING:
+        for stack_id in [i for i, s in backend.stacks.items() if s.status == "DELETE_COMPLETE"]:
+            backend.deleted_stacks[stack_id] = backend.stacks.pop(stack_id)
     return backend
 
 

@@ -17,7 +17,7 @@ from moto.efs.models import FileSystem as EfsFileSystem
 from moto.efs.models import MountTarget as EfsMountTarget
 from moto.efs.responses import EFSResponse
 
-from .phases import GONE, is_gone, phased_status, start_phase
+from .phases import DROPPING, GONE, is_gone, phased_status, start_phase
 
 
 # --- EFS phases ------------------------------------------------------------------------------
@@ -89,11 +89,12 @@ def efs_delete_file_system(self, file_system_id):
 
 
 def drop_deleted_efs(backend):
-    for mount_target_id in [i for i, m in backend.mount_targets_by_id.items() if is_gone(m)]:
-        _moto_efs["delete_mount_target"](backend, mount_target_id)
-    for file_system_id in [i for i, f in backend.file_systems_by_id.items() if is_gone(f)]:
-        _moto_efs["delete_file_system"](backend, file_system_id)
-        backend.tagging_service.delete_all_tags_for_resource(file_system_id)
+    with DROPPING:
+        for mount_target_id in [i for i, m in backend.mount_targets_by_id.items() if is_gone(m)]:
+            _moto_efs["delete_mount_target"](backend, mount_target_id)
+        for file_system_id in [i for i, f in backend.file_systems_by_id.items() if is_gone(f)]:
+            _moto_efs["delete_file_system"](backend, file_system_id)
+            backend.tagging_service.delete_all_tags_for_resource(file_system_id)
     return backend
 
 

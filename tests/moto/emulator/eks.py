@@ -30,7 +30,7 @@ from moto.eks.models import CLUSTER_NOT_READY_MSG, EKSBackend, Nodegroup, pagina
 from moto.eks.models import Cluster as EksCluster
 from moto.eks.responses import EKSResponse
 
-from .phases import _drop_gone, is_gone, phased_status, start_delete, start_phase
+from .phases import DROPPING, _drop_gone, is_gone, phased_status, start_delete, start_phase
 
 
 # --- EKS phases ------------------------------------------------------------------------------
@@ -74,12 +74,13 @@ def drop_cluster_security_group(cluster):
 
 
 def drop_deleted(backend):
-    for cluster in [c for c in backend.clusters.values() if is_gone(c)]:
-        drop_cluster_security_group(cluster)
-    backend.cluster_count -= _drop_gone(backend.clusters)
-    for cluster in list(backend.clusters.values()):
-        cluster.nodegroup_count -= _drop_gone(cluster.nodegroups)
-        _drop_gone(addons_of(cluster))
+    with DROPPING:
+        for cluster in [c for c in backend.clusters.values() if is_gone(c)]:
+            drop_cluster_security_group(cluster)
+        backend.cluster_count -= _drop_gone(backend.clusters)
+        for cluster in list(backend.clusters.values()):
+            cluster.nodegroup_count -= _drop_gone(cluster.nodegroups)
+            _drop_gone(addons_of(cluster))
     return backend
 
 

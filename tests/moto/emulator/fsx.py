@@ -21,7 +21,7 @@ import time
 from moto.core.exceptions import JsonRESTError
 from moto.fsx.responses import FSxResponse
 
-from .phases import _drop_gone, is_gone, phased_status, start_delete, start_phase
+from .phases import DROPPING, _drop_gone, is_gone, phased_status, start_delete, start_phase
 
 
 # --- FSx for Lustre --------------------------------------------------------------------------
@@ -280,17 +280,18 @@ class Association:
 
 def drop_deleted_fsx(backend):
     """Forget the file systems and associations whose delete phase ended."""
-    state = fsx_state(backend)
-    gone = [a for a in state._forge_dras.values() if is_gone(a)]
-    gone += [f for f in backend.file_systems.values() if is_gone(f)]
-    _drop_gone(state._forge_dras)
-    _drop_gone(backend.file_systems)
-    arns = {obj.resource_arn for obj in gone}
-    for arn in arns:
-        backend.tagger.delete_all_tags_for_resource(arn)
-    ids = {getattr(obj, "association_id", None) or obj.file_system_id for obj in gone}
-    for key in [k for k, v in state._forge_tokens.items() if v in ids]:
-        del state._forge_tokens[key]
+    with DROPPING:
+        state = fsx_state(backend)
+        gone = [a for a in state._forge_dras.values() if is_gone(a)]
+        gone += [f for f in backend.file_systems.values() if is_gone(f)]
+        _drop_gone(state._forge_dras)
+        _drop_gone(backend.file_systems)
+        arns = {obj.resource_arn for obj in gone}
+        for arn in arns:
+            backend.tagger.delete_all_tags_for_resource(arn)
+        ids = {getattr(obj, "association_id", None) or obj.file_system_id for obj in gone}
+        for key in [k for k, v in state._forge_tokens.items() if v in ids]:
+            del state._forge_tokens[key]
     return backend
 
 

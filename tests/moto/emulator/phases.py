@@ -7,6 +7,8 @@ name is in PHASE_MODELS; `set_phase_seconds` (`--phase-seconds`, POST /_forge/ph
 long they all last, 0 making them immediate.
 """
 
+import threading
+
 from moto.moto_api import state_manager
 from moto.moto_api._internal.managed_state_model import ManagedState
 
@@ -69,3 +71,9 @@ def _drop_gone(objects):
     """Remove the resources whose delete phase ended; how many went."""
     gone = [key for key, obj in list(objects.items()) if is_gone(obj)]
     return sum(objects.pop(key, None) is not None for key in gone)
+
+
+# Held while a request forgets the objects whose delete phase ended: concurrent requests would
+# otherwise forget the same object twice, and the second would fail on what the first removed
+# (a mount target's network interface, a cluster's security group).
+DROPPING = threading.RLock()
