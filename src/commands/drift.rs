@@ -148,6 +148,7 @@ fn worst(reports: &[StackReport]) -> Exit {
 /// What a check reads before it reaches the cloud.
 struct Loaded {
     stack: crate::stack::Stack,
+    store: LocalStore,
     graph: crate::graph::ResourceGraph,
     state: crate::state::store::Loaded,
     rules: IgnoreRules,
@@ -157,7 +158,8 @@ struct Loaded {
 /// The stack, its state and the ignore rules.
 fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
     let (stack, graph) = session.load(file)?;
-    let loaded = LocalStore::new(&stack.state.path).load(&stack.name)?;
+    let store = LocalStore::new(&stack.state.path);
+    let loaded = store.load(&stack.name)?;
     let mut rules = IgnoreRules::of_stack(&stack);
     let addresses: Vec<&str> = stack
         .resources
@@ -174,6 +176,7 @@ fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
     }
     Ok(Loaded {
         stack,
+        store,
         graph,
         state: loaded,
         rules,
@@ -221,6 +224,7 @@ async fn check(session: &Session, file: &Path, ignore: &[String]) -> StackReport
 async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report: &mut StackReport) -> Result<()> {
     let Loaded {
         stack,
+        store,
         graph,
         state: loaded,
         rules,
@@ -228,7 +232,7 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
     } = load(session, file, ignore)?;
     report.stack = stack.name.clone();
     report.ignores_used = ignores_used;
-    report.apply_in_progress = crate::state::lock::holder(&LocalStore::new(&stack.state.path).lock_path()).map(|h| {
+    report.apply_in_progress = crate::state::lock::holder(&store.lock_path()).map(|h| {
         format!(
             "apply in progress since {} (`{}` by {}, pid {})",
             h.started, h.operation, h.who, h.pid

@@ -163,7 +163,7 @@ impl Session {
     }
 
     /// The cloud of these provider settings, made on first use.
-    fn cloud(&self, providers: &std::collections::BTreeMap<String, serde_json::Value>) -> Arc<crate::provider::Cloud> {
+    fn cloud(&self, providers: &Providers) -> Arc<crate::provider::Cloud> {
         let mut clouds = self.clouds.lock().expect("no panics while the lock is held");
         if let Some((_, cloud)) = clouds.iter().find(|(settings, _)| settings == providers) {
             return cloud.clone();

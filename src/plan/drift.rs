@@ -8,7 +8,7 @@ use crate::provider::{Cloud, Observed, ProviderError, Registry, RetryPolicy};
 use crate::state::{ResourceRecord, State, Status};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 /// A kind whose read failed.
@@ -235,16 +235,22 @@ pub fn compare(state: &State, registry: &Registry, observed: &BTreeMap<String, V
             });
         }
     }
+    let recorded: HashSet<(&str, &str)> = state
+        .resources
+        .values()
+        .filter_map(|r| Some((r.kind.as_str(), r.id.as_deref()?)))
+        .collect();
     for (kind, seen) in observed {
         for o in seen {
             let Some(address) = &o.address else { continue };
-            let known = state.resources.values().any(|r| {
-                // Its own record; an object another resource made for itself (an EKS cluster's
-                // security group carries the cluster's tags); or an interrupted create that the
-                // next `up` adopts.
-                (&r.kind == kind && r.id.as_deref() == Some(o.id.as_str()))
-                    || (&r.address == address && (&r.kind != kind || r.status == Status::PendingCreate))
-            });
+            // Its own record; an object another resource made for itself (an EKS cluster's
+            // security group carries the cluster's tags); or an interrupted create that the next
+            // `up` adopts.
+            let known = recorded.contains(&(kind.as_str(), o.id.as_str()))
+                || state
+                    .resources
+                    .get(address)
+                    .is_some_and(|r| &r.kind != kind || r.status == Status::PendingCreate);
             if !known && !ignore.covers(address, "") {
                 drift.unmanaged.push(Unmanaged {
                     kind: kind.clone(),

@@ -278,7 +278,6 @@ impl Kind for CloudFormationStack {
         })
     }
 
-    /// One DescribeStacks over all pages.
     /// Parameters as the strings CloudFormation keeps.
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = config.clone();
@@ -298,19 +297,19 @@ impl Kind for CloudFormationStack {
                 .iter()
                 .filter(|s| s.stack_status() != Some(&StackStatus::DeleteComplete))
                 .filter_map(|s| {
-                    let id = s.stack_id()?.to_owned();
                     let tags = super::tag_table(s.tags().iter().map(|t| (t.key(), t.value())));
-                    let address = super::address_in(&tags, stack);
                     let parameters: Map<String, Value> = s
                         .parameters()
                         .iter()
                         .filter_map(|p| Some((p.parameter_key()?.to_owned(), json!(p.parameter_value()))))
                         .collect();
-                    (ids.contains(&id) || address.is_some()).then(|| Observed {
-                        attributes: json!({ "name": s.stack_name(), "parameters": parameters, "tags": tags }),
-                        id,
-                        address,
-                    })
+                    super::listed(
+                        stack,
+                        ids,
+                        s.stack_id()?.to_owned(),
+                        tags,
+                        |tags| json!({ "name": s.stack_name(), "parameters": parameters, "tags": tags }),
+                    )
                 })
                 .collect())
         })

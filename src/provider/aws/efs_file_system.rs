@@ -138,7 +138,6 @@ impl Kind for EfsFileSystem {
         })
     }
 
-    /// One DescribeFileSystems over all pages.
     /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
     /// the stack.
     fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
@@ -148,17 +147,13 @@ impl Kind for EfsFileSystem {
             Ok(found
                 .iter()
                 .filter_map(|fs| {
-                    let id = fs.file_system_id().to_owned();
                     let tags = super::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))));
-                    let address = super::address_in(&tags, stack);
-                    (ids.contains(&id) || address.is_some()).then(|| Observed {
-                        attributes: json!({
+                    super::listed(stack, ids, fs.file_system_id().to_owned(), tags, |tags| {
+                        json!({
                             "performance_mode": fs.performance_mode().as_str(),
                             "throughput_mode": fs.throughput_mode().map(|m| m.as_str()),
                             "tags": tags,
-                        }),
-                        id,
-                        address,
+                        })
                     })
                 })
                 .collect())

@@ -322,10 +322,8 @@ impl Kind for FsxLustre {
         })
     }
 
-    /// One DescribeFileSystems over all pages (asking by id fails the whole call when one
-    /// is gone).
     /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
-    /// the stack.
+    /// the stack (asking by id fails the whole call when one is gone).
     fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
             let found = all(cloud.aws().await).await?;
@@ -333,21 +331,17 @@ impl Kind for FsxLustre {
                 .iter()
                 .filter(|fs| fs.file_system_type() == Some(&aws_sdk_fsx::types::FileSystemType::Lustre))
                 .filter_map(|fs| {
-                    let id = fs.file_system_id()?.to_owned();
                     let tags = super::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
-                    let address = super::address_in(&tags, stack);
                     let lustre = fs.lustre_configuration();
-                    (ids.contains(&id) || address.is_some()).then(|| Observed {
-                        attributes: json!({
+                    super::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| {
+                        json!({
                             "storage_capacity": fs.storage_capacity(),
                             "deployment_type": lustre.and_then(|l| l.deployment_type()).map(|d| d.as_str()),
                             "per_unit_storage_throughput": lustre.and_then(|l| l.per_unit_storage_throughput()),
                             "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(|d| d.as_str()),
                             "subnet_id": fs.subnet_ids().first(),
                             "tags": tags,
-                        }),
-                        id,
-                        address,
+                        })
                     })
                 })
                 .collect())

@@ -450,6 +450,24 @@ pub fn tag_table<'t>(tags: impl Iterator<Item = (Option<&'t str>, Option<&'t str
     )
 }
 
+/// An object of a whole-account list (FSx, EFS, CloudFormation) as an
+/// [`Observed`](crate::provider::Observed) when it is recorded (`ids`) or carries the stack's
+/// tag, with the attributes `attributes` reads given its tag table.
+pub fn listed(
+    stack: &str,
+    ids: &[String],
+    id: String,
+    tags: Value,
+    attributes: impl FnOnce(Value) -> Value,
+) -> Option<crate::provider::Observed> {
+    let address = address_in(&tags, stack);
+    (ids.contains(&id) || address.is_some()).then(|| crate::provider::Observed {
+        attributes: attributes(tags),
+        id,
+        address,
+    })
+}
+
 /// The `forge:address` in a tag table (see [`tag_table`]) when the tags name `stack`.
 pub fn address_in(tags: &Value, stack: &str) -> Option<String> {
     let tag = |key: &str| tags.get(key).and_then(Value::as_str);

@@ -136,11 +136,7 @@ pub(super) enum Owner {
 
 /// The live ingress and egress rule tables of `groups` (id and the group's `forge:address`)
 /// that `owner` counts, by group id: one DescribeSecurityGroupRules per page and chunk.
-pub(super) async fn live_rules(
-    aws: &Clients,
-    groups: &[(String, Option<String>)],
-    owner: Owner,
-) -> Result<HashMap<String, Value>, ProviderError> {
+async fn live_rules(aws: &Clients, groups: &[(String, Option<String>)], owner: Owner) -> Result<HashMap<String, Value>, ProviderError> {
     let mut found: HashMap<String, [BTreeSet<Atom>; 2]> = HashMap::new();
     for chunk in groups.chunks(100) {
         let by_group = Filter::builder()
@@ -240,6 +236,36 @@ pub(super) enum Direction {
     Ingress,
     /// Outbound.
     Egress,
+}
+
+/// The groups among `ids` and those tagged with the stack (see `observe_ec2!`), each with its
+/// name, VPC, description, tags and the ingress and egress rules `owner` counts: one tagged
+/// Describe (and one by id for recorded groups that did not show), then one
+/// DescribeSecurityGroupRules for all of them.
+pub(super) async fn observe_groups(aws: &Clients, stack: &str, ids: &[String], owner: Owner) -> Result<Vec<Observed>, ProviderError> {
+    let mut groups: Vec<Observed> = observe_ec2!(
+        aws,
+        stack,
+        ids,
+        describe_security_groups,
+        "group-id",
+        security_groups,
+        group_id,
+        |g: &aws_sdk_ec2::types::SecurityGroup| json!({
+            "name": g.group_name(),
+            "vpc_id": g.vpc_id(),
+            "description": g.description(),
+            "tags": super::ec2_tags(g.tags()),
+        })
+    )?;
+    let owners: Vec<(String, Option<String>)> = groups.iter().map(|g| (g.id.clone(), g.address.clone())).collect();
+    let mut rules = live_rules(aws, &owners, owner).await?;
+    for group in &mut groups {
+        if let (Some(attributes), Some(Value::Object(rules))) = (group.attributes.as_object_mut(), rules.remove(&group.id)) {
+            attributes.extend(rules);
+        }
+    }
+    Ok(groups)
 }
 
 /// The tags a rule is authorized with: the stack and the address of the resource that owns it,
@@ -429,32 +455,7 @@ impl Kind for SecurityGroup {
 
     /// The groups in one tagged Describe, then their rules in one DescribeSecurityGroupRules.
     fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let mut groups: Vec<Observed> = observe_ec2!(
-                aws,
-                stack,
-                ids,
-                describe_security_groups,
-                "group-id",
-                security_groups,
-                group_id,
-                |g: &aws_sdk_ec2::types::SecurityGroup| json!({
-                    "name": g.group_name(),
-                    "vpc_id": g.vpc_id(),
-                    "description": g.description(),
-                    "tags": super::ec2_tags(g.tags()),
-                })
-            )?;
-            let owners: Vec<(String, Option<String>)> = groups.iter().map(|g| (g.id.clone(), g.address.clone())).collect();
-            let mut rules = live_rules(aws, &owners, Owner::Group).await?;
-            for group in &mut groups {
-                if let (Some(attributes), Some(Value::Object(rules))) = (group.attributes.as_object_mut(), rules.remove(&group.id)) {
-                    attributes.extend(rules);
-                }
-            }
-            Ok(groups)
-        })
+        Box::pin(async move { observe_groups(cloud.aws().await, stack, ids, Owner::Group).await })
     }
 
     fn comparable(&self, id: &str, config: &Value) -> Value {

@@ -5,10 +5,9 @@
 //! compared as single permissions, like `aws_security_group`'s, and the group's own updates
 //! leave them alone.
 
-use super::security_group::{Direction, Owner, Rule, atoms, comparable_rules, live_rules, rule_tags, sync_rules};
+use super::security_group::{Direction, Owner, Rule, atoms, comparable_rules, observe_groups, rule_tags, sync_rules};
 use super::{Clients, error, parse};
 use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
-use aws_sdk_ec2::types::Filter;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -80,33 +79,18 @@ impl Kind for SecurityGroupIngress {
         })
     }
 
-    /// The groups that still exist, in one Describe filtered by id, then the rules other
-    /// resources added to them (tagged with their own address) in one DescribeSecurityGroupRules.
+    /// The groups that still exist and the rules other resources added to them (tagged with
+    /// their own address), read as `aws_security_group` reads them; only the recorded groups
+    /// are reported (the others are `aws_security_group`'s).
     fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
         Box::pin(async move {
-            let aws = cloud.aws().await;
-            let mut groups = Vec::new();
-            for chunk in ids.chunks(100) {
-                let by_id = Filter::builder().name("group-id").set_values(Some(chunk.to_vec())).build();
-                let found = all_pages!(
-                    aws,
-                    aws.ec2.describe_security_groups().filters(by_id),
-                    security_groups,
-                    "DescribeSecurityGroups"
-                );
-                groups.extend(found.iter().map(|g| {
-                    (
-                        g.group_id().unwrap_or_default().to_owned(),
-                        super::address_in(&super::ec2_tags(g.tags()), stack),
-                    )
-                }));
-            }
-            let mut rules = live_rules(aws, &groups, Owner::Others).await?;
+            let groups = observe_groups(cloud.aws().await, stack, ids, Owner::Others).await?;
             Ok(groups
                 .into_iter()
-                .map(|(id, _)| Observed {
-                    attributes: json!({ "ingress": rules.remove(&id).map(|r| r["ingress"].clone()) }),
-                    id,
+                .filter(|g| ids.contains(&g.id))
+                .map(|g| Observed {
+                    attributes: json!({ "ingress": g.attributes["ingress"] }),
+                    id: g.id,
                     address: None,
                 })
                 .collect())
