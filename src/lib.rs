@@ -10,10 +10,15 @@
 //!
 //! Modules in pipeline order: [`stack`] ① reads the file, [`graph`] ② orders it, [`plan`] ③
 //! diffs it against [`state`] ⑤, [`apply`] ④ runs the plan through the [`provider`] kinds.
+//! Below them all: [`schema`] (what blocks accept), [`template`] (`${…}` references) and
+//! [`facts`] (what the clouds say about instance types, gathered once per run).
 
 // Stack errors carry the source text and a span; they are built once, on the cold path.
 #![allow(clippy::result_large_err)]
 
+pub mod schema;
+pub mod template;
+pub mod facts;
 pub mod stack;
 pub mod graph;
 pub mod plan;

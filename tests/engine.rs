@@ -4,7 +4,7 @@
 
 use forge::apply::{self, Observer, Options, Phase, Report, RetryPolicy};
 use forge::plan::{self, Action, Mode, Plan};
-use forge::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Registry};
+use forge::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Registry, Spec};
 use forge::state::{LocalStore, State, Status};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -32,13 +32,17 @@ struct Log {
 #[derive(Clone)]
 struct Recorder(Arc<Log>);
 
-const SCHEMA: &[Field] = &[
-    Field::optional("delay_ms", FieldType::Integer),
-    Field::optional("fail", FieldType::Bool),
-    Field::optional("flaky", FieldType::Integer),
-    Field::optional("hang", FieldType::Bool),
-    Field::optional("label", FieldType::String),
-];
+const SPEC: Spec = Spec {
+    name: "rec",
+    fields: &[
+        Field::optional("delay_ms", FieldType::Integer),
+        Field::optional("fail", FieldType::Bool),
+        Field::optional("flaky", FieldType::Integer),
+        Field::optional("hang", FieldType::Bool),
+        Field::optional("label", FieldType::String).replacing(),
+    ],
+    outputs: &["id"],
+};
 
 impl Recorder {
     async fn call(&self, what: &str, ctx: &Ctx, config: &Value) -> Result<(), ProviderError> {
@@ -70,17 +74,8 @@ impl Recorder {
 }
 
 impl Kind for Recorder {
-    fn name(&self) -> &'static str {
-        "rec"
-    }
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id"]
-    }
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["label"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
         prior.cloned().unwrap_or(json!({ "id": null }))
@@ -151,7 +146,7 @@ impl Fixture {
             &format!("[stack]\nname = \"t\"\n{body}"),
             &[],
             &self.registry,
-            &forge::components::Facts::builtin(),
+            &forge::facts::Facts::builtin(),
         )
         .unwrap();
         let graph = forge::graph::build(&stack).unwrap();
@@ -498,7 +493,7 @@ fn a_referenced_value_of_the_wrong_type_is_a_plan_error() {
         "[stack]\nname = \"t\"\n[rec.a]\nlabel = \"x\"\n[rec.b]\ndelay_ms = \"${rec.a.label}\"\n",
         &[],
         &f.registry,
-        &forge::components::Facts::builtin(),
+        &forge::facts::Facts::builtin(),
     )
     .unwrap();
     let graph = forge::graph::build(&stack).unwrap();

@@ -41,7 +41,7 @@ const TOKENS: &[&str] = &[
 
 fn check(text: &str) {
     let registry = Registry::builtin();
-    if let Ok(stack) = forge::stack::load_str("fuzz.toml", text, &[], &registry, &forge::components::Facts::builtin())
+    if let Ok(stack) = forge::stack::load_str("fuzz.toml", text, &[], &registry, &forge::facts::Facts::builtin())
         && let Ok(graph) = forge::graph::build(&stack)
     {
         let _ = plan(
@@ -112,7 +112,7 @@ fn mutated_stacks_never_panic() {
 fn the_seeds_themselves_load() {
     let registry = Registry::builtin();
     for seed in SEEDS {
-        let stack = forge::stack::load_str("seed.toml", seed, &[], &registry, &forge::components::Facts::builtin()).unwrap();
+        let stack = forge::stack::load_str("seed.toml", seed, &[], &registry, &forge::facts::Facts::builtin()).unwrap();
         forge::graph::build(&stack).unwrap();
     }
 }

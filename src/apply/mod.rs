@@ -8,8 +8,8 @@ mod ops;
 
 use crate::plan::{Action, Plan};
 use crate::provider::{Cloud, Created, Ctx, Kind, Registry};
-use crate::stack::template;
 use crate::state::{Entry, Event, Journal, ResourceRecord, State, Status};
+use crate::template;
 use ops::OpGraph;
 pub use ops::Phase;
 use serde_json::Value;

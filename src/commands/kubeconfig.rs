@@ -28,7 +28,7 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
             .ok_or_else(|| {
                 CommandError::new(
                     format!("`{}` has no EKS cluster `{wanted}`", stack.source.name),
-                    crate::stack::diagnostic::suggestion(wanted, &clusters),
+                    crate::schema::suggestion(wanted, &clusters),
                 )
             })?,
         None => match clusters.as_slice() {

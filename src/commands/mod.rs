@@ -14,8 +14,8 @@ mod validate;
 
 use crate::apply::{self, Options, RetryPolicy};
 use crate::cli::{Cli, Command, Global};
-use crate::components::Facts;
 use crate::error::{CommandError, Exit};
+use crate::facts::Facts;
 use crate::graph::ResourceGraph;
 use crate::output::{Printer, format_duration};
 use crate::plan::drift::{Drift, IgnoreRules, ReadError};

@@ -3,8 +3,8 @@
 
 use super::Session;
 use crate::error::{CommandError, Exit};
+use crate::schema::suggestion;
 use crate::stack::Stack;
-use crate::stack::diagnostic::suggestion;
 use crate::state::State;
 use crate::state::lock::LockMode;
 use miette::Result;
@@ -54,7 +54,7 @@ fn attribute(stack: &Stack, state: &State, name: &str) -> Option<Value> {
     let segments: Vec<String> = name.split('.').map(str::to_owned).collect();
     let component = (2..segments.len()).rev().find_map(|split| {
         let outputs = stack.component_outputs.get(&segments[..split].join("."))?;
-        crate::stack::template::get_path(&Value::Object(outputs.clone()), &segments[split..]).cloned()
+        crate::template::get_path(&Value::Object(outputs.clone()), &segments[split..]).cloned()
     });
     let template = component.unwrap_or_else(|| Value::String(format!("${{{name}}}")));
     crate::apply::evaluate(state, &template).ok().filter(|v| !v.is_null())

@@ -3,7 +3,7 @@
 use super::Session;
 use crate::cli::StateCommand;
 use crate::error::{CommandError, Exit};
-use crate::stack::diagnostic::suggestion;
+use crate::schema::suggestion;
 use crate::state::lock::{self, LockMode};
 use crate::state::{Event, LocalStore};
 use miette::Result;

@@ -5,9 +5,9 @@
 //! traffic from and to itself) and a launch template with one EFA interface per network card;
 //! then the managed node group in its zone's single private subnet.
 
-use super::instance_types::Lookup;
 use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part};
-use crate::provider::{Field, FieldType};
+use crate::facts::Lookup;
+use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
@@ -119,7 +119,7 @@ fn size(key: &str, value: Option<&Value>) -> Result<Value, ComponentError> {
         None => Err(bad(format!("`{key}` is missing: how many nodes?"))),
         Some(other) => Err(bad(format!(
             "`{key}` must be a number or a table, not {}",
-            crate::stack::describe(other)
+            crate::schema::describe(other)
         ))),
     }
 }
@@ -318,7 +318,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             return Err(ComponentError::at(
                 key(extra),
                 format!("node group `{ng}` has no attribute `{extra}`"),
-                crate::stack::diagnostic::suggestion(extra, NODEGROUP_KEYS),
+                crate::schema::suggestion(extra, NODEGROUP_KEYS),
             ));
         }
         let text = |k: &str| body.get(k).and_then(Value::as_str);
@@ -398,7 +398,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             Some(other) => {
                 return Err(ComponentError::at(
                     key("efa"),
-                    format!("`efa` must be true or false, not {}", crate::stack::describe(other)),
+                    format!("`efa` must be true or false, not {}", crate::schema::describe(other)),
                     "write `efa = true` or `efa = false`",
                 ));
             }
@@ -444,7 +444,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             Some(other) => {
                 return Err(ComponentError::at(
                     key("placement_group"),
-                    format!("`placement_group` must be true or false, not {}", crate::stack::describe(other)),
+                    format!("`placement_group` must be true or false, not {}", crate::schema::describe(other)),
                     "write `placement_group = true` or `false`",
                 ));
             }
@@ -621,7 +621,7 @@ fn check_timeouts(key: &str, timeouts: &Value) -> Result<(), ComponentError> {
         ));
     };
     for (operation, value) in table {
-        if let Some((message, hint)) = crate::stack::timeout_problem(operation, value) {
+        if let Some((message, hint)) = crate::schema::timeout_problem(operation, value) {
             return Err(ComponentError::at(
                 format!("{key}.{operation}"),
                 format!("`{key}.{operation}`: {message}"),

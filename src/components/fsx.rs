@@ -6,7 +6,7 @@
 //! `eks`). Its `pv_yaml` output is a PersistentVolume and claim for that driver.
 
 use super::{Component, ComponentError, Expansion, Input, Part};
-use crate::provider::{Field, FieldType};
+use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.

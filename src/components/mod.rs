@@ -8,14 +8,12 @@ pub mod efs;
 pub mod eks;
 #[cfg(feature = "aws")]
 pub mod fsx;
-pub mod instance_types;
 pub mod null_layers;
 #[cfg(feature = "aws")]
 pub mod vpc;
 
-pub use instance_types::Facts;
-
-use crate::provider::Field;
+use crate::facts::Facts;
+use crate::schema::Field;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -147,7 +145,7 @@ impl Input<'_> {
             return Err(ComponentError::at(
                 key,
                 format!("`{key} = \"{vpc}\"` names no `vpc` block of this stack"),
-                crate::stack::diagnostic::suggestion(vpc, &known),
+                crate::schema::suggestion(vpc, &known),
             ));
         };
         let zones = config
@@ -174,7 +172,7 @@ impl Input<'_> {
                     return Err(ComponentError::at(
                         "clients",
                         format!("`clients` lists `{c}`, which is no `eks` block of this stack"),
-                        crate::stack::diagnostic::suggestion(c, &known),
+                        crate::schema::suggestion(c, &known),
                     ));
                 }
                 None => {

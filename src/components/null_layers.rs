@@ -3,7 +3,7 @@
 //! `i-1`, so the critical path is `layers × delay_ms`.
 
 use super::{Component, ComponentError, Expansion, Input, Part};
-use crate::provider::{Field, FieldType};
+use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.

@@ -3,7 +3,7 @@
 //! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables.
 
 use super::{Component, ComponentError, Expansion, Input, Part};
-use crate::provider::{Field, FieldType};
+use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

@@ -113,7 +113,7 @@ mod tests {
             &format!("[stack]\nname = \"t\"\n{body}"),
             &[],
             &Registry::builtin(),
-            &crate::components::Facts::builtin(),
+            &crate::facts::Facts::builtin(),
         )
         .unwrap()
     }

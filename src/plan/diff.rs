@@ -4,8 +4,8 @@
 use super::{Action, Change};
 use crate::provider::Kind;
 use crate::stack::Resource;
-use crate::stack::template::is_known;
 use crate::state::{ResourceRecord, Status};
+use crate::template::is_known;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

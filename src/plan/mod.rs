@@ -7,9 +7,9 @@ pub mod render;
 
 use crate::graph::ResourceGraph;
 use crate::provider::Registry;
-use crate::stack::template::{self, Reference};
 use crate::stack::{Stack, StackError, StateSettings};
 use crate::state::{ResourceRecord, State, Status};
+use crate::template::{self, Reference};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -198,7 +198,7 @@ pub fn plan(
                     Some(e.message),
                 )
             })?;
-            if let Some(field) = crate::stack::mistyped(kind.schema(), &after) {
+            if let Some(field) = crate::schema::mistyped(kind.spec().fields, &after) {
                 return Err(stack.source.error(
                     Some(r.span.clone()),
                     format!(
@@ -206,7 +206,7 @@ pub fn plan(
                         r.address,
                         field.name,
                         field.ty.describe(),
-                        crate::stack::describe(&after[field.name])
+                        crate::schema::describe(&after[field.name])
                     ),
                     "in this block",
                     Some("the value comes from a reference; point it at an attribute of the right type".into()),

@@ -7,6 +7,7 @@ pub mod aws;
 pub mod null;
 pub mod retry;
 
+pub use crate::schema::{Field, FieldType, Spec};
 pub use retry::RetryPolicy;
 
 use serde_json::Value;
@@ -17,49 +18,6 @@ use std::sync::Arc;
 
 /// A boxed future, so kinds can live behind `dyn Kind` in one registry.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// The type a block attribute must have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
-    /// A string.
-    String,
-    /// A whole number.
-    Integer,
-    /// `true` or `false`.
-    Bool,
-    /// A TOML table.
-    Table,
-    /// A TOML array.
-    List,
-    /// A file path, relative to the stack file's folder; the loader reads the file, and the
-    /// attribute's value is its text (so an edited file shows in the plan).
-    File,
-}
-
-impl FieldType {
-    /// The name used in error messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            FieldType::String => "a string",
-            FieldType::Integer => "an integer",
-            FieldType::Bool => "a boolean",
-            FieldType::Table => "a table",
-            FieldType::List => "a list",
-            FieldType::File => "a file path (a string)",
-        }
-    }
-
-    /// True when a literal value is of this type.
-    pub fn accepts(self, value: &Value) -> bool {
-        match self {
-            FieldType::String | FieldType::File => value.is_string(),
-            FieldType::Integer => value.is_i64() || value.is_u64(),
-            FieldType::Bool => value.is_boolean(),
-            FieldType::Table => value.is_object(),
-            FieldType::List => value.is_array(),
-        }
-    }
-}
 
 /// The output `key` recorded before this change, or `null` (known after apply) when there is
 /// none: what a kind's [`Kind::planned_outputs`] reports for outputs the cloud assigns.
@@ -76,29 +34,6 @@ pub fn timeout(config: &Value, operation: &str, default: std::time::Duration) ->
         .and_then(Value::as_str)
         .and_then(|text| humantime::parse_duration(text).ok())
         .unwrap_or(default)
-}
-
-/// One attribute a kind or component accepts.
-#[derive(Debug, Clone, Copy)]
-pub struct Field {
-    /// Attribute name as written in the stack file.
-    pub name: &'static str,
-    /// Its type.
-    pub ty: FieldType,
-    /// Whether a block must set it.
-    pub required: bool,
-}
-
-impl Field {
-    /// An attribute every block must set.
-    pub const fn required(name: &'static str, ty: FieldType) -> Field {
-        Field { name, ty, required: true }
-    }
-
-    /// An attribute a block may leave out.
-    pub const fn optional(name: &'static str, ty: FieldType) -> Field {
-        Field { name, ty, required: false }
-    }
 }
 
 /// What the cloud call may report while it runs: a short status shown on the resource's
@@ -204,19 +139,13 @@ pub struct ProviderError {
 
 /// A resource kind, e.g. `null` or `aws_vpc`.
 pub trait Kind: Send + Sync + 'static {
-    /// The block type that selects this kind.
-    fn name(&self) -> &'static str;
-    /// The attributes a block of this kind accepts.
-    fn schema(&self) -> &'static [Field];
-    /// Attributes the kind computes, readable as `${<address>.<output>}`.
-    fn outputs(&self) -> &'static [&'static str];
-    /// Attributes whose change forces replacement.
-    fn replace_on(&self) -> &'static [&'static str];
+    /// The kind's declaration: block type, attributes (and which force replacement), outputs.
+    fn spec(&self) -> &'static Spec;
     /// Whether changing `attribute` from `before` to `after` needs a new object; by default
-    /// when it is one of [`Kind::replace_on`]. Kinds override it for changes that only go one
-    /// way in place (a file system grows, never shrinks).
+    /// when the spec marks it so. Kinds override it for changes that only go one way in place
+    /// (a file system grows, never shrinks).
     fn forces_replacement(&self, attribute: &str, _before: Option<&Value>, _after: Option<&Value>) -> bool {
-        self.replace_on().contains(&attribute)
+        self.spec().replaces(attribute)
     }
     /// Whether deleting the object deletes data people keep in it (a file system): the plan
     /// marks its replacement or removal `(DESTROYS DATA)` and `up` refuses it without
@@ -278,7 +207,7 @@ impl Registry {
 
     /// Adds a kind.
     pub fn with(mut self, kind: impl Kind) -> Self {
-        self.kinds.insert(kind.name(), Arc::new(kind));
+        self.kinds.insert(kind.spec().name, Arc::new(kind));
         self
     }
 

@@ -1,17 +1,21 @@
 //! `null`: forge's `terraform_data`. It touches no cloud; `triggers` force replacement and
 //! `delay_ms` makes every call take that long, to rehearse a stack's timing.
 
-use super::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use super::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Spec};
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `null` kind.
 pub struct Null;
 
-const SCHEMA: &[Field] = &[
-    Field::optional("triggers", FieldType::Table),
-    Field::optional("delay_ms", FieldType::Integer),
-];
+const SPEC: Spec = Spec {
+    name: "null",
+    fields: &[
+        Field::optional("triggers", FieldType::Table).replacing(),
+        Field::optional("delay_ms", FieldType::Integer),
+    ],
+    outputs: &["id", "triggers"],
+};
 
 async fn pause(ctx: &Ctx, config: &Value, doing: &str) {
     let ms = config.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
@@ -26,20 +30,8 @@ fn triggers(config: &Value) -> Value {
 }
 
 impl Kind for Null {
-    fn name(&self) -> &'static str {
-        "null"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "triggers"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["triggers"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

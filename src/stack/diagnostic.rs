@@ -59,25 +59,3 @@ impl SourceFile {
         }
     }
 }
-
-/// Suggests the candidate closest to `word`, if one is close enough to be a likely typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(word, c), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
-
-/// "did you mean `x`?" or the list of what is valid.
-pub fn suggestion(word: &str, candidates: &[&str]) -> String {
-    match did_you_mean(word, candidates.iter().copied()) {
-        Some(best) => format!("did you mean `{best}`?"),
-        None if candidates.is_empty() => "nothing is accepted here".to_owned(),
-        None => format!(
-            "expected one of: {}",
-            candidates.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-        ),
-    }
-}

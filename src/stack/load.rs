@@ -1,10 +1,12 @@
 //! Reading and checking a stack file. Every error names the file, line and key.
 
-use super::diagnostic::{SourceFile, StackError, suggestion};
-use super::template::{self, Reference};
+use super::diagnostic::{SourceFile, StackError};
 use super::{Resource, Stack, StateSettings};
-use crate::components::{self, Component, Facts, Input};
-use crate::provider::{Field, FieldType, Registry};
+use crate::components::{self, Component, Input};
+use crate::facts::Facts;
+use crate::provider::Registry;
+use crate::schema::{Field, FieldType, describe, mistyped, suggestion, timeout_problem};
+use crate::template::{self, Reference};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
@@ -38,21 +40,6 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
         ],
     ),
 ];
-
-/// What is wrong with one entry of a block's `timeouts`, if anything: the message and a hint.
-pub fn timeout_problem(operation: &str, value: &Value) -> Option<(String, String)> {
-    const OPERATIONS: &[&str] = &["create", "update", "delete"];
-    if !OPERATIONS.contains(&operation) {
-        return Some(("not an operation with a timeout".into(), suggestion(operation, OPERATIONS)));
-    }
-    match value.as_str().map(humantime::parse_duration) {
-        Some(Ok(_)) => None,
-        _ => Some((
-            format!("must be a duration, not {}", describe(value)),
-            "write it like \"45m\", \"1h 30m\" or \"90s\"".into(),
-        )),
-    }
-}
 
 /// Reads and checks the stack file at `path`, with `--var` overrides.
 /// `facts` answers the components' questions about instance types (see [`Facts`]).
@@ -192,7 +179,7 @@ impl Loader<'_> {
         let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
         let mut pending = Vec::new();
         for (key, block_type, value) in block_sections {
-            let kind_fields = self.registry.get(block_type).map(|k| k.schema());
+            let kind_fields = self.registry.get(block_type).map(|k| k.spec().fields);
             let comp = components::find(block_type);
             if kind_fields.is_none() && comp.is_none() {
                 let known: Vec<&str> = SECTIONS
@@ -231,7 +218,7 @@ impl Loader<'_> {
                     }
                 }
                 let config = self.substitute_vars(&config, &spans, &vars)?;
-                if let Some(field) = crate::stack::mistyped(fields, &config) {
+                if let Some(field) = mistyped(fields, &config) {
                     return Err(self.err(
                         spans.get(&format!("/{}", field.name)).cloned().unwrap_or(header.clone()),
                         format!(
@@ -283,9 +270,7 @@ impl Loader<'_> {
         if let Some(defaults) = providers.get("aws").and_then(|a| a.get("default_tags")).and_then(Value::as_object) {
             // The effective tags are part of each AWS resource's attributes, so a change of
             // `default_tags` shows in the plan and updates the tags in place.
-            let tagged = |kind: &str| {
-                kind.starts_with("aws_") && self.registry.get(kind).is_some_and(|k| k.schema().iter().any(|f| f.name == "tags"))
-            };
+            let tagged = |kind: &str| kind.starts_with("aws_") && self.registry.get(kind).is_some_and(|k| k.spec().tagged());
             for block in blocks.iter_mut().filter(|b| tagged(&b.kind)) {
                 let mut tags = template::quote(&Value::Object(defaults.clone()))
                     .as_object()
@@ -957,7 +942,7 @@ impl Targets<'_> {
         let mut lookup = |r: &Reference| -> Result<Option<Value>, String> {
             match self.find(r)? {
                 Target::Resource(block, attr) => {
-                    let kind_outputs = self.loader.registry.get(&block.kind).map(|k| k.outputs()).unwrap_or_default();
+                    let kind_outputs = self.loader.registry.get(&block.kind).map(|k| k.spec().outputs).unwrap_or_default();
                     let has_config_key = block.config.get(&attr[0]).is_some();
                     if !kind_outputs.contains(&attr[0].as_str()) && !has_config_key {
                         let mut names: Vec<&str> = kind_outputs.to_vec();
@@ -1007,17 +992,4 @@ fn parse_var(raw: &str) -> Value {
         .and_then(|t| t.get("v").cloned())
         .and_then(|v| serde_json::to_value(v).ok())
         .unwrap_or_else(|| Value::String(raw.to_owned()))
-}
-
-/// "an integer", "a string", … for messages about a value's type.
-pub fn describe(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "nothing",
-        Value::Bool(_) => FieldType::Bool.describe(),
-        Value::Number(n) if n.is_f64() => "a float",
-        Value::Number(_) => FieldType::Integer.describe(),
-        Value::String(_) => FieldType::String.describe(),
-        Value::Array(_) => FieldType::List.describe(),
-        Value::Object(_) => FieldType::Table.describe(),
-    }
 }

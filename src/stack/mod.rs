@@ -7,10 +7,9 @@
 
 pub mod diagnostic;
 mod load;
-pub mod template;
 
 pub use diagnostic::{SourceFile, StackError};
-pub use load::{describe, load, load_str, timeout_problem};
+pub use load::{load, load_str};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -65,14 +64,4 @@ pub struct StateSettings {
     pub backend: String,
     /// The state file, relative to the working directory.
     pub path: PathBuf,
-}
-
-/// The first attribute of `config` whose value is known (no references, no unknowns) and of
-/// the wrong type: `(name, expected type)`.
-pub fn mistyped<'f>(fields: &'f [crate::provider::Field], config: &Value) -> Option<&'f crate::provider::Field> {
-    fields.iter().find(|f| {
-        config
-            .get(f.name)
-            .is_some_and(|v| template::is_known(v) && template::references(v).is_ok_and(|r| r.is_empty()) && !f.ty.accepts(v))
-    })
 }

@@ -5,10 +5,10 @@
 //! A failure names the first resource that failed and CloudFormation's reason for it.
 
 use super::{Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cloudformation::types::{Capability, Parameter, Stack, StackStatus, Tag};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,20 +16,15 @@ use std::time::Duration;
 /// The `aws_cloudformation_stack` kind.
 pub struct CloudFormationStack;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    template_file: Option<String>,
-    template_body: Option<String>,
-    #[serde(default)]
-    parameters: Map<String, Value>,
-    #[serde(default)]
-    capabilities: Vec<String>,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_cloudformation_stack", outputs ["id", "name", "outputs"], extra [timeouts, tags];
+    struct Config {
+        name: String [replace],
+        template_file: Option<String> as File,
+        template_body: Option<String>,
+        #[serde(default)] parameters: Map<String, Value>,
+        #[serde(default)] capabilities: Vec<String>,
+    }
 }
 
 impl Config {
@@ -59,16 +54,6 @@ impl Config {
         self.capabilities.iter().map(|c| Capability::from(c.as_str())).collect()
     }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::optional("template_file", FieldType::File),
-    Field::optional("template_body", FieldType::String),
-    Field::optional("parameters", FieldType::Table),
-    Field::optional("capabilities", FieldType::List),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -202,20 +187,8 @@ fn tag_list(tags: BTreeMap<String, String>) -> Vec<Tag> {
 }
 
 impl Kind for CloudFormationStack {
-    fn name(&self) -> &'static str {
-        "aws_cloudformation_stack"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "outputs"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

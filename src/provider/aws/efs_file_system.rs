@@ -4,27 +4,24 @@
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
 use super::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
 use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_efs_file_system` kind.
 pub struct EfsFileSystem;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    performance_mode: Option<String>,
-    throughput_mode: Option<String>,
-    encrypted: Option<bool>,
-    kms_key_id: Option<String>,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_efs_file_system", outputs ["id", "arn", "dns_name"], extra [timeouts, tags];
+    struct Config {
+        performance_mode: Option<String> [replace],
+        throughput_mode: Option<String>,
+        encrypted: Option<bool> [replace],
+        kms_key_id: Option<String> [replace],
+    }
 }
 
 impl Config {
@@ -32,15 +29,6 @@ impl Config {
         ThroughputMode::from(self.throughput_mode.as_deref().unwrap_or("elastic"))
     }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::optional("performance_mode", FieldType::String),
-    Field::optional("throughput_mode", FieldType::String),
-    Field::optional("encrypted", FieldType::Bool),
-    Field::optional("kms_key_id", FieldType::String),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -82,20 +70,8 @@ fn outputs(fs: &FileSystemDescription) -> Value {
 }
 
 impl Kind for EfsFileSystem {
-    fn name(&self) -> &'static str {
-        "aws_efs_file_system"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "arn", "dns_name"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["performance_mode", "encrypted", "kms_key_id"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn holds_data(&self) -> bool {

@@ -5,32 +5,23 @@
 //! in place.
 
 use super::{Clients, Poll, child_id, error, live_children, parse, split, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_efs_mount_target` kind.
 pub struct EfsMountTarget;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    file_system_id: String,
-    subnet_id: String,
-    #[serde(default)]
-    security_groups: Vec<String>,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
+attributes! {
+    spec "aws_efs_mount_target", outputs ["id", "ip_address", "zone"], extra [timeouts];
+    struct Config {
+        file_system_id: String [replace],
+        subnet_id: String [replace],
+        #[serde(default)] security_groups: Vec<String>,
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("file_system_id", FieldType::String),
-    Field::required("subnet_id", FieldType::String),
-    Field::optional("security_groups", FieldType::List),
-    Field::optional("timeouts", FieldType::Table),
-];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -78,20 +69,8 @@ fn outputs(id: &str, m: &MountTargetDescription) -> Value {
 }
 
 impl Kind for EfsMountTarget {
-    fn name(&self) -> &'static str {
-        "aws_efs_mount_target"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "ip_address", "zone"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["file_system_id", "subnet_id"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {

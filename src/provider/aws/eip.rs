@@ -1,14 +1,18 @@
 //! `aws_eip`: an Elastic IP address for a NAT gateway.
 
 use super::{Clients, error, own_filters, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Spec};
 use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
 
 /// The `aws_eip` kind.
 pub struct Eip;
 
-const SCHEMA: &[Field] = &[Field::optional("tags", FieldType::Table)];
+const SPEC: Spec = Spec {
+    name: "aws_eip",
+    fields: &[Field::optional("tags", FieldType::Table)],
+    outputs: &["id", "public_ip"],
+};
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(String, String)>, ProviderError> {
     let found = aws
@@ -27,20 +31,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(Strin
 }
 
 impl Kind for Eip {
-    fn name(&self) -> &'static str {
-        "aws_eip"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "public_ip"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &[]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {

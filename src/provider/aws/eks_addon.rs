@@ -6,38 +6,25 @@
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, live_children, split};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_eks_addon` kind.
 pub struct EksAddon;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    cluster_name: String,
-    name: String,
-    version: Option<String>,
-    service_account_role_arn: Option<String>,
-    configuration_values: Option<String>,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_eks_addon", outputs ["id", "name", "arn", "version"], extra [timeouts, tags];
+    struct Config {
+        cluster_name: String [replace],
+        name: String [replace],
+        version: Option<String>,
+        service_account_role_arn: Option<String>,
+        configuration_values: Option<String>,
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("cluster_name", FieldType::String),
-    Field::required("name", FieldType::String),
-    Field::optional("version", FieldType::String),
-    Field::optional("service_account_role_arn", FieldType::String),
-    Field::optional("configuration_values", FieldType::String),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
@@ -127,20 +114,8 @@ fn outputs(cluster: &str, a: &Addon) -> Value {
 }
 
 impl Kind for EksAddon {
-    fn name(&self) -> &'static str {
-        "aws_eks_addon"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "arn", "version"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["cluster_name", "name"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

@@ -6,12 +6,12 @@
 
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
     VpcConfigRequest,
 };
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -19,27 +19,28 @@ use std::time::Duration;
 /// The `aws_eks_cluster` kind.
 pub struct EksCluster;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    role_arn: String,
-    version: Option<String>,
-    subnet_ids: Vec<String>,
-    #[serde(default)]
-    security_group_ids: Vec<String>,
-    #[serde(default = "yes")]
-    endpoint_public_access: bool,
-    #[serde(default)]
-    endpoint_private_access: bool,
-    #[serde(default = "default_authentication_mode")]
-    authentication_mode: String,
-    #[serde(default)]
-    logging: Vec<String>,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_eks_cluster", outputs [
+            "id",
+            "name",
+            "arn",
+            "endpoint",
+            "certificate_authority",
+            "oidc_issuer",
+            "cluster_security_group_id",
+            "version",
+        ], extra [timeouts, tags];
+    struct Config {
+        name: String [replace],
+        role_arn: String [replace],
+        version: Option<String>,
+        subnet_ids: Vec<String> [replace],
+        #[serde(default)] security_group_ids: Vec<String> [replace],
+        #[serde(default = "yes")] endpoint_public_access: bool,
+        #[serde(default)] endpoint_private_access: bool,
+        #[serde(default = "default_authentication_mode")] authentication_mode: String,
+        #[serde(default)] logging: Vec<String>,
+    }
 }
 
 fn yes() -> bool {
@@ -49,20 +50,6 @@ fn yes() -> bool {
 fn default_authentication_mode() -> String {
     "API_AND_CONFIG_MAP".into()
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::required("role_arn", FieldType::String),
-    Field::optional("version", FieldType::String),
-    Field::required("subnet_ids", FieldType::List),
-    Field::optional("security_group_ids", FieldType::List),
-    Field::optional("endpoint_public_access", FieldType::Bool),
-    Field::optional("endpoint_private_access", FieldType::Bool),
-    Field::optional("authentication_mode", FieldType::String),
-    Field::optional("logging", FieldType::List),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// A control plane takes 10–15 minutes, sometimes more; eksctl waits 25.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -171,29 +158,8 @@ fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> 
 }
 
 impl Kind for EksCluster {
-    fn name(&self) -> &'static str {
-        "aws_eks_cluster"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &[
-            "id",
-            "name",
-            "arn",
-            "endpoint",
-            "certificate_authority",
-            "oidc_issuer",
-            "cluster_security_group_id",
-            "version",
-        ]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name", "role_arn", "subnet_ids", "security_group_ids"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

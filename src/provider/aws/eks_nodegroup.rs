@@ -7,7 +7,8 @@
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, split};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, FieldType, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
     UpdateLabelsPayload, UpdateTaintsPayload,
@@ -20,29 +21,23 @@ use std::time::Duration;
 /// The `aws_eks_nodegroup` kind.
 pub struct EksNodegroup;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    cluster_name: String,
-    name: String,
-    node_role_arn: String,
-    subnet_ids: Vec<String>,
-    instance_types: Option<Vec<String>>,
-    launch_template_id: Option<String>,
-    launch_template_version: Option<i64>,
-    ami_type: Option<String>,
-    #[serde(default = "on_demand")]
-    capacity_type: String,
-    scaling: Scaling,
-    #[serde(default)]
-    labels: BTreeMap<String, String>,
-    #[serde(default)]
-    taints: Vec<TaintConfig>,
-    disk_size: Option<i32>,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_eks_nodegroup", outputs ["id", "name", "arn"], extra [timeouts, tags];
+    struct Config {
+        cluster_name: String [replace],
+        name: String [replace],
+        node_role_arn: String [replace],
+        subnet_ids: Vec<String> [replace],
+        instance_types: Option<Vec<String>> [replace],
+        launch_template_id: Option<String> [replace],
+        launch_template_version: Option<i64>,
+        ami_type: Option<String> [replace],
+        #[serde(default = "on_demand")] capacity_type: String [replace],
+        scaling: Scaling,
+        #[serde(default)] labels: BTreeMap<String, String>,
+        #[serde(default)] taints: Vec<TaintConfig>,
+        disk_size: Option<i32> [replace],
+    }
 }
 
 fn on_demand() -> String {
@@ -56,6 +51,10 @@ struct Scaling {
     min: i32,
     max: i32,
     desired: i32,
+}
+
+impl crate::schema::AttributeType for Scaling {
+    const TYPE: FieldType = FieldType::Table;
 }
 
 /// `{ key = "nvidia.com/gpu", value = "true", effect = "NO_SCHEDULE" }`
@@ -96,24 +95,6 @@ impl TaintConfig {
             .build())
     }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("cluster_name", FieldType::String),
-    Field::required("name", FieldType::String),
-    Field::required("node_role_arn", FieldType::String),
-    Field::required("subnet_ids", FieldType::List),
-    Field::optional("instance_types", FieldType::List),
-    Field::optional("launch_template_id", FieldType::String),
-    Field::optional("launch_template_version", FieldType::Integer),
-    Field::optional("ami_type", FieldType::String),
-    Field::optional("capacity_type", FieldType::String),
-    Field::required("scaling", FieldType::Table),
-    Field::optional("labels", FieldType::Table),
-    Field::optional("taints", FieldType::List),
-    Field::optional("disk_size", FieldType::Integer),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// GPU node groups take several minutes after the instances start; capacity can be slow.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
@@ -187,30 +168,8 @@ fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
 }
 
 impl Kind for EksNodegroup {
-    fn name(&self) -> &'static str {
-        "aws_eks_nodegroup"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "arn"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &[
-            "cluster_name",
-            "name",
-            "node_role_arn",
-            "subnet_ids",
-            "instance_types",
-            "launch_template_id",
-            "ami_type",
-            "capacity_type",
-            "disk_size",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

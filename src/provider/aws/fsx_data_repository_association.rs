@@ -5,36 +5,29 @@
 
 use super::fsx::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
 use super::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AutoExportPolicy, AutoImportPolicy, DataRepositoryAssociation, DataRepositoryLifecycle, EventType, S3DataRepositoryConfiguration,
 };
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_fsx_data_repository_association` kind.
 pub struct FsxDataRepositoryAssociation;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    file_system_id: String,
-    file_system_path: String,
-    data_repository_path: String,
-    #[serde(default)]
-    batch_import_meta_data_on_create: bool,
-    imported_file_chunk_size: Option<i32>,
-    #[serde(default)]
-    auto_import_events: Vec<String>,
-    #[serde(default)]
-    auto_export_events: Vec<String>,
-    #[serde(default)]
-    delete_data_in_file_system: bool,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_fsx_data_repository_association", outputs ["id", "arn"], extra [timeouts, tags];
+    struct Config {
+        file_system_id: String [replace],
+        file_system_path: String [replace],
+        data_repository_path: String [replace],
+        #[serde(default)] batch_import_meta_data_on_create: bool [replace],
+        imported_file_chunk_size: Option<i32>,
+        #[serde(default)] auto_import_events: Vec<String>,
+        #[serde(default)] auto_export_events: Vec<String>,
+        #[serde(default)] delete_data_in_file_system: bool,
+    }
 }
 
 impl Config {
@@ -47,19 +40,6 @@ impl Config {
             .build()
     }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("file_system_id", FieldType::String),
-    Field::required("file_system_path", FieldType::String),
-    Field::required("data_repository_path", FieldType::String),
-    Field::optional("batch_import_meta_data_on_create", FieldType::Bool),
-    Field::optional("imported_file_chunk_size", FieldType::Integer),
-    Field::optional("auto_import_events", FieldType::List),
-    Field::optional("auto_export_events", FieldType::List),
-    Field::optional("delete_data_in_file_system", FieldType::Bool),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -108,25 +88,8 @@ fn outputs(a: &DataRepositoryAssociation) -> Value {
 }
 
 impl Kind for FsxDataRepositoryAssociation {
-    fn name(&self) -> &'static str {
-        "aws_fsx_data_repository_association"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "arn"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &[
-            "file_system_id",
-            "file_system_path",
-            "data_repository_path",
-            "batch_import_meta_data_on_create",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {

@@ -7,35 +7,30 @@
 
 use super::fsx::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
 use super::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, prior_output, timeout};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
     FileSystemLifecycle, FileSystemType, LustreDeploymentType, Status, UpdateFileSystemLustreConfiguration,
 };
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_fsx_lustre` kind.
 pub struct FsxLustre;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    storage_capacity: i32,
-    deployment_type: Option<String>,
-    per_unit_storage_throughput: Option<i32>,
-    data_compression_type: Option<String>,
-    subnet_id: String,
-    #[serde(default)]
-    security_group_ids: Vec<String>,
-    file_system_type_version: Option<String>,
-    #[serde(default)]
-    final_backup: bool,
-    #[serde(default, rename = "timeouts")]
-    _timeouts: Option<Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_fsx_lustre", outputs ["id", "arn", "dns_name", "mount_name", "vpc_id"], extra [timeouts, tags];
+    struct Config {
+        storage_capacity: i32,
+        deployment_type: Option<String> [replace],
+        per_unit_storage_throughput: Option<i32>,
+        data_compression_type: Option<String>,
+        subnet_id: String [replace],
+        #[serde(default)] security_group_ids: Vec<String> [replace],
+        file_system_type_version: Option<String> [replace],
+        #[serde(default)] final_backup: bool,
+    }
 }
 
 impl Config {
@@ -54,19 +49,6 @@ impl Config {
 
 /// The deployment type when the block names none.
 pub const DEFAULT_DEPLOYMENT: &str = "PERSISTENT_2";
-
-const SCHEMA: &[Field] = &[
-    Field::required("storage_capacity", FieldType::Integer),
-    Field::optional("deployment_type", FieldType::String),
-    Field::optional("per_unit_storage_throughput", FieldType::Integer),
-    Field::optional("data_compression_type", FieldType::String),
-    Field::required("subnet_id", FieldType::String),
-    Field::optional("security_group_ids", FieldType::List),
-    Field::optional("file_system_type_version", FieldType::String),
-    Field::optional("final_backup", FieldType::Bool),
-    Field::optional("timeouts", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -256,27 +238,15 @@ async fn update_once(
 }
 
 impl Kind for FsxLustre {
-    fn name(&self) -> &'static str {
-        "aws_fsx_lustre"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "arn", "dns_name", "mount_name", "vpc_id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["deployment_type", "subnet_id", "security_group_ids", "file_system_type_version"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     /// Capacity only grows in place: a smaller one needs a new file system.
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
         match attribute {
             "storage_capacity" => matches!((before.and_then(Value::as_i64), after.and_then(Value::as_i64)), (Some(b), Some(a)) if a < b),
-            _ => self.replace_on().contains(&attribute),
+            _ => SPEC.replaces(attribute),
         }
     }
 
@@ -286,7 +256,7 @@ impl Kind for FsxLustre {
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
         let mut outputs = json!({});
-        for key in self.outputs() {
+        for key in SPEC.outputs {
             outputs[*key] = prior_output(prior, key);
         }
         outputs

@@ -1,31 +1,22 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
-use serde::Deserialize;
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 
 /// The `aws_iam_instance_profile` kind.
 pub struct IamInstanceProfile;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    role: String,
-    #[serde(default = "super::iam_root_path")]
-    path: String,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_iam_instance_profile", outputs ["id", "name", "arn"], extra [tags];
+    struct Config {
+        name: String [replace],
+        role: String,
+        #[serde(default = "super::iam_root_path")] path: String [replace],
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::required("role", FieldType::String),
-    Field::optional("path", FieldType::String),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// The profile's ARN and role names, or `None` when there is no such profile.
 async fn roles(aws: &Clients, name: &str) -> Result<Option<(String, Vec<String>)>, ProviderError> {
@@ -50,20 +41,8 @@ async fn owned(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<bool
 }
 
 impl Kind for IamInstanceProfile {
-    fn name(&self) -> &'static str {
-        "aws_iam_instance_profile"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "arn"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name", "path"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

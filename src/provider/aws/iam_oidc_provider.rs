@@ -2,36 +2,26 @@
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
-use serde::Deserialize;
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 
 /// The `aws_iam_oidc_provider` kind.
 pub struct IamOidcProvider;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    url: String,
-    #[serde(default = "default_clients")]
-    client_ids: Vec<String>,
-    #[serde(default)]
-    thumbprints: Vec<String>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_iam_oidc_provider", outputs ["id", "arn", "url"], extra [tags];
+    struct Config {
+        url: String [replace],
+        #[serde(default = "default_clients")] client_ids: Vec<String>,
+        #[serde(default)] thumbprints: Vec<String>,
+    }
 }
 
 fn default_clients() -> Vec<String> {
     vec!["sts.amazonaws.com".into()]
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("url", FieldType::String),
-    Field::optional("client_ids", FieldType::List),
-    Field::optional("thumbprints", FieldType::List),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
 /// resource owns it.
@@ -59,20 +49,8 @@ async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Opti
 }
 
 impl Kind for IamOidcProvider {
-    fn name(&self) -> &'static str {
-        "aws_iam_oidc_provider"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "arn", "url"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["url"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

@@ -2,34 +2,24 @@
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_iam::types::PolicyScopeType;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 
 /// The `aws_iam_policy` kind.
 pub struct IamPolicy;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    policy: Value,
-    #[serde(default = "super::iam_root_path")]
-    path: String,
-    description: Option<String>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_iam_policy", outputs ["id", "arn", "name"], extra [tags];
+    struct Config {
+        name: String [replace],
+        policy: Value,
+        #[serde(default = "super::iam_root_path")] path: String [replace],
+        description: Option<String> [replace],
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::required("policy", FieldType::Table),
-    Field::optional("path", FieldType::String),
-    Field::optional("description", FieldType::String),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// The ARN of this account's policy named `name`, with whether this resource owns it.
 async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
@@ -51,20 +41,8 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<Opt
 }
 
 impl Kind for IamPolicy {
-    fn name(&self) -> &'static str {
-        "aws_iam_policy"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "arn", "name"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name", "path", "description"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

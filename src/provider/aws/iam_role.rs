@@ -2,8 +2,8 @@
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
-use serde::Deserialize;
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::collections::HashSet;
@@ -11,31 +11,17 @@ use std::collections::HashSet;
 /// The `aws_iam_role` kind.
 pub struct IamRole;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    assume_role_policy: Value,
-    #[serde(default)]
-    managed_policy_arns: Vec<String>,
-    #[serde(default)]
-    inline_policies: Map<String, Value>,
-    #[serde(default = "super::iam_root_path")]
-    path: String,
-    description: Option<String>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_iam_role", outputs ["id", "name", "arn", "unique_id"], extra [tags];
+    struct Config {
+        name: String [replace],
+        assume_role_policy: Value,
+        #[serde(default)] managed_policy_arns: Vec<String>,
+        #[serde(default)] inline_policies: Map<String, Value>,
+        #[serde(default = "super::iam_root_path")] path: String [replace],
+        description: Option<String>,
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::required("assume_role_policy", FieldType::Table),
-    Field::optional("managed_policy_arns", FieldType::List),
-    Field::optional("inline_policies", FieldType::Table),
-    Field::optional("path", FieldType::String),
-    Field::optional("description", FieldType::String),
-    Field::optional("tags", FieldType::Table),
-];
 
 fn outputs(role: &aws_sdk_iam::types::Role) -> Value {
     json!({ "id": role.role_name(), "name": role.role_name(), "arn": role.arn(), "unique_id": role.role_id() })
@@ -105,25 +91,12 @@ fn nothing_attached() -> Config {
         inline_policies: Map::new(),
         path: super::iam_root_path(),
         description: None,
-        _tags: None,
     }
 }
 
 impl Kind for IamRole {
-    fn name(&self) -> &'static str {
-        "aws_iam_role"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "arn", "unique_id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name", "path"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

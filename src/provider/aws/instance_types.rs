@@ -3,7 +3,7 @@
 //! the types a stack names (`DescribeInstanceTypes`, `DescribeInstanceTypeOfferings`).
 
 use super::error;
-use crate::components::instance_types::{InstanceType, LiveFacts};
+use crate::facts::{InstanceType, LiveFacts};
 use crate::provider::{Cloud, ProviderError};
 use aws_sdk_ec2::types::{Filter, InstanceType as Ec2Type, LocationType};
 

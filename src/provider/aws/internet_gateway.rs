@@ -1,26 +1,20 @@
 //! `aws_internet_gateway`: an internet gateway attached to a VPC.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::ResourceType;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `aws_internet_gateway` kind.
 pub struct InternetGateway;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    vpc_id: String,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_internet_gateway", outputs ["id"], extra [tags];
+    struct Config {
+        vpc_id: String [replace],
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("vpc_id", FieldType::String),
-    Field::optional("tags", FieldType::Table),
-];
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
@@ -38,20 +32,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Kind for InternetGateway {
-    fn name(&self) -> &'static str {
-        "aws_internet_gateway"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["vpc_id"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {

@@ -3,7 +3,8 @@
 //! tags instances get. A change publishes a new version and makes it the default.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::{
     CapacityReservationTarget, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateInstanceMarketOptionsRequest,
@@ -17,26 +18,21 @@ use serde_json::{Map, Value, json};
 /// The `aws_launch_template` kind.
 pub struct LaunchTemplate;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    instance_type: Option<String>,
-    image_id: Option<String>,
-    key_name: Option<String>,
-    user_data: Option<String>,
-    placement_group: Option<String>,
-    capacity_reservation_id: Option<String>,
-    #[serde(default)]
-    capacity_block: bool,
-    #[serde(default)]
-    network_interfaces: Vec<Interface>,
-    #[serde(default)]
-    block_devices: Vec<BlockDevice>,
-    #[serde(default)]
-    instance_tags: Map<String, Value>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_launch_template", outputs ["id", "name", "latest_version"], extra [tags];
+    struct Config {
+        name: String [replace],
+        instance_type: Option<String>,
+        image_id: Option<String>,
+        key_name: Option<String>,
+        user_data: Option<String>,
+        placement_group: Option<String>,
+        capacity_reservation_id: Option<String>,
+        #[serde(default)] capacity_block: bool,
+        #[serde(default)] network_interfaces: Vec<Interface>,
+        #[serde(default)] block_devices: Vec<BlockDevice>,
+        #[serde(default)] instance_tags: Map<String, Value>,
+    }
 }
 
 /// `{ network_card_index = 1, device_index = 1, interface_type = "efa", security_groups = [...] }`
@@ -72,21 +68,6 @@ fn yes() -> bool {
 fn gp3() -> String {
     "gp3".into()
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::optional("instance_type", FieldType::String),
-    Field::optional("image_id", FieldType::String),
-    Field::optional("key_name", FieldType::String),
-    Field::optional("user_data", FieldType::String),
-    Field::optional("placement_group", FieldType::String),
-    Field::optional("capacity_reservation_id", FieldType::String),
-    Field::optional("capacity_block", FieldType::Bool),
-    Field::optional("network_interfaces", FieldType::List),
-    Field::optional("block_devices", FieldType::List),
-    Field::optional("instance_tags", FieldType::Table),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// The template's data as the API takes it.
 fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
@@ -174,20 +155,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(Strin
 }
 
 impl Kind for LaunchTemplate {
-    fn name(&self) -> &'static str {
-        "aws_launch_template"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "latest_version"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     /// An update publishes a new version, so the version is known only after it.
@@ -277,7 +246,8 @@ impl Kind for LaunchTemplate {
             let aws = ctx.cloud.aws().await;
             sync_tags(ctx, aws, id, old, new).await?;
             let mut version = None;
-            let data_changed = SCHEMA
+            let data_changed = SPEC
+                .fields
                 .iter()
                 .map(|f| f.name)
                 .filter(|n| *n != "tags")

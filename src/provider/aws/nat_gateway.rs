@@ -3,29 +3,22 @@
 //! dependency order) can be released.
 
 use super::{Clients, Poll, error, own_filters, parse, sync_tags, tag_spec, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_nat_gateway` kind.
 pub struct NatGateway;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    subnet_id: String,
-    allocation_id: String,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_nat_gateway", outputs ["id"], extra [tags];
+    struct Config {
+        subnet_id: String [replace],
+        allocation_id: String [replace],
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("subnet_id", FieldType::String),
-    Field::required("allocation_id", FieldType::String),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// NAT gateways usually take one to three minutes.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -59,20 +52,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Kind for NatGateway {
-    fn name(&self) -> &'static str {
-        "aws_nat_gateway"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["subnet_id", "allocation_id"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {

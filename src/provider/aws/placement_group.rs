@@ -2,35 +2,26 @@
 //! one network spine), `partition` or `spread`.
 
 use super::{Clients, error, parse, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `aws_placement_group` kind.
 pub struct PlacementGroup;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    #[serde(default = "default_strategy")]
-    strategy: String,
-    partition_count: Option<i32>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_placement_group", outputs ["id", "name", "group_id"], extra [tags];
+    struct Config {
+        name: String [replace],
+        #[serde(default = "default_strategy")] strategy: String [replace],
+        partition_count: Option<i32> [replace],
+    }
 }
 
 fn default_strategy() -> String {
     "cluster".into()
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::optional("strategy", FieldType::String),
-    Field::optional("partition_count", FieldType::Integer),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// The group named `name`: its id and whether the create with `token` made it.
 async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Result<Option<(String, bool)>, ProviderError> {
@@ -48,20 +39,8 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Re
 }
 
 impl Kind for PlacementGroup {
-    fn name(&self) -> &'static str {
-        "aws_placement_group"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name", "group_id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name", "strategy", "partition_count"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

@@ -2,7 +2,8 @@
 //! associations change in place.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -11,16 +12,13 @@ use std::collections::BTreeMap;
 /// The `aws_route_table` kind.
 pub struct RouteTable;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    vpc_id: String,
-    #[serde(default)]
-    routes: Vec<Route>,
-    #[serde(default)]
-    subnet_ids: Vec<String>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_route_table", outputs ["id"], extra [tags];
+    struct Config {
+        vpc_id: String [replace],
+        #[serde(default)] routes: Vec<Route>,
+        #[serde(default)] subnet_ids: Vec<String>,
+    }
 }
 
 /// `{ cidr_block = "0.0.0.0/0", gateway_id = "igw-…" }` or `nat_gateway_id`.
@@ -31,13 +29,6 @@ struct Route {
     gateway_id: Option<String>,
     nat_gateway_id: Option<String>,
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("vpc_id", FieldType::String),
-    Field::optional("routes", FieldType::List),
-    Field::optional("subnet_ids", FieldType::List),
-    Field::optional("tags", FieldType::Table),
-];
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
@@ -175,20 +166,8 @@ async fn sync(
 }
 
 impl Kind for RouteTable {
-    fn name(&self) -> &'static str {
-        "aws_route_table"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["vpc_id"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {

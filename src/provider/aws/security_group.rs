@@ -4,7 +4,8 @@
 //! EFA rule, all protocols from and to itself).
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType, SecurityGroupRule, Tag, TagSpecification, UserIdGroupPair};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -13,19 +14,15 @@ use std::collections::{BTreeSet, HashMap};
 /// The `aws_security_group` kind.
 pub struct SecurityGroup;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    name: String,
-    vpc_id: String,
-    #[serde(default = "default_description", rename = "description")]
-    _description: String,
-    #[serde(default)]
-    ingress: Vec<Rule>,
-    #[serde(default)]
-    egress: Vec<Rule>,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_security_group", outputs ["id", "name"], extra [tags];
+    struct Config {
+        name: String [replace],
+        vpc_id: String [replace],
+        #[serde(default = "default_description")] description: String [replace],
+        #[serde(default)] ingress: Vec<Rule>,
+        #[serde(default)] egress: Vec<Rule>,
+    }
 }
 
 fn default_description() -> String {
@@ -366,15 +363,6 @@ async fn change_rules(
     }
 }
 
-const SCHEMA: &[Field] = &[
-    Field::required("name", FieldType::String),
-    Field::required("vpc_id", FieldType::String),
-    Field::optional("description", FieldType::String),
-    Field::optional("ingress", FieldType::List),
-    Field::optional("egress", FieldType::List),
-    Field::optional("tags", FieldType::Table),
-];
-
 /// The group an earlier create of this resource tagged, if any.
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = aws
@@ -388,20 +376,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Kind for SecurityGroup {
-    fn name(&self) -> &'static str {
-        "aws_security_group"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "name"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["name", "vpc_id", "description"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
@@ -418,7 +394,7 @@ impl Kind for SecurityGroup {
                     .ec2
                     .create_security_group()
                     .group_name(&cfg.name)
-                    .description(config.get("description").and_then(Value::as_str).unwrap_or("Managed by forge"))
+                    .description(&cfg.description)
                     .vpc_id(&cfg.vpc_id)
                     .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
                     .customize()

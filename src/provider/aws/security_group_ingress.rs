@@ -7,25 +7,21 @@
 
 use super::security_group::{Direction, Owner, Rule, atoms, comparable_rules, observe_groups, rule_tags, sync_rules};
 use super::{Clients, error, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
-use serde::Deserialize;
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 /// The `aws_security_group_ingress` kind.
 pub struct SecurityGroupIngress;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    security_group_id: String,
-    ingress: Vec<Rule>,
+attributes! {
+    spec "aws_security_group_ingress", outputs ["id"];
+    struct Config {
+        security_group_id: String [replace],
+        ingress: Vec<Rule>,
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("security_group_id", FieldType::String),
-    Field::required("ingress", FieldType::List),
-];
 
 /// Whether the group still exists.
 async fn exists(aws: &Clients, id: &str) -> Result<bool, ProviderError> {
@@ -37,20 +33,8 @@ async fn exists(aws: &Clients, id: &str) -> Result<bool, ProviderError> {
 }
 
 impl Kind for SecurityGroupIngress {
-    fn name(&self) -> &'static str {
-        "aws_security_group_ingress"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["security_group_id"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, _prior: Option<&Value>) -> Value {

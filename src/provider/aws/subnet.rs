@@ -1,33 +1,23 @@
 //! `aws_subnet`: a subnet in one availability zone.
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `aws_subnet` kind.
 pub struct Subnet;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    vpc_id: String,
-    cidr_block: String,
-    availability_zone: Option<String>,
-    #[serde(default)]
-    map_public_ip_on_launch: bool,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_subnet", outputs ["id", "availability_zone", "cidr_block"], extra [tags];
+    struct Config {
+        vpc_id: String [replace],
+        cidr_block: String [replace],
+        availability_zone: Option<String> [replace],
+        #[serde(default)] map_public_ip_on_launch: bool,
+    }
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("vpc_id", FieldType::String),
-    Field::required("cidr_block", FieldType::String),
-    Field::optional("availability_zone", FieldType::String),
-    Field::optional("map_public_ip_on_launch", FieldType::Bool),
-    Field::optional("tags", FieldType::Table),
-];
 
 /// The subnet an earlier create of this resource tagged, if any.
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<aws_sdk_ec2::types::Subnet>, ProviderError> {
@@ -42,20 +32,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<aws_sd
 }
 
 impl Kind for Subnet {
-    fn name(&self) -> &'static str {
-        "aws_subnet"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "availability_zone", "cidr_block"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["vpc_id", "cidr_block", "availability_zone"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

@@ -1,36 +1,26 @@
 //! `aws_vpc`: a VPC with DNS support and hostnames on (EKS needs both).
 
 use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError};
+use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `aws_vpc` kind.
 pub struct Vpc;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    cidr_block: String,
-    #[serde(default = "yes")]
-    enable_dns_hostnames: bool,
-    #[serde(default = "yes")]
-    enable_dns_support: bool,
-    #[serde(default, rename = "tags")]
-    _tags: Option<Value>,
+attributes! {
+    spec "aws_vpc", outputs ["id", "cidr_block"], extra [tags];
+    struct Config {
+        cidr_block: String [replace],
+        #[serde(default = "yes")] enable_dns_hostnames: bool,
+        #[serde(default = "yes")] enable_dns_support: bool,
+    }
 }
 
 fn yes() -> bool {
     true
 }
-
-const SCHEMA: &[Field] = &[
-    Field::required("cidr_block", FieldType::String),
-    Field::optional("enable_dns_hostnames", FieldType::Bool),
-    Field::optional("enable_dns_support", FieldType::Bool),
-    Field::optional("tags", FieldType::Table),
-];
 
 fn outputs(id: &str, cfg: &Config) -> Value {
     json!({ "id": id, "cidr_block": cfg.cidr_block })
@@ -69,20 +59,8 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Kind for Vpc {
-    fn name(&self) -> &'static str {
-        "aws_vpc"
-    }
-
-    fn schema(&self) -> &'static [Field] {
-        SCHEMA
-    }
-
-    fn outputs(&self) -> &'static [&'static str] {
-        &["id", "cidr_block"]
-    }
-
-    fn replace_on(&self) -> &'static [&'static str] {
-        &["cidr_block"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {

@@ -1,4 +1,4 @@
-//! What components know about EC2 instance types: how many EFA interfaces a type takes, whether
+//! Cloud facts: what components know about EC2 instance types: how many EFA interfaces a type takes, whether
 //! the name exists, and which zones offer it. The facts come from AWS (`DescribeInstanceTypes`,
 //! `DescribeInstanceTypeOfferings`) when credentials work, else from a built-in table.
 

@@ -1,0 +1,321 @@
+//! What blocks accept: attribute types, the one declaration each resource kind makes of its
+//! block type, attributes and outputs ([`Spec`], written with [`attributes!`]), and the checks of
+//! values against them that the stack loader, the components and the planner share. It sits
+//! below all of them and depends on nothing of forge's but the template syntax.
+
+use serde_json::Value;
+
+/// The type a block attribute must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// A string.
+    String,
+    /// A whole number.
+    Integer,
+    /// `true` or `false`.
+    Bool,
+    /// A TOML table.
+    Table,
+    /// A TOML array.
+    List,
+    /// A file path, relative to the stack file's folder; the loader reads the file, and the
+    /// attribute's value is its text (so an edited file shows in the plan).
+    File,
+}
+
+impl FieldType {
+    /// The name used in error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FieldType::String => "a string",
+            FieldType::Integer => "an integer",
+            FieldType::Bool => "a boolean",
+            FieldType::Table => "a table",
+            FieldType::List => "a list",
+            FieldType::File => "a file path (a string)",
+        }
+    }
+
+    /// True when a literal value is of this type.
+    pub fn accepts(self, value: &Value) -> bool {
+        match self {
+            FieldType::String | FieldType::File => value.is_string(),
+            FieldType::Integer => value.is_i64() || value.is_u64(),
+            FieldType::Bool => value.is_boolean(),
+            FieldType::Table => value.is_object(),
+            FieldType::List => value.is_array(),
+        }
+    }
+}
+
+/// One attribute a kind or component accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    /// Attribute name as written in the stack file.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: FieldType,
+    /// Whether a block must set it.
+    pub required: bool,
+    /// Whether changing it needs a new object (the cloud cannot change it in place).
+    pub replaces: bool,
+}
+
+impl Field {
+    /// An attribute every block must set.
+    pub const fn required(name: &'static str, ty: FieldType) -> Field {
+        Field {
+            name,
+            ty,
+            required: true,
+            replaces: false,
+        }
+    }
+
+    /// An attribute a block may leave out.
+    pub const fn optional(name: &'static str, ty: FieldType) -> Field {
+        Field {
+            name,
+            ty,
+            required: false,
+            replaces: false,
+        }
+    }
+
+    /// The same attribute, whose change forces replacement.
+    pub const fn replacing(self) -> Field {
+        Field { replaces: true, ..self }
+    }
+}
+
+/// What a resource kind declares once: its block type, the attributes its block accepts
+/// (which of them force replacement), and the outputs it computes. The loader's checks, the
+/// planner's replace decisions and the kind's own parsing (see [`attributes!`]) all read it.
+#[derive(Debug)]
+pub struct Spec {
+    /// The block type that selects the kind (`aws_vpc`).
+    pub name: &'static str,
+    /// The attributes.
+    pub fields: &'static [Field],
+    /// Attributes the kind computes, readable as `${<address>.<output>}`.
+    pub outputs: &'static [&'static str],
+}
+
+impl Spec {
+    /// Whether changing `attribute` needs a new object.
+    pub fn replaces(&self, attribute: &str) -> bool {
+        self.fields.iter().any(|f| f.replaces && f.name == attribute)
+    }
+
+    /// The attributes whose change forces replacement, in declaration order.
+    pub fn replace_on(&self) -> impl Iterator<Item = &'static str> {
+        self.fields.iter().filter(|f| f.replaces).map(|f| f.name)
+    }
+
+    /// Whether the kind's blocks take `tags`.
+    pub fn tagged(&self) -> bool {
+        self.fields.iter().any(|f| f.name == "tags")
+    }
+}
+
+/// The attribute type a Rust type stands for in a kind's config (see [`attributes!`]);
+/// `Option<T>` is the same type, not required.
+pub trait AttributeType {
+    /// The attribute's type.
+    const TYPE: FieldType;
+    /// Whether a block may leave it out with no default.
+    const OPTIONAL: bool = false;
+}
+
+macro_rules! attribute_types {
+    ($($ty:ty => $field:ident),* $(,)?) => {
+        $(impl AttributeType for $ty {
+            const TYPE: FieldType = FieldType::$field;
+        })*
+    };
+}
+
+attribute_types! {
+    String => String,
+    bool => Bool,
+    i32 => Integer,
+    i64 => Integer,
+    u16 => Integer,
+    u32 => Integer,
+    u64 => Integer,
+    Value => Table,
+    serde_json::Map<String, Value> => Table,
+}
+
+impl<T> AttributeType for Vec<T> {
+    const TYPE: FieldType = FieldType::List;
+}
+
+impl<K, V> AttributeType for std::collections::BTreeMap<K, V> {
+    const TYPE: FieldType = FieldType::Table;
+}
+
+impl<T: AttributeType> AttributeType for Option<T> {
+    const TYPE: FieldType = T::TYPE;
+    const OPTIONAL: bool = true;
+}
+
+/// Declares a kind once: the serde struct its code parses a block's attributes into, and the
+/// [`Spec`] (`const SPEC`) the loader checks blocks against. A field is required unless it is
+/// an `Option` or has a `#[serde(default…)]`; its type comes from its Rust type
+/// ([`AttributeType`]) unless `as File` (or another [`FieldType`]) says otherwise; `[replace]`
+/// marks what forces replacement; `extra` lists the optional tables the kind reads from the
+/// raw block itself (`tags`, `timeouts`), which the struct leaves out.
+///
+/// ```ignore
+/// attributes! {
+///     spec "aws_vpc", outputs ["id", "cidr_block"], extra [tags];
+///     struct Config {
+///         cidr_block: String [replace],
+///         #[serde(default = "yes")] enable_dns_hostnames: bool,
+///     }
+/// }
+/// ```
+macro_rules! attributes {
+    (
+        spec $name:literal, outputs [$($output:literal),* $(,)?] $(, extra [$($extra:ident),* $(,)?])?;
+        $(#[$meta:meta])*
+        struct $config:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $(#[serde($($serde:tt)*)])?
+                $field:ident : $ty:ty $(as $override:ident)? $([$replace:ident])?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(serde::Deserialize)]
+        struct $config {
+            $(
+                $(#[doc = $doc])*
+                $(#[serde($($serde)*)])?
+                $field: $ty,
+            )*
+        }
+
+        /// The kind's declaration: block type, attributes, outputs.
+        const SPEC: $crate::schema::Spec = $crate::schema::Spec {
+            name: $name,
+            fields: &[
+                $(
+                    $crate::schema::Field {
+                        name: stringify!($field),
+                        ty: $crate::schema::attributes!(@type $ty $(, $override)?),
+                        required: !<$ty as $crate::schema::AttributeType>::OPTIONAL
+                            && !$crate::schema::attributes!(@defaulted $($($serde)*)?),
+                        replaces: $crate::schema::attributes!(@replace $($replace)?),
+                    },
+                )*
+                $($($crate::schema::Field::optional(stringify!($extra), $crate::schema::FieldType::Table),)*)?
+            ],
+            outputs: &[$($output),*],
+        };
+    };
+    (@type $ty:ty) => { <$ty as $crate::schema::AttributeType>::TYPE };
+    (@type $ty:ty, $override:ident) => { $crate::schema::FieldType::$override };
+    (@defaulted) => { false };
+    (@defaulted $($serde:tt)+) => { true };
+    (@replace) => { false };
+    (@replace replace) => { true };
+}
+
+pub(crate) use attributes;
+
+/// The first attribute of `config` whose value is known (no references, no unknowns) and of
+/// the wrong type.
+pub fn mistyped<'f>(fields: &'f [Field], config: &Value) -> Option<&'f Field> {
+    use crate::template;
+    fields.iter().find(|f| {
+        config
+            .get(f.name)
+            .is_some_and(|v| template::is_known(v) && template::references(v).is_ok_and(|r| r.is_empty()) && !f.ty.accepts(v))
+    })
+}
+
+/// "an integer", "a string", … for messages about a value's type.
+pub fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => FieldType::Bool.describe(),
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(_) => FieldType::Integer.describe(),
+        Value::String(_) => FieldType::String.describe(),
+        Value::Array(_) => FieldType::List.describe(),
+        Value::Object(_) => FieldType::Table.describe(),
+    }
+}
+
+/// What is wrong with one entry of a block's `timeouts`, if anything: the message and a hint.
+pub fn timeout_problem(operation: &str, value: &Value) -> Option<(String, String)> {
+    const OPERATIONS: &[&str] = &["create", "update", "delete"];
+    if !OPERATIONS.contains(&operation) {
+        return Some(("not an operation with a timeout".into(), suggestion(operation, OPERATIONS)));
+    }
+    match value.as_str().map(humantime::parse_duration) {
+        Some(Ok(_)) => None,
+        _ => Some((
+            format!("must be a duration, not {}", describe(value)),
+            "write it like \"45m\", \"1h 30m\" or \"90s\"".into(),
+        )),
+    }
+}
+
+/// Suggests the candidate closest to `word`, if one is close enough to be a likely typo.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(word, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// "did you mean `x`?" or the list of what is valid.
+pub fn suggestion(word: &str, candidates: &[&str]) -> String {
+    match did_you_mean(word, candidates.iter().copied()) {
+        Some(best) => format!("did you mean `{best}`?"),
+        None if candidates.is_empty() => "nothing is accepted here".to_owned(),
+        None => format!(
+            "expected one of: {}",
+            candidates.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    attributes! {
+        spec "test_kind", outputs ["id"], extra [tags];
+        struct Config {
+            name: String [replace],
+            #[serde(default)] count: i64,
+            note: Option<String>,
+            body: Option<String> as File,
+        }
+    }
+
+    #[test]
+    fn one_declaration_gives_the_struct_and_the_spec() {
+        let shape: Vec<(&str, FieldType, bool, bool)> = SPEC.fields.iter().map(|f| (f.name, f.ty, f.required, f.replaces)).collect();
+        assert_eq!(
+            shape,
+            [
+                ("name", FieldType::String, true, true),
+                ("count", FieldType::Integer, false, false),
+                ("note", FieldType::String, false, false),
+                ("body", FieldType::File, false, false),
+                ("tags", FieldType::Table, false, false),
+            ]
+        );
+        assert!(SPEC.replaces("name") && !SPEC.replaces("count") && SPEC.tagged());
+        let parsed: Config = serde_json::from_value(serde_json::json!({ "name": "a", "tags": {} })).unwrap();
+        assert_eq!((parsed.name.as_str(), parsed.count, parsed.note, parsed.body), ("a", 0, None, None));
+    }
+}
