@@ -4,7 +4,7 @@
 
 use forge::apply::{self, Observer, Options, Phase, Report, RetryPolicy};
 use forge::plan::{self, Action, Mode, Plan};
-use forge::provider::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Registry, Spec};
+use forge::provider::{Cloud, Created, Ctx, Field, FieldType, Observed, ProviderError, Registry, Resource, Spec};
 use forge::state::{LocalStore, State, Status};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -73,41 +73,35 @@ impl Recorder {
     }
 }
 
-impl Kind for Recorder {
+impl Resource for Recorder {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
         prior.cloned().unwrap_or(json!({ "id": null }))
     }
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            self.0.started_tokens.lock().unwrap().insert(token.to_owned());
-            self.call("create", ctx, config).await?;
-            Ok(Created {
-                id: token.to_owned(),
-                outputs: json!({ "id": token }),
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        self.0.started_tokens.lock().unwrap().insert(token.to_owned());
+        self.call("create", ctx, config).await?;
+        Ok(Created {
+            id: token.to_owned(),
+            outputs: json!({ "id": token }),
         })
     }
-    fn read<'a>(&'a self, _cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
+    async fn read(&self, _cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let gone = self.0.gone.lock().unwrap().clone();
-        Box::pin(async move { Ok(Observed::existing(ids.iter().filter(|id| !gone.contains(*id)).cloned())) })
+        Ok(Observed::existing(ids.iter().filter(|id| !gone.contains(*id)).cloned()))
     }
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            self.0.calls.lock().unwrap().push(format!("find {}", ctx.address));
-            Ok(self.0.started_tokens.lock().unwrap().contains(token).then(|| token.to_owned()))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        self.0.calls.lock().unwrap().push(format!("find {}", ctx.address));
+        Ok(self.0.started_tokens.lock().unwrap().contains(token).then(|| token.to_owned()))
     }
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            self.call("update", ctx, new).await?;
-            Ok(json!({ "id": id }))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        self.call("update", ctx, new).await?;
+        Ok(json!({ "id": id }))
     }
-    fn delete<'a>(&'a self, ctx: &'a Ctx, _id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move { self.call("delete", ctx, config).await })
+    async fn delete(&self, ctx: &Ctx, _id: &str, config: &Value) -> Result<(), ProviderError> {
+        self.call("delete", ctx, config).await
     }
 }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The output `key` recorded before this change, or `null` (known after apply) when there is
-/// none: what a kind's [`Kind::planned_outputs`] reports for outputs the cloud assigns.
+/// none: what a kind's [`Resource::planned_outputs`] reports for outputs the cloud assigns.
 pub fn prior_output(prior: Option<&Value>, key: &str) -> Value {
     prior.and_then(|p| p.get(key)).cloned().unwrap_or(Value::Null)
 }
@@ -108,7 +108,7 @@ pub struct Observed {
     pub id: String,
     /// Its `forge:address` tag, when it carries the stack's `forge:stack` tag.
     pub address: Option<String>,
-    /// The attributes the kind reads back, in the shape of [`Kind::comparable`]; an attribute
+    /// The attributes the kind reads back, in the shape of [`Resource::comparable`]; an attribute
     /// the kind cannot read is absent (and never counts as drift).
     pub attributes: Value,
 }
@@ -137,8 +137,9 @@ pub struct ProviderError {
     pub retryable: bool,
 }
 
-/// A resource kind, e.g. `null` or `aws_vpc`.
-pub trait Kind: Send + Sync + 'static {
+/// A resource kind, e.g. `null` or `aws_vpc`, as its file writes it: a declaration, a few
+/// plain methods, and the cloud calls as `async fn`s. The engine holds kinds as [`Kind`]s.
+pub trait Resource: Send + Sync + 'static {
     /// The kind's declaration: block type, attributes (and which force replacement), outputs.
     fn spec(&self) -> &'static Spec;
     /// Whether changing `attribute` from `before` to `after` needs a new object; by default
@@ -156,16 +157,7 @@ pub trait Kind: Send + Sync + 'static {
     /// The outputs as far as they are known before the call (`null` where unknown); `prior` is
     /// the recorded outputs when the resource is updated in place.
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value;
-    /// Creates the object. `token` is unique to this create and stays the same when an
-    /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
-    /// create adopts the object the first try made instead of making a second one.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
-    /// The live objects among `ids`, and, where the API lists by tag in the same batched read,
-    /// every other object tagged `forge:stack = stack`; read in as few calls as the API allows
-    /// (one Describe per page, filtered by the stack's tag or by id), never one per object
-    /// unless the API has no batch read. An id that is not returned is gone.
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>>;
-    /// The applied attributes in the form [`Kind::read`] reports them, so the two compare
+    /// The applied attributes in the form [`Resource::read`] reports them, so the two compare
     /// attribute by attribute; as written unless the cloud keeps them in another shape (rules
     /// as single permissions).
     fn comparable(&self, _id: &str, config: &Value) -> Value {
@@ -176,13 +168,85 @@ pub trait Kind: Send + Sync + 'static {
     fn ignored_by_default(&self, _config: &Value) -> Vec<String> {
         Vec::new()
     }
+    /// Creates the object. `token` is unique to this create and stays the same when an
+    /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
+    /// create adopts the object the first try made instead of making a second one.
+    fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> impl Future<Output = Result<Created, ProviderError>> + Send;
+    /// The live objects among `ids`, and, where the API lists by tag in the same batched read,
+    /// every other object tagged `forge:stack = stack`; read in as few calls as the API allows
+    /// (one Describe per page, filtered by the stack's tag or by id), never one per object
+    /// unless the API has no batch read. An id that is not returned is gone.
+    fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> impl Future<Output = Result<Vec<Observed>, ProviderError>> + Send;
     /// Looks for the object an interrupted create with `token` may have made (by the API's
     /// idempotency token or by forge's tags); `None` when there is none.
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;
+    fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> impl Future<Output = Result<Option<String>, ProviderError>> + Send;
     /// Brings the object from `old` to `new` in place; returns the new outputs.
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>>;
+    fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> impl Future<Output = Result<Value, ProviderError>> + Send;
     /// Deletes the object; an object that is already gone is a success.
+    fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> impl Future<Output = Result<(), ProviderError>> + Send;
+}
+
+/// A kind as the engine holds it, behind `dyn` in one [`Registry`]: every [`Resource`] is one,
+/// its calls boxed. See [`Resource`] for what each method does.
+pub trait Kind: Send + Sync + 'static {
+    /// [`Resource::spec`].
+    fn spec(&self) -> &'static Spec;
+    /// [`Resource::forces_replacement`].
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool;
+    /// [`Resource::holds_data`].
+    fn holds_data(&self) -> bool;
+    /// [`Resource::planned_outputs`].
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value;
+    /// [`Resource::comparable`].
+    fn comparable(&self, id: &str, config: &Value) -> Value;
+    /// [`Resource::ignored_by_default`].
+    fn ignored_by_default(&self, config: &Value) -> Vec<String>;
+    /// [`Resource::create`].
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
+    /// [`Resource::read`].
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>>;
+    /// [`Resource::find`].
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;
+    /// [`Resource::update`].
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>>;
+    /// [`Resource::delete`].
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>>;
+}
+
+impl<R: Resource> Kind for R {
+    fn spec(&self) -> &'static Spec {
+        Resource::spec(self)
+    }
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
+        Resource::forces_replacement(self, attribute, before, after)
+    }
+    fn holds_data(&self) -> bool {
+        Resource::holds_data(self)
+    }
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        Resource::planned_outputs(self, config, prior)
+    }
+    fn comparable(&self, id: &str, config: &Value) -> Value {
+        Resource::comparable(self, id, config)
+    }
+    fn ignored_by_default(&self, config: &Value) -> Vec<String> {
+        Resource::ignored_by_default(self, config)
+    }
+    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
+        Box::pin(Resource::create(self, ctx, token, config))
+    }
+    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
+        Box::pin(Resource::read(self, cloud, stack, ids))
+    }
+    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(Resource::find(self, ctx, token, config))
+    }
+    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(Resource::update(self, ctx, id, old, new))
+    }
+    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(Resource::delete(self, ctx, id, config))
+    }
 }
 
 /// All kinds forge knows, by block type.

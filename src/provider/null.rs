@@ -1,7 +1,7 @@
 //! `null`: forge's `terraform_data`. It touches no cloud; `triggers` force replacement and
 //! `delay_ms` makes every call take that long, to rehearse a stack's timing.
 
-use super::{BoxFuture, Cloud, Created, Ctx, Field, FieldType, Kind, Observed, ProviderError, Spec};
+use super::{Cloud, Created, Ctx, Field, FieldType, Observed, ProviderError, Resource, Spec};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ fn triggers(config: &Value) -> Value {
     config.get("triggers").cloned().unwrap_or_else(|| json!({}))
 }
 
-impl Kind for Null {
+impl Resource for Null {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -41,37 +41,31 @@ impl Kind for Null {
 
     /// The id is the create's token: a fresh UUID per create, and the same one when an
     /// interrupted create is resumed — the idempotency real kinds get from their API.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            pause(ctx, config, "creating").await;
-            Ok(Created {
-                id: token.to_owned(),
-                outputs: json!({ "id": token, "triggers": triggers(config) }),
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        pause(ctx, config, "creating").await;
+        Ok(Created {
+            id: token.to_owned(),
+            outputs: json!({ "id": token, "triggers": triggers(config) }),
         })
     }
 
     /// A `null` resource exists as long as the state records it, as recorded.
-    fn read<'a>(&'a self, _cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move { Ok(Observed::existing(ids.to_vec())) })
+    async fn read(&self, _cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        Ok(Observed::existing(ids.to_vec()))
     }
 
     /// A `null` resource exists only in the state: an interrupted create left nothing behind.
-    fn find<'a>(&'a self, _ctx: &'a Ctx, _token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async { Ok(None) })
+    async fn find(&self, _ctx: &Ctx, _token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        Ok(None)
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            pause(ctx, new, "updating").await;
-            Ok(json!({ "id": id, "triggers": triggers(new) }))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        pause(ctx, new, "updating").await;
+        Ok(json!({ "id": id, "triggers": triggers(new) }))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, _id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            pause(ctx, config, "deleting").await;
-            Ok(())
-        })
+    async fn delete(&self, ctx: &Ctx, _id: &str, config: &Value) -> Result<(), ProviderError> {
+        pause(ctx, config, "deleting").await;
+        Ok(())
     }
 }

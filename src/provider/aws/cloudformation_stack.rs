@@ -5,7 +5,7 @@
 //! A failure names the first resource that failed and CloudFormation's reason for it.
 
 use super::{Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cloudformation::types::{Capability, Parameter, Stack, StackStatus, Tag};
@@ -186,7 +186,7 @@ fn tag_list(tags: BTreeMap<String, String>) -> Vec<Tag> {
     tags.into_iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()
 }
 
-impl Kind for CloudFormationStack {
+impl Resource for CloudFormationStack {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -198,56 +198,54 @@ impl Kind for CloudFormationStack {
     /// Passes the create's token as `ClientRequestToken` and tags the stack with it, so a
     /// retried create adopts the stack its first try made. A stack that rolls back is deleted
     /// again (it can never be updated) and the error names the resource that failed.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let made = aws
-                .cloudformation
-                .create_stack()
-                .stack_name(&cfg.name)
-                .template_body(cfg.template()?)
-                .set_parameters(Some(cfg.parameters()))
-                .set_capabilities(Some(cfg.capabilities()))
-                .set_tags(Some(tag_list(create_tags(ctx, token, config))))
-                .client_request_token(token)
-                .send()
-                .await;
-            let id = match made {
-                Ok(out) => out.stack_id().unwrap_or(&cfg.name).to_owned(),
-                Err(e) if super::code(&e) == Some("AlreadyExistsException") => match describe(aws, &cfg.name).await? {
-                    Some(stack) if owned(ctx, token, &stack) => stack.stack_id().unwrap_or(&cfg.name).to_owned(),
-                    _ => {
-                        return Err(ProviderError {
-                            message: format!(
-                                "a CloudFormation stack named `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-                                cfg.name, ctx.address, ctx.stack
-                            ),
-                            retryable: false,
-                        });
-                    }
-                },
-                Err(e) => return Err(error(aws, "CreateStack", e)),
-            };
-            let stack = match settle(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await? {
-                Some(stack) if stack.stack_status() == Some(&StackStatus::CreateComplete) => stack,
-                Some(stack) => {
-                    let failed = ended(aws, &id, &stack).await?;
-                    let _ = aws.cloudformation.delete_stack().stack_name(&id).send().await;
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .cloudformation
+            .create_stack()
+            .stack_name(&cfg.name)
+            .template_body(cfg.template()?)
+            .set_parameters(Some(cfg.parameters()))
+            .set_capabilities(Some(cfg.capabilities()))
+            .set_tags(Some(tag_list(create_tags(ctx, token, config))))
+            .client_request_token(token)
+            .send()
+            .await;
+        let id = match made {
+            Ok(out) => out.stack_id().unwrap_or(&cfg.name).to_owned(),
+            Err(e) if super::code(&e) == Some("AlreadyExistsException") => match describe(aws, &cfg.name).await? {
+                Some(stack) if owned(ctx, token, &stack) => stack.stack_id().unwrap_or(&cfg.name).to_owned(),
+                _ => {
                     return Err(ProviderError {
                         message: format!(
-                            "{}; forge is deleting the rolled-back stack, so fix the template or its parameters and run `forge up` again",
-                            failed.message
+                            "a CloudFormation stack named `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+                            cfg.name, ctx.address, ctx.stack
                         ),
-                        ..failed
+                        retryable: false,
                     });
                 }
-                None => return Err(disappeared(&id)),
-            };
-            Ok(Created {
-                outputs: outputs(&stack),
-                id,
-            })
+            },
+            Err(e) => return Err(error(aws, "CreateStack", e)),
+        };
+        let stack = match settle(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await? {
+            Some(stack) if stack.stack_status() == Some(&StackStatus::CreateComplete) => stack,
+            Some(stack) => {
+                let failed = ended(aws, &id, &stack).await?;
+                let _ = aws.cloudformation.delete_stack().stack_name(&id).send().await;
+                return Err(ProviderError {
+                    message: format!(
+                        "{}; forge is deleting the rolled-back stack, so fix the template or its parameters and run `forge up` again",
+                        failed.message
+                    ),
+                    ..failed
+                });
+            }
+            None => return Err(disappeared(&id)),
+        };
+        Ok(Created {
+            outputs: outputs(&stack),
+            id,
         })
     }
 
@@ -263,103 +261,95 @@ impl Kind for CloudFormationStack {
     }
 
     /// One DescribeStacks (all pages) for the recorded stacks and those tagged with forge's.
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let found = all(cloud.aws().await).await?;
-            Ok(found
-                .iter()
-                .filter(|s| s.stack_status() != Some(&StackStatus::DeleteComplete))
-                .filter_map(|s| {
-                    let tags = super::tag_table(s.tags().iter().map(|t| (t.key(), t.value())));
-                    let parameters: Map<String, Value> = s
-                        .parameters()
-                        .iter()
-                        .filter_map(|p| Some((p.parameter_key()?.to_owned(), json!(p.parameter_value()))))
-                        .collect();
-                    super::listed(
-                        stack,
-                        ids,
-                        s.stack_id()?.to_owned(),
-                        tags,
-                        |tags| json!({ "name": s.stack_name(), "parameters": parameters, "tags": tags }),
-                    )
-                })
-                .collect())
-        })
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let found = all(cloud.aws().await).await?;
+        Ok(found
+            .iter()
+            .filter(|s| s.stack_status() != Some(&StackStatus::DeleteComplete))
+            .filter_map(|s| {
+                let tags = super::tag_table(s.tags().iter().map(|t| (t.key(), t.value())));
+                let parameters: Map<String, Value> = s
+                    .parameters()
+                    .iter()
+                    .filter_map(|p| Some((p.parameter_key()?.to_owned(), json!(p.parameter_value()))))
+                    .collect();
+                super::listed(
+                    stack,
+                    ids,
+                    s.stack_id()?.to_owned(),
+                    tags,
+                    |tags| json!({ "name": s.stack_name(), "parameters": parameters, "tags": tags }),
+                )
+            })
+            .collect())
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
-            Ok(found.filter(|s| owned(ctx, token, s)).and_then(|s| s.stack_id().map(str::to_owned)))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
+        Ok(found.filter(|s| owned(ctx, token, s)).and_then(|s| s.stack_id().map(str::to_owned)))
     }
 
     /// "No updates are to be performed" is CloudFormation agreeing, not an error.
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut new_tags = tag_list(ctx.tags(new));
-            if let Some(stack) = describe(aws, id).await? {
-                new_tags.extend(stack.tags().iter().filter(|t| t.key() == Some(TOKEN_TAG)).cloned());
+    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut new_tags = tag_list(ctx.tags(new));
+        if let Some(stack) = describe(aws, id).await? {
+            new_tags.extend(stack.tags().iter().filter(|t| t.key() == Some(TOKEN_TAG)).cloned());
+        }
+        let sent = aws
+            .cloudformation
+            .update_stack()
+            .stack_name(id)
+            .template_body(cfg.template()?)
+            .set_parameters(Some(cfg.parameters()))
+            .set_capabilities(Some(cfg.capabilities()))
+            .set_tags(Some(new_tags))
+            .send()
+            .await;
+        let changed = match sent {
+            Ok(_) => true,
+            Err(e)
+                if super::code(&e) == Some("ValidationError")
+                    && e.message().is_some_and(|m| m.contains("No updates are to be performed")) =>
+            {
+                false
             }
-            let sent = aws
-                .cloudformation
-                .update_stack()
-                .stack_name(id)
-                .template_body(cfg.template()?)
-                .set_parameters(Some(cfg.parameters()))
-                .set_capabilities(Some(cfg.capabilities()))
-                .set_tags(Some(new_tags))
-                .send()
-                .await;
-            let changed = match sent {
-                Ok(_) => true,
-                Err(e)
-                    if super::code(&e) == Some("ValidationError")
-                        && e.message().is_some_and(|m| m.contains("No updates are to be performed")) =>
-                {
-                    false
-                }
-                Err(e) => return Err(error(aws, "UpdateStack", e)),
-            };
-            let stack = if changed {
-                settle(ctx, aws, id, limit).await?
-            } else {
-                describe(aws, id).await?
-            };
-            let stack = match stack {
-                Some(stack) if !changed || stack.stack_status() == Some(&StackStatus::UpdateComplete) => stack,
-                Some(stack) => return Err(ended(aws, id, &stack).await?),
-                None => return Err(disappeared(id)),
-            };
-            Ok(outputs(&stack))
-        })
+            Err(e) => return Err(error(aws, "UpdateStack", e)),
+        };
+        let stack = if changed {
+            settle(ctx, aws, id, limit).await?
+        } else {
+            describe(aws, id).await?
+        };
+        let stack = match stack {
+            Some(stack) if !changed || stack.stack_status() == Some(&StackStatus::UpdateComplete) => stack,
+            Some(stack) => return Err(ended(aws, id, &stack).await?),
+            None => return Err(disappeared(id)),
+        };
+        Ok(outputs(&stack))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            match describe(aws, id).await? {
-                None => return Ok(()),
-                Some(s) if s.stack_status() == Some(&StackStatus::DeleteInProgress) => {}
-                Some(_) => aws
-                    .cloudformation
-                    .delete_stack()
-                    .stack_name(id)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| error(aws, "DeleteStack", e))?,
-            }
-            match settle(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await? {
-                None => Ok(()),
-                Some(stack) => Err(ended(aws, id, &stack).await?),
-            }
-        })
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(s) if s.stack_status() == Some(&StackStatus::DeleteInProgress) => {}
+            Some(_) => aws
+                .cloudformation
+                .delete_stack()
+                .stack_name(id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| error(aws, "DeleteStack", e))?,
+        }
+        match settle(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await? {
+            None => Ok(()),
+            Some(stack) => Err(ended(aws, id, &stack).await?),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
 use super::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
 use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
@@ -69,7 +69,7 @@ fn outputs(fs: &FileSystemDescription) -> Value {
     })
 }
 
-impl Kind for EfsFileSystem {
+impl Resource for EfsFileSystem {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -84,124 +84,114 @@ impl Kind for EfsFileSystem {
 
     /// EFS answers a repeated creation token with FileSystemAlreadyExists and the id of the
     /// file system that token made: that one is adopted.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let tags = create_tags(ctx, token, config)
-                .into_iter()
-                .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok());
-            let made = aws
-                .efs
-                .create_file_system()
-                .creation_token(token)
-                .performance_mode(PerformanceMode::from(cfg.performance_mode.as_deref().unwrap_or("generalPurpose")))
-                .throughput_mode(cfg.throughput_mode())
-                .encrypted(cfg.encrypted.unwrap_or(true))
-                .set_kms_key_id(cfg.kms_key_id.clone())
-                .set_tags(Some(tags.collect()))
-                .send()
-                .await;
-            let id = match made {
-                Ok(fs) => fs.file_system_id().to_owned(),
-                Err(e) => match e.as_service_error() {
-                    Some(CreateFileSystemError::FileSystemAlreadyExists(taken)) => taken.file_system_id().to_owned(),
-                    _ => return Err(error(aws, "CreateFileSystem", e)),
-                },
-            };
-            let fs = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            Ok(Created { outputs: outputs(&fs), id })
-        })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let tags = create_tags(ctx, token, config)
+            .into_iter()
+            .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok());
+        let made = aws
+            .efs
+            .create_file_system()
+            .creation_token(token)
+            .performance_mode(PerformanceMode::from(cfg.performance_mode.as_deref().unwrap_or("generalPurpose")))
+            .throughput_mode(cfg.throughput_mode())
+            .encrypted(cfg.encrypted.unwrap_or(true))
+            .set_kms_key_id(cfg.kms_key_id.clone())
+            .set_tags(Some(tags.collect()))
+            .send()
+            .await;
+        let id = match made {
+            Ok(fs) => fs.file_system_id().to_owned(),
+            Err(e) => match e.as_service_error() {
+                Some(CreateFileSystemError::FileSystemAlreadyExists(taken)) => taken.file_system_id().to_owned(),
+                _ => return Err(error(aws, "CreateFileSystem", e)),
+            },
+        };
+        let fs = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created { outputs: outputs(&fs), id })
     }
 
     /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
     /// the stack.
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let found = all_pages!(aws, aws.efs.describe_file_systems(), file_systems, "DescribeFileSystems");
-            Ok(found
-                .iter()
-                .filter_map(|fs| {
-                    let tags = super::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))));
-                    super::listed(stack, ids, fs.file_system_id().to_owned(), tags, |tags| {
-                        json!({
-                            "performance_mode": fs.performance_mode().as_str(),
-                            "throughput_mode": fs.throughput_mode().map(|m| m.as_str()),
-                            "tags": tags,
-                        })
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let found = all_pages!(aws, aws.efs.describe_file_systems(), file_systems, "DescribeFileSystems");
+        Ok(found
+            .iter()
+            .filter_map(|fs| {
+                let tags = super::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))));
+                super::listed(stack, ids, fs.file_system_id().to_owned(), tags, |tags| {
+                    json!({
+                        "performance_mode": fs.performance_mode().as_str(),
+                        "throughput_mode": fs.throughput_mode().map(|m| m.as_str()),
+                        "tags": tags,
                     })
                 })
-                .collect())
-        })
+            })
+            .collect())
     }
 
     /// The file system made with this creation token, if any.
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            let out = aws
-                .efs
-                .describe_file_systems()
-                .creation_token(token)
-                .send()
-                .await
-                .map_err(|e| error(aws, "DescribeFileSystems", e))?;
-            Ok(out.file_systems().first().map(|fs| fs.file_system_id().to_owned()))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let out = aws
+            .efs
+            .describe_file_systems()
+            .creation_token(token)
+            .send()
+            .await
+            .map_err(|e| error(aws, "DescribeFileSystems", e))?;
+        Ok(out.file_systems().first().map(|fs| fs.file_system_id().to_owned()))
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            let mut live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
-            if live.throughput_mode() != Some(&cfg.throughput_mode()) {
-                aws.efs
-                    .update_file_system()
-                    .file_system_id(id)
-                    .throughput_mode(cfg.throughput_mode())
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateFileSystem", e))?;
-                live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
-            }
-            let (removed, changed) = super::tag_changes(ctx, old, new);
-            let set = (!changed.is_empty()).then(|| {
-                changed
-                    .into_iter()
-                    .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
-                    .collect::<Vec<_>>()
-            });
-            retag!(aws, efs, untag_resource, tag_resource, resource_id(id), removed, set);
-            Ok(outputs(&live))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let mut live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        if live.throughput_mode() != Some(&cfg.throughput_mode()) {
+            aws.efs
+                .update_file_system()
+                .file_system_id(id)
+                .throughput_mode(cfg.throughput_mode())
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateFileSystem", e))?;
+            live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        }
+        let (removed, changed) = super::tag_changes(ctx, old, new);
+        let set = (!changed.is_empty()).then(|| {
+            changed
+                .into_iter()
+                .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
+                .collect::<Vec<_>>()
+        });
+        retag!(aws, efs, untag_resource, tag_resource, resource_id(id), removed, set);
+        Ok(outputs(&live))
     }
 
     /// EFS refuses while mount targets remain (they go first in the graph, but take a while to
     /// disappear): that answer is retried.
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            match describe(aws, id).await? {
-                None => return Ok(()),
-                Some(fs) if fs.life_cycle_state() == &LifeCycleState::Deleting => {}
-                Some(_) => match aws.efs.delete_file_system().file_system_id(id).send().await {
-                    Ok(_) => {}
-                    Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
-                    Err(e) if super::code(&e) == Some("FileSystemInUse") => {
-                        return Err(ProviderError {
-                            retryable: true,
-                            ..error(aws, "DeleteFileSystem", e)
-                        });
-                    }
-                    Err(e) => return Err(error(aws, "DeleteFileSystem", e)),
-                },
-            }
-            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(describe(aws, id).await?.map(|fs| fs.life_cycle_state().as_str().to_owned()))
-            })
-            .await
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(fs) if fs.life_cycle_state() == &LifeCycleState::Deleting => {}
+            Some(_) => match aws.efs.delete_file_system().file_system_id(id).send().await {
+                Ok(_) => {}
+                Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
+                Err(e) if super::code(&e) == Some("FileSystemInUse") => {
+                    return Err(ProviderError {
+                        retryable: true,
+                        ..error(aws, "DeleteFileSystem", e)
+                    });
+                }
+                Err(e) => return Err(error(aws, "DeleteFileSystem", e)),
+            },
+        }
+        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            Ok(describe(aws, id).await?.map(|fs| fs.life_cycle_state().as_str().to_owned()))
         })
+        .await
     }
 }

@@ -5,7 +5,7 @@
 //! in place.
 
 use super::{Clients, Poll, child_id, error, live_children, parse, split, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ fn outputs(id: &str, m: &MountTargetDescription) -> Value {
     json!({ "id": id, "ip_address": m.ip_address(), "zone": m.availability_zone_name() })
 }
 
-impl Kind for EfsMountTarget {
+impl Resource for EfsMountTarget {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -77,100 +77,90 @@ impl Kind for EfsMountTarget {
         json!({ "id": prior_output(prior, "id"), "ip_address": prior_output(prior, "ip_address"), "zone": prior_output(prior, "zone") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let made = aws
-                .efs
-                .create_mount_target()
-                .file_system_id(&cfg.file_system_id)
-                .subnet_id(&cfg.subnet_id)
-                .set_security_groups(Some(cfg.security_groups.clone()))
-                .send()
-                .await;
-            let target = match made {
-                Ok(m) => m.mount_target_id().to_owned(),
-                Err(e) if super::code(&e) == Some("MountTargetConflict") => {
-                    let existing = of_file_system(aws, &cfg.file_system_id).await?.unwrap_or_default();
-                    match existing.iter().find(|m| m.subnet_id() == cfg.subnet_id) {
-                        Some(m) => m.mount_target_id().to_owned(),
-                        None => return Err(error(aws, "CreateMountTarget", e)),
-                    }
+    async fn create(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .efs
+            .create_mount_target()
+            .file_system_id(&cfg.file_system_id)
+            .subnet_id(&cfg.subnet_id)
+            .set_security_groups(Some(cfg.security_groups.clone()))
+            .send()
+            .await;
+        let target = match made {
+            Ok(m) => m.mount_target_id().to_owned(),
+            Err(e) if super::code(&e) == Some("MountTargetConflict") => {
+                let existing = of_file_system(aws, &cfg.file_system_id).await?.unwrap_or_default();
+                match existing.iter().find(|m| m.subnet_id() == cfg.subnet_id) {
+                    Some(m) => m.mount_target_id().to_owned(),
+                    None => return Err(error(aws, "CreateMountTarget", e)),
                 }
-                Err(e) => return Err(error(aws, "CreateMountTarget", e)),
-            };
-            let id = child_id(&cfg.file_system_id, &target);
-            let live = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            Ok(Created {
-                outputs: outputs(&id, &live),
-                id,
-            })
+            }
+            Err(e) => return Err(error(aws, "CreateMountTarget", e)),
+        };
+        let id = child_id(&cfg.file_system_id, &target);
+        let live = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&id, &live),
+            id,
         })
     }
 
     /// One DescribeMountTargets per file system the ids name.
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            live_children(ids, |file_system| async move {
-                Ok(of_file_system(aws, &file_system)
-                    .await?
-                    .map(|targets| targets.iter().map(|m| m.mount_target_id().to_owned()).collect()))
-            })
-            .await
-            .map(Observed::existing)
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        live_children(ids, |file_system| async move {
+            Ok(of_file_system(aws, &file_system)
+                .await?
+                .map(|targets| targets.iter().map(|m| m.mount_target_id().to_owned()).collect()))
         })
+        .await
+        .map(Observed::existing)
     }
 
     /// The mount target in the block's subnet: the file system is this stack's, and holds at
     /// most one per zone.
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let existing = of_file_system(ctx.cloud.aws().await, &cfg.file_system_id)
-                .await?
-                .unwrap_or_default();
-            Ok(existing
-                .iter()
-                .find(|m| m.subnet_id() == cfg.subnet_id)
-                .map(|m| child_id(&cfg.file_system_id, m.mount_target_id())))
-        })
+    async fn find(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let existing = of_file_system(ctx.cloud.aws().await, &cfg.file_system_id)
+            .await?
+            .unwrap_or_default();
+        Ok(existing
+            .iter()
+            .find(|m| m.subnet_id() == cfg.subnet_id)
+            .map(|m| child_id(&cfg.file_system_id, m.mount_target_id())))
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            aws.efs
-                .modify_mount_target_security_groups()
-                .mount_target_id(split(id).1)
-                .set_security_groups(Some(cfg.security_groups.clone()))
-                .send()
-                .await
-                .map_err(|e| error(aws, "ModifyMountTargetSecurityGroups", e))?;
-            let live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
-            Ok(outputs(id, &live))
-        })
-    }
-
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            match describe(aws, id).await? {
-                None => return Ok(()),
-                Some(m) if m.life_cycle_state() == &LifeCycleState::Deleting => {}
-                Some(_) => super::tolerate(
-                    aws,
-                    "DeleteMountTarget",
-                    aws.efs.delete_mount_target().mount_target_id(split(id).1).send().await,
-                    &["MountTargetNotFound"],
-                )?,
-            }
-            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(describe(aws, id).await?.map(|m| m.life_cycle_state().as_str().to_owned()))
-            })
+    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        aws.efs
+            .modify_mount_target_security_groups()
+            .mount_target_id(split(id).1)
+            .set_security_groups(Some(cfg.security_groups.clone()))
+            .send()
             .await
+            .map_err(|e| error(aws, "ModifyMountTargetSecurityGroups", e))?;
+        let live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        Ok(outputs(id, &live))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(m) if m.life_cycle_state() == &LifeCycleState::Deleting => {}
+            Some(_) => super::tolerate(
+                aws,
+                "DeleteMountTarget",
+                aws.efs.delete_mount_target().mount_target_id(split(id).1).send().await,
+                &["MountTargetNotFound"],
+            )?,
+        }
+        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            Ok(describe(aws, id).await?.map(|m| m.life_cycle_state().as_str().to_owned()))
         })
+        .await
     }
 }

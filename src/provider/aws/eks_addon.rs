@@ -6,7 +6,7 @@
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, live_children, split};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
 use serde_json::{Value, json};
@@ -113,7 +113,7 @@ fn outputs(cluster: &str, a: &Addon) -> Value {
     json!({ "id": child_id(cluster, name), "name": name, "arn": a.addon_arn(), "version": a.addon_version() })
 }
 
-impl Kind for EksAddon {
+impl Resource for EksAddon {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -129,109 +129,99 @@ impl Kind for EksAddon {
 
     /// Passes the create's token as `clientRequestToken`; an add-on that an earlier try of
     /// this create made (its `forge:token` tag) is adopted and waited for.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let version = resolve_version(aws, &cfg.cluster_name, &cfg.name, cfg.version.as_deref()).await?;
-            let made = aws
-                .eks
-                .create_addon()
-                .cluster_name(&cfg.cluster_name)
-                .addon_name(&cfg.name)
-                .set_addon_version(version)
-                .set_service_account_role_arn(cfg.service_account_role_arn.clone())
-                .set_configuration_values(cfg.configuration_values.clone())
-                .resolve_conflicts(ResolveConflicts::Overwrite)
-                .client_request_token(token)
-                .set_tags(Some(create_tags(ctx, token, config)))
-                .send()
-                .await;
-            created_or_own(ctx, aws, token, "CreateAddon", "add-on", &cfg.name, made, || async {
-                Ok(describe(aws, &cfg.cluster_name, &cfg.name)
-                    .await?
-                    .and_then(|found| found.tags().cloned()))
-            })
-            .await?;
-            let addon = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            Ok(Created {
-                outputs: outputs(&cfg.cluster_name, &addon),
-                id: child_id(&cfg.cluster_name, &cfg.name),
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let version = resolve_version(aws, &cfg.cluster_name, &cfg.name, cfg.version.as_deref()).await?;
+        let made = aws
+            .eks
+            .create_addon()
+            .cluster_name(&cfg.cluster_name)
+            .addon_name(&cfg.name)
+            .set_addon_version(version)
+            .set_service_account_role_arn(cfg.service_account_role_arn.clone())
+            .set_configuration_values(cfg.configuration_values.clone())
+            .resolve_conflicts(ResolveConflicts::Overwrite)
+            .client_request_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        created_or_own(ctx, aws, token, "CreateAddon", "add-on", &cfg.name, made, || async {
+            Ok(describe(aws, &cfg.cluster_name, &cfg.name)
+                .await?
+                .and_then(|found| found.tags().cloned()))
+        })
+        .await?;
+        let addon = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&cfg.cluster_name, &addon),
+            id: child_id(&cfg.cluster_name, &cfg.name),
         })
     }
 
     /// One ListAddons per cluster the ids name.
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) })
-                .await
-                .map(Observed::existing)
-        })
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) })
+            .await
+            .map(Observed::existing)
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
-            Ok(found
-                .filter(|a| owned(ctx, token, a.tags()))
-                .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
+        Ok(found
+            .filter(|a| owned(ctx, token, a.tags()))
+            .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
     }
 
     /// Compares with the live add-on, so an update that failed or ran out of time is picked up
     /// where the add-on stands.
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let (cluster, name) = split(id);
-            let aws = ctx.cloud.aws().await;
-            let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
-            let version = resolve_version(aws, cluster, name, cfg.version.as_deref()).await?;
-            let blank = |v: Option<&str>| v.filter(|s| !s.is_empty()).map(str::to_owned);
-            if version.as_deref().is_some_and(|v| live.addon_version() != Some(v))
-                || blank(live.service_account_role_arn()) != cfg.service_account_role_arn
-                || blank(live.configuration_values()) != cfg.configuration_values
-            {
-                let out = aws
-                    .eks
-                    .update_addon()
-                    .cluster_name(cluster)
-                    .addon_name(name)
-                    .set_addon_version(version)
-                    .service_account_role_arn(cfg.service_account_role_arn.clone().unwrap_or_default())
-                    .configuration_values(cfg.configuration_values.clone().unwrap_or_default())
-                    .resolve_conflicts(ResolveConflicts::Overwrite)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateAddon", e))?;
-                if let Some(update) = out.update().and_then(|u| u.id()) {
-                    wait_update(ctx, aws, cluster, Scope::Addon(name), update, limit).await?;
-                }
-                live = wait_active(ctx, aws, cluster, name, limit).await?;
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
+        let version = resolve_version(aws, cluster, name, cfg.version.as_deref()).await?;
+        let blank = |v: Option<&str>| v.filter(|s| !s.is_empty()).map(str::to_owned);
+        if version.as_deref().is_some_and(|v| live.addon_version() != Some(v))
+            || blank(live.service_account_role_arn()) != cfg.service_account_role_arn
+            || blank(live.configuration_values()) != cfg.configuration_values
+        {
+            let out = aws
+                .eks
+                .update_addon()
+                .cluster_name(cluster)
+                .addon_name(name)
+                .set_addon_version(version)
+                .service_account_role_arn(cfg.service_account_role_arn.clone().unwrap_or_default())
+                .configuration_values(cfg.configuration_values.clone().unwrap_or_default())
+                .resolve_conflicts(ResolveConflicts::Overwrite)
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateAddon", e))?;
+            if let Some(update) = out.update().and_then(|u| u.id()) {
+                wait_update(ctx, aws, cluster, Scope::Addon(name), update, limit).await?;
             }
-            sync_tags(ctx, aws, live.addon_arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(cluster, &live))
-        })
+            live = wait_active(ctx, aws, cluster, name, limit).await?;
+        }
+        sync_tags(ctx, aws, live.addon_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(cluster, &live))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let (cluster, name) = split(id);
-            let aws = ctx.cloud.aws().await;
-            let status = || async {
-                Ok(describe(aws, cluster, name)
-                    .await?
-                    .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
-            };
-            let limit = timeout(config, "delete", DELETE_TIMEOUT);
-            delete_and_wait(ctx, aws, "DeleteAddon", limit, status, || {
-                aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send()
-            })
-            .await
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let status = || async {
+            Ok(describe(aws, cluster, name)
+                .await?
+                .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+        };
+        let limit = timeout(config, "delete", DELETE_TIMEOUT);
+        delete_and_wait(ctx, aws, "DeleteAddon", limit, status, || {
+            aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send()
         })
+        .await
     }
 }

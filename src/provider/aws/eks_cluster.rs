@@ -6,7 +6,7 @@
 
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
@@ -157,7 +157,7 @@ fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> 
     }
 }
 
-impl Kind for EksCluster {
+impl Resource for EksCluster {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -182,131 +182,121 @@ impl Kind for EksCluster {
 
     /// Passes the create's token as `clientRequestToken`; a cluster of that name made by an
     /// earlier try of this create (its `forge:token` tag) is adopted and waited for.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let vpc = VpcConfigRequest::builder()
-                .set_subnet_ids(Some(cfg.subnet_ids.clone()))
-                .set_security_group_ids(Some(cfg.security_group_ids.clone()))
-                .endpoint_public_access(cfg.endpoint_public_access)
-                .endpoint_private_access(cfg.endpoint_private_access)
-                .build();
-            let access = CreateAccessConfigRequest::builder()
-                .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
-                .bootstrap_cluster_creator_admin_permissions(true)
-                .build();
-            let made = aws
-                .eks
-                .create_cluster()
-                .name(&cfg.name)
-                .role_arn(&cfg.role_arn)
-                .set_version(cfg.version.clone())
-                .resources_vpc_config(vpc)
-                .access_config(access)
-                .logging(logging(&cfg.logging)?)
-                .client_request_token(token)
-                .set_tags(Some(create_tags(ctx, token, config)))
-                .send()
-                .await;
-            created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
-                Ok(describe(aws, &cfg.name).await?.and_then(|found| found.tags().cloned()))
-            })
-            .await?;
-            let cluster = wait_active(ctx, aws, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            Ok(Created {
-                outputs: outputs(&cluster),
-                id: cfg.name,
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let vpc = VpcConfigRequest::builder()
+            .set_subnet_ids(Some(cfg.subnet_ids.clone()))
+            .set_security_group_ids(Some(cfg.security_group_ids.clone()))
+            .endpoint_public_access(cfg.endpoint_public_access)
+            .endpoint_private_access(cfg.endpoint_private_access)
+            .build();
+        let access = CreateAccessConfigRequest::builder()
+            .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
+            .bootstrap_cluster_creator_admin_permissions(true)
+            .build();
+        let made = aws
+            .eks
+            .create_cluster()
+            .name(&cfg.name)
+            .role_arn(&cfg.role_arn)
+            .set_version(cfg.version.clone())
+            .resources_vpc_config(vpc)
+            .access_config(access)
+            .logging(logging(&cfg.logging)?)
+            .client_request_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
+            Ok(describe(aws, &cfg.name).await?.and_then(|found| found.tags().cloned()))
+        })
+        .await?;
+        let cluster = wait_active(ctx, aws, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&cluster),
+            id: cfg.name,
         })
     }
 
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let mut live = HashSet::new();
-            let mut pages = aws.eks.list_clusters().into_paginator().send();
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| error(aws, "ListClusters", e))?;
-                live.extend(page.clusters().iter().filter(|c| ids.contains(c)).cloned());
-            }
-            Ok(Observed::existing(live))
-        })
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let mut live = HashSet::new();
+        let mut pages = aws.eks.list_clusters().into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListClusters", e))?;
+            live.extend(page.clusters().iter().filter(|c| ids.contains(c)).cloned());
+        }
+        Ok(Observed::existing(live))
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
-            Ok(found.filter(|c| owned(ctx, token, c.tags())).map(|_| cfg.name))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
+        Ok(found.filter(|c| owned(ctx, token, c.tags())).map(|_| cfg.name))
     }
 
     /// One EKS update at a time, each waited for before the next is sent: version, endpoint
     /// access, authentication mode, logging; then tags. Each is compared with the live cluster,
     /// not with the recorded attributes, so an update that failed or ran out of time half-way
     /// is picked up where the cluster stands on the next run.
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut live = wait_active(ctx, aws, id, limit).await?;
-            if let Some(version) = cfg.version.as_deref().filter(|v| live.version() != Some(*v)) {
-                let out = aws.eks.update_cluster_version().name(id).version(version).send().await;
-                let out = out.map_err(|e| error(aws, "UpdateClusterVersion", e))?;
-                live = settle(ctx, aws, id, out.update(), limit).await?;
-            }
-            let endpoints = live
-                .resources_vpc_config()
-                .map(|v| (v.endpoint_public_access(), v.endpoint_private_access()));
-            if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) {
-                let vpc = VpcConfigRequest::builder()
-                    .endpoint_public_access(cfg.endpoint_public_access)
-                    .endpoint_private_access(cfg.endpoint_private_access)
-                    .build();
-                let out = aws.eks.update_cluster_config().name(id).resources_vpc_config(vpc).send().await;
-                let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
-                live = settle(ctx, aws, id, out.update(), limit).await?;
-            }
-            let mode = live.access_config().and_then(|a| a.authentication_mode()).map(|m| m.as_str());
-            if mode.is_some_and(|m| m != cfg.authentication_mode) {
-                let access = UpdateAccessConfigRequest::builder()
-                    .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
-                    .build();
-                let out = aws.eks.update_cluster_config().name(id).access_config(access).send().await;
-                let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
-                live = settle(ctx, aws, id, out.update(), limit).await?;
-            }
-            if enabled_logs(&live) != cfg.logging.iter().map(String::as_str).collect() {
-                let out = aws
-                    .eks
-                    .update_cluster_config()
-                    .name(id)
-                    .logging(logging(&cfg.logging)?)
-                    .send()
-                    .await;
-                let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
-                live = settle(ctx, aws, id, out.update(), limit).await?;
-            }
-            sync_tags(ctx, aws, live.arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(&live))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_active(ctx, aws, id, limit).await?;
+        if let Some(version) = cfg.version.as_deref().filter(|v| live.version() != Some(*v)) {
+            let out = aws.eks.update_cluster_version().name(id).version(version).send().await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterVersion", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        let endpoints = live
+            .resources_vpc_config()
+            .map(|v| (v.endpoint_public_access(), v.endpoint_private_access()));
+        if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) {
+            let vpc = VpcConfigRequest::builder()
+                .endpoint_public_access(cfg.endpoint_public_access)
+                .endpoint_private_access(cfg.endpoint_private_access)
+                .build();
+            let out = aws.eks.update_cluster_config().name(id).resources_vpc_config(vpc).send().await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        let mode = live.access_config().and_then(|a| a.authentication_mode()).map(|m| m.as_str());
+        if mode.is_some_and(|m| m != cfg.authentication_mode) {
+            let access = UpdateAccessConfigRequest::builder()
+                .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
+                .build();
+            let out = aws.eks.update_cluster_config().name(id).access_config(access).send().await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        if enabled_logs(&live) != cfg.logging.iter().map(String::as_str).collect() {
+            let out = aws
+                .eks
+                .update_cluster_config()
+                .name(id)
+                .logging(logging(&cfg.logging)?)
+                .send()
+                .await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        sync_tags(ctx, aws, live.arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(&live))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            let status = || async {
-                Ok(describe(aws, id)
-                    .await?
-                    .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
-            };
-            let limit = timeout(config, "delete", DELETE_TIMEOUT);
-            delete_and_wait(ctx, aws, "DeleteCluster", limit, status, || {
-                aws.eks.delete_cluster().name(id).send()
-            })
-            .await
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let status = || async {
+            Ok(describe(aws, id)
+                .await?
+                .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+        };
+        let limit = timeout(config, "delete", DELETE_TIMEOUT);
+        delete_and_wait(ctx, aws, "DeleteCluster", limit, status, || {
+            aws.eks.delete_cluster().name(id).send()
         })
+        .await
     }
 }

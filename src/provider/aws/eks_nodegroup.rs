@@ -7,7 +7,7 @@
 use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, split};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, FieldType, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
@@ -167,7 +167,7 @@ fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
         .build())
 }
 
-impl Kind for EksNodegroup {
+impl Resource for EksNodegroup {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -179,69 +179,65 @@ impl Kind for EksNodegroup {
 
     /// Passes the create's token as `clientRequestToken`; a group of that name that an earlier
     /// try of this create made (its `forge:token` tag) is adopted and waited for.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let template = cfg.launch_template_id.as_ref().map(|id| {
-                LaunchTemplateSpecification::builder()
-                    .id(id)
-                    .set_version(cfg.launch_template_version.map(|v| v.to_string()))
-                    .build()
-            });
-            let made = aws
-                .eks
-                .create_nodegroup()
-                .cluster_name(&cfg.cluster_name)
-                .nodegroup_name(&cfg.name)
-                .node_role(&cfg.node_role_arn)
-                .set_subnets(Some(cfg.subnet_ids.clone()))
-                .set_instance_types(cfg.instance_types.clone())
-                .set_launch_template(template)
-                .set_ami_type(cfg.ami_type.as_deref().map(AmiTypes::from))
-                .capacity_type(CapacityTypes::from(cfg.capacity_type.as_str()))
-                .scaling_config(scaling(cfg.scaling)?)
-                .set_labels(Some(cfg.labels.clone().into_iter().collect()))
-                .set_taints(Some(cfg.taints.iter().map(TaintConfig::to_sdk).collect::<Result<_, _>>()?))
-                .set_disk_size(cfg.disk_size)
-                .client_request_token(token)
-                .set_tags(Some(create_tags(ctx, token, config)))
-                .send()
-                .await;
-            created_or_own(ctx, aws, token, "CreateNodegroup", "node group", &cfg.name, made, || async {
-                Ok(describe(aws, &cfg.cluster_name, &cfg.name)
-                    .await?
-                    .and_then(|found| found.tags().cloned()))
-            })
-            .await?;
-            let group = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            Ok(Created {
-                outputs: outputs(&cfg.cluster_name, &group),
-                id: child_id(&cfg.cluster_name, &cfg.name),
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let template = cfg.launch_template_id.as_ref().map(|id| {
+            LaunchTemplateSpecification::builder()
+                .id(id)
+                .set_version(cfg.launch_template_version.map(|v| v.to_string()))
+                .build()
+        });
+        let made = aws
+            .eks
+            .create_nodegroup()
+            .cluster_name(&cfg.cluster_name)
+            .nodegroup_name(&cfg.name)
+            .node_role(&cfg.node_role_arn)
+            .set_subnets(Some(cfg.subnet_ids.clone()))
+            .set_instance_types(cfg.instance_types.clone())
+            .set_launch_template(template)
+            .set_ami_type(cfg.ami_type.as_deref().map(AmiTypes::from))
+            .capacity_type(CapacityTypes::from(cfg.capacity_type.as_str()))
+            .scaling_config(scaling(cfg.scaling)?)
+            .set_labels(Some(cfg.labels.clone().into_iter().collect()))
+            .set_taints(Some(cfg.taints.iter().map(TaintConfig::to_sdk).collect::<Result<_, _>>()?))
+            .set_disk_size(cfg.disk_size)
+            .client_request_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        created_or_own(ctx, aws, token, "CreateNodegroup", "node group", &cfg.name, made, || async {
+            Ok(describe(aws, &cfg.cluster_name, &cfg.name)
+                .await?
+                .and_then(|found| found.tags().cloned()))
+        })
+        .await?;
+        let group = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&cfg.cluster_name, &group),
+            id: child_id(&cfg.cluster_name, &cfg.name),
         })
     }
 
     /// One ListNodegroups per cluster the ids name.
     /// EKS has no batch Describe: one DescribeNodegroup per node group, all at once.
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let found = futures::future::try_join_all(ids.iter().map(|id| async move {
-                let (cluster, name) = split(id);
-                Ok::<_, ProviderError>(describe(aws, cluster, name).await?.map(|n| Observed {
-                    id: id.clone(),
-                    address: None,
-                    attributes: json!({
-                        "scaling": n.scaling_config().map(|s| json!({ "min": s.min_size(), "max": s.max_size(), "desired": s.desired_size() })),
-                        "labels": n.labels(),
-                        "tags": n.tags(),
-                    }),
-                }))
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let found = futures::future::try_join_all(ids.iter().map(|id| async move {
+            let (cluster, name) = split(id);
+            Ok::<_, ProviderError>(describe(aws, cluster, name).await?.map(|n| Observed {
+                id: id.clone(),
+                address: None,
+                attributes: json!({
+                    "scaling": n.scaling_config().map(|s| json!({ "min": s.min_size(), "max": s.max_size(), "desired": s.desired_size() })),
+                    "labels": n.labels(),
+                    "tags": n.tags(),
+                }),
             }))
-            .await?;
-            Ok(found.into_iter().flatten().collect())
-        })
+        }))
+        .await?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// A size range leaves the desired size to the cluster autoscaler.
@@ -255,126 +251,120 @@ impl Kind for EksNodegroup {
         }
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
-            Ok(found
-                .filter(|n| owned(ctx, token, n.tags()))
-                .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
+        Ok(found
+            .filter(|n| owned(ctx, token, n.tags()))
+            .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
     }
 
     /// Compares with the live node group (an update that failed or ran out of time half-way
     /// is picked up where the group stands): scaling, labels and taints in one
     /// UpdateNodegroupConfig, then the launch template version; each waited for.
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let (cluster, name) = split(id);
-            let aws = ctx.cloud.aws().await;
-            let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
-            let live_scaling = live.scaling_config();
-            let now = (
-                live_scaling.and_then(|s| s.min_size()),
-                live_scaling.and_then(|s| s.max_size()),
-                live_scaling.and_then(|s| s.desired_size()),
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
+        let live_scaling = live.scaling_config();
+        let now = (
+            live_scaling.and_then(|s| s.min_size()),
+            live_scaling.and_then(|s| s.max_size()),
+            live_scaling.and_then(|s| s.desired_size()),
+        );
+        // The desired size an autoscaler set stays, within the new bounds, unless the stack
+        // changed its own desired size.
+        let desired = match now.2 {
+            Some(live_desired) if was.scaling.desired == cfg.scaling.desired => live_desired.clamp(cfg.scaling.min, cfg.scaling.max),
+            _ => cfg.scaling.desired,
+        };
+        let target = Scaling { desired, ..cfg.scaling };
+        let mut call = aws.eks.update_nodegroup_config().cluster_name(cluster).nodegroup_name(name);
+        let mut changed = false;
+        if now != (Some(target.min), Some(target.max), Some(target.desired)) {
+            call = call.scaling_config(scaling(target)?);
+            changed = true;
+        }
+        let live_labels = live.labels().cloned().unwrap_or_default();
+        let removed: Vec<String> = live_labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
+        let set: std::collections::HashMap<String, String> = cfg
+            .labels
+            .iter()
+            .filter(|(k, v)| live_labels.get(*k) != Some(v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !removed.is_empty() || !set.is_empty() {
+            call = call.labels(
+                UpdateLabelsPayload::builder()
+                    .set_add_or_update_labels((!set.is_empty()).then_some(set))
+                    .set_remove_labels((!removed.is_empty()).then_some(removed))
+                    .build(),
             );
-            // The desired size an autoscaler set stays, within the new bounds, unless the stack
-            // changed its own desired size.
-            let desired = match now.2 {
-                Some(live_desired) if was.scaling.desired == cfg.scaling.desired => live_desired.clamp(cfg.scaling.min, cfg.scaling.max),
-                _ => cfg.scaling.desired,
-            };
-            let target = Scaling { desired, ..cfg.scaling };
-            let mut call = aws.eks.update_nodegroup_config().cluster_name(cluster).nodegroup_name(name);
-            let mut changed = false;
-            if now != (Some(target.min), Some(target.max), Some(target.desired)) {
-                call = call.scaling_config(scaling(target)?);
-                changed = true;
-            }
-            let live_labels = live.labels().cloned().unwrap_or_default();
-            let removed: Vec<String> = live_labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
-            let set: std::collections::HashMap<String, String> = cfg
-                .labels
-                .iter()
-                .filter(|(k, v)| live_labels.get(*k) != Some(v))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            if !removed.is_empty() || !set.is_empty() {
-                call = call.labels(
-                    UpdateLabelsPayload::builder()
-                        .set_add_or_update_labels((!set.is_empty()).then_some(set))
-                        .set_remove_labels((!removed.is_empty()).then_some(removed))
-                        .build(),
-                );
-                changed = true;
-            }
-            let live_taints: Vec<TaintConfig> = live.taints().iter().map(TaintConfig::from_sdk).collect();
-            // A taint is one per key and effect: a new value is an add-or-update, not a removal.
-            let removed = live_taints
-                .iter()
-                .filter(|t| !cfg.taints.iter().any(|n| (&n.key, &n.effect) == (&t.key, &t.effect)))
-                .map(TaintConfig::to_sdk)
-                .collect::<Result<Vec<_>, _>>()?;
-            let added = cfg
-                .taints
-                .iter()
-                .filter(|t| !live_taints.contains(t))
-                .map(TaintConfig::to_sdk)
-                .collect::<Result<Vec<_>, _>>()?;
-            if !removed.is_empty() || !added.is_empty() {
-                call = call.taints(
-                    UpdateTaintsPayload::builder()
-                        .set_add_or_update_taints((!added.is_empty()).then_some(added))
-                        .set_remove_taints((!removed.is_empty()).then_some(removed))
-                        .build(),
-                );
-                changed = true;
-            }
-            if changed {
-                let out = call.send().await.map_err(|e| error(aws, "UpdateNodegroupConfig", e))?;
-                live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
-            }
-            let live_version = live.launch_template().and_then(|t| t.version()).map(str::to_owned);
-            if let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
-                && live_version != Some(version.to_string())
-            {
-                let spec = LaunchTemplateSpecification::builder()
-                    .id(template)
-                    .version(version.to_string())
-                    .build();
-                let out = aws
-                    .eks
-                    .update_nodegroup_version()
-                    .cluster_name(cluster)
-                    .nodegroup_name(name)
-                    .launch_template(spec)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateNodegroupVersion", e))?;
-                live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
-            }
-            sync_tags(ctx, aws, live.nodegroup_arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(cluster, &live))
-        })
+            changed = true;
+        }
+        let live_taints: Vec<TaintConfig> = live.taints().iter().map(TaintConfig::from_sdk).collect();
+        // A taint is one per key and effect: a new value is an add-or-update, not a removal.
+        let removed = live_taints
+            .iter()
+            .filter(|t| !cfg.taints.iter().any(|n| (&n.key, &n.effect) == (&t.key, &t.effect)))
+            .map(TaintConfig::to_sdk)
+            .collect::<Result<Vec<_>, _>>()?;
+        let added = cfg
+            .taints
+            .iter()
+            .filter(|t| !live_taints.contains(t))
+            .map(TaintConfig::to_sdk)
+            .collect::<Result<Vec<_>, _>>()?;
+        if !removed.is_empty() || !added.is_empty() {
+            call = call.taints(
+                UpdateTaintsPayload::builder()
+                    .set_add_or_update_taints((!added.is_empty()).then_some(added))
+                    .set_remove_taints((!removed.is_empty()).then_some(removed))
+                    .build(),
+            );
+            changed = true;
+        }
+        if changed {
+            let out = call.send().await.map_err(|e| error(aws, "UpdateNodegroupConfig", e))?;
+            live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
+        }
+        let live_version = live.launch_template().and_then(|t| t.version()).map(str::to_owned);
+        if let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
+            && live_version != Some(version.to_string())
+        {
+            let spec = LaunchTemplateSpecification::builder()
+                .id(template)
+                .version(version.to_string())
+                .build();
+            let out = aws
+                .eks
+                .update_nodegroup_version()
+                .cluster_name(cluster)
+                .nodegroup_name(name)
+                .launch_template(spec)
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateNodegroupVersion", e))?;
+            live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
+        }
+        sync_tags(ctx, aws, live.nodegroup_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(cluster, &live))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let (cluster, name) = split(id);
-            let aws = ctx.cloud.aws().await;
-            let status = || async {
-                Ok(describe(aws, cluster, name)
-                    .await?
-                    .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
-            };
-            let limit = timeout(config, "delete", DELETE_TIMEOUT);
-            delete_and_wait(ctx, aws, "DeleteNodegroup", limit, status, || {
-                aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send()
-            })
-            .await
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let status = || async {
+            Ok(describe(aws, cluster, name)
+                .await?
+                .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+        };
+        let limit = timeout(config, "delete", DELETE_TIMEOUT);
+        delete_and_wait(ctx, aws, "DeleteNodegroup", limit, status, || {
+            aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send()
         })
+        .await
     }
 }

@@ -5,7 +5,7 @@
 
 use super::fsx::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
 use super::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AutoExportPolicy, AutoImportPolicy, DataRepositoryAssociation, DataRepositoryLifecycle, EventType, S3DataRepositoryConfiguration,
@@ -87,7 +87,7 @@ fn outputs(a: &DataRepositoryAssociation) -> Value {
     json!({ "id": a.association_id(), "arn": a.resource_arn() })
 }
 
-impl Kind for FsxDataRepositoryAssociation {
+impl Resource for FsxDataRepositoryAssociation {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -96,107 +96,97 @@ impl Kind for FsxDataRepositoryAssociation {
         json!({ "id": prior_output(prior, "id"), "arn": prior_output(prior, "arn") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let out = aws
-                .fsx
-                .create_data_repository_association()
-                .client_request_token(token)
-                .file_system_id(&cfg.file_system_id)
-                .file_system_path(&cfg.file_system_path)
-                .data_repository_path(&cfg.data_repository_path)
-                .batch_import_meta_data_on_create(cfg.batch_import_meta_data_on_create)
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let out = aws
+            .fsx
+            .create_data_repository_association()
+            .client_request_token(token)
+            .file_system_id(&cfg.file_system_id)
+            .file_system_path(&cfg.file_system_path)
+            .data_repository_path(&cfg.data_repository_path)
+            .batch_import_meta_data_on_create(cfg.batch_import_meta_data_on_create)
+            .set_imported_file_chunk_size(cfg.imported_file_chunk_size)
+            .s3(cfg.s3())
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await
+            .map_err(|e| error(aws, "CreateDataRepositoryAssociation", e))?;
+        let id = out.association().and_then(|a| a.association_id()).unwrap_or_default().to_owned();
+        let association = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&association),
+            id,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let found = all(cloud.aws().await).await?;
+        Ok(Observed::existing(
+            found
+                .iter()
+                .filter_map(|a| a.association_id())
+                .filter(|id| ids.iter().any(|x| x == id))
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        let found = all(ctx.cloud.aws().await).await?;
+        Ok(found
+            .iter()
+            .find(|a| owned(ctx, token, a.tags()))
+            .and_then(|a| a.association_id().map(str::to_owned)))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_available(ctx, aws, id, limit).await?;
+        if live.s3() != Some(&cfg.s3())
+            || (cfg.imported_file_chunk_size.is_some() && live.imported_file_chunk_size() != cfg.imported_file_chunk_size)
+        {
+            aws.fsx
+                .update_data_repository_association()
+                .association_id(id)
                 .set_imported_file_chunk_size(cfg.imported_file_chunk_size)
                 .s3(cfg.s3())
-                .set_tags(Some(create_tags(ctx, token, config)))
                 .send()
                 .await
-                .map_err(|e| error(aws, "CreateDataRepositoryAssociation", e))?;
-            let id = out.association().and_then(|a| a.association_id()).unwrap_or_default().to_owned();
-            let association = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            Ok(Created {
-                outputs: outputs(&association),
-                id,
-            })
-        })
-    }
-
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let found = all(cloud.aws().await).await?;
-            Ok(Observed::existing(
-                found
-                    .iter()
-                    .filter_map(|a| a.association_id())
-                    .filter(|id| ids.iter().any(|x| x == id))
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>(),
-            ))
-        })
-    }
-
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let found = all(ctx.cloud.aws().await).await?;
-            Ok(found
-                .iter()
-                .find(|a| owned(ctx, token, a.tags()))
-                .and_then(|a| a.association_id().map(str::to_owned)))
-        })
-    }
-
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut live = wait_available(ctx, aws, id, limit).await?;
-            if live.s3() != Some(&cfg.s3())
-                || (cfg.imported_file_chunk_size.is_some() && live.imported_file_chunk_size() != cfg.imported_file_chunk_size)
-            {
-                aws.fsx
-                    .update_data_repository_association()
-                    .association_id(id)
-                    .set_imported_file_chunk_size(cfg.imported_file_chunk_size)
-                    .s3(cfg.s3())
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateDataRepositoryAssociation", e))?;
-                live = wait_available(ctx, aws, id, limit).await?;
-            }
-            sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(&live))
-        })
+                .map_err(|e| error(aws, "UpdateDataRepositoryAssociation", e))?;
+            live = wait_available(ctx, aws, id, limit).await?;
+        }
+        sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(&live))
     }
 
     /// Keeps the files already imported unless `delete_data_in_file_system = true`.
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            match describe(aws, id).await? {
-                None => return Ok(()),
-                Some(a) if a.lifecycle() == Some(&DataRepositoryLifecycle::Deleting) => {}
-                Some(_) => super::tolerate(
-                    aws,
-                    "DeleteDataRepositoryAssociation",
-                    aws.fsx
-                        .delete_data_repository_association()
-                        .association_id(id)
-                        .delete_data_in_file_system(cfg.delete_data_in_file_system)
-                        .send()
-                        .await,
-                    &[ASSOCIATION_NOT_FOUND],
-                )?,
-            }
-            wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-                Ok(describe(aws, id)
-                    .await?
-                    .map(|a| a.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
-            })
-            .await
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(a) if a.lifecycle() == Some(&DataRepositoryLifecycle::Deleting) => {}
+            Some(_) => super::tolerate(
+                aws,
+                "DeleteDataRepositoryAssociation",
+                aws.fsx
+                    .delete_data_repository_association()
+                    .association_id(id)
+                    .delete_data_in_file_system(cfg.delete_data_in_file_system)
+                    .send()
+                    .await,
+                &[ASSOCIATION_NOT_FOUND],
+            )?,
+        }
+        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            Ok(describe(aws, id)
+                .await?
+                .map(|a| a.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
         })
+        .await
     }
 }

@@ -7,7 +7,7 @@
 
 use super::fsx::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
 use super::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
@@ -237,7 +237,7 @@ async fn update_once(
     Ok(fs)
 }
 
-impl Kind for FsxLustre {
+impl Resource for FsxLustre {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -265,112 +265,102 @@ impl Kind for FsxLustre {
     /// A file system that ends FAILED is deleted again (it cannot be repaired) and the error
     /// says why; the next run makes a new one. A repeated token that brings back such a file
     /// system waits for it to go and creates with a token derived from it.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let mut fs = send_create(ctx, aws, token, token, &cfg, config).await?;
-            if broken(&fs) || fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) {
-                let old = fs.file_system_id().unwrap_or_default().to_owned();
-                start_delete(aws, &old, cfg.persistent(), false).await?;
-                wait_deleted(ctx, aws, &old, DELETE_TIMEOUT).await?;
-                fs = send_create(ctx, aws, token, &format!("{token}-{old}"), &cfg, config).await?;
-            }
-            let id = fs.file_system_id().unwrap_or_default().to_owned();
-            let fs = wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
-            if broken(&fs) {
-                start_delete(aws, &id, cfg.persistent(), false).await?;
-                return Err(ProviderError {
-                    message: format!(
-                        "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
-                        failure(&fs)
-                    ),
-                    retryable: false,
-                });
-            }
-            Ok(Created { id, outputs: outputs(&fs) })
-        })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let mut fs = send_create(ctx, aws, token, token, &cfg, config).await?;
+        if broken(&fs) || fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) {
+            let old = fs.file_system_id().unwrap_or_default().to_owned();
+            start_delete(aws, &old, cfg.persistent(), false).await?;
+            wait_deleted(ctx, aws, &old, DELETE_TIMEOUT).await?;
+            fs = send_create(ctx, aws, token, &format!("{token}-{old}"), &cfg, config).await?;
+        }
+        let id = fs.file_system_id().unwrap_or_default().to_owned();
+        let fs = wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        if broken(&fs) {
+            start_delete(aws, &id, cfg.persistent(), false).await?;
+            return Err(ProviderError {
+                message: format!(
+                    "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
+                    failure(&fs)
+                ),
+                retryable: false,
+            });
+        }
+        Ok(Created { id, outputs: outputs(&fs) })
     }
 
     /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
     /// the stack (asking by id fails the whole call when one is gone).
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let found = all(cloud.aws().await).await?;
-            Ok(found
-                .iter()
-                .filter(|fs| fs.file_system_type() == Some(&aws_sdk_fsx::types::FileSystemType::Lustre))
-                .filter_map(|fs| {
-                    let tags = super::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
-                    let lustre = fs.lustre_configuration();
-                    super::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| {
-                        json!({
-                            "storage_capacity": fs.storage_capacity(),
-                            "deployment_type": lustre.and_then(|l| l.deployment_type()).map(|d| d.as_str()),
-                            "per_unit_storage_throughput": lustre.and_then(|l| l.per_unit_storage_throughput()),
-                            "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(|d| d.as_str()),
-                            "subnet_id": fs.subnet_ids().first(),
-                            "tags": tags,
-                        })
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let found = all(cloud.aws().await).await?;
+        Ok(found
+            .iter()
+            .filter(|fs| fs.file_system_type() == Some(&aws_sdk_fsx::types::FileSystemType::Lustre))
+            .filter_map(|fs| {
+                let tags = super::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
+                let lustre = fs.lustre_configuration();
+                super::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| {
+                    json!({
+                        "storage_capacity": fs.storage_capacity(),
+                        "deployment_type": lustre.and_then(|l| l.deployment_type()).map(|d| d.as_str()),
+                        "per_unit_storage_throughput": lustre.and_then(|l| l.per_unit_storage_throughput()),
+                        "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(|d| d.as_str()),
+                        "subnet_id": fs.subnet_ids().first(),
+                        "tags": tags,
                     })
                 })
-                .collect())
-        })
+            })
+            .collect())
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let found = all(ctx.cloud.aws().await).await?;
-            Ok(found
-                .iter()
-                .find(|fs| owned(ctx, token, fs.tags()) && fs.lifecycle() != Some(&FileSystemLifecycle::Deleting))
-                .and_then(|fs| fs.file_system_id().map(str::to_owned)))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        let found = all(ctx.cloud.aws().await).await?;
+        Ok(found
+            .iter()
+            .find(|fs| owned(ctx, token, fs.tags()) && fs.lifecycle() != Some(&FileSystemLifecycle::Deleting))
+            .and_then(|fs| fs.file_system_id().map(str::to_owned)))
     }
 
     /// Compares with the live file system, one update at a time (FSx runs one): capacity,
     /// then throughput, then compression.
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            let limit = timeout(new, "update", UPDATE_TIMEOUT);
-            let mut live = wait_usable(ctx, aws, id, limit).await?;
-            if live.storage_capacity().is_some_and(|c| c < cfg.storage_capacity) {
-                live = update_once(ctx, aws, id, Some(cfg.storage_capacity), None, limit).await?;
-            }
-            let lustre = live.lustre_configuration();
-            if let Some(throughput) = cfg
-                .per_unit_storage_throughput
-                .filter(|t| lustre.and_then(|l| l.per_unit_storage_throughput()) != Some(*t))
-            {
-                let change = UpdateFileSystemLustreConfiguration::builder()
-                    .per_unit_storage_throughput(throughput)
-                    .build();
-                live = update_once(ctx, aws, id, None, Some(change), limit).await?;
-            }
-            if live.lustre_configuration().and_then(|l| l.data_compression_type()) != Some(&cfg.compression()) {
-                let change = UpdateFileSystemLustreConfiguration::builder()
-                    .data_compression_type(cfg.compression())
-                    .build();
-                live = update_once(ctx, aws, id, None, Some(change), limit).await?;
-            }
-            sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
-            Ok(outputs(&live))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_usable(ctx, aws, id, limit).await?;
+        if live.storage_capacity().is_some_and(|c| c < cfg.storage_capacity) {
+            live = update_once(ctx, aws, id, Some(cfg.storage_capacity), None, limit).await?;
+        }
+        let lustre = live.lustre_configuration();
+        if let Some(throughput) = cfg
+            .per_unit_storage_throughput
+            .filter(|t| lustre.and_then(|l| l.per_unit_storage_throughput()) != Some(*t))
+        {
+            let change = UpdateFileSystemLustreConfiguration::builder()
+                .per_unit_storage_throughput(throughput)
+                .build();
+            live = update_once(ctx, aws, id, None, Some(change), limit).await?;
+        }
+        if live.lustre_configuration().and_then(|l| l.data_compression_type()) != Some(&cfg.compression()) {
+            let change = UpdateFileSystemLustreConfiguration::builder()
+                .data_compression_type(cfg.compression())
+                .build();
+            live = update_once(ctx, aws, id, None, Some(change), limit).await?;
+        }
+        sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(&live))
     }
 
     /// Skips the final backup of a persistent file system unless `final_backup = true`.
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            match describe(aws, id).await? {
-                None => return Ok(()),
-                Some(fs) if fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) => {}
-                Some(_) => start_delete(aws, id, cfg.persistent(), cfg.final_backup).await?,
-            }
-            wait_deleted(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
-        })
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(fs) if fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) => {}
+            Some(_) => start_delete(aws, id, cfg.persistent(), cfg.final_backup).await?,
+        }
+        wait_deleted(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
     }
 }

@@ -2,7 +2,7 @@
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -48,7 +48,7 @@ async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Opti
     Ok(None)
 }
 
-impl Kind for IamOidcProvider {
+impl Resource for IamOidcProvider {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -58,122 +58,112 @@ impl Kind for IamOidcProvider {
         json!({ "id": arn, "arn": arn, "url": config.get("url") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let made = aws
-                .iam
-                .create_open_id_connect_provider()
-                .url(&cfg.url)
-                .set_client_id_list(Some(cfg.client_ids.clone()))
-                .set_thumbprint_list(Some(cfg.thumbprints.clone()))
-                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
-                .send()
-                .await;
-            let arn = match made {
-                Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
-                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url, token).await? {
-                    Some((arn, true)) => arn,
-                    _ => return Err(iam_name_taken(ctx, "OIDC provider", &cfg.url)),
-                },
-                Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
-            };
-            Ok(Created {
-                outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
-                id: arn,
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_open_id_connect_provider()
+            .url(&cfg.url)
+            .set_client_id_list(Some(cfg.client_ids.clone()))
+            .set_thumbprint_list(Some(cfg.thumbprints.clone()))
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        let arn = match made {
+            Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
+            Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url, token).await? {
+                Some((arn, true)) => arn,
+                _ => return Err(iam_name_taken(ctx, "OIDC provider", &cfg.url)),
+            },
+            Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
+        };
+        Ok(Created {
+            outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
+            id: arn,
         })
     }
 
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let ids: HashSet<&String> = ids.iter().collect();
-            let list = aws
-                .iam
-                .list_open_id_connect_providers()
-                .send()
-                .await
-                .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
-            Ok(Observed::existing(
-                list.open_id_connect_provider_list()
-                    .iter()
-                    .filter_map(|p| p.arn())
-                    .map(str::to_owned)
-                    .filter(|a| ids.contains(a))
-                    .collect::<Vec<_>>(),
-            ))
-        })
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let list = aws
+            .iam
+            .list_open_id_connect_providers()
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
+        Ok(Observed::existing(
+            list.open_id_connect_provider_list()
+                .iter()
+                .filter_map(|p| p.arn())
+                .map(str::to_owned)
+                .filter(|a| ids.contains(a))
+                .collect::<Vec<_>>(),
+        ))
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url, token)
-                .await?
-                .filter(|(_, owned)| *owned)
-                .map(|(arn, _)| arn))
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url, token)
+            .await?
+            .filter(|(_, owned)| *owned)
+            .map(|(arn, _)| arn))
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let aws = ctx.cloud.aws().await;
-            for client in before.client_ids.iter().filter(|c| !after.client_ids.contains(c)) {
-                aws.iam
-                    .remove_client_id_from_open_id_connect_provider()
-                    .open_id_connect_provider_arn(id)
-                    .client_id(client)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "RemoveClientIDFromOpenIDConnectProvider", e))?;
-            }
-            for client in after.client_ids.iter().filter(|c| !before.client_ids.contains(c)) {
-                aws.iam
-                    .add_client_id_to_open_id_connect_provider()
-                    .open_id_connect_provider_arn(id)
-                    .client_id(client)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "AddClientIDToOpenIDConnectProvider", e))?;
-            }
-            if before.thumbprints != after.thumbprints {
-                aws.iam
-                    .update_open_id_connect_provider_thumbprint()
-                    .open_id_connect_provider_arn(id)
-                    .set_thumbprint_list(Some(after.thumbprints.clone()))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateOpenIDConnectProviderThumbprint", e))?;
-            }
-            sync_iam_tags!(
-                ctx,
-                aws,
-                old,
-                new,
-                untag_open_id_connect_provider,
-                tag_open_id_connect_provider,
-                open_id_connect_provider_arn(id)
-            );
-            Ok(json!({ "id": id, "arn": id, "url": after.url }))
-        })
-    }
-
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            match aws
-                .iam
-                .delete_open_id_connect_provider()
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        for client in before.client_ids.iter().filter(|c| !after.client_ids.contains(c)) {
+            aws.iam
+                .remove_client_id_from_open_id_connect_provider()
                 .open_id_connect_provider_arn(id)
+                .client_id(client)
                 .send()
                 .await
-            {
-                Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteOpenIDConnectProvider", e)),
-                _ => Ok(()),
-            }
-        })
+                .map_err(|e| error(aws, "RemoveClientIDFromOpenIDConnectProvider", e))?;
+        }
+        for client in after.client_ids.iter().filter(|c| !before.client_ids.contains(c)) {
+            aws.iam
+                .add_client_id_to_open_id_connect_provider()
+                .open_id_connect_provider_arn(id)
+                .client_id(client)
+                .send()
+                .await
+                .map_err(|e| error(aws, "AddClientIDToOpenIDConnectProvider", e))?;
+        }
+        if before.thumbprints != after.thumbprints {
+            aws.iam
+                .update_open_id_connect_provider_thumbprint()
+                .open_id_connect_provider_arn(id)
+                .set_thumbprint_list(Some(after.thumbprints.clone()))
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateOpenIDConnectProviderThumbprint", e))?;
+        }
+        sync_iam_tags!(
+            ctx,
+            aws,
+            old,
+            new,
+            untag_open_id_connect_provider,
+            tag_open_id_connect_provider,
+            open_id_connect_provider_arn(id)
+        );
+        Ok(json!({ "id": id, "arn": id, "url": after.url }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match aws
+            .iam
+            .delete_open_id_connect_provider()
+            .open_id_connect_provider_arn(id)
+            .send()
+            .await
+        {
+            Err(e) if super::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteOpenIDConnectProvider", e)),
+            _ => Ok(()),
+        }
     }
 }

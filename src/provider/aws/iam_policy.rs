@@ -2,7 +2,7 @@
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use aws_sdk_iam::types::PolicyScopeType;
 use serde_json::{Value, json};
@@ -40,7 +40,7 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<Opt
     Ok(None)
 }
 
-impl Kind for IamPolicy {
+impl Resource for IamPolicy {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -50,165 +50,155 @@ impl Kind for IamPolicy {
         json!({ "id": arn, "arn": arn, "name": config.get("name") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let made = aws
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_policy()
+            .policy_name(&cfg.name)
+            .path(&cfg.path)
+            .policy_document(policy_json(&cfg.policy))
+            .set_description(cfg.description.clone())
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        let arn = match made {
+            Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
+            Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name, token).await? {
+                Some((arn, true)) => arn,
+                _ => return Err(iam_name_taken(ctx, "policy", &cfg.name)),
+            },
+            Err(e) => return Err(error(aws, "CreatePolicy", e)),
+        };
+        Ok(Created {
+            outputs: json!({ "id": arn, "arn": arn, "name": cfg.name }),
+            id: arn,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let mut found = HashSet::new();
+        let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
+            found.extend(
+                page.policies()
+                    .iter()
+                    .filter_map(|p| p.arn())
+                    .map(str::to_owned)
+                    .filter(|a| ids.contains(a)),
+            );
+        }
+        Ok(Observed::existing(found))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, token)
+            .await?
+            .filter(|(_, owned)| *owned)
+            .map(|(arn, _)| arn))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        if before.policy != after.policy {
+            let versions = aws
                 .iam
-                .create_policy()
-                .policy_name(&cfg.name)
-                .path(&cfg.path)
-                .policy_document(policy_json(&cfg.policy))
-                .set_description(cfg.description.clone())
-                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
-                .send()
-                .await;
-            let arn = match made {
-                Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
-                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name, token).await? {
-                    Some((arn, true)) => arn,
-                    _ => return Err(iam_name_taken(ctx, "policy", &cfg.name)),
-                },
-                Err(e) => return Err(error(aws, "CreatePolicy", e)),
-            };
-            Ok(Created {
-                outputs: json!({ "id": arn, "arn": arn, "name": cfg.name }),
-                id: arn,
-            })
-        })
-    }
-
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let ids: HashSet<&String> = ids.iter().collect();
-            let mut found = HashSet::new();
-            let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
-                found.extend(
-                    page.policies()
-                        .iter()
-                        .filter_map(|p| p.arn())
-                        .map(str::to_owned)
-                        .filter(|a| ids.contains(a)),
-                );
-            }
-            Ok(Observed::existing(found))
-        })
-    }
-
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, token)
-                .await?
-                .filter(|(_, owned)| *owned)
-                .map(|(arn, _)| arn))
-        })
-    }
-
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let aws = ctx.cloud.aws().await;
-            if before.policy != after.policy {
-                let versions = aws
-                    .iam
-                    .list_policy_versions()
-                    .policy_arn(id)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "ListPolicyVersions", e))?;
-                let mut spare: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
-                spare.sort_by_key(|v| v.create_date().map(|d| d.secs()));
-                if versions.versions().len() >= 5
-                    && let Some(oldest) = spare.first().and_then(|v| v.version_id())
-                {
-                    aws.iam
-                        .delete_policy_version()
-                        .policy_arn(id)
-                        .version_id(oldest)
-                        .send()
-                        .await
-                        .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
-                }
-                aws.iam
-                    .create_policy_version()
-                    .policy_arn(id)
-                    .policy_document(policy_json(&after.policy))
-                    .set_as_default(true)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "CreatePolicyVersion", e))?;
-            }
-            sync_iam_tags!(ctx, aws, old, new, untag_policy, tag_policy, policy_arn(id));
-            Ok(json!({ "id": id, "arn": id, "name": after.name }))
-        })
-    }
-
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            let versions = match aws.iam.list_policy_versions().policy_arn(id).send().await {
-                Ok(out) => out,
-                Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
-                Err(e) => return Err(error(aws, "ListPolicyVersions", e)),
-            };
-            // IAM refuses to delete an attached policy: detach it from whatever still uses it
-            // (a replace runs before the roles that use it are updated).
-            let users = aws
-                .iam
-                .list_entities_for_policy()
+                .list_policy_versions()
                 .policy_arn(id)
                 .send()
                 .await
-                .map_err(|e| error(aws, "ListEntitiesForPolicy", e))?;
-            for role in users.policy_roles().iter().filter_map(|r| r.role_name()) {
-                super::tolerate(
-                    aws,
-                    "DetachRolePolicy",
-                    aws.iam.detach_role_policy().role_name(role).policy_arn(id).send().await,
-                    &["NoSuchEntity"],
-                )?;
-            }
-            for user in users.policy_users().iter().filter_map(|u| u.user_name()) {
-                super::tolerate(
-                    aws,
-                    "DetachUserPolicy",
-                    aws.iam.detach_user_policy().user_name(user).policy_arn(id).send().await,
-                    &["NoSuchEntity"],
-                )?;
-            }
-            for group in users.policy_groups().iter().filter_map(|g| g.group_name()) {
-                super::tolerate(
-                    aws,
-                    "DetachGroupPolicy",
-                    aws.iam.detach_group_policy().group_name(group).policy_arn(id).send().await,
-                    &["NoSuchEntity"],
-                )?;
-            }
-            for version in versions
-                .versions()
-                .iter()
-                .filter(|v| !v.is_default_version())
-                .filter_map(|v| v.version_id())
+                .map_err(|e| error(aws, "ListPolicyVersions", e))?;
+            let mut spare: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
+            spare.sort_by_key(|v| v.create_date().map(|d| d.secs()));
+            if versions.versions().len() >= 5
+                && let Some(oldest) = spare.first().and_then(|v| v.version_id())
             {
                 aws.iam
                     .delete_policy_version()
                     .policy_arn(id)
-                    .version_id(version)
+                    .version_id(oldest)
                     .send()
                     .await
                     .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
             }
+            aws.iam
+                .create_policy_version()
+                .policy_arn(id)
+                .policy_document(policy_json(&after.policy))
+                .set_as_default(true)
+                .send()
+                .await
+                .map_err(|e| error(aws, "CreatePolicyVersion", e))?;
+        }
+        sync_iam_tags!(ctx, aws, old, new, untag_policy, tag_policy, policy_arn(id));
+        Ok(json!({ "id": id, "arn": id, "name": after.name }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let versions = match aws.iam.list_policy_versions().policy_arn(id).send().await {
+            Ok(out) => out,
+            Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
+            Err(e) => return Err(error(aws, "ListPolicyVersions", e)),
+        };
+        // IAM refuses to delete an attached policy: detach it from whatever still uses it
+        // (a replace runs before the roles that use it are updated).
+        let users = aws
+            .iam
+            .list_entities_for_policy()
+            .policy_arn(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListEntitiesForPolicy", e))?;
+        for role in users.policy_roles().iter().filter_map(|r| r.role_name()) {
             super::tolerate(
                 aws,
-                "DeletePolicy",
-                aws.iam.delete_policy().policy_arn(id).send().await,
+                "DetachRolePolicy",
+                aws.iam.detach_role_policy().role_name(role).policy_arn(id).send().await,
                 &["NoSuchEntity"],
-            )
-        })
+            )?;
+        }
+        for user in users.policy_users().iter().filter_map(|u| u.user_name()) {
+            super::tolerate(
+                aws,
+                "DetachUserPolicy",
+                aws.iam.detach_user_policy().user_name(user).policy_arn(id).send().await,
+                &["NoSuchEntity"],
+            )?;
+        }
+        for group in users.policy_groups().iter().filter_map(|g| g.group_name()) {
+            super::tolerate(
+                aws,
+                "DetachGroupPolicy",
+                aws.iam.detach_group_policy().group_name(group).policy_arn(id).send().await,
+                &["NoSuchEntity"],
+            )?;
+        }
+        for version in versions
+            .versions()
+            .iter()
+            .filter(|v| !v.is_default_version())
+            .filter_map(|v| v.version_id())
+        {
+            aws.iam
+                .delete_policy_version()
+                .policy_arn(id)
+                .version_id(version)
+                .send()
+                .await
+                .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
+        }
+        super::tolerate(
+            aws,
+            "DeletePolicy",
+            aws.iam.delete_policy().policy_arn(id).send().await,
+            &["NoSuchEntity"],
+        )
     }
 }

@@ -2,7 +2,7 @@
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
 use super::{Clients, error, iam_name_taken, iam_owned, parse, policy_json};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -94,7 +94,7 @@ fn nothing_attached() -> Config {
     }
 }
 
-impl Kind for IamRole {
+impl Resource for IamRole {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -105,181 +105,171 @@ impl Kind for IamRole {
 
     /// IAM names are unique per account: a resumed create adopts the role its first attempt
     /// made (recognised by its tags) and refuses anyone else's.
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let made = aws
-                .iam
-                .create_role()
-                .role_name(&cfg.name)
-                .path(&cfg.path)
-                .assume_role_policy_document(policy_json(&cfg.assume_role_policy))
-                .set_description(cfg.description.clone())
-                .set_tags(Some(super::iam_create_tags(ctx, token, config)))
-                .send()
-                .await;
-            let role = match made {
-                Ok(out) => out.role().cloned(),
-                Err(e) if super::code(&e) == Some("EntityAlreadyExists") => {
-                    let existing = aws
-                        .iam
-                        .get_role()
-                        .role_name(&cfg.name)
-                        .send()
-                        .await
-                        .map_err(|e| error(aws, "GetRole", e))?
-                        .role()
-                        .cloned();
-                    match existing {
-                        Some(role) if iam_owned(ctx, token, role.tags()) => Some(role),
-                        _ => return Err(iam_name_taken(ctx, "role", &cfg.name)),
-                    }
-                }
-                Err(e) => return Err(error(aws, "CreateRole", e)),
-            };
-            let role = role.ok_or_else(|| ProviderError {
-                message: "CreateRole returned no role".into(),
-                retryable: false,
-            })?;
-            sync_policies(aws, &cfg.name, &nothing_attached(), &cfg).await?;
-            Ok(Created {
-                id: cfg.name.clone(),
-                outputs: outputs(&role),
-            })
-        })
-    }
-
-    fn read<'a>(&'a self, cloud: &'a Cloud, _stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let ids: HashSet<&String> = ids.iter().collect();
-            let mut found = HashSet::new();
-            let mut pages = aws.iam.list_roles().into_paginator().send();
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| error(aws, "ListRoles", e))?;
-                found.extend(page.roles().iter().map(|r| r.role_name().to_owned()).filter(|n| ids.contains(n)));
-            }
-            Ok(Observed::existing(found))
-        })
-    }
-
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            match aws.iam.get_role().role_name(&cfg.name).send().await {
-                Ok(out) => Ok(out
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_role()
+            .role_name(&cfg.name)
+            .path(&cfg.path)
+            .assume_role_policy_document(policy_json(&cfg.assume_role_policy))
+            .set_description(cfg.description.clone())
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        let role = match made {
+            Ok(out) => out.role().cloned(),
+            Err(e) if super::code(&e) == Some("EntityAlreadyExists") => {
+                let existing = aws
+                    .iam
+                    .get_role()
+                    .role_name(&cfg.name)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "GetRole", e))?
                     .role()
-                    .filter(|r| iam_owned(ctx, token, r.tags()))
-                    .map(|r| r.role_name().to_owned())),
-                Err(e) if super::code(&e) == Some("NoSuchEntity") => Ok(None),
-                Err(e) => Err(error(aws, "GetRole", e)),
+                    .cloned();
+                match existing {
+                    Some(role) if iam_owned(ctx, token, role.tags()) => Some(role),
+                    _ => return Err(iam_name_taken(ctx, "role", &cfg.name)),
+                }
             }
+            Err(e) => return Err(error(aws, "CreateRole", e)),
+        };
+        let role = role.ok_or_else(|| ProviderError {
+            message: "CreateRole returned no role".into(),
+            retryable: false,
+        })?;
+        sync_policies(aws, &cfg.name, &nothing_attached(), &cfg).await?;
+        Ok(Created {
+            id: cfg.name.clone(),
+            outputs: outputs(&role),
         })
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let aws = ctx.cloud.aws().await;
-            if before.assume_role_policy != after.assume_role_policy {
-                aws.iam
-                    .update_assume_role_policy()
-                    .role_name(id)
-                    .policy_document(policy_json(&after.assume_role_policy))
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateAssumeRolePolicy", e))?;
-            }
-            if before.description != after.description {
-                aws.iam
-                    .update_role()
-                    .role_name(id)
-                    .description(after.description.clone().unwrap_or_default())
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "UpdateRole", e))?;
-            }
-            // Attachments are compared with what is live: a replaced policy keeps its ARN but was
-            // detached when its old self was deleted, and someone may have detached one by hand.
-            let live = attached(aws, id).await?.unwrap_or_default();
-            sync_policies(
-                aws,
-                id,
-                &Config {
-                    managed_policy_arns: live,
-                    ..before
-                },
-                &after,
-            )
-            .await?;
-            sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id));
-            let role = aws
-                .iam
-                .get_role()
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let mut found = HashSet::new();
+        let mut pages = aws.iam.list_roles().into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListRoles", e))?;
+            found.extend(page.roles().iter().map(|r| r.role_name().to_owned()).filter(|n| ids.contains(n)));
+        }
+        Ok(Observed::existing(found))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        match aws.iam.get_role().role_name(&cfg.name).send().await {
+            Ok(out) => Ok(out
+                .role()
+                .filter(|r| iam_owned(ctx, token, r.tags()))
+                .map(|r| r.role_name().to_owned())),
+            Err(e) if super::code(&e) == Some("NoSuchEntity") => Ok(None),
+            Err(e) => Err(error(aws, "GetRole", e)),
+        }
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        if before.assume_role_policy != after.assume_role_policy {
+            aws.iam
+                .update_assume_role_policy()
                 .role_name(id)
+                .policy_document(policy_json(&after.assume_role_policy))
                 .send()
                 .await
-                .map_err(|e| error(aws, "GetRole", e))?;
-            Ok(role.role().map(outputs).unwrap_or_else(|| json!({ "id": id, "name": id })))
-        })
+                .map_err(|e| error(aws, "UpdateAssumeRolePolicy", e))?;
+        }
+        if before.description != after.description {
+            aws.iam
+                .update_role()
+                .role_name(id)
+                .description(after.description.clone().unwrap_or_default())
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateRole", e))?;
+        }
+        // Attachments are compared with what is live: a replaced policy keeps its ARN but was
+        // detached when its old self was deleted, and someone may have detached one by hand.
+        let live = attached(aws, id).await?.unwrap_or_default();
+        sync_policies(
+            aws,
+            id,
+            &Config {
+                managed_policy_arns: live,
+                ..before
+            },
+            &after,
+        )
+        .await?;
+        sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id));
+        let role = aws
+            .iam
+            .get_role()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "GetRole", e))?;
+        Ok(role.role().map(outputs).unwrap_or_else(|| json!({ "id": id, "name": id })))
     }
 
     /// Leaves its instance profiles, detaches and deletes its policies (whatever IAM lists, not
     /// only what the stack declared), then deletes the role.
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            let attached = match aws.iam.list_attached_role_policies().role_name(id).send().await {
-                Ok(out) => out
-                    .attached_policies()
-                    .iter()
-                    .filter_map(|p| p.policy_arn().map(str::to_owned))
-                    .collect(),
-                Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
-                Err(e) => return Err(error(aws, "ListAttachedRolePolicies", e)),
-            };
-            // IAM refuses to delete a role still in an instance profile.
-            let profiles = aws
-                .iam
-                .list_instance_profiles_for_role()
-                .role_name(id)
-                .send()
-                .await
-                .map_err(|e| error(aws, "ListInstanceProfilesForRole", e))?;
-            for profile in profiles.instance_profiles() {
-                super::tolerate(
-                    aws,
-                    "RemoveRoleFromInstanceProfile",
-                    aws.iam
-                        .remove_role_from_instance_profile()
-                        .instance_profile_name(profile.instance_profile_name())
-                        .role_name(id)
-                        .send()
-                        .await,
-                    &["NoSuchEntity"],
-                )?;
-            }
-            let inline = aws
-                .iam
-                .list_role_policies()
-                .role_name(id)
-                .send()
-                .await
-                .map_err(|e| error(aws, "ListRolePolicies", e))?;
-            let present = Config {
-                managed_policy_arns: attached,
-                inline_policies: inline.policy_names().iter().map(|n| (n.clone(), Value::Null)).collect(),
-                ..nothing_attached()
-            };
-            sync_policies(aws, id, &present, &nothing_attached()).await?;
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let attached = match aws.iam.list_attached_role_policies().role_name(id).send().await {
+            Ok(out) => out
+                .attached_policies()
+                .iter()
+                .filter_map(|p| p.policy_arn().map(str::to_owned))
+                .collect(),
+            Err(e) if super::code(&e) == Some("NoSuchEntity") => return Ok(()),
+            Err(e) => return Err(error(aws, "ListAttachedRolePolicies", e)),
+        };
+        // IAM refuses to delete a role still in an instance profile.
+        let profiles = aws
+            .iam
+            .list_instance_profiles_for_role()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListInstanceProfilesForRole", e))?;
+        for profile in profiles.instance_profiles() {
             super::tolerate(
                 aws,
-                "DeleteRole",
-                aws.iam.delete_role().role_name(id).send().await,
+                "RemoveRoleFromInstanceProfile",
+                aws.iam
+                    .remove_role_from_instance_profile()
+                    .instance_profile_name(profile.instance_profile_name())
+                    .role_name(id)
+                    .send()
+                    .await,
                 &["NoSuchEntity"],
-            )
-        })
+            )?;
+        }
+        let inline = aws
+            .iam
+            .list_role_policies()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListRolePolicies", e))?;
+        let present = Config {
+            managed_policy_arns: attached,
+            inline_policies: inline.policy_names().iter().map(|n| (n.clone(), Value::Null)).collect(),
+            ..nothing_attached()
+        };
+        sync_policies(aws, id, &present, &nothing_attached()).await?;
+        super::tolerate(
+            aws,
+            "DeleteRole",
+            aws.iam.delete_role().role_name(id).send().await,
+            &["NoSuchEntity"],
+        )
     }
 }

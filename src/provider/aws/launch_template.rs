@@ -2,8 +2,8 @@
 //! network card and device indexes (EFA), placement group, block devices, user data and the
 //! tags instances get. A change publishes a new version and makes it the default.
 
-use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use super::{Clients, error, parse, sync_tags, tag_spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{
     CapacityReservationTarget, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
@@ -139,14 +139,15 @@ fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
 }
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(String, i64)>, ProviderError> {
-    let found = aws
-        .ec2
-        .describe_launch_templates()
-        .set_filters(Some(own_filters(ctx, token)))
-        .send()
-        .await
-        .map_err(|e| error(aws, "DescribeLaunchTemplates", e))?;
-    Ok(found.launch_templates().first().map(|t| {
+    let found = find_own!(
+        ctx,
+        aws,
+        token,
+        describe_launch_templates,
+        launch_templates,
+        "DescribeLaunchTemplates"
+    );
+    Ok(found.map(|t| {
         (
             t.launch_template_id().unwrap_or_default().to_owned(),
             t.latest_version_number().unwrap_or(1),
@@ -154,7 +155,7 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(Strin
     }))
 }
 
-impl Kind for LaunchTemplate {
+impl Resource for LaunchTemplate {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -164,148 +165,140 @@ impl Kind for LaunchTemplate {
         json!({ "id": crate::provider::prior_output(prior, "id"), "name": config.get("name"), "latest_version": null })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let (id, version) = match find_own(ctx, aws, token).await? {
-                Some(found) => found,
-                None => {
-                    let made = aws
-                        .ec2
-                        .create_launch_template()
-                        .launch_template_name(&cfg.name)
-                        .client_token(token)
-                        .launch_template_data(data(ctx, &cfg))
-                        .tag_specifications(tag_spec(ctx, token, ResourceType::LaunchTemplate, config))
-                        .send()
-                        .await
-                        .map_err(|e| error(aws, "CreateLaunchTemplate", e))?;
-                    let template = made.launch_template();
-                    (
-                        template.and_then(|t| t.launch_template_id()).unwrap_or_default().to_owned(),
-                        template.and_then(|t| t.latest_version_number()).unwrap_or(1),
-                    )
-                }
-            };
-            Ok(Created {
-                outputs: json!({ "id": id, "name": cfg.name, "latest_version": version }),
-                id,
-            })
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let (id, version) = match find_own(ctx, aws, token).await? {
+            Some(found) => found,
+            None => {
+                let made = aws
+                    .ec2
+                    .create_launch_template()
+                    .launch_template_name(&cfg.name)
+                    .client_token(token)
+                    .launch_template_data(data(ctx, &cfg))
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::LaunchTemplate, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateLaunchTemplate", e))?;
+                let template = made.launch_template();
+                (
+                    template.and_then(|t| t.launch_template_id()).unwrap_or_default().to_owned(),
+                    template.and_then(|t| t.latest_version_number()).unwrap_or(1),
+                )
+            }
+        };
+        Ok(Created {
+            outputs: json!({ "id": id, "name": cfg.name, "latest_version": version }),
+            id,
         })
     }
 
     /// The templates tagged with the stack in one Describe; recorded ones that did not show are
     /// asked by id (DescribeLaunchTemplates has no id filter and fails a whole call on one
     /// missing id: all at once, and only when that fails, one by one).
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            let observe = |t: &aws_sdk_ec2::types::LaunchTemplate| Observed {
-                id: t.launch_template_id().unwrap_or_default().to_owned(),
-                address: super::address_in(&super::ec2_tags(t.tags()), stack),
-                attributes: json!({ "name": t.launch_template_name(), "tags": super::ec2_tags(t.tags()) }),
-            };
-            let tagged = aws_sdk_ec2::types::Filter::builder().name("tag:forge:stack").values(stack).build();
-            let found = all_pages!(
-                aws,
-                aws.ec2.describe_launch_templates().filters(tagged),
-                launch_templates,
-                "DescribeLaunchTemplates"
-            );
-            let mut seen: Vec<Observed> = found.iter().map(observe).collect();
-            let missing: Vec<String> = ids.iter().filter(|id| !seen.iter().any(|o| &o.id == *id)).cloned().collect();
-            if missing.is_empty() {
-                return Ok(seen);
-            }
-            let ask = |ids: Vec<String>| aws.ec2.describe_launch_templates().set_launch_template_ids(Some(ids)).send();
-            match ask(missing.clone()).await {
-                Ok(out) => seen.extend(out.launch_templates().iter().map(observe)),
-                Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {
-                    for id in missing {
-                        match ask(vec![id]).await {
-                            Ok(out) => seen.extend(out.launch_templates().iter().map(observe)),
-                            Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {}
-                            Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
-                        }
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let observe = |t: &aws_sdk_ec2::types::LaunchTemplate| Observed {
+            id: t.launch_template_id().unwrap_or_default().to_owned(),
+            address: super::address_in(&super::ec2_tags(t.tags()), stack),
+            attributes: json!({ "name": t.launch_template_name(), "tags": super::ec2_tags(t.tags()) }),
+        };
+        let tagged = aws_sdk_ec2::types::Filter::builder().name("tag:forge:stack").values(stack).build();
+        let found = all_pages!(
+            aws,
+            aws.ec2.describe_launch_templates().filters(tagged),
+            launch_templates,
+            "DescribeLaunchTemplates"
+        );
+        let mut seen: Vec<Observed> = found.iter().map(observe).collect();
+        let missing: Vec<String> = ids.iter().filter(|id| !seen.iter().any(|o| &o.id == *id)).cloned().collect();
+        if missing.is_empty() {
+            return Ok(seen);
+        }
+        let ask = |ids: Vec<String>| aws.ec2.describe_launch_templates().set_launch_template_ids(Some(ids)).send();
+        match ask(missing.clone()).await {
+            Ok(out) => seen.extend(out.launch_templates().iter().map(observe)),
+            Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {
+                for id in missing {
+                    match ask(vec![id]).await {
+                        Ok(out) => seen.extend(out.launch_templates().iter().map(observe)),
+                        Err(e) if super::code(&e) == Some("InvalidLaunchTemplateId.NotFound") => {}
+                        Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
                     }
                 }
-                Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
             }
-            Ok(seen)
-        })
+            Err(e) => return Err(error(aws, "DescribeLaunchTemplates", e)),
+        }
+        Ok(seen)
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { Ok(find_own(ctx, ctx.cloud.aws().await, token).await?.map(|(id, _)| id)) })
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        Ok(find_own(ctx, ctx.cloud.aws().await, token).await?.map(|(id, _)| id))
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, new)?;
-            let aws = ctx.cloud.aws().await;
-            sync_tags(ctx, aws, id, old, new).await?;
-            let mut version = None;
-            let data_changed = SPEC
-                .fields
-                .iter()
-                .map(|f| f.name)
-                .filter(|n| *n != "tags")
-                .any(|n| old.get(n) != new.get(n));
-            if data_changed {
-                let made = aws
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        sync_tags(ctx, aws, id, old, new).await?;
+        let mut version = None;
+        let data_changed = SPEC
+            .fields
+            .iter()
+            .map(|f| f.name)
+            .filter(|n| *n != "tags")
+            .any(|n| old.get(n) != new.get(n));
+        if data_changed {
+            let made = aws
+                .ec2
+                .create_launch_template_version()
+                .launch_template_id(id)
+                .launch_template_data(data(ctx, &cfg))
+                .send()
+                .await
+                .map_err(|e| error(aws, "CreateLaunchTemplateVersion", e))?;
+            let number = made.launch_template_version().and_then(|v| v.version_number()).unwrap_or_default();
+            aws.ec2
+                .modify_launch_template()
+                .launch_template_id(id)
+                .default_version(number.to_string())
+                .send()
+                .await
+                .map_err(|e| error(aws, "ModifyLaunchTemplate", e))?;
+            version = Some(number);
+        }
+        let version = match version {
+            Some(v) => v,
+            None => {
+                let found = aws
                     .ec2
-                    .create_launch_template_version()
-                    .launch_template_id(id)
-                    .launch_template_data(data(ctx, &cfg))
+                    .describe_launch_templates()
+                    .launch_template_ids(id)
                     .send()
                     .await
-                    .map_err(|e| error(aws, "CreateLaunchTemplateVersion", e))?;
-                let number = made.launch_template_version().and_then(|v| v.version_number()).unwrap_or_default();
-                aws.ec2
-                    .modify_launch_template()
-                    .launch_template_id(id)
-                    .default_version(number.to_string())
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "ModifyLaunchTemplate", e))?;
-                version = Some(number);
+                    .map_err(|e| error(aws, "DescribeLaunchTemplates", e))?;
+                found
+                    .launch_templates()
+                    .first()
+                    .and_then(|t| t.latest_version_number())
+                    .unwrap_or(1)
             }
-            let version = match version {
-                Some(v) => v,
-                None => {
-                    let found = aws
-                        .ec2
-                        .describe_launch_templates()
-                        .launch_template_ids(id)
-                        .send()
-                        .await
-                        .map_err(|e| error(aws, "DescribeLaunchTemplates", e))?;
-                    found
-                        .launch_templates()
-                        .first()
-                        .and_then(|t| t.latest_version_number())
-                        .unwrap_or(1)
-                }
-            };
-            Ok(json!({ "id": id, "name": cfg.name, "latest_version": version }))
-        })
+        };
+        Ok(json!({ "id": id, "name": cfg.name, "latest_version": version }))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            match aws.ec2.delete_launch_template().launch_template_id(id).send().await {
-                Err(e)
-                    if !matches!(
-                        super::code(&e),
-                        Some("InvalidLaunchTemplateId.NotFound" | "InvalidLaunchTemplateId.Malformed")
-                    ) =>
-                {
-                    Err(error(aws, "DeleteLaunchTemplate", e))
-                }
-                _ => Ok(()),
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match aws.ec2.delete_launch_template().launch_template_id(id).send().await {
+            Err(e)
+                if !matches!(
+                    super::code(&e),
+                    Some("InvalidLaunchTemplateId.NotFound" | "InvalidLaunchTemplateId.Malformed")
+                ) =>
+            {
+                Err(error(aws, "DeleteLaunchTemplate", e))
             }
-        })
+            _ => Ok(()),
+        }
     }
 }

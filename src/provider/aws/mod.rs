@@ -54,6 +54,22 @@ macro_rules! observe_ec2 {
     }};
 }
 
+/// The EC2 object the create with `token` made, if any: one Describe filtered by forge's stack,
+/// address and token tags (and any extra `$filter`s), and then forge's ownership check
+/// ([`ec2_made_by`]) on each object it returns — a filter the server ignores or widens must
+/// never make forge adopt someone else's object:
+/// `find_own!(ctx, aws, token, describe_vpcs, vpcs, "DescribeVpcs")` is an `Option<Vpc>`.
+/// `filter` in front is for the Describe whose parameter is `Filter`, not `Filters`.
+macro_rules! find_own {
+    (filter $($rest:tt)*) => { find_own!(@find set_filter $($rest)*) };
+    ($ctx:expr, $($rest:tt)*) => { find_own!(@find set_filters $ctx, $($rest)*) };
+    (@find $setter:ident $ctx:expr, $aws:expr, $token:expr, $call:ident, $items:ident, $what:literal $(, $filter:expr)*) => {{
+        let filters = $crate::provider::aws::own_filters($ctx, $token).into_iter().chain([$($filter),*]).collect();
+        let found = $aws.ec2.$call().$setter(Some(filters)).send().await.map_err(|e| $crate::provider::aws::error($aws, $what, e))?;
+        found.$items().iter().find(|item| $crate::provider::aws::ec2_made_by($ctx, $token, item.tags())).cloned()
+    }};
+}
+
 /// Every item a paginated call returns over all its pages, or the mapped error:
 /// `all_pages!(aws, aws.fsx.describe_file_systems(), file_systems, "DescribeFileSystems")`.
 macro_rules! all_pages {
@@ -344,6 +360,11 @@ pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) 
         .resource_type(resource)
         .set_tags(Some(tags.collect()))
         .build()
+}
+
+/// Whether an EC2 object with these tags was made by the create with `token` (see [`made_by`]).
+pub fn ec2_made_by(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
+    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
 }
 
 /// Filters that find the object the create with `token` made: its stack, address and token tags.

@@ -2,7 +2,7 @@
 //! one network spine), `partition` or `spread`.
 
 use super::{Clients, error, parse, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde_json::{Value, json};
@@ -38,7 +38,7 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Re
     }
 }
 
-impl Kind for PlacementGroup {
+impl Resource for PlacementGroup {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -47,95 +47,83 @@ impl Kind for PlacementGroup {
         json!({ "id": config.get("name"), "name": config.get("name"), "group_id": crate::provider::prior_output(prior, "group_id") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let strategy = match cfg.strategy.as_str() {
-                "cluster" | "partition" | "spread" => PlacementStrategy::from(cfg.strategy.as_str()),
-                other => {
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let strategy = match cfg.strategy.as_str() {
+            "cluster" | "partition" | "spread" => PlacementStrategy::from(cfg.strategy.as_str()),
+            other => {
+                return Err(ProviderError {
+                    message: format!("`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""),
+                    retryable: false,
+                });
+            }
+        };
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .ec2
+            .create_placement_group()
+            .group_name(&cfg.name)
+            .strategy(strategy)
+            .set_partition_count(cfg.partition_count)
+            .tag_specifications(tag_spec(ctx, token, ResourceType::PlacementGroup, config))
+            .send()
+            .await;
+        let group_id = match made {
+            Ok(out) => out.placement_group().and_then(|g| g.group_id()).unwrap_or(&cfg.name).to_owned(),
+            Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Duplicate") => match lookup(ctx, aws, &cfg.name, Some(token)).await? {
+                Some((id, true)) => id,
+                _ => {
                     return Err(ProviderError {
-                        message: format!("`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""),
+                        message: format!(
+                            "a placement group named `{}` already exists and was not created by `{}`",
+                            cfg.name, ctx.address
+                        ),
                         retryable: false,
                     });
                 }
-            };
-            let aws = ctx.cloud.aws().await;
-            let made = aws
-                .ec2
-                .create_placement_group()
-                .group_name(&cfg.name)
-                .strategy(strategy)
-                .set_partition_count(cfg.partition_count)
-                .tag_specifications(tag_spec(ctx, token, ResourceType::PlacementGroup, config))
-                .send()
-                .await;
-            let group_id = match made {
-                Ok(out) => out.placement_group().and_then(|g| g.group_id()).unwrap_or(&cfg.name).to_owned(),
-                Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Duplicate") => {
-                    match lookup(ctx, aws, &cfg.name, Some(token)).await? {
-                        Some((id, true)) => id,
-                        _ => {
-                            return Err(ProviderError {
-                                message: format!(
-                                    "a placement group named `{}` already exists and was not created by `{}`",
-                                    cfg.name, ctx.address
-                                ),
-                                retryable: false,
-                            });
-                        }
-                    }
-                }
-                Err(e) => return Err(error(aws, "CreatePlacementGroup", e)),
-            };
-            Ok(Created {
-                outputs: json!({ "id": cfg.name, "name": cfg.name, "group_id": group_id }),
-                id: cfg.name,
+            },
+            Err(e) => return Err(error(aws, "CreatePlacementGroup", e)),
+        };
+        Ok(Created {
+            outputs: json!({ "id": cfg.name, "name": cfg.name, "group_id": group_id }),
+            id: cfg.name,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, |g: &aws_sdk_ec2::types::PlacementGroup| {
+            json!({
+                "name": g.group_name(),
+                "strategy": g.strategy().map(|s| s.as_str()),
+                "partition_count": g.partition_count(),
+                "tags": super::ec2_tags(g.tags()),
             })
         })
     }
 
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, |g: &aws_sdk_ec2::types::PlacementGroup| {
-                json!({
-                    "name": g.group_name(),
-                    "strategy": g.strategy().map(|s| s.as_str()),
-                    "partition_count": g.partition_count(),
-                    "tags": super::ec2_tags(g.tags()),
-                })
-            })
-        })
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, Some(token))
+            .await?
+            .filter(|(_, owned)| *owned)
+            .map(|_| cfg.name))
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, Some(token))
-                .await?
-                .filter(|(_, owned)| *owned)
-                .map(|_| cfg.name))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let group_id = lookup(ctx, aws, id, None).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
+        super::sync_tags(ctx, aws, &group_id, old, new).await?;
+        Ok(json!({ "id": id, "name": id, "group_id": group_id }))
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            let group_id = lookup(ctx, aws, id, None).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
-            super::sync_tags(ctx, aws, &group_id, old, new).await?;
-            Ok(json!({ "id": id, "name": id, "group_id": group_id }))
-        })
-    }
-
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            super::tolerate(
-                aws,
-                "DeletePlacementGroup",
-                aws.ec2.delete_placement_group().group_name(id).send().await,
-                &["InvalidPlacementGroup.Unknown"],
-            )
-        })
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        super::tolerate(
+            aws,
+            "DeletePlacementGroup",
+            aws.ec2.delete_placement_group().group_name(id).send().await,
+            &["InvalidPlacementGroup.Unknown"],
+        )
     }
 }

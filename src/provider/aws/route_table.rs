@@ -1,8 +1,8 @@
 //! `aws_route_table`: a route table, its routes and its subnet associations. Routes and
 //! associations change in place.
 
-use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use super::{Clients, error, parse, sync_tags, tag_spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
@@ -31,14 +31,8 @@ struct Route {
 }
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
-    let found = aws
-        .ec2
-        .describe_route_tables()
-        .set_filters(Some(own_filters(ctx, token)))
-        .send()
-        .await
-        .map_err(|e| error(aws, "DescribeRouteTables", e))?;
-    Ok(found.route_tables().first().and_then(|t| t.route_table_id()).map(str::to_owned))
+    let found = find_own!(ctx, aws, token, describe_route_tables, route_tables, "DescribeRouteTables");
+    Ok(found.and_then(|t| t.route_table_id().map(str::to_owned)))
 }
 
 /// The table's explicit subnet associations: subnet id → association id.
@@ -165,7 +159,7 @@ async fn sync(
     Ok(())
 }
 
-impl Kind for RouteTable {
+impl Resource for RouteTable {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -174,97 +168,89 @@ impl Kind for RouteTable {
         json!({ "id": crate::provider::prior_output(prior, "id") })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let (id, present) = match find_own(ctx, aws, token).await? {
-                Some(id) => {
-                    let present = associations(aws, &id).await?;
-                    (id, present)
-                }
-                None => {
-                    let made = aws
-                        .ec2
-                        .create_route_table()
-                        .vpc_id(&cfg.vpc_id)
-                        .tag_specifications(tag_spec(ctx, token, ResourceType::RouteTable, config))
-                        .customize()
-                        .config_override(super::once())
-                        .send()
-                        .await
-                        .map_err(|e| error(aws, "CreateRouteTable", e))?;
-                    (
-                        made.route_table().and_then(|t| t.route_table_id()).unwrap_or_default().to_owned(),
-                        BTreeMap::new(),
-                    )
-                }
-            };
-            sync(aws, &id, &[], &cfg, &present).await?;
-            Ok(Created {
-                outputs: json!({ "id": id }),
-                id,
-            })
-        })
-    }
-
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let aws = cloud.aws().await;
-            observe_ec2!(
-                aws,
-                stack,
-                ids,
-                describe_route_tables,
-                "route-table-id",
-                route_tables,
-                route_table_id,
-                |t: &aws_sdk_ec2::types::RouteTable| json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()) })
-            )
-        })
-    }
-
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
-    }
-
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let aws = ctx.cloud.aws().await;
-            sync_tags(ctx, aws, id, old, new).await?;
-            let present = if before.subnet_ids == after.subnet_ids {
-                before.subnet_ids.iter().map(|s| (s.clone(), String::new())).collect()
-            } else {
-                associations(aws, id).await?
-            };
-            sync(aws, id, &before.routes, &after, &present).await?;
-            Ok(json!({ "id": id }))
-        })
-    }
-
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            let present = match aws.ec2.describe_route_tables().route_table_ids(id).send().await {
-                Err(e) if super::code(&e) == Some("InvalidRouteTableID.NotFound") => return Ok(()),
-                Err(e) => return Err(error(aws, "DescribeRouteTables", e)),
-                Ok(_) => associations(aws, id).await?,
-            };
-            for association in present.values() {
-                super::tolerate(
-                    aws,
-                    "DisassociateRouteTable",
-                    aws.ec2.disassociate_route_table().association_id(association).send().await,
-                    &["InvalidAssociationID.NotFound"],
-                )?;
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let (id, present) = match find_own(ctx, aws, token).await? {
+            Some(id) => {
+                let present = associations(aws, &id).await?;
+                (id, present)
             }
+            None => {
+                let made = aws
+                    .ec2
+                    .create_route_table()
+                    .vpc_id(&cfg.vpc_id)
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::RouteTable, config))
+                    .customize()
+                    .config_override(super::once())
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateRouteTable", e))?;
+                (
+                    made.route_table().and_then(|t| t.route_table_id()).unwrap_or_default().to_owned(),
+                    BTreeMap::new(),
+                )
+            }
+        };
+        sync(aws, &id, &[], &cfg, &present).await?;
+        Ok(Created {
+            outputs: json!({ "id": id }),
+            id,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(
+            aws,
+            stack,
+            ids,
+            describe_route_tables,
+            "route-table-id",
+            route_tables,
+            route_table_id,
+            |t: &aws_sdk_ec2::types::RouteTable| json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()) })
+        )
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        find_own(ctx, ctx.cloud.aws().await, token).await
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        sync_tags(ctx, aws, id, old, new).await?;
+        let present = if before.subnet_ids == after.subnet_ids {
+            before.subnet_ids.iter().map(|s| (s.clone(), String::new())).collect()
+        } else {
+            associations(aws, id).await?
+        };
+        sync(aws, id, &before.routes, &after, &present).await?;
+        Ok(json!({ "id": id }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let present = match aws.ec2.describe_route_tables().route_table_ids(id).send().await {
+            Err(e) if super::code(&e) == Some("InvalidRouteTableID.NotFound") => return Ok(()),
+            Err(e) => return Err(error(aws, "DescribeRouteTables", e)),
+            Ok(_) => associations(aws, id).await?,
+        };
+        for association in present.values() {
             super::tolerate(
                 aws,
-                "DeleteRouteTable",
-                aws.ec2.delete_route_table().route_table_id(id).send().await,
-                &["InvalidRouteTableID.NotFound"],
-            )
-        })
+                "DisassociateRouteTable",
+                aws.ec2.disassociate_route_table().association_id(association).send().await,
+                &["InvalidAssociationID.NotFound"],
+            )?;
+        }
+        super::tolerate(
+            aws,
+            "DeleteRouteTable",
+            aws.ec2.delete_route_table().route_table_id(id).send().await,
+            &["InvalidRouteTableID.NotFound"],
+        )
     }
 }

@@ -3,8 +3,8 @@
 //! place. A rule's source is CIDR blocks, other groups, or the group itself (`self = true`: the
 //! EFA rule, all protocols from and to itself).
 
-use super::{Clients, error, own_filters, parse, sync_tags, tag_spec};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use super::{Clients, error, parse, sync_tags, tag_spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType, SecurityGroupRule, Tag, TagSpecification, UserIdGroupPair};
 use serde::Deserialize;
@@ -365,17 +365,11 @@ async fn change_rules(
 
 /// The group an earlier create of this resource tagged, if any.
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
-    let found = aws
-        .ec2
-        .describe_security_groups()
-        .set_filters(Some(own_filters(ctx, token)))
-        .send()
-        .await
-        .map_err(|e| error(aws, "DescribeSecurityGroups", e))?;
-    Ok(found.security_groups().first().and_then(|g| g.group_id()).map(str::to_owned))
+    let found = find_own!(ctx, aws, token, describe_security_groups, security_groups, "DescribeSecurityGroups");
+    Ok(found.and_then(|g| g.group_id().map(str::to_owned)))
 }
 
-impl Kind for SecurityGroup {
+impl Resource for SecurityGroup {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -384,89 +378,83 @@ impl Kind for SecurityGroup {
         json!({ "id": crate::provider::prior_output(prior, "id"), "name": config.get("name").cloned().unwrap_or(Value::Null) })
     }
 
-    fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let id = match find_own(ctx, aws, token).await? {
-                Some(id) => id,
-                None => match aws
-                    .ec2
-                    .create_security_group()
-                    .group_name(&cfg.name)
-                    .description(&cfg.description)
-                    .vpc_id(&cfg.vpc_id)
-                    .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
-                    .customize()
-                    .config_override(super::once())
-                    .send()
-                    .await
-                {
-                    Ok(out) => out.group_id().unwrap_or_default().to_owned(),
-                    // The name is taken in this VPC: ours if an earlier attempt made it (its token).
-                    Err(e) if super::code(&e) == Some("InvalidGroup.Duplicate") => match find_own(ctx, aws, token).await? {
-                        Some(id) => id,
-                        None => {
-                            return Err(ProviderError {
-                                message: format!(
-                                    "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
-                                    cfg.name, cfg.vpc_id, ctx.address
-                                ),
-                                retryable: false,
-                            });
-                        }
-                    },
-                    Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let id = match find_own(ctx, aws, token).await? {
+            Some(id) => id,
+            None => match aws
+                .ec2
+                .create_security_group()
+                .group_name(&cfg.name)
+                .description(&cfg.description)
+                .vpc_id(&cfg.vpc_id)
+                .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
+                .customize()
+                .config_override(super::once())
+                .send()
+                .await
+            {
+                Ok(out) => out.group_id().unwrap_or_default().to_owned(),
+                // The name is taken in this VPC: ours if an earlier attempt made it (its token).
+                Err(e) if super::code(&e) == Some("InvalidGroup.Duplicate") => match find_own(ctx, aws, token).await? {
+                    Some(id) => id,
+                    None => {
+                        return Err(ProviderError {
+                            message: format!(
+                                "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
+                                cfg.name, cfg.vpc_id, ctx.address
+                            ),
+                            retryable: false,
+                        });
+                    }
                 },
-            };
-            let tags = rule_tags(ctx);
-            sync_rules(aws, &tags, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
-            sync_rules(aws, &tags, &id, Direction::Egress, &aws_default_egress(), &atoms(&cfg.egress, &id)?).await?;
-            Ok(Created {
-                outputs: json!({ "id": id, "name": cfg.name }),
-                id,
-            })
+                Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),
+            },
+        };
+        let tags = rule_tags(ctx);
+        sync_rules(aws, &tags, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
+        sync_rules(aws, &tags, &id, Direction::Egress, &aws_default_egress(), &atoms(&cfg.egress, &id)?).await?;
+        Ok(Created {
+            outputs: json!({ "id": id, "name": cfg.name }),
+            id,
         })
     }
 
     /// The groups in one tagged Describe, then their rules in one DescribeSecurityGroupRules.
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move { observe_groups(cloud.aws().await, stack, ids, Owner::Group).await })
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        observe_groups(cloud.aws().await, stack, ids, Owner::Group).await
     }
 
     fn comparable(&self, id: &str, config: &Value) -> Value {
         comparable_rules(id, config, &["ingress", "egress"])
     }
 
-    fn find<'a>(&'a self, ctx: &'a Ctx, token: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move { find_own(ctx, ctx.cloud.aws().await, token).await })
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        find_own(ctx, ctx.cloud.aws().await, token).await
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let aws = ctx.cloud.aws().await;
-            sync_tags(ctx, aws, id, old, new).await?;
-            let tags = rule_tags(ctx);
-            for (direction, was, now) in [
-                (Direction::Ingress, &before.ingress, &after.ingress),
-                (Direction::Egress, &before.egress, &after.egress),
-            ] {
-                sync_rules(aws, &tags, id, direction, &atoms(was, id)?, &atoms(now, id)?).await?;
-            }
-            Ok(json!({ "id": id, "name": after.name }))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        sync_tags(ctx, aws, id, old, new).await?;
+        let tags = rule_tags(ctx);
+        for (direction, was, now) in [
+            (Direction::Ingress, &before.ingress, &after.ingress),
+            (Direction::Egress, &before.egress, &after.egress),
+        ] {
+            sync_rules(aws, &tags, id, direction, &atoms(was, id)?, &atoms(now, id)?).await?;
+        }
+        Ok(json!({ "id": id, "name": after.name }))
     }
 
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, _config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let aws = ctx.cloud.aws().await;
-            match aws.ec2.delete_security_group().group_id(id).send().await {
-                Ok(_) => Ok(()),
-                Err(e) if super::code(&e) == Some("InvalidGroup.NotFound") => Ok(()),
-                Err(e) => Err(super::delete_error(aws, "DeleteSecurityGroup", "group-id", id, e).await),
-            }
-        })
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match aws.ec2.delete_security_group().group_id(id).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if super::code(&e) == Some("InvalidGroup.NotFound") => Ok(()),
+            Err(e) => Err(super::delete_error(aws, "DeleteSecurityGroup", "group-id", id, e).await),
+        }
     }
 }
 

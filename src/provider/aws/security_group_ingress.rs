@@ -7,7 +7,7 @@
 
 use super::security_group::{Direction, Owner, Rule, atoms, comparable_rules, observe_groups, rule_tags, sync_rules};
 use super::{Clients, error, parse};
-use crate::provider::{BoxFuture, Cloud, Created, Ctx, Kind, Observed, ProviderError, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
 use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -32,7 +32,7 @@ async fn exists(aws: &Clients, id: &str) -> Result<bool, ProviderError> {
     }
 }
 
-impl Kind for SecurityGroupIngress {
+impl Resource for SecurityGroupIngress {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
@@ -42,43 +42,39 @@ impl Kind for SecurityGroupIngress {
     }
 
     /// Rules that an earlier try already authorized are skipped.
-    fn create<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            let id = cfg.security_group_id;
-            sync_rules(
-                aws,
-                &rule_tags(ctx),
-                &id,
-                Direction::Ingress,
-                &BTreeSet::new(),
-                &atoms(&cfg.ingress, &id)?,
-            )
-            .await?;
-            Ok(Created {
-                outputs: json!({ "id": id }),
-                id,
-            })
+    async fn create(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let id = cfg.security_group_id;
+        sync_rules(
+            aws,
+            &rule_tags(ctx),
+            &id,
+            Direction::Ingress,
+            &BTreeSet::new(),
+            &atoms(&cfg.ingress, &id)?,
+        )
+        .await?;
+        Ok(Created {
+            outputs: json!({ "id": id }),
+            id,
         })
     }
 
     /// The groups that still exist and the rules other resources added to them (tagged with
     /// their own address), read as `aws_security_group` reads them; only the recorded groups
     /// are reported (the others are `aws_security_group`'s).
-    fn read<'a>(&'a self, cloud: &'a Cloud, stack: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Observed>, ProviderError>> {
-        Box::pin(async move {
-            let groups = observe_groups(cloud.aws().await, stack, ids, Owner::Others).await?;
-            Ok(groups
-                .into_iter()
-                .filter(|g| ids.contains(&g.id))
-                .map(|g| Observed {
-                    attributes: json!({ "ingress": g.attributes["ingress"] }),
-                    id: g.id,
-                    address: None,
-                })
-                .collect())
-        })
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let groups = observe_groups(cloud.aws().await, stack, ids, Owner::Others).await?;
+        Ok(groups
+            .into_iter()
+            .filter(|g| ids.contains(&g.id))
+            .map(|g| Observed {
+                attributes: json!({ "ingress": g.attributes["ingress"] }),
+                id: g.id,
+                address: None,
+            })
+            .collect())
     }
 
     fn comparable(&self, id: &str, config: &Value) -> Value {
@@ -86,48 +82,42 @@ impl Kind for SecurityGroupIngress {
     }
 
     /// An interrupted create may have authorized some rules: the group is what to clean up.
-    fn find<'a>(&'a self, ctx: &'a Ctx, _token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let found = exists(ctx.cloud.aws().await, &cfg.security_group_id).await?;
-            Ok(found.then_some(cfg.security_group_id))
-        })
+    async fn find(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = exists(ctx.cloud.aws().await, &cfg.security_group_id).await?;
+        Ok(found.then_some(cfg.security_group_id))
     }
 
-    fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>> {
-        Box::pin(async move {
-            let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
-            let aws = ctx.cloud.aws().await;
-            sync_rules(
-                aws,
-                &rule_tags(ctx),
-                id,
-                Direction::Ingress,
-                &atoms(&before.ingress, id)?,
-                &atoms(&after.ingress, id)?,
-            )
-            .await?;
-            Ok(json!({ "id": id }))
-        })
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        sync_rules(
+            aws,
+            &rule_tags(ctx),
+            id,
+            Direction::Ingress,
+            &atoms(&before.ingress, id)?,
+            &atoms(&after.ingress, id)?,
+        )
+        .await?;
+        Ok(json!({ "id": id }))
     }
 
     /// Revokes the rules; a group that is gone took them with it.
-    fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move {
-            let cfg: Config = parse(ctx, config)?;
-            let aws = ctx.cloud.aws().await;
-            if !exists(aws, id).await? {
-                return Ok(());
-            }
-            sync_rules(
-                aws,
-                &rule_tags(ctx),
-                id,
-                Direction::Ingress,
-                &atoms(&cfg.ingress, id)?,
-                &BTreeSet::new(),
-            )
-            .await
-        })
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        if !exists(aws, id).await? {
+            return Ok(());
+        }
+        sync_rules(
+            aws,
+            &rule_tags(ctx),
+            id,
+            Direction::Ingress,
+            &atoms(&cfg.ingress, id)?,
+            &BTreeSet::new(),
+        )
+        .await
     }
 }
