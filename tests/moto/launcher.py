@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""moto 5.2.5 in server mode, with the gaps forge's tests need filled in.
+"""moto 5.2.5 in server mode, with the gaps forge's tests need filled in, and the Google Cloud
+APIs forge calls on the same port.
 
 Serves moto's own WSGI app (as moto.server.ThreadedMotoServer does) behind a middleware, and
-patches moto (never the installed files) where it lacks what forge calls. The package next to
-this file does it, one module per topic, each listing in its docstring the gaps it fills:
+patches moto (never the installed files) where it lacks what forge calls; Google's paths
+(/compute/v1/...) go to emulators of their own. The package next to this file does it, one
+module per topic, each listing in its docstring the gaps it fills or what it emulates:
   emulator/__init__.py              the environment moto reads: AWS-managed IAM policies, no
                                     MOTO_ACCOUNT_ID;
   emulator/phases.py                statuses that change over time (the phase machinery, the
@@ -18,10 +20,16 @@ this file does it, one module per topic, each listing in its docstring the gaps 
                                     retries, "No updates", template and parameter checks, tags);
   emulator/cloudformation_types.py  resource types: security groups and their rules, launch
                                     templates, placement groups, EKS node groups;
-  emulator/harness.py               the middleware: accounts, request counter, faults, latency.
+  emulator/gcp.py                   what the Google APIs share: projects, error bodies,
+                                    operations, requestId replay, names, pages;
+  emulator/gcp_compute.py           Compute Engine: networks, subnetworks, firewalls, routers
+                                    with Cloud NAT, global and region operations;
+  emulator/compute_filter.py        Compute's list filters;
+  emulator/harness.py               the middleware: accounts (Google: projects), request
+                                    counter, faults, latency.
 
-`--phase-seconds` (or POST /_forge/phases {"seconds": s}) sets how long every phase lasts; 0
-makes them immediate.
+`--phase-seconds` (or POST /_forge/phases {"seconds": s}) sets how long every phase, and every
+Google operation, lasts; 0 makes them immediate.
 
 Usage: launcher.py [--port 0] [--phase-seconds 1.0] [--exit-with-stdin]
 Prints `port=<port>` on stdout once listening, then serves until killed.

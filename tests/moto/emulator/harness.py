@@ -1,11 +1,15 @@
 """The middleware in front of moto's WSGI app (as moto.server.ThreadedMotoServer serves it):
   * isolates tests by account: a 12-digit access key id is used as the account id;
+  * sends the Google APIs' paths (/compute/v1/...) to their emulators (gcp.py), whose project
+    stands for the account;
   * counts requests per account as `service:Action` (REST ones as `service:METHOD path`, EFS
-    ids and ARNs in paths as {}), and injected faults as `fault:service:Action`
-    (GET /_forge/calls?account=ID);
+    ids and ARNs in paths as {}; Google ones as `compute:networks.insert`), and injected faults
+    as `fault:service:Action` (GET /_forge/calls?account=ID);
   * injects faults in each protocol's own error format and latency per operation
-    (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets moto do the
-    work and then answers with a server error, as when a response is lost;
+    (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets the call do
+    its work and then answers with a server error, as when a response is lost; kind "html" is a
+    502 HTML page, as from a proxy; kind "failed_operation" lets a Google call start its
+    operation and makes the operation end in an error ("code", default INTERNAL_ERROR);
   * sets how long phases last (POST /_forge/phases {"seconds": s}).
 """
 
@@ -19,10 +23,12 @@ import time
 import urllib.parse
 from collections import Counter
 
+from .gcp_compute import Compute
 from .phases import set_phase_seconds
 
 
 DEFAULT_ACCOUNT = "123456789012"
+GOOGLE_APIS = [Compute()]  # served instead of moto below their path prefix
 
 
 # --- the middleware: accounts, request counter, faults, latency ------------------------------
@@ -82,40 +88,57 @@ class Harness:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         environ["wsgi.input"] = io.BytesIO(body)
-        auth = environ.get("HTTP_AUTHORIZATION", "")
-        match = re.search(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/", auth)
-        key, service = match.groups() if match else ("", "")
-        account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
-        environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
-        name = f"{service}:{operation(service, environ, body)}"
+        google = next((api for api in GOOGLE_APIS if path.startswith(api.prefix)), None)
+        if google is not None:  # any bearer token, or none; the project in the path is the account
+            account, name, mutation = google.identify(environ)
+            service, app = google.service, google
+        else:
+            auth = environ.get("HTTP_AUTHORIZATION", "")
+            match = re.search(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/", auth)
+            key, service = match.groups() if match else ("", "")
+            account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
+            environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
+            name, mutation, app = f"{service}:{operation(service, environ, body)}", False, self.app
         with self.lock:
             self.calls[(account, name)] += 1
             delay = max((r["ms"] for r in self.latency if self.applies(r, account, name)), default=0)
-            fault = next((r for r in self.faults if self.applies(r, account, name) and r["rng"].random() < r["rate"]), None)
+            fault = next((r for r in self.faults if self.applies(r, account, name, mutation) and r["rng"].random() < r["rate"]), None)
             if fault is not None:
                 self.calls[(account, f"fault:{name}")] += 1
         if delay:
             time.sleep(delay / 1000)
+        if fault is not None and fault["kind"] == "failed_operation":
+            # Accepted, and the operation it starts ends in an error.
+            environ["forge.failed_operation"] = {"code": fault.get("code", "INTERNAL_ERROR"), "message": fault.get("message", "Internal error. Please try again or contact Google Support.")}
+            fault = None
         if fault is not None and fault.get("when") == "after":
             # The cloud did the work, the answer is lost: what a retry must not do twice.
-            body_parts = self.app(environ, lambda status, headers, exc_info=None: None)
+            body_parts = app(environ, lambda status, headers, exc_info=None: None)
             for _ in body_parts:
                 pass
             fault = dict(fault, kind="5xx")
         if fault is not None:
-            table = THROTTLE if fault["kind"] == "throttle" else SERVER_ERROR
-            status, ctype, text = table.get(service, SERVER_ERROR["ec2"])
+            if fault["kind"] == "html":
+                status, ctype, text = 502, "text/html", "<html><body>Bad Gateway</body></html>"
+            elif google is not None:
+                status, ctype, text = google.fault(fault["kind"])
+            else:
+                table = THROTTLE if fault["kind"] == "throttle" else SERVER_ERROR
+                status, ctype, text = table.get(service, SERVER_ERROR["ec2"])
             headers = [("Content-Type", ctype)]
-            if service in ERROR_TYPE_HEADERS:
+            if service in ERROR_TYPE_HEADERS and fault["kind"] != "html":
                 headers.append(("x-amzn-ErrorType", ERROR_TYPE_HEADERS[service][status]))
             body = text.encode()
             start_response(f"{status} Fault", headers + [("Content-Length", str(len(body)))])
             return [body]
-        return self.app(environ, start_response)
+        return app(environ, start_response)
 
     @staticmethod
-    def applies(rule, account, name):
-        return rule.get("account") in (None, account) and fnmatch.fnmatchcase(name, rule.get("match", "*"))
+    def applies(rule, account, name, mutation=False):
+        """Whether a fault or latency rule covers a call; failed_operation covers only the Google
+        calls that start an operation."""
+        return (rule.get("account") in (None, account) and fnmatch.fnmatchcase(name, rule.get("match", "*"))
+                and (rule.get("kind") != "failed_operation" or mutation))
 
     def control(self, environ, start_response):
         path = environ["PATH_INFO"]

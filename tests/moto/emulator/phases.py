@@ -3,8 +3,9 @@
 A resource's status is a property over a moto ManagedState (`phased_status`): `start_phase`
 sets a label and the one it turns into; a delete phase ends in GONE, which is never shown: the
 resource is dropped instead, the next time its account's backend is used. Every phase's model
-name is in PHASE_MODELS; `set_phase_seconds` (`--phase-seconds`, POST /_forge/phases) sets how
-long they all last, 0 making them immediate.
+name is in PHASE_MODELS, with GCP_OPERATION, how long Google operations last (gcp.py);
+`set_phase_seconds` (`--phase-seconds`, POST /_forge/phases) sets how long they all last, 0
+making them immediate.
 """
 
 import threading
@@ -24,7 +25,9 @@ PHASE_MODELS = (
     "forge::efs_file_system_create", "forge::efs_file_system_delete",
     "forge::efs_mount_target_create", "forge::efs_mount_target_delete",
     "forge::cfn_create", "forge::cfn_update", "forge::cfn_delete",
+    "forge::gcp_operation",
 )
+GCP_OPERATION = PHASE_MODELS[-1]  # not a moto model: how long Google operations last (gcp.py)
 
 
 def set_phase_seconds(seconds):

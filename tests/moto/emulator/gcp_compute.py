@@ -1,0 +1,461 @@
+"""Google Compute Engine REST API v1 (/compute/v1/...), the parts forge uses, on gcp.py:
+  * networks: insert, get, list, patch (routingConfig only), delete; custom mode only;
+  * subnetworks (regional): insert, get, list, patch (with the current fingerprint:
+    secondaryIpRanges and the other patchable fields), setPrivateIpGoogleAccess, delete;
+  * firewalls: insert, get, list, patch, update, delete;
+  * routers (regional) with their Cloud NATs: insert, get, list, patch, update, delete;
+  * globalOperations.get and regionOperations.get, which the client's poller calls;
+  * list filters (compute_filter.py), pages, orderBy name;
+  * checks: names, required fields, enums, references to resources that exist and are ready,
+    CIDR ranges that do not overlap within a network, allowed xor denied, NAT subnetworks of the
+    router's network and region; a delete of a network or subnetwork still in use is accepted and
+    its operation ends with RESOURCE_IN_USE_BY_ANOTHER_RESOURCE; a change to a resource whose
+    operation is under way is refused (resourceNotReady).
+Error bodies carry code, message and errors[] but no `status`, as Compute's do.
+"""
+
+import base64
+import copy
+import ipaddress
+import re
+import secrets
+
+from .compute_filter import compile_filter
+from .gcp import GoogleApi, GoogleError, check_name, new_id, page, timestamp
+
+
+LINK = "https://www.googleapis.com/compute/v1/"
+PATH = re.compile(r"projects/(?P<project>[^/]+)/(?P<scope>global|regions/(?P<region>[^/]+))/(?P<collection>[A-Za-z]+)(?:/(?P<name>[^/]+)(?:/(?P<verb>[A-Za-z]+))?)?")
+HTTP_MESSAGES = {400: "BAD REQUEST", 403: "FORBIDDEN", 500: "INTERNAL SERVER ERROR"}
+OUTPUT_ONLY = {"id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "gatewayAddress", "subnetworks", "state", "region"}
+
+
+def invalid(field, value, why):
+    return GoogleError(400, f"Invalid value for field '{field}': '{value}'. {why}", "invalid")
+
+
+def required(field):
+    return GoogleError(400, f"Required field '{field}' not specified", "required")
+
+
+def one_of(value, field, allowed, default=None):
+    if value is None and default is not None:
+        return default
+    if value not in allowed:
+        raise invalid(field, value, f"Must be one of {list(allowed)}.")
+    return value
+
+
+def integer(value, field, low, high, default):
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise invalid(field, value, "Must be an integer.")
+    if not low <= number <= high:
+        raise invalid(field, value, f"Must be in the range [{low}, {high}].")
+    return number
+
+
+def merge_patch(target, patch):
+    """RFC 7396 JSON merge patch: objects merge, null removes, anything else replaces."""
+    result = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merge_patch(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def subnet_range(value, field):
+    try:
+        net = ipaddress.IPv4Network(value)
+    except (TypeError, ValueError):
+        raise invalid(field, value, "Invalid IPCidrRange: it must be an IPv4 network in CIDR notation with no host bits set.")
+    if not 8 <= net.prefixlen <= 29:
+        raise invalid(field, value, "The prefix length must be between /8 and /29.")
+    return net
+
+
+class Kind:
+    """A collection: `check` validates and completes a resource, new or changed, `users` names
+    what keeps it from being deleted, `show` adds what is computed on read."""
+
+    collection = singular = kind = ""
+    regional = updatable = False
+    patchable = ()
+
+    def check(self, call, res):
+        raise NotImplementedError
+
+    def users(self, call, path):
+        return []
+
+    def show(self, call, res):
+        return res
+
+
+def everything(store, collection):
+    """(path, resource) of a collection, the ones an insert under way will add included."""
+    pending = [(p, op.resource) for p, op in store.pending.items() if op.operation_type == "insert"]
+    return [(p, r) for p, r in list(store.items.items()) + pending if p.split("/")[-2] == collection]
+
+
+def reference(call, value, collection, field):
+    """The path in this project ('global/networks/n') of a resource given by URL or partial URL,
+    which must exist with no insert or delete under way."""
+    if not value:
+        raise required(field)
+    match = re.fullmatch(r"(?:(?:https?://[^/]+)?/?(?:compute/(?:v1|beta|alpha)/)?projects/([^/]+)/)?((?:global|regions/[^/]+)/" + collection + r"/[^/]+)", str(value))
+    if not match:
+        raise invalid(field, value, "The URL is malformed.")
+    project, path = match.group(1) or call.project, match.group(2)
+    full = f"projects/{project}/{path}"
+    if project != call.project or (path not in call.store.items and path not in call.store.pending):
+        raise GoogleError(404, f"The resource '{full}' was not found", "notFound")
+    op = call.store.pending.get(path)
+    if op is not None and op.operation_type in ("insert", "delete"):
+        raise GoogleError(400, f"The resource '{full}' is not ready", "resourceNotReady")
+    return path
+
+
+class Networks(Kind):
+    collection, singular, kind = "networks", "network", "compute#network"
+    patchable = ("routingConfig",)
+
+    def check(self, call, res):
+        if res.get("autoCreateSubnetworks") is not False:
+            raise invalid("resource.autoCreateSubnetworks", res.get("autoCreateSubnetworks"), "Only custom mode networks (autoCreateSubnetworks: false) are emulated.")
+        if "IPv4Range" in res:
+            raise invalid("resource.IPv4Range", res["IPv4Range"], "Legacy networks are not emulated.")
+        res["mtu"] = integer(res.get("mtu"), "resource.mtu", 1300, 8896, 1460)
+        routing = dict(res.get("routingConfig") or {})
+        routing["routingMode"] = one_of(routing.get("routingMode"), "resource.routingConfig.routingMode", ("REGIONAL", "GLOBAL"), "REGIONAL")
+        res["routingConfig"] = routing
+        res.setdefault("networkFirewallPolicyEnforcementOrder", "AFTER_CLASSIC_FIREWALL")
+        return res
+
+    def users(self, call, path):
+        link = LINK + f"projects/{call.project}/{path}"
+        return [p for c in ("subnetworks", "routers", "firewalls") for p, r in sorted(everything(call.store, c)) if r.get("network") == link]
+
+    def show(self, call, res):
+        link = res["selfLink"]
+        subnets = sorted(r["selfLink"] for p, r in call.store.items.items() if "/subnetworks/" in p and r["network"] == link)
+        return dict(res, subnetworks=subnets) if subnets else res
+
+
+class Subnetworks(Kind):
+    collection, singular, kind = "subnetworks", "subnetwork", "compute#subnetwork"
+    regional = True
+    patchable = ("secondaryIpRanges", "logConfig", "enableFlowLogs", "role", "stackType", "privateIpv6GoogleAccess")
+
+    def check(self, call, res):
+        res["network"] = LINK + f"projects/{call.project}/" + reference(call, res.get("network"), "networks", "resource.network")
+        if not res.get("ipCidrRange"):
+            raise required("resource.ipCidrRange")
+        ranges = [(subnet_range(res["ipCidrRange"], "resource.ipCidrRange"), res["ipCidrRange"])]
+        names = set()
+        for i, second in enumerate(res.get("secondaryIpRanges") or []):
+            check_name(second.get("rangeName"), f"resource.secondaryIpRanges[{i}].rangeName")
+            if second["rangeName"] in names:
+                raise invalid(f"resource.secondaryIpRanges[{i}].rangeName", second["rangeName"], "Secondary range names must be unique.")
+            names.add(second["rangeName"])
+            if not second.get("ipCidrRange"):
+                raise required(f"resource.secondaryIpRanges[{i}].ipCidrRange")
+            ranges.append((subnet_range(second["ipCidrRange"], f"resource.secondaryIpRanges[{i}].ipCidrRange"), second["ipCidrRange"]))
+        for i, (net, text) in enumerate(ranges):
+            for other, other_text in ranges[:i]:
+                if net.overlaps(other):
+                    raise invalid("resource.secondaryIpRanges", text, f"Invalid IPCidrRange: {text} conflicts with {other_text} of the same subnetwork.")
+        me = f"{call.scope}/subnetworks/{res['name']}"
+        for path, other in everything(call.store, "subnetworks"):
+            if path == me or other["network"] != res["network"]:
+                continue
+            theirs = [other["ipCidrRange"]] + [s["ipCidrRange"] for s in other.get("secondaryIpRanges") or []]
+            for net, text in ranges:
+                if any(net.overlaps(ipaddress.IPv4Network(t)) for t in theirs):
+                    raise invalid("resource.ipCidrRange", text, f"Invalid IPCidrRange: {text} conflicts with existing subnetwork '{other['name']}' in region '{path.split('/')[1]}'.")
+        res["gatewayAddress"] = str(ranges[0][0].network_address + 1)
+        res["privateIpGoogleAccess"] = bool(res.get("privateIpGoogleAccess", False))
+        res.setdefault("stackType", "IPV4_ONLY")
+        res.setdefault("purpose", "PRIVATE")
+        res.setdefault("privateIpv6GoogleAccess", "DISABLE_GOOGLE_ACCESS")
+        if not res.get("secondaryIpRanges"):
+            res.pop("secondaryIpRanges", None)
+        res["fingerprint"] = base64.urlsafe_b64encode(secrets.token_bytes(8)).decode()
+        return res
+
+    def users(self, call, path):
+        link = LINK + f"projects/{call.project}/{path}"
+        return sorted(p for p, r in everything(call.store, "routers")
+                      if any(s.get("name") == link for nat in r.get("nats") or [] for s in nat.get("subnetworks") or []))
+
+
+PROTOCOLS = {"tcp", "udp", "icmp", "esp", "ah", "sctp", "ipip", "all"}
+
+
+class Firewalls(Kind):
+    collection, singular, kind = "firewalls", "firewall", "compute#firewall"
+    updatable = True
+    patchable = ("allowed", "denied", "description", "destinationRanges", "disabled", "logConfig", "priority",
+                 "sourceRanges", "sourceServiceAccounts", "sourceTags", "targetServiceAccounts", "targetTags")
+
+    def check(self, call, res):
+        res["network"] = LINK + f"projects/{call.project}/" + reference(call, res.get("network") or "global/networks/default", "networks", "resource.network")
+        res["direction"] = one_of(res.get("direction"), "resource.direction", ("INGRESS", "EGRESS"), "INGRESS")
+        res["priority"] = integer(res.get("priority"), "resource.priority", 0, 65535, 1000)
+        rules = [k for k in ("allowed", "denied") if res.get(k)]
+        if not rules:
+            raise required("resource.allowed")
+        if len(rules) == 2:
+            raise invalid("resource.denied", "", "A firewall rule has either allowed or denied entries, not both.")
+        for i, rule in enumerate(res[rules[0]]):
+            protocol = str(rule.get("IPProtocol", "")).lower()
+            if not protocol:
+                raise required(f"resource.{rules[0]}[{i}].IPProtocol")
+            if protocol not in PROTOCOLS and not (protocol.isdigit() and int(protocol) <= 255):
+                raise invalid(f"resource.{rules[0]}[{i}].IPProtocol", protocol, "Unknown protocol.")
+            for port in rule.get("ports") or []:
+                if protocol not in ("tcp", "udp", "sctp", "6", "17", "132"):
+                    raise invalid(f"resource.{rules[0]}[{i}].ports", port, "Ports can be given only for tcp, udp and sctp.")
+                if not re.fullmatch(r"\d{1,5}(-\d{1,5})?", str(port)) or any(int(p) > 65535 for p in str(port).split("-")):
+                    raise invalid(f"resource.{rules[0]}[{i}].ports", port, "Invalid port or port range.")
+        for field in ("sourceRanges", "destinationRanges"):
+            for value in res.get(field) or []:
+                try:
+                    ipaddress.ip_network(value, strict=False)
+                except ValueError:
+                    raise invalid(f"resource.{field}", value, "Invalid IP address or CIDR range.")
+        if res["direction"] == "EGRESS":
+            for field in ("sourceTags", "sourceServiceAccounts"):
+                if res.get(field):
+                    raise invalid(f"resource.{field}", ",".join(res[field]), "Egress rules cannot have sources of this kind.")
+            res["destinationRanges"] = res.get("destinationRanges") or ["0.0.0.0/0"]
+        elif not any(res.get(k) for k in ("sourceRanges", "sourceTags", "sourceServiceAccounts")):
+            res["sourceRanges"] = ["0.0.0.0/0"]
+        res["disabled"] = bool(res.get("disabled", False))
+        res["logConfig"] = {"enable": bool((res.get("logConfig") or {}).get("enable", False))}
+        return res
+
+
+NAT_RANGES = ("ALL_SUBNETWORKS_ALL_IP_RANGES", "ALL_SUBNETWORKS_ALL_PRIMARY_IP_RANGES", "LIST_OF_SUBNETWORKS")
+SUBNET_RANGES = ("ALL_IP_RANGES", "PRIMARY_IP_RANGE", "LIST_OF_SECONDARY_IP_RANGES")
+
+
+class Routers(Kind):
+    collection, singular, kind = "routers", "router", "compute#router"
+    regional = updatable = True
+    patchable = ("description", "bgp", "bgpPeers", "interfaces", "nats", "md5AuthenticationKeys", "encryptedInterconnectRouter")
+
+    def check(self, call, res):
+        network = reference(call, res.get("network"), "networks", "resource.network")
+        res["network"] = LINK + f"projects/{call.project}/{network}"
+        bgp = res.get("bgp")
+        if bgp is not None:
+            asn = integer(bgp.get("asn"), "resource.bgp.asn", 0, 4294967294, None)
+            if asn is None:
+                raise required("resource.bgp.asn")
+            if not (64512 <= asn <= 65534 or 4200000000 <= asn <= 4294967294 or asn == 16550):
+                raise invalid("resource.bgp.asn", asn, "The ASN must be a private ASN (64512-65534, 4200000000-4294967294) or 16550.")
+            bgp["advertiseMode"] = one_of(bgp.get("advertiseMode"), "resource.bgp.advertiseMode", ("DEFAULT", "CUSTOM"), "DEFAULT")
+        names = set()
+        for i, nat in enumerate(res.get("nats") or []):
+            field = f"resource.nats[{i}]"
+            check_name(nat.get("name"), f"{field}.name")
+            if nat["name"] in names:
+                raise invalid(f"{field}.name", nat["name"], "NAT names must be unique within a router.")
+            names.add(nat["name"])
+            option = one_of(nat.get("natIpAllocateOption"), f"{field}.natIpAllocateOption", ("AUTO_ONLY", "MANUAL_ONLY"))
+            if (option == "MANUAL_ONLY") != bool(nat.get("natIps")):
+                raise invalid(f"{field}.natIps", ",".join(nat.get("natIps") or []), "natIps are given with MANUAL_ONLY and only then.")
+            ranges = one_of(nat.get("sourceSubnetworkIpRangesToNat"), f"{field}.sourceSubnetworkIpRangesToNat", NAT_RANGES)
+            if (ranges == "LIST_OF_SUBNETWORKS") != bool(nat.get("subnetworks")):
+                raise invalid(f"{field}.subnetworks", "", "Subnetworks are listed with LIST_OF_SUBNETWORKS and only then.")
+            for j, entry in enumerate(nat.get("subnetworks") or []):
+                self.check_nat_subnet(call, res, entry, f"{field}.subnetworks[{j}]")
+        return res
+
+    @staticmethod
+    def check_nat_subnet(call, router, entry, field):
+        path = reference(call, entry.get("name"), "subnetworks", f"{field}.name")
+        subnet = call.store.items[path]
+        if not path.startswith(call.scope + "/") or subnet["network"] != router["network"]:
+            raise invalid(f"{field}.name", entry["name"], "The subnetwork must be in the router's region and network.")
+        entry["name"] = subnet["selfLink"]
+        kinds = entry.get("sourceIpRangesToNat") or []
+        if not kinds:
+            raise required(f"{field}.sourceIpRangesToNat")
+        for k in kinds:
+            one_of(k, f"{field}.sourceIpRangesToNat", SUBNET_RANGES)
+        known = {s["rangeName"] for s in subnet.get("secondaryIpRanges") or []}
+        wanted = entry.get("secondaryIpRangeNames") or []
+        if ("LIST_OF_SECONDARY_IP_RANGES" in kinds) != bool(wanted) or not set(wanted) <= known:
+            raise invalid(f"{field}.secondaryIpRangeNames", ",".join(wanted), "Secondary ranges are named with LIST_OF_SECONDARY_IP_RANGES, and must be ranges of the subnetwork.")
+
+
+KINDS = {k.collection: k for k in (Networks(), Subnetworks(), Firewalls(), Routers())}
+
+
+class Compute(GoogleApi):
+    service, prefix = "compute", "/compute/v1/"
+    with_status = False
+
+    def route(self, method, path):
+        match = PATH.fullmatch(path)
+        kind = KINDS.get(match["collection"]) if match else None
+        name = verb = handler = None
+        if match and match["collection"] == "operations" and match["name"] and not match["verb"] and method == "GET":
+            name = ("regionOperations" if match["region"] else "globalOperations") + ".get"
+            handler = self.get_operation
+        elif kind is not None and kind.regional == bool(match["region"]):
+            if match["name"] is None:
+                verb = {"POST": "insert", "GET": "list"}.get(method)
+            elif match["verb"] is None:
+                verb = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "PUT": "update" if kind.updatable else None}.get(method)
+            elif match["verb"] == "setPrivateIpGoogleAccess" and kind.collection == "subnetworks" and method == "POST":
+                verb = "setPrivateIpGoogleAccess"
+            if verb:
+                name, handler = f"{kind.collection}.{verb}", getattr(self, verb)
+        if handler is None:
+            raise GoogleError(404, f"The requested URL /compute/v1/{path} ({method}) was not found on this server.", "notFound")
+        params = {"kind": kind, "name": match["name"]}
+        return match["project"], match["scope"], name, handler, params, method != "GET"
+
+    # --- operations ------------------------------------------------------------------------
+
+    def render_operation(self, op, now):
+        status = op.status(now)
+        out = {
+            "kind": "compute#operation", "id": op.id, "name": op.name, "operationType": op.operation_type,
+            "status": status, "progress": 100 if status == "DONE" else 0,
+            "targetLink": LINK + f"projects/{op.project}/{op.target}", "targetId": op.target_id,
+            "insertTime": timestamp(op.inserted), "user": "forge@emulator",
+            "selfLink": LINK + f"projects/{op.project}/{op.scope}/operations/{op.name}",
+        }
+        if op.scope != "global":
+            out["region"] = LINK + f"projects/{op.project}/{op.scope}"
+        if op.request_id:
+            out["clientOperationId"] = op.request_id
+        if status != "PENDING":
+            out["startTime"] = timestamp(op.started())
+        if status == "DONE":
+            out["endTime"] = timestamp(op.ended())
+            if op.error:
+                code, message, http = op.error
+                out["error"] = {"errors": [{"code": code, "message": message}]}
+                out["httpErrorStatusCode"] = http
+                out["httpErrorMessage"] = HTTP_MESSAGES[http]
+        return out
+
+    def failure(self, code, message):
+        return code, message, {"INTERNAL_ERROR": 500, "QUOTA_EXCEEDED": 403}.get(code, 400)
+
+    def get_operation(self, call):
+        op = call.store.operations.get((call.scope, call.params["name"]))
+        if op is None:
+            raise GoogleError(404, f"The resource 'projects/{call.project}/{call.scope}/operations/{call.params['name']}' was not found", "notFound")
+        return op
+
+    # --- resources ---------------------------------------------------------------------------
+
+    @staticmethod
+    def path(call, name):
+        return f"{call.scope}/{call.params['kind'].collection}/{name}"
+
+    def visible(self, call):
+        """The resource named in the path; a 404 while its insert is under way."""
+        path = self.path(call, call.params["name"])
+        if path not in call.store.items:
+            raise GoogleError(404, f"The resource 'projects/{call.project}/{path}' was not found", "notFound")
+        return path, call.store.items[path]
+
+    def changeable(self, call):
+        path, res = self.visible(call)
+        if path in call.store.pending:
+            raise GoogleError(400, f"The resource 'projects/{call.project}/{path}' is not ready", "resourceNotReady")
+        return path, res
+
+    def insert(self, call):
+        kind = call.params["kind"]
+        body = {k: v for k, v in call.body.items() if k not in OUTPUT_ONLY}
+        check_name(body.get("name"))
+        self.check_region(call)
+        path = self.path(call, body["name"])
+        if path in call.store.items or path in call.store.pending:
+            raise GoogleError(409, f"The resource 'projects/{call.project}/{path}' already exists", "alreadyExists")
+        res = kind.check(call, body)
+        res.update(kind=kind.kind, id=new_id(), creationTimestamp=timestamp(call.now), selfLink=LINK + f"projects/{call.project}/{path}")
+        if kind.regional:
+            res["region"] = LINK + f"projects/{call.project}/{call.scope}"
+        return call.start("insert", path, res["id"], lambda: call.store.items.__setitem__(path, res), resource=res)
+
+    @staticmethod
+    def check_region(call):
+        region = call.body.get("region")
+        if region and region.rstrip("/").split("/")[-1] != call.scope.split("/")[-1]:
+            raise invalid("resource.region", region, "It must be the region of the request.")
+
+    def get(self, call):
+        return call.params["kind"].show(call, self.visible(call)[1])
+
+    def list(self, call):
+        kind = call.params["kind"]
+        if call.query.get("orderBy") not in (None, "", "name"):
+            raise invalid("orderBy", call.query["orderBy"], "Only orderBy=name is emulated.")
+        keep = compile_filter(call.query.get("filter", ""))
+        prefix = f"{call.scope}/{kind.collection}/"
+        items = [kind.show(call, r) for p, r in call.store.items.items() if p.startswith(prefix)]
+        items, token = page([r for r in items if keep(r)], lambda r: r["name"], call.query.get("maxResults"), call.query.get("pageToken"))
+        out = {"kind": kind.kind + "List", "id": f"projects/{call.project}/{prefix.rstrip('/')}", "selfLink": LINK + f"projects/{call.project}/{prefix.rstrip('/')}"}
+        if items:
+            out["items"] = items
+        if token:
+            out["nextPageToken"] = token
+        return out
+
+    def patch(self, call):
+        return self.change(call, replace=False)
+
+    def update(self, call):
+        return self.change(call, replace=True)
+
+    def change(self, call, replace):
+        kind = call.params["kind"]
+        path, current = self.changeable(call)
+        if kind.collection == "subnetworks" and call.body.get("fingerprint") != current["fingerprint"]:
+            raise GoogleError(412, "Supplied fingerprint does not match current metadata fingerprint.", "conditionNotMet")
+        body = {k: v for k, v in call.body.items() if k not in OUTPUT_ONLY}
+        self.check_region(call)
+        if body.get("name", current["name"]) != current["name"]:
+            raise invalid("resource.name", body["name"], "The name of a resource cannot be changed.")
+        if replace:  # PUT: the body is the whole resource
+            res = {**{k: v for k, v in current.items() if k in OUTPUT_ONLY}, "name": current["name"], **body}
+        else:
+            res = merge_patch(copy.deepcopy(current), body)
+        res = kind.check(call, res)
+        for key in set(res) | set(current):
+            if key not in kind.patchable and key not in OUTPUT_ONLY and res.get(key) != current.get(key):
+                raise invalid(f"resource.{key}", res.get(key, ""), "This field cannot be changed.")
+        return call.start("update" if replace else "patch", path, current["id"], lambda: call.store.items.__setitem__(path, res))
+
+    def setPrivateIpGoogleAccess(self, call):
+        path, current = self.changeable(call)
+        if not isinstance(call.body.get("privateIpGoogleAccess"), bool):
+            raise required("privateIpGoogleAccess")
+        fingerprint = base64.urlsafe_b64encode(secrets.token_bytes(8)).decode()
+        res = dict(current, privateIpGoogleAccess=call.body["privateIpGoogleAccess"], fingerprint=fingerprint)
+        return call.start("setPrivateIpGoogleAccess", path, current["id"], lambda: call.store.items.__setitem__(path, res))
+
+    def delete(self, call):
+        kind = call.params["kind"]
+        path, current = self.changeable(call)
+        users = kind.users(call, path)
+        error = None
+        if users:
+            error = ("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", f"The {kind.singular} resource 'projects/{call.project}/{path}' is already being used by 'projects/{call.project}/{users[0]}'", 400)
+        return call.start("delete", path, current["id"], lambda: call.store.items.pop(path, None), error=error)
