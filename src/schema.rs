@@ -176,6 +176,7 @@ impl<T: AttributeType> AttributeType for Option<T> {
 ///     }
 /// }
 /// ```
+#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_macros))]
 macro_rules! attributes {
     (
         spec $name:literal, outputs [$($output:literal),* $(,)?] $(, extra [$($extra:ident),* $(,)?])?;
@@ -224,6 +225,7 @@ macro_rules! attributes {
     (@replace replace) => { true };
 }
 
+#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_imports))]
 pub(crate) use attributes;
 
 /// The first attribute of `config` whose value is known (no references, no unknowns) and of

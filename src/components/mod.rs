@@ -2,12 +2,16 @@
 //! from its config to resources and outputs; addresses of what it makes sit under its own.
 //! The stack loader expands them; the ones built into forge are listed here, one file each.
 
+#[cfg(any(feature = "aws", feature = "gcp"))]
+pub mod cidr;
 #[cfg(feature = "aws")]
 pub mod efs;
 #[cfg(feature = "aws")]
 pub mod eks;
 #[cfg(feature = "aws")]
 pub mod fsx;
+#[cfg(feature = "gcp")]
+pub mod gcp_vpc;
 pub mod null_layers;
 #[cfg(feature = "aws")]
 pub mod vpc;
@@ -289,6 +293,8 @@ pub fn builtin() -> &'static [Component] {
         fsx::COMPONENT,
         #[cfg(feature = "aws")]
         efs::COMPONENT,
+        #[cfg(feature = "gcp")]
+        gcp_vpc::COMPONENT,
     ]
 }
 

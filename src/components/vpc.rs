@@ -2,11 +2,11 @@
 //! overlap from the VPC's CIDR and tagged for EKS load balancers), an internet gateway, NAT
 //! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables.
 
+use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
@@ -21,48 +21,6 @@ pub const COMPONENT: Component = Component {
     ],
     expand,
 };
-
-/// An IPv4 network: its first address and prefix length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Cidr {
-    base: u32,
-    prefix: u32,
-}
-
-impl Cidr {
-    fn parse(text: &str) -> Result<Cidr, String> {
-        let bad = || format!("`cidr = \"{text}\"` is not an IPv4 CIDR block such as \"10.0.0.0/16\"");
-        let (ip, prefix) = text.split_once('/').ok_or_else(bad)?;
-        let ip: Ipv4Addr = ip.parse().map_err(|_| bad())?;
-        let prefix: u32 = prefix.parse().map_err(|_| bad())?;
-        if !(16..=28).contains(&prefix) {
-            return Err(format!("`cidr = \"{text}\"`: a VPC's prefix must be between /16 and /28"));
-        }
-        let base = u32::from(ip);
-        let cidr = Cidr {
-            base: base & Cidr::mask(prefix),
-            prefix,
-        };
-        if cidr.base != base {
-            return Err(format!("`cidr = \"{text}\"` has host bits set; did you mean \"{cidr}\"?"));
-        }
-        Ok(cidr)
-    }
-
-    fn mask(prefix: u32) -> u32 {
-        if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) }
-    }
-
-    fn size(self) -> u64 {
-        1u64 << (32 - self.prefix)
-    }
-}
-
-impl std::fmt::Display for Cidr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", Ipv4Addr::from(self.base), self.prefix)
-    }
-}
 
 /// Carves `zones` private blocks from the bottom of `vpc` and `zones` public blocks from the
 /// top, so zone `i`'s subnets keep their ranges when zones are added after it. `None` when the
@@ -89,7 +47,12 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 }
 
 fn network(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
-    let vpc = Cidr::parse(config.get("cidr").and_then(Value::as_str).unwrap_or_default())?;
+    let vpc = Cidr::parse(
+        "cidr",
+        config.get("cidr").and_then(Value::as_str).unwrap_or_default(),
+        16..=28,
+        "a VPC",
+    )?;
     let zones: Vec<String> = config
         .get("zones")
         .and_then(Value::as_array)

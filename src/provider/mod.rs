@@ -4,12 +4,17 @@
 
 #[cfg(feature = "aws")]
 pub mod aws;
+#[cfg(feature = "gcp")]
+pub mod gcp;
 pub mod null;
 pub mod retry;
+pub mod wait;
 
 pub use crate::schema::{Field, FieldType, Spec};
 pub use retry::RetryPolicy;
+pub use wait::{Poll, wait_gone, wait_until};
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -34,6 +39,25 @@ pub fn timeout(config: &Value, operation: &str, default: std::time::Duration) ->
         .and_then(Value::as_str)
         .and_then(|text| humantime::parse_duration(text).ok())
         .unwrap_or(default)
+}
+
+/// Reads a kind's config (checked against its schema when the stack loaded).
+pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, ProviderError> {
+    serde_json::from_value(config.clone()).map_err(|e| ProviderError {
+        message: format!("invalid attributes for `{}`: {e}", ctx.address),
+        retryable: false,
+    })
+}
+
+/// The tag that ties an object to the create that made it: only a create with the same token
+/// (a retry, or a resumed create) adopts it.
+pub const TOKEN_TAG: &str = "forge:token";
+
+/// Whether an object was made by the create with `token`: its stack, address and token tags,
+/// read with `tag` (each service has its own tag type). A retried or resumed create adopts
+/// such an object; anything else with the same name is someone else's.
+pub fn made_by<'t>(ctx: &Ctx, token: &str, tag: impl Fn(&str) -> Option<&'t str>) -> bool {
+    tag("forge:stack") == Some(ctx.stack.as_str()) && tag("forge:address") == Some(ctx.address.as_str()) && tag(TOKEN_TAG) == Some(token)
 }
 
 /// What the cloud call may report while it runs: a short status shown on the resource's
@@ -74,6 +98,8 @@ pub struct Cloud {
     pub settings: BTreeMap<String, Value>,
     #[cfg(feature = "aws")]
     aws: tokio::sync::OnceCell<aws::Clients>,
+    #[cfg(feature = "gcp")]
+    gcp: tokio::sync::OnceCell<Result<gcp::Clients, ProviderError>>,
 }
 
 impl Cloud {
@@ -261,6 +287,8 @@ impl Registry {
         let registry = Self::empty().with(null::Null);
         #[cfg(feature = "aws")]
         let registry = aws::register(registry);
+        #[cfg(feature = "gcp")]
+        let registry = gcp::register(registry);
         registry
     }
 

@@ -21,6 +21,9 @@ type Spans = HashMap<String, Range<usize>>;
 /// The entries of a list of strings (`depends_on`), each with where it sits in the file.
 type Listed = Vec<(String, Range<usize>)>;
 
+/// The Google APIs whose endpoint `[gcp] endpoints` may set.
+const GCP_SERVICES: &[&str] = &["compute"];
+
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
 const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
 const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
@@ -37,6 +40,8 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
         &[
             Field::optional("project", FieldType::String),
             Field::optional("region", FieldType::String),
+            Field::optional("default_labels", FieldType::Table),
+            Field::optional("endpoints", FieldType::Table),
         ],
     ),
 ];
@@ -384,6 +389,11 @@ impl Loader<'_> {
                     format!("expected {expected}"),
                     format!("see `[{provider}]` in docs/stack-format.md"),
                 ));
+            }
+            if key.get_ref() == "endpoints"
+                && let DeValue::Table(endpoints) = value.get_ref()
+            {
+                self.known_keys("gcp.endpoints", endpoints, GCP_SERVICES)?;
             }
         }
         Ok(self.to_json(section, "")?.0)

@@ -165,11 +165,13 @@ mod vpc;
 
 pub use fsx_lustre::DEFAULT_DEPLOYMENT as FSX_DEFAULT_DEPLOYMENT;
 
+pub use crate::provider::{Poll, wait_gone, wait_until};
+pub use crate::provider::{TOKEN_TAG, made_by, parse};
+
 use super::{Ctx, ProviderError, Registry};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -324,31 +326,12 @@ where
     }
 }
 
-/// Reads a kind's config (checked against its schema when the stack loaded).
-pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, ProviderError> {
-    serde_json::from_value(config.clone()).map_err(|e| ProviderError {
-        message: format!("invalid attributes for `{}`: {e}", ctx.address),
-        retryable: false,
-    })
-}
-
-/// The tag that ties an object to the create that made it: only a create with the same token
-/// (a retry, or a resumed create) adopts it.
-pub const TOKEN_TAG: &str = "forge:token";
-
 /// The tags an object is created with: the block's and forge's (see [`Ctx::tags`]) and
 /// `forge:token`, which ties it to the create that made it.
 pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> BTreeMap<String, String> {
     let mut tags = ctx.tags(config);
     tags.insert(TOKEN_TAG.into(), token.into());
     tags
-}
-
-/// Whether an object was made by the create with `token`: its stack, address and token tags,
-/// read with `tag` (each service has its own tag type). A retried or resumed create adopts
-/// such an object; anything else with the same name is someone else's.
-pub fn made_by<'t>(ctx: &Ctx, token: &str, tag: impl Fn(&str) -> Option<&'t str>) -> bool {
-    tag("forge:stack") == Some(ctx.stack.as_str()) && tag("forge:address") == Some(ctx.address.as_str()) && tag(TOKEN_TAG) == Some(token)
 }
 
 /// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
@@ -522,65 +505,6 @@ where
     }
     live.retain(|id| ids.contains(id));
     Ok(live)
-}
-
-/// What one look at a slow operation saw.
-pub enum Poll<T = ()> {
-    /// Finished, with what the look saw (the object as it is now), so no second read is needed.
-    Done(T),
-    /// Still going, in this state (`pending`, `CREATING`).
-    Pending(String),
-    /// Ended badly, with the cloud's reason.
-    Failed(String),
-}
-
-/// Polls until `poll` reports done and returns what it saw then, showing the state and elapsed
-/// time on the resource's progress line. Polls quickly at first, then every few seconds.
-pub async fn wait_until<T, F, Fut>(ctx: &Ctx, timeout: std::time::Duration, mut poll: F) -> Result<T, ProviderError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Poll<T>, ProviderError>>,
-{
-    let started = std::time::Instant::now();
-    let mut interval = std::time::Duration::from_millis(100);
-    loop {
-        match poll().await? {
-            Poll::Done(seen) => return Ok(seen),
-            Poll::Failed(reason) => {
-                return Err(ProviderError {
-                    message: reason,
-                    retryable: false,
-                });
-            }
-            Poll::Pending(state) if started.elapsed() >= timeout => {
-                return Err(ProviderError {
-                    message: format!(
-                        "still {state} after {}s; the cloud is still working: run `forge up` again to resume waiting",
-                        started.elapsed().as_secs()
-                    ),
-                    retryable: false,
-                });
-            }
-            Poll::Pending(state) => (ctx.status)(&format!("{state} {}s", started.elapsed().as_secs())),
-        }
-        tokio::time::sleep(interval).await;
-        interval = (interval * 2).min(std::time::Duration::from_secs(5));
-    }
-}
-
-/// Waits until `status` finds the object gone (`None`), showing the state it reports meanwhile.
-pub async fn wait_gone<F, Fut>(ctx: &Ctx, timeout: std::time::Duration, status: F) -> Result<(), ProviderError>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<String>, ProviderError>>,
-{
-    wait_until(ctx, timeout, || async {
-        Ok(match status().await? {
-            None => Poll::Done(()),
-            Some(state) => Poll::Pending(state),
-        })
-    })
-    .await
 }
 
 /// The tags an IAM object is created with.

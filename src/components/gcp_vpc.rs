@@ -1,0 +1,224 @@
+//! `gcp_vpc`: the network a private, VPC-native GKE cluster needs — a custom-mode network, one
+//! subnetwork in the region with the pods' and services' secondary ranges and Private Google
+//! Access, an internal allow-all firewall rule for the nodes' and pods' ranges, and a Cloud
+//! Router with Cloud NAT so private nodes reach the internet.
+
+use super::cidr::Cidr;
+use super::{Component, ComponentError, Expansion, Input, Part};
+use crate::schema::{Field, FieldType};
+use serde_json::{Value, json};
+
+/// The component's registration.
+pub const COMPONENT: Component = Component {
+    name: "gcp_vpc",
+    schema: &[
+        Field::required("cidr", FieldType::String),
+        Field::required("pods_cidr", FieldType::String),
+        Field::required("services_cidr", FieldType::String),
+        Field::optional("name", FieldType::String),
+        Field::optional("region", FieldType::String),
+        Field::optional("nat", FieldType::Bool),
+        Field::optional("mtu", FieldType::Integer),
+    ],
+    expand,
+};
+
+/// The secondary ranges' names in the subnetwork (GKE's `ip_allocation_policy` names them).
+const PODS_RANGE: &str = "pods";
+const SERVICES_RANGE: &str = "services";
+
+/// Each range: its key, the prefixes it may have, what it is called in errors, and the hint.
+const RANGES: &[(&str, u32, u32, &str, &str)] = &[
+    (
+        "cidr",
+        8,
+        29,
+        "a node subnetwork",
+        "write it like \"10.0.0.0/20\"; the three ranges must not overlap",
+    ),
+    (
+        "pods_cidr",
+        8,
+        21,
+        "a pods range",
+        "GKE gives each node a /24 for its 110 pods, so a /21 holds 8 nodes' pods; write it like \"10.4.0.0/14\"",
+    ),
+    (
+        "services_cidr",
+        8,
+        27,
+        "a services range",
+        "GKE takes no services range smaller than a /27; write it like \"10.8.0.0/20\"",
+    ),
+];
+
+fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let address = input.address;
+    let name = match input.text("name") {
+        Some(name) => name.to_owned(),
+        None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
+    };
+    if !valid_name(&name) || name.len() > 50 {
+        return Err(ComponentError::at(
+            "name",
+            format!(
+                "`{name}` cannot name Google Cloud networks: names are lowercase letters, digits and `-`, start with a letter and end with a letter or digit"
+            ),
+            "set `name = \"nemo-a3\"` (at most 50 characters: forge adds `-subnet`, `-internal`, `-router` to it)",
+        ));
+    }
+    let mut blocks: Vec<(&str, Cidr)> = Vec::new();
+    for (key, shortest, longest, what, hint) in RANGES {
+        let text = input.text(key).unwrap_or_default();
+        let cidr = Cidr::parse(key, text, *shortest..=*longest, what).map_err(|message| ComponentError::at(*key, message, *hint))?;
+        if let Some((other, _)) = blocks.iter().find(|(_, b)| b.overlaps(cidr)) {
+            return Err(ComponentError::at(
+                *key,
+                format!("`{key} = \"{cidr}\"` overlaps `{other}`"),
+                "pick ranges that share no address: nodes, pods and services each need their own",
+            ));
+        }
+        blocks.push((key, cidr));
+    }
+    let mtu = input.config.get("mtu").and_then(Value::as_i64).unwrap_or(1460);
+    if !(1300..=8896).contains(&mtu) {
+        return Err(ComponentError::at(
+            "mtu",
+            format!("`mtu = {mtu}` is not an MTU Google Cloud networks take"),
+            "use 1300 to 8896 (1460 by default; 8896 for jumbo frames)",
+        ));
+    }
+    let nat = input.config.get("nat").and_then(Value::as_bool).unwrap_or(true);
+    let region = input.text("region").map(str::to_owned).or_else(|| {
+        input
+            .providers
+            .get("gcp")
+            .and_then(|g| g.get("region"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
+    let range = |key: &str| blocks.iter().find(|(k, _)| *k == key).map(|(_, b)| b.to_string());
+    let with_region = |mut config: Value| {
+        if let Some(region) = &region {
+            config["region"] = json!(region);
+        }
+        config
+    };
+    let part = |local: &str, kind: &'static str, config: Value| Part {
+        local: local.into(),
+        kind,
+        config,
+        depends_on: vec![],
+    };
+    let mut parts = vec![
+        part(
+            "network",
+            "google_compute_network",
+            json!({ "name": name, "mtu": mtu, "auto_create_subnetworks": false, "routing_mode": "REGIONAL" }),
+        ),
+        part(
+            "subnetwork",
+            "google_compute_subnetwork",
+            with_region(json!({
+                "name": format!("{name}-subnet"),
+                "network": reference("network", "self_link"),
+                "ip_cidr_range": range("cidr"),
+                "secondary_ip_ranges": [
+                    { "range_name": PODS_RANGE, "ip_cidr_range": range("pods_cidr") },
+                    { "range_name": SERVICES_RANGE, "ip_cidr_range": range("services_cidr") },
+                ],
+                "private_ip_google_access": true,
+            })),
+        ),
+        part(
+            "internal",
+            "google_compute_firewall",
+            json!({
+                "name": format!("{name}-internal"),
+                "network": reference("network", "self_link"),
+                "description": "Traffic between the nodes and pods of the network",
+                "allow": [{ "protocol": "all" }],
+                "source_ranges": [range("cidr"), range("pods_cidr")],
+            }),
+        ),
+    ];
+    if nat {
+        parts.push(part(
+            "router",
+            "google_compute_router",
+            with_region(json!({
+                "name": format!("{name}-router"),
+                "network": reference("network", "self_link"),
+                "nats": [{ "name": format!("{name}-nat") }],
+            })),
+        ));
+    }
+    let mut outputs = serde_json::Map::new();
+    outputs.insert("network".into(), reference("network", "name"));
+    outputs.insert("network_self_link".into(), reference("network", "self_link"));
+    outputs.insert("subnetwork".into(), reference("subnetwork", "name"));
+    outputs.insert("subnetwork_self_link".into(), reference("subnetwork", "self_link"));
+    outputs.insert("pods_range".into(), json!(PODS_RANGE));
+    outputs.insert("services_range".into(), json!(SERVICES_RANGE));
+    Ok(Expansion { parts, outputs })
+}
+
+/// Whether `name` is a Google Cloud resource name (RFC 1035).
+fn valid_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::expand_alone;
+    use std::collections::BTreeMap;
+
+    fn expand_with(config: Value) -> Result<Expansion, ComponentError> {
+        let providers = BTreeMap::from([("gcp".to_owned(), json!({ "project": "p", "region": "us-central1" }))]);
+        expand_alone(expand, "gcp_vpc.main", config, &providers)
+    }
+
+    #[test]
+    fn expands_to_network_subnetwork_firewall_and_nat() {
+        let expansion = expand_with(json!({ "cidr": "10.0.0.0/20", "pods_cidr": "10.4.0.0/14", "services_cidr": "10.8.0.0/20" })).unwrap();
+        let kinds: Vec<(&str, &str)> = expansion.parts.iter().map(|p| (p.local.as_str(), p.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("network", "google_compute_network"),
+                ("subnetwork", "google_compute_subnetwork"),
+                ("internal", "google_compute_firewall"),
+                ("router", "google_compute_router"),
+            ]
+        );
+        let subnet = &expansion.parts[1].config;
+        assert_eq!(subnet["region"], "us-central1");
+        assert_eq!(
+            subnet["secondary_ip_ranges"][0],
+            json!({ "range_name": "pods", "ip_cidr_range": "10.4.0.0/14" })
+        );
+        assert_eq!(expansion.parts[2].config["source_ranges"], json!(["10.0.0.0/20", "10.4.0.0/14"]));
+        assert_eq!(expansion.outputs["pods_range"], "pods");
+        let without_nat =
+            expand_with(json!({ "cidr": "10.0.0.0/20", "pods_cidr": "10.4.0.0/14", "services_cidr": "10.8.0.0/20", "nat": false }))
+                .unwrap();
+        assert_eq!(without_nat.parts.len(), 3);
+    }
+
+    #[test]
+    fn bad_ranges_point_at_their_key() {
+        let overlapping =
+            expand_with(json!({ "cidr": "10.0.0.0/20", "pods_cidr": "10.0.0.0/14", "services_cidr": "10.8.0.0/20" })).unwrap_err();
+        assert_eq!(overlapping.key.as_deref(), Some("pods_cidr"));
+        let small = expand_with(json!({ "cidr": "10.0.0.0/20", "pods_cidr": "10.4.0.0/24", "services_cidr": "10.8.0.0/20" })).unwrap_err();
+        assert_eq!(small.key.as_deref(), Some("pods_cidr"));
+        assert!(small.message.contains("between /8 and /21"), "{}", small.message);
+        let bad = expand_with(json!({ "cidr": "10.0.0/20", "pods_cidr": "10.4.0.0/14", "services_cidr": "10.8.0.0/20" })).unwrap_err();
+        assert_eq!(bad.key.as_deref(), Some("cidr"));
+    }
+}
