@@ -6,44 +6,12 @@
 use assert_cmd::Command;
 use aws_sdk_ec2::types::Filter;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The emulator for this test binary: `FORGE_MOTO_URL` if set, else a launcher started once.
-fn moto_url() -> &'static str {
-    static URL: OnceLock<String> = OnceLock::new();
-    static CHILD: OnceLock<std::sync::Mutex<Child>> = OnceLock::new();
-    URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("FORGE_MOTO_URL") {
-            return url;
-        }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let python = root.join(".venv/bin/python");
-        assert!(
-            python.exists(),
-            "no moto venv: run `scripts/setup-moto` (scripts/test does it for you)"
-        );
-        let mut child = std::process::Command::new(python)
-            .arg(root.join("tests/moto/launcher.py"))
-            .args(["--port", "0", "--phase-seconds", "0.3", "--exit-with-stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the moto launcher");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("port=")
-            .unwrap_or_else(|| panic!("launcher said {line:?}"));
-        // The launcher exits when this process ends and the pipe to its stdin closes.
-        CHILD.get_or_init(|| std::sync::Mutex::new(child));
-        format!("http://127.0.0.1:{port}")
-    })
-}
+mod support;
+use support::launcher_url as moto_url;
 
 /// One test's world: a fresh account on the emulator and a working directory.
 struct Aws {
@@ -120,17 +88,7 @@ impl Aws {
     }
 
     fn control(&self, method: &str, path: &str, body: &str) -> String {
-        let url = moto_url().strip_prefix("http://").unwrap();
-        let mut stream = std::net::TcpStream::connect(url).unwrap();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.0\r\nHost: {url}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()
+        support::request(method, path, body).1
     }
 
     /// API calls this test's account made, by `service:Action`; clears the counter.

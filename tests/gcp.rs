@@ -1,0 +1,474 @@
+//! Google Cloud kinds end to end: the real `forge` binary and the official google-cloud-rust
+//! clients against the repo's Compute emulator (served by tests/moto/launcher.py beside moto).
+//! Each test has its own project, so tests run in parallel on one emulator; forge sees it only
+//! through gcloud's endpoint override and a bearer token in the environment.
+#![cfg(feature = "gcp")]
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+mod support;
+
+/// One test's world: a fresh project on the emulator and a working directory.
+struct Gcp {
+    project: String,
+    dir: tempfile::TempDir,
+}
+
+impl Gcp {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        Gcp {
+            project: format!("forge-{}-{n}", std::process::id()),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text.replace("PROJECT", &self.project)).unwrap();
+        path
+    }
+
+    /// `forge ARGS` pointed at the emulator through Google's standard environment only.
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
+        cmd.current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                format!("{}/compute/v1/", support::launcher_url()),
+            )
+            .env("GOOGLE_OAUTH_ACCESS_TOKEN", "emulator-token")
+            .env_remove("GOOGLE_CLOUD_PROJECT")
+            .env_remove("CLOUDSDK_CORE_PROJECT")
+            .env_remove("CLOUDSDK_COMPUTE_REGION")
+            .args(args);
+        cmd
+    }
+
+    fn forge(&self, args: &[&str]) -> (i32, String) {
+        let out = self.command(args).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, stderr) = self.forge(args);
+        assert_eq!(code, 0, "forge {args:?}:\n{stderr}");
+        stderr
+    }
+
+    /// `forge drift … --json`: the exit code and the first stack's report.
+    fn drift(&self, file: &str) -> (i32, Value) {
+        let out = self.command(&["drift", file, "--json"]).output().unwrap();
+        let report: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("drift: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap_or(-1), report["stacks"][0].clone())
+    }
+
+    /// A Compute REST call on this project: the status and the JSON answer.
+    fn compute(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        let path = format!("/compute/v1/projects/{}/{path}", self.project);
+        let body = if body.is_null() { String::new() } else { body.to_string() };
+        let (status, text) = support::request(method, &path, &body);
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The names of this project's objects of a collection (`global/networks`,
+    /// `regions/us-central1/subnetworks`).
+    fn names(&self, collection: &str) -> Vec<String> {
+        let (status, list) = self.compute("GET", collection, Value::Null);
+        assert_eq!(status, 200, "{list}");
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Every object of the four kinds in this project, by collection.
+    fn everything(&self) -> BTreeMap<&'static str, Vec<String>> {
+        [
+            "global/networks",
+            "global/firewalls",
+            "regions/us-central1/subnetworks",
+            "regions/us-central1/routers",
+        ]
+        .into_iter()
+        .map(|c| (c, self.names(c)))
+        .collect()
+    }
+
+    /// API calls this project made, by `compute:<collection>.<method>`; clears the counter.
+    fn calls(&self) -> BTreeMap<String, u64> {
+        let (_, body) = support::request("GET", &format!("/_forge/calls?account={}", self.project), "");
+        support::request("POST", &format!("/_forge/reset?account={}", self.project), "{}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    fn faults(&self, rules: Value) {
+        let rules: Vec<Value> = rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                r["account"] = json!(self.project);
+                r
+            })
+            .collect();
+        support::request(
+            "POST",
+            &format!("/_forge/faults?account={}", self.project),
+            &json!(rules).to_string(),
+        );
+    }
+}
+
+/// The calls that change something (inserts, patches, updates, deletes, setters).
+fn writes(calls: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    calls
+        .iter()
+        .filter(|(name, _)| !name.ends_with(".get") && !name.ends_with(".list") && !name.starts_with("fault:"))
+        .map(|(n, c)| (n.clone(), *c))
+        .collect()
+}
+
+const VPC: &str = r#"
+[stack]
+name = "gcp-vpc"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gcp_vpc.main]
+name = "a3"
+cidr = "10.0.0.0/20"
+pods_cidr = "10.4.0.0/14"
+services_cidr = "10.8.0.0/20"
+"#;
+
+/// The four kinds, block by block, with the attributes the lifecycle changes.
+const KINDS: &str = r#"
+[stack]
+name = "gcp-kinds"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[vars]
+ports = ["22"]
+routing = "REGIONAL"
+google_access = false
+cidr = "10.1.0.0/24"
+
+[google_compute_network.net]
+name = "net"
+mtu = 8896
+routing_mode = "${var.routing}"
+
+[google_compute_subnetwork.sub]
+name = "sub"
+network = "${google_compute_network.net.self_link}"
+ip_cidr_range = "${var.cidr}"
+private_ip_google_access = "${var.google_access}"
+secondary_ip_ranges = [{ range_name = "pods", ip_cidr_range = "10.8.0.0/16" }]
+
+[google_compute_firewall.ssh]
+name = "ssh"
+network = "${google_compute_network.net.name}"
+description = "SSH from the office"
+allow = [{ protocol = "tcp", ports = "${var.ports}" }]
+source_ranges = ["203.0.113.0/24"]
+target_tags = ["login"]
+
+[google_compute_router.router]
+name = "router"
+network = "${google_compute_network.net.self_link}"
+nats = [{ name = "nat" }]
+"#;
+
+#[test]
+fn the_gcp_vpc_component_comes_up_reads_back_and_goes() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    let made = gcp.calls();
+    for insert in ["networks.insert", "subnetworks.insert", "firewalls.insert", "routers.insert"] {
+        assert_eq!(made.get(&format!("compute:{insert}")), Some(&1), "{made:?}");
+    }
+    let (_, subnet) = gcp.compute("GET", "regions/us-central1/subnetworks/a3-subnet", Value::Null);
+    assert_eq!(subnet["ipCidrRange"], "10.0.0.0/20");
+    assert_eq!(subnet["privateIpGoogleAccess"], true);
+    assert_eq!(
+        subnet["secondaryIpRanges"][1],
+        json!({ "rangeName": "services", "ipCidrRange": "10.8.0.0/20" })
+    );
+    assert!(subnet["network"].as_str().unwrap().ends_with("/global/networks/a3"));
+    let (_, router) = gcp.compute("GET", "regions/us-central1/routers/a3-router", Value::Null);
+    assert_eq!(router["nats"][0]["name"], "a3-nat");
+    let (_, rule) = gcp.compute("GET", "global/firewalls/a3-internal", Value::Null);
+    assert_eq!(rule["sourceRanges"], json!(["10.0.0.0/20", "10.4.0.0/14"]));
+    let description = rule["description"].as_str().unwrap();
+    assert!(
+        description.starts_with(
+            "Traffic between the nodes and pods of the network [forge:stack=gcp-vpc forge:address=gcp_vpc.main.internal forge:token="
+        ),
+        "{description}"
+    );
+
+    // A no-op plan and a drift check read one list per kind and write nothing.
+    gcp.calls();
+    let (code, stderr) = gcp.forge(&["plan", "vpc.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, report) = gcp.drift("vpc.toml");
+    assert_eq!(code, 0, "{report:#}");
+    let reads = gcp.calls();
+    assert!(writes(&reads).is_empty(), "{reads:?}");
+    assert_eq!(reads.get("compute:networks.list"), Some(&2), "{reads:?}");
+    assert_eq!(
+        reads.values().sum::<u64>(),
+        8,
+        "one list per kind for plan, one for drift: {reads:?}"
+    );
+
+    let out = gcp.command(&["output", "vpc.toml", "gcp_vpc.main.subnetwork"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "a3-subnet");
+
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty), "{:?}", gcp.everything());
+}
+
+#[test]
+fn each_kind_updates_in_place_replaces_reports_drift_and_is_destroyed() {
+    let gcp = Gcp::new();
+    gcp.write("kinds.toml", KINDS);
+    gcp.ok(&["up", "kinds.toml", "--yes"]);
+    gcp.calls();
+
+    // In place: a firewall's ports, the routing mode, Private Google Access, a router's NATs.
+    let vars = [
+        "--var",
+        r#"ports=["22", "443"]"#,
+        "--var",
+        "routing=GLOBAL",
+        "--var",
+        "google_access=true",
+    ];
+    let mut args = vec!["up", "kinds.toml", "--yes"];
+    args.extend(vars);
+    gcp.ok(&args);
+    let changed = writes(&gcp.calls());
+    assert_eq!(
+        changed,
+        BTreeMap::from([
+            ("compute:firewalls.update".to_owned(), 1),
+            ("compute:networks.patch".to_owned(), 1),
+            ("compute:subnetworks.setPrivateIpGoogleAccess".to_owned(), 1),
+        ]),
+        "in place, nothing made or deleted"
+    );
+    let (_, rule) = gcp.compute("GET", "global/firewalls/ssh", Value::Null);
+    assert_eq!(rule["allowed"][0]["ports"], json!(["22", "443"]));
+    assert!(
+        rule["description"]
+            .as_str()
+            .unwrap()
+            .contains("forge:address=google_compute_firewall.ssh"),
+        "the marker stays"
+    );
+    let (_, network) = gcp.compute("GET", "global/networks/net", Value::Null);
+    assert_eq!(network["routingConfig"]["routingMode"], "GLOBAL");
+
+    // Replace: a subnetwork's primary range cannot change in place.
+    let mut args = vec!["up", "kinds.toml", "--yes", "--var", "cidr=10.2.0.0/24"];
+    args.extend(vars);
+    let stderr = gcp.ok(&args);
+    assert!(stderr.contains("-/+ google_compute_subnetwork.sub"), "{stderr}");
+    let replaced = writes(&gcp.calls());
+    assert_eq!(replaced.get("compute:subnetworks.delete"), Some(&1), "{replaced:?}");
+    assert_eq!(replaced.get("compute:subnetworks.insert"), Some(&1), "{replaced:?}");
+    let (_, subnet) = gcp.compute("GET", "regions/us-central1/subnetworks/sub", Value::Null);
+    assert_eq!(subnet["ipCidrRange"], "10.2.0.0/24");
+
+    // Drift: a firewall rule widened by hand and the subnetwork deleted by hand.
+    gcp.compute("PATCH", "global/firewalls/ssh", json!({ "sourceRanges": ["0.0.0.0/0"] }));
+    gcp.compute("DELETE", "regions/us-central1/subnetworks/sub", Value::Null);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    gcp.calls();
+    let mut drift_args = vec!["drift", "kinds.toml", "--json"];
+    drift_args.extend(vars);
+    drift_args.extend(["--var", "cidr=10.2.0.0/24"]);
+    let out = gcp.command(&drift_args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &report["stacks"][0];
+    assert_eq!(r["changed"].as_array().unwrap().len(), 1, "{r:#}");
+    assert_eq!(r["changed"][0]["address"], "google_compute_firewall.ssh");
+    assert_eq!(r["changed"][0]["attributes"][0]["attribute"], "source_ranges");
+    assert_eq!(r["deleted"][0]["address"], "google_compute_subnetwork.sub", "{r:#}");
+    assert!(writes(&gcp.calls()).is_empty(), "drift writes nothing");
+
+    // `up` brings both back, and drift is quiet again.
+    let mut args = vec!["up", "kinds.toml", "--yes", "--var", "cidr=10.2.0.0/24"];
+    args.extend(vars);
+    gcp.ok(&args);
+    let out = gcp.command(&drift_args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+
+    gcp.ok(&["destroy", "kinds.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty), "{:?}", gcp.everything());
+}
+
+#[test]
+fn a_lost_insert_answer_and_injected_faults_converge_to_one_of_each() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    // Every insert takes effect and its answer is lost; then a third of all calls are refused
+    // (a 503 or a 429).
+    gcp.faults(json!([{ "match": "compute:*.insert", "rate": 1.0, "kind": "5xx", "when": "after" }]));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "2"]);
+    assert_ne!(code, 0, "{stderr}");
+    gcp.faults(json!([
+        { "match": "compute:*", "rate": 0.17, "kind": "5xx", "seed": 7 },
+        { "match": "compute:*", "rate": 0.2, "kind": "throttle", "seed": 8 },
+    ]));
+    gcp.ok(&["up", "vpc.toml", "--yes", "--max-attempts", "12"]);
+    let calls = gcp.calls();
+    assert!(calls.keys().any(|k| k.starts_with("fault:")), "faults were injected: {calls:?}");
+    gcp.faults(json!([]));
+    let all = gcp.everything();
+    assert_eq!(all["global/networks"], ["a3"]);
+    assert_eq!(all["global/firewalls"], ["a3-internal"]);
+    assert_eq!(all["regions/us-central1/subnetworks"], ["a3-subnet"]);
+    assert_eq!(all["regions/us-central1/routers"], ["a3-router"]);
+    let (code, stderr) = gcp.forge(&["plan", "vpc.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the state knows every object: {stderr}");
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+#[test]
+fn a_failed_insert_operation_is_retried_under_a_new_request_id() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.faults(json!([{ "match": "compute:networks.insert", "rate": 1.0, "kind": "failed_operation", "seed": 1 }]));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "1"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("networks.insert: the operation failed: INTERNAL_ERROR"), "{stderr}");
+    gcp.faults(json!([]));
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    assert_eq!(gcp.names("global/networks"), ["a3"]);
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+}
+
+/// SIGKILL of `forge up` at seeded random moments, then a rerun: exactly one of each object.
+#[test]
+fn sigkill_during_up_then_rerun_leaves_exactly_one_of_each() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    support::request(
+        "POST",
+        "/_forge/latency",
+        &json!([{ "match": "compute:*.insert", "ms": 150, "account": gcp.project }]).to_string(),
+    );
+    let mut seed: u64 = 0x5eed_0f_9c9;
+    let mut killed_mid_call = 0;
+    for round in 0..4 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = gcp
+            .command(&["up", "vpc.toml", "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(80 + (seed >> 33) % 700));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let state = forge::state::LocalStore::new(gcp.dir.path().join("state/gcp-vpc.json"))
+            .load("gcp-vpc")
+            .unwrap()
+            .state;
+        killed_mid_call += usize::from(state.resources.values().any(|r| r.status == forge::state::Status::PendingCreate));
+        if round == 2 {
+            gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+        }
+    }
+    support::request("POST", "/_forge/latency", "[]");
+    assert!(killed_mid_call > 0, "at least one kill landed while an insert was in flight");
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    let all = gcp.everything();
+    assert_eq!(all.values().map(Vec::len).collect::<Vec<_>>(), [1, 1, 1, 1], "{all:?}");
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+#[test]
+fn a_network_still_in_use_is_retried_then_reported_naming_the_blocker() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    // Someone adds a subnetwork by hand: the network cannot go while it exists.
+    let (status, _) = gcp.compute(
+        "POST",
+        "regions/us-central1/subnetworks",
+        json!({ "name": "by-hand", "network": format!("projects/{}/global/networks/a3", gcp.project), "ipCidrRange": "10.200.0.0/24" }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let (code, stderr) = gcp.forge(&["destroy", "vpc.toml", "--yes", "--max-attempts", "2"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"), "{stderr}");
+    assert!(stderr.contains("subnetworks/by-hand"), "names the blocker: {stderr}");
+    assert_eq!(gcp.names("global/networks"), ["a3"], "only the network is left");
+    assert!(
+        writes(&gcp.calls()).get("compute:networks.delete").is_some_and(|n| *n >= 2),
+        "retried"
+    );
+    gcp.compute("DELETE", "regions/us-central1/subnetworks/by-hand", Value::Null);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+#[test]
+fn a_name_taken_by_someone_else_is_not_adopted() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    let (status, _) = gcp.compute(
+        "POST",
+        "global/networks",
+        json!({ "name": "a3", "autoCreateSubnetworks": false, "description": "made by hand [forge:stack=gcp-vpc forge:address=gcp_vpc.main.network forge:token=not-this-one]" }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("a network named `a3` already exists and was not created by `gcp_vpc.main.network`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_answer_that_is_not_the_apis_reads_as_one_line() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.faults(json!([{ "match": "compute:networks.get", "rate": 1.0, "kind": "html" }]));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "1"]);
+    gcp.faults(json!([]));
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("networks.get: HTTP 502, not an answer from the API: <html><body>Bad Gateway</body></html>"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("project {}", gcp.project)), "{stderr}");
+    assert!(!stderr.contains("headers"), "no debug dump: {stderr}");
+}

@@ -1,0 +1,62 @@
+//! What the emulator-backed test binaries share: the launcher (tests/moto/launcher.py: moto
+//! and the Google API emulators on one port), started once per binary, and plain HTTP
+//! requests to it — its `/_forge/` control paths and, for Google, the REST APIs themselves.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::OnceLock;
+
+/// The emulators for this test binary (AWS and Google on one port): `FORGE_MOTO_URL` if set,
+/// else a launcher started once.
+pub fn launcher_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    static CHILD: OnceLock<std::sync::Mutex<Child>> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("FORGE_MOTO_URL") {
+            return url;
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".venv/bin/python");
+        assert!(
+            python.exists(),
+            "no moto venv: run `scripts/setup-moto` (scripts/test does it for you)"
+        );
+        let mut child = std::process::Command::new(python)
+            .arg(root.join("tests/moto/launcher.py"))
+            .args(["--port", "0", "--phase-seconds", "0.3", "--exit-with-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the moto launcher");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("port=")
+            .unwrap_or_else(|| panic!("launcher said {line:?}"));
+        // The launcher exits when this process ends and the pipe to its stdin closes.
+        CHILD.get_or_init(|| std::sync::Mutex::new(child));
+        format!("http://127.0.0.1:{port}")
+    })
+}
+
+/// `METHOD path` with a JSON body to the launcher: the HTTP status and the body.
+pub fn request(method: &str, path: &str, body: &str) -> (u16, String) {
+    let url = launcher_url().strip_prefix("http://").unwrap();
+    let mut stream = std::net::TcpStream::connect(url).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {url}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (
+        status,
+        response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default(),
+    )
+}
