@@ -1,9 +1,25 @@
-//! Cloud facts: what components know about EC2 instance types: how many EFA interfaces a type takes, whether
-//! the name exists, and which zones offer it. The facts come from AWS (`DescribeInstanceTypes`,
-//! `DescribeInstanceTypeOfferings`) when credentials work, else from a built-in table.
+//! Cloud facts, a stage of their own: what a parsed stack needs to know from the clouds
+//! ([`Needs`]) and what they said ([`Facts`]). Today that is EC2 instance types: how many EFA
+//! interfaces a type takes, whether the name exists, and which zones offer it. The facts come
+//! from AWS (`DescribeInstanceTypes`, `DescribeInstanceTypeOfferings`) when credentials work,
+//! else from a built-in table.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+
+/// The cloud facts a stack needs checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// EC2 instance types its components name.
+    pub instance_types: Vec<String>,
+}
+
+impl Needs {
+    /// Whether no fact is needed.
+    pub fn is_empty(&self) -> bool {
+        self.instance_types.is_empty()
+    }
+}
 
 /// One instance type's networking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

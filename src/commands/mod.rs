@@ -107,18 +107,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
-/// The `[aws]` / `[gcp]` tables of a stack file that did not load, read as plain TOML: enough
-/// to reach the cloud (region, profile) and ask it what the loader needs to know.
-#[cfg(feature = "aws")]
-fn raw_providers(file: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let table: toml::Table = toml::from_str(&text).unwrap_or_default();
-    ["aws", "gcp"]
-        .into_iter()
-        .filter_map(|p| Some((p.to_owned(), serde_json::to_value(table.get(p)?).ok()?)))
-        .collect()
-}
-
 /// The async runtime the cloud calls run on.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -189,51 +177,48 @@ impl Session {
         Ok((stack, graph))
     }
 
-    /// Like [`Session::load`], but when `online` the instance types the stack names are
-    /// checked against AWS (names, EFA interfaces, zones offering them): the stack is loaded
-    /// once to learn the names, then again with AWS's answers. Without working credentials it
-    /// warns and keeps the built-in table.
+    /// Like [`Session::load`], but when `online` the cloud facts the stack's components ask
+    /// about (instance types: names, EFA interfaces, zones offering them) come from the cloud:
+    /// the file is read and parsed once, the facts it needs are gathered, then the checks that
+    /// need them run. Without working credentials it warns and keeps the built-in table.
     pub fn load_checked(&self, file: &Path, online: bool) -> Result<(Stack, ResourceGraph)> {
-        let builtin = Facts::builtin();
-        let first = crate::stack::load(file, &self.global.vars, &self.registry, &builtin);
-        let asked = builtin.asked();
-        #[cfg(feature = "aws")]
-        if online && !asked.is_empty() {
-            // A first load that failed (say, on a type the built-in table does not know) still
-            // names the types; the provider settings are then read from the file as it is.
-            let providers = match &first {
-                Ok(stack) => stack.providers.clone(),
-                Err(_) => raw_providers(file),
-            };
-            let cloud = crate::provider::Cloud::new(providers);
-            let started = std::time::Instant::now();
-            let lookup = crate::provider::aws::instance_types::lookup(&cloud, &asked);
-            let answer = runtime()?.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(20), lookup).await });
-            match answer {
-                Ok(Ok(live)) => {
-                    self.printer.detail(&format!(
-                        "instance types: {} checked with AWS in {}",
-                        asked.join(", "),
-                        format_duration(started.elapsed())
-                    ));
-                    let stack = crate::stack::load(file, &self.global.vars, &self.registry, &Facts::live(live))?;
-                    let graph = crate::graph::build(&stack)?;
-                    return Ok((stack, graph));
-                }
-                Ok(Err(e)) => self.printer.warn(&format!(
-                    "could not check instance types with AWS, so forge used its built-in table and did not check which zones offer them: {}",
-                    e.message
-                )),
-                Err(_) => self.printer.warn(
-                    "AWS did not answer about instance types within 20s, so forge used its built-in table and did not check which zones offer them",
-                ),
-            }
-        }
-        #[cfg(not(feature = "aws"))]
-        let _ = (online, asked);
-        let stack = first?;
+        let parsed = crate::stack::parse(file, &self.global.vars, &self.registry)?;
+        let facts = match online {
+            true => self.gather_facts(&parsed)?,
+            false => Facts::builtin(),
+        };
+        let stack = parsed.finish(&self.registry, &facts)?;
         let graph = crate::graph::build(&stack)?;
         Ok((stack, graph))
+    }
+
+    /// The facts `parsed` needs, from the clouds within 20 seconds, or the built-in table (with
+    /// a warning) when the cloud cannot be asked.
+    fn gather_facts(&self, parsed: &crate::stack::Parsed) -> Result<Facts> {
+        let needs = parsed.needs(&self.registry);
+        if needs.is_empty() {
+            return Ok(Facts::builtin());
+        }
+        let cloud = crate::provider::Cloud::new(parsed.providers().clone());
+        let started = std::time::Instant::now();
+        let gathered = crate::provider::gather_facts(&cloud, &needs);
+        let answer = runtime()?.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(20), gathered).await });
+        let asked = needs.instance_types.join(", ");
+        match answer {
+            Ok(Ok(facts)) => {
+                self.printer
+                    .detail(&format!("instance types: {asked} checked with AWS in {}", format_duration(started.elapsed())));
+                return Ok(facts);
+            }
+            Ok(Err(e)) => self.printer.warn(&format!(
+                "could not check instance types with AWS, so forge used its built-in table and did not check which zones offer them: {}",
+                e.message
+            )),
+            Err(_) => self.printer.warn(
+                "AWS did not answer about instance types within 20s, so forge used its built-in table and did not check which zones offer them",
+            ),
+        }
+        Ok(Facts::builtin())
     }
 
     /// Says which stack and which state the command uses.

@@ -275,6 +275,19 @@ impl<R: Resource> Kind for R {
     }
 }
 
+/// The cloud facts a parsed stack needs, asked of the clouds that know them, all at once: the
+/// one place facts come from. Without the cloud's SDK in this build, the built-in table.
+pub async fn gather_facts(cloud: &Cloud, needs: &crate::facts::Needs) -> Result<crate::facts::Facts, ProviderError> {
+    #[cfg(feature = "aws")]
+    if !needs.instance_types.is_empty() {
+        return Ok(crate::facts::Facts::live(
+            aws::instance_types::lookup(cloud, &needs.instance_types).await?,
+        ));
+    }
+    let _ = (cloud, needs);
+    Ok(crate::facts::Facts::builtin())
+}
+
 /// All kinds forge knows, by block type.
 #[derive(Clone)]
 pub struct Registry {

@@ -3,7 +3,7 @@
 use super::diagnostic::{SourceFile, StackError};
 use super::{Resource, Stack, StateSettings};
 use crate::components::{self, Component, Input};
-use crate::facts::Facts;
+use crate::facts::{Facts, Needs};
 use crate::provider::Registry;
 use crate::schema::{Field, FieldType, describe, mistyped, suggestion, timeout_problem};
 use crate::template::{self, Reference};
@@ -46,14 +46,20 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
     ),
 ];
 
-/// Reads and checks the stack file at `path`, with `--var` overrides.
-/// `facts` answers the components' questions about instance types (see [`Facts`]).
+/// Reads and checks the stack file at `path`, with `--var` overrides; `facts` answers the
+/// components' questions about instance types (see [`Facts`]). [`parse`] and
+/// [`Parsed::finish`] in one, for commands that ask the clouds nothing.
 pub fn load(path: &Path, overrides: &[(String, String)], registry: &Registry, facts: &Facts) -> Result<Stack, LoadError> {
+    Ok(parse(path, overrides, registry)?.finish(registry, facts)?)
+}
+
+/// Reads the stack file at `path` once and checks everything but what needs cloud facts.
+pub fn parse(path: &Path, overrides: &[(String, String)], registry: &Registry) -> Result<Parsed, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read {
         path: path.to_owned(),
         source: e,
     })?;
-    Ok(load_str(&path.display().to_string(), &text, overrides, registry, facts)?)
+    Ok(parse_str(&path.display().to_string(), &text, overrides, registry)?)
 }
 
 /// Why a stack could not be loaded.
@@ -76,25 +82,68 @@ pub enum LoadError {
 
 /// Checks a stack given as text; `name` is the file name shown in errors.
 pub fn load_str(name: &str, text: &str, overrides: &[(String, String)], registry: &Registry, facts: &Facts) -> Result<Stack, StackError> {
+    parse_str(name, text, overrides, registry)?.finish(registry, facts)
+}
+
+/// [`parse`] of a stack given as text; `name` is the file name shown in errors.
+pub fn parse_str(name: &str, text: &str, overrides: &[(String, String)], registry: &Registry) -> Result<Parsed, StackError> {
     let file = SourceFile {
         name: name.to_owned(),
         text: Arc::from(text),
     };
-    Loader {
-        file: &file,
-        registry,
-        facts,
+    let first = Loader { file: &file, registry }.parse(text, overrides)?;
+    Ok(Parsed { file, ..first })
+}
+
+/// A stack file read, parsed and checked up to its components' expansion, which may need cloud
+/// facts (instance types and the zones offering them): [`Parsed::needs`] says which,
+/// [`Parsed::finish`] expands the components with them and resolves every reference.
+pub struct Parsed {
+    file: SourceFile,
+    name: String,
+    description: Option<String>,
+    providers: BTreeMap<String, Value>,
+    state: StateSettings,
+    /// `[outputs]` with variables substituted, and where each string sits.
+    outputs: Option<(Value, Spans)>,
+    blocks: Vec<Block>,
+    pending: Vec<PendingComponent>,
+}
+
+impl Parsed {
+    /// The provider settings (`[aws]`, `[gcp]`): how to reach the clouds the facts come from.
+    pub fn providers(&self) -> &BTreeMap<String, Value> {
+        &self.providers
     }
-    .load(text, overrides)
+
+    /// The facts the components ask about, learned by expanding them against the built-in
+    /// table (what goes wrong there, [`Parsed::finish`] reports).
+    pub fn needs(&self, registry: &Registry) -> Needs {
+        let builtin = Facts::builtin();
+        let _ = self.finish(registry, &builtin);
+        Needs {
+            instance_types: builtin.asked(),
+        }
+    }
+
+    /// Expands the components with `facts`, adds the providers' default tags and resolves
+    /// every reference: the validated [`Stack`].
+    pub fn finish(&self, registry: &Registry, facts: &Facts) -> Result<Stack, StackError> {
+        Loader {
+            file: &self.file,
+            registry,
+        }
+        .finish(self, facts)
+    }
 }
 
 struct Loader<'a> {
     file: &'a SourceFile,
     registry: &'a Registry,
-    facts: &'a Facts,
 }
 
 /// A component block, kept until every component's config is known (one may read another's).
+#[derive(Clone)]
 struct PendingComponent {
     component: &'static Component,
     address: String,
@@ -106,6 +155,7 @@ struct PendingComponent {
 }
 
 /// A block as parsed, before references are checked.
+#[derive(Clone)]
 struct Block {
     address: String,
     kind: String,
@@ -124,7 +174,7 @@ impl Loader<'_> {
         self.file.error(Some(span), message, label, Some(help.into()))
     }
 
-    fn load(&self, text: &str, overrides: &[(String, String)]) -> Result<Stack, StackError> {
+    fn parse(&self, text: &str, overrides: &[(String, String)]) -> Result<Parsed, StackError> {
         let root = DeTable::parse(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             if e.message().contains("duplicate key") {
@@ -181,7 +231,6 @@ impl Loader<'_> {
         self.apply_overrides(&mut vars, overrides)?;
 
         let mut blocks = Vec::new();
-        let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
         let mut pending = Vec::new();
         for (key, block_type, value) in block_sections {
             let kind_fields = self.registry.get(block_type).map(|k| k.spec().fields);
@@ -262,12 +311,46 @@ impl Loader<'_> {
             }
         }
 
+        let outputs = match outputs_section {
+            Some(section) => {
+                self.table(section, "outputs", "write `[outputs]` with `name = \"${…}\"` lines")?;
+                let (json, spans) = self.to_json(section, "")?;
+                Some((self.substitute_vars(&json, &spans, &vars)?, spans))
+            }
+            None => None,
+        };
+        Ok(Parsed {
+            file: self.file.clone(),
+            name,
+            description,
+            providers,
+            state,
+            outputs,
+            blocks,
+            pending,
+        })
+    }
+
+    /// The second half of loading: expands the components of `parsed` with `facts`, adds the
+    /// providers' default tags and resolves every reference.
+    fn finish(&self, parsed: &Parsed, facts: &Facts) -> Result<Stack, StackError> {
+        let Parsed {
+            name,
+            description,
+            providers,
+            state,
+            outputs,
+            pending,
+            ..
+        } = parsed;
+        let mut blocks = parsed.blocks.clone();
+        let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
         let written: BTreeMap<String, Map<String, Value>> = pending
             .iter()
             .map(|p| (p.address.clone(), p.config.as_object().cloned().unwrap_or_default()))
             .collect();
-        for p in &pending {
-            let (parts, outputs) = self.expand(p, &providers, &written)?;
+        for p in pending {
+            let (parts, outputs) = self.expand(p, providers, &written, facts)?;
             components.insert(p.address.clone(), outputs);
             blocks.extend(parts);
         }
@@ -301,16 +384,16 @@ impl Loader<'_> {
         for block in &blocks {
             resources.push(targets.resolve_block(block)?);
         }
-        let outputs = match outputs_section {
-            Some(section) => targets.outputs(section, &vars)?,
+        let outputs = match outputs {
+            Some((json, spans)) => targets.outputs(json, spans)?,
             None => BTreeMap::new(),
         };
         Ok(Stack {
-            name,
-            description,
+            name: name.clone(),
+            description: description.clone(),
             source: self.file.clone(),
-            providers,
-            state,
+            providers: providers.clone(),
+            state: state.clone(),
             outputs,
             resources,
             component_outputs: components.into_iter().collect(),
@@ -755,6 +838,7 @@ impl Loader<'_> {
         pending: &PendingComponent,
         providers: &BTreeMap<String, Value>,
         components: &BTreeMap<String, Map<String, Value>>,
+        facts: &Facts,
     ) -> Result<(Vec<Block>, Map<String, Value>), StackError> {
         let PendingComponent {
             component,
@@ -771,7 +855,7 @@ impl Loader<'_> {
             config: &attrs,
             providers,
             components,
-            facts: self.facts,
+            facts,
         };
         let expansion = (component.expand)(&input).map_err(|e| {
             let pointer = e.key.as_ref().map(|k| format!("/{}", k.replace('.', "/")));
@@ -985,12 +1069,8 @@ impl Targets<'_> {
         })
     }
 
-    fn outputs(&self, section: &Spanned<DeValue>, vars: &Map<String, Value>) -> Result<BTreeMap<String, Value>, StackError> {
-        self.loader
-            .table(section, "outputs", "write `[outputs]` with `name = \"${…}\"` lines")?;
-        let (json, spans) = self.loader.to_json(section, "")?;
-        let json = self.loader.substitute_vars(&json, &spans, vars)?;
-        let inlined = self.inline(&json, |reference| span_of_reference(&json, &spans, reference))?;
+    fn outputs(&self, json: &Value, spans: &Spans) -> Result<BTreeMap<String, Value>, StackError> {
+        let inlined = self.inline(json, |reference| span_of_reference(json, spans, reference))?;
         Ok(inlined.as_object().cloned().unwrap_or_default().into_iter().collect())
     }
 }

@@ -9,7 +9,7 @@ pub mod diagnostic;
 mod load;
 
 pub use diagnostic::{SourceFile, StackError};
-pub use load::{load, load_str};
+pub use load::{LoadError, Parsed, load, load_str, parse, parse_str};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
