@@ -2053,3 +2053,63 @@ fn drift_reports_each_out_of_band_change_in_its_class() {
     aws.write("p5.toml", text);
     aws.ok(&["destroy", "p5.toml", "--yes"]);
 }
+
+/// forge adopts only what carries its own token, checked on the object the API returns: here
+/// the server ignores DescribeNatGateways' filters and answers with every NAT gateway of the
+/// account, someone else's among them, and forge still makes its own.
+#[test]
+fn a_nat_gateway_that_a_widened_filter_returns_is_not_adopted() {
+    let aws = Aws::new();
+    let ec2 = aws.ec2();
+    let foreign = runtime().block_on(async {
+        let vpc = ec2.create_vpc().cidr_block("10.9.0.0/16").send().await.unwrap();
+        let vpc = vpc.vpc().unwrap().vpc_id().unwrap();
+        let subnet = ec2.create_subnet().vpc_id(vpc).cidr_block("10.9.0.0/24").send().await.unwrap();
+        let subnet = subnet.subnet().unwrap().subnet_id().unwrap();
+        let eip = ec2
+            .allocate_address()
+            .domain(aws_sdk_ec2::types::DomainType::Vpc)
+            .send()
+            .await
+            .unwrap();
+        let made = ec2
+            .create_nat_gateway()
+            .subnet_id(subnet)
+            .allocation_id(eip.allocation_id().unwrap())
+            .send()
+            .await
+            .unwrap();
+        made.nat_gateway().unwrap().nat_gateway_id().unwrap().to_owned()
+    });
+    let rule = serde_json::json!([{ "match": "ec2:DescribeNatGateways", "account": aws.account }]);
+    aws.control("POST", "/_forge/ignore_filters", &rule.to_string());
+    aws.write("vpc.toml", include_str!("../examples/vpc.toml"));
+    let (code, stderr) = aws.forge(&["up", "vpc.toml", "--yes"]);
+    aws.control("POST", "/_forge/ignore_filters", "[]");
+    assert_eq!(code, 0, "{stderr}");
+    let ids = aws.ids("vpc.toml");
+    let nat = ids.iter().find(|(address, _)| address.contains(".nat.")).map(|(_, id)| id).unwrap();
+    assert_ne!(nat, &foreign, "someone else's NAT gateway was adopted");
+    aws.ok(&["destroy", "vpc.toml", "--yes"]);
+}
+
+/// An answer that is not the service's own (an HTML page from a proxy) reads as one line: the
+/// call, the HTTP status and the first words of the body, never the SDK's dump of the response.
+#[test]
+fn an_answer_that_is_not_the_apis_reads_as_one_line() {
+    let aws = Aws::new();
+    aws.write("vpc.toml", include_str!("../examples/vpc.toml"));
+    let rule = serde_json::json!([{ "match": "ec2:DescribeVpcs", "rate": 1.0, "kind": "html", "account": aws.account }]);
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), &rule.to_string());
+    let (code, stderr) = aws.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "1"]);
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), "[]");
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("DescribeVpcs: HTTP 502, not an answer from the API: <html><body>Bad Gateway</body></html>"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("headers") && !stderr.contains("ServiceError"),
+        "no debug dump: {stderr}"
+    );
+}

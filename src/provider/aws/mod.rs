@@ -295,10 +295,17 @@ where
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_)
     ) || err.raw_response().is_some_and(|r| r.status().as_u16() >= 500);
     let code = err.code().unwrap_or_default().to_owned();
-    let message = err
-        .message()
-        .map(str::to_owned)
-        .unwrap_or_else(|| DisplayErrorContext(&err).to_string());
+    let message = match (err.message(), err.raw_response()) {
+        (Some(message), _) => message.to_owned(),
+        // No code and no message: not the service's own answer (an HTML page from a proxy or a
+        // wrong endpoint). One line, not the SDK's dump of the raw response.
+        (None, Some(raw)) if code.is_empty() => {
+            let body = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
+            let words: String = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
+            format!("HTTP {}, not an answer from the API: {words}", raw.status().as_u16())
+        }
+        (None, _) => DisplayErrorContext(&err).to_string(),
+    };
     let hint = if code == "DependencyViolation" {
         " — something still uses it"
     } else {

@@ -10,7 +10,10 @@
     its work and then answers with a server error, as when a response is lost; kind "html" is a
     502 HTML page, as from a proxy; kind "failed_operation" lets a Google call start its
     operation and makes the operation end in an error ("code", default INTERNAL_ERROR);
-  * sets how long phases last (POST /_forge/phases {"seconds": s}).
+  * sets how long phases last (POST /_forge/phases {"seconds": s});
+  * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
+    as for faults), as a server that ignores or widens a filter would: what forge's ownership
+    checks must not rely on.
 """
 
 import fnmatch
@@ -73,6 +76,12 @@ def operation(service, environ, body):
     return f"{environ.get('REQUEST_METHOD', 'GET')} {path}"
 
 
+def without_filters(body):
+    """An EC2 query body without its `Filter.N.*` parameters."""
+    params = urllib.parse.parse_qsl(body.decode(), keep_blank_values=True)
+    return urllib.parse.urlencode([(k, v) for k, v in params if not k.startswith("Filter.")]).encode()
+
+
 class Harness:
     def __init__(self, app):
         self.app = app
@@ -80,6 +89,7 @@ class Harness:
         self.calls = Counter()
         self.faults = []
         self.latency = []
+        self.ignore_filters = []
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -99,6 +109,9 @@ class Harness:
             account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
             environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
             name, mutation, app = f"{service}:{operation(service, environ, body)}", False, self.app
+            if any(self.applies(r, account, name) for r in self.ignore_filters):
+                body = without_filters(body)
+                environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
         with self.lock:
             self.calls[(account, name)] += 1
             delay = max((r["ms"] for r in self.latency if self.applies(r, account, name)), default=0)
@@ -159,6 +172,9 @@ class Harness:
                     r["rng"] = random.Random(r.get("seed", i))
                 self.faults = [r for r in self.faults if account is not None and r.get("account") != account] + rules
                 result = {"faults": len(self.faults)}
+            elif path == "/_forge/ignore_filters":
+                self.ignore_filters = payload or []
+                result = {"ignore_filters": len(self.ignore_filters)}
             elif path == "/_forge/latency":
                 self.latency = payload or []
                 result = {"latency": len(self.latency)}
