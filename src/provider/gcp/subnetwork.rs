@@ -2,8 +2,10 @@
 //! GKE takes its pods' and services' addresses from them) and Private Google Access (private
 //! nodes reach Google's APIs without external addresses).
 
-use super::{Clients, OPERATION_TIMEOUT, error, insert, not_found, wait_operation};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, parse, timeout};
+use super::collection::{self, Scope, network_url};
+use super::marker::marked_description;
+use super::operation::fresh_request_id;
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::{Subnetwork as Model, SubnetworkSecondaryRange, SubnetworksSetPrivateIpGoogleAccessRequest};
 use serde::Deserialize;
@@ -33,36 +35,18 @@ struct SecondaryRange {
     ip_cidr_range: String,
 }
 
-/// The subnetwork's id: its path below the API root.
-fn id(gcp: &Clients, region: &str, name: &str) -> String {
-    format!("projects/{}/regions/{region}/subnetworks/{name}", gcp.project)
-}
+compute_collection!(
+    /// The subnetworks of a region.
+    Subnetworks: Model, subnetworks.set_subnetwork, "subnetwork", set_region);
 
-fn outputs(gcp: &Clients, region: &str, subnet: &Model) -> Value {
-    let name = subnet.name.as_deref().unwrap_or_default();
+fn outputs(id: &str, subnet: &Model) -> Value {
     json!({
-        "id": id(gcp, region, name),
-        "name": name,
+        "id": id,
+        "name": subnet.name,
         "self_link": subnet.self_link,
-        "region": region,
+        "region": Scope::of_id(id).0.region(),
         "gateway_address": subnet.gateway_address,
     })
-}
-
-async fn get(gcp: &Clients, region: &str, name: &str) -> Result<Option<Model>, ProviderError> {
-    match gcp
-        .subnetworks
-        .get()
-        .set_project(&gcp.project)
-        .set_region(region)
-        .set_subnetwork(name)
-        .send()
-        .await
-    {
-        Ok(subnet) => Ok(Some(subnet)),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(error(gcp, "subnetworks.get", e)),
-    }
 }
 
 fn ranges(cfg: &Config) -> Vec<SubnetworkSecondaryRange> {
@@ -76,101 +60,47 @@ fn ranges(cfg: &Config) -> Vec<SubnetworkSecondaryRange> {
         .collect()
 }
 
-/// Turns Private Google Access on or off (its own call; a patch cannot change it).
-async fn set_google_access(ctx: &Ctx, gcp: &Clients, region: &str, name: &str, on: bool, config: &Value) -> Result<(), ProviderError> {
-    let op = gcp
-        .subnetworks
-        .set_private_ip_google_access()
-        .set_project(&gcp.project)
-        .set_region(region)
-        .set_subnetwork(name)
-        .set_request_id(super::fresh_request_id())
-        .set_body(SubnetworksSetPrivateIpGoogleAccessRequest::new().set_private_ip_google_access(on))
-        .send()
-        .await
-        .map_err(|e| error(gcp, "subnetworks.setPrivateIpGoogleAccess", e))?;
-    wait_operation(
-        ctx,
-        gcp,
-        "subnetworks.setPrivateIpGoogleAccess",
-        op,
-        timeout(config, "update", OPERATION_TIMEOUT),
-    )
-    .await?;
-    Ok(())
-}
-
 impl Resource for Subnetwork {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
 
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let prior_or = |key: &str| crate::provider::prior_output(prior, key);
-        json!({
-            "id": prior_or("id"),
-            "name": config.get("name"),
-            "self_link": prior_or("self_link"),
-            "region": config.get("region").cloned().unwrap_or_else(|| prior_or("region")),
-            "gateway_address": prior_or("gateway_address"),
-        })
+        collection::planned(config, prior, SPEC.outputs)
     }
 
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
-        let region = gcp.region_of(cfg.region.as_deref())?;
-        let found = get(gcp, &region, &cfg.name).await?;
-        let subnet = match super::claim(ctx, token, "subnetwork", &cfg.name, found, |s| s.description.as_deref())? {
-            Some(subnet) => subnet,
-            None => {
-                let body = Model::new()
-                    .set_name(&cfg.name)
-                    .set_description(super::marked_description(ctx, token, cfg.description.as_deref()))
-                    .set_network(super::network_url(gcp, &cfg.network))
-                    .set_ip_cidr_range(&cfg.ip_cidr_range)
-                    .set_secondary_ip_ranges(ranges(&cfg))
-                    .set_private_ip_google_access(cfg.private_ip_google_access);
-                let limit = timeout(config, "create", OPERATION_TIMEOUT);
-                insert(ctx, gcp, "subnetworks.insert", token, limit, |request| {
-                    let call = gcp.subnetworks.insert().set_project(&gcp.project).set_region(&region);
-                    call.set_request_id(request).set_body(body.clone()).send()
-                })
-                .await?;
-                get(gcp, &region, &cfg.name)
-                    .await?
-                    .ok_or_else(|| super::vanished(gcp, "subnetwork", &cfg.name))?
-            }
-        };
+        let scope = Scope::Region(gcp.region_of(cfg.region.as_deref())?);
+        let body = Model::new()
+            .set_name(&cfg.name)
+            .set_description(marked_description(ctx, token, cfg.description.as_deref()))
+            .set_network(network_url(gcp, &cfg.network))
+            .set_ip_cidr_range(&cfg.ip_cidr_range)
+            .set_secondary_ip_ranges(ranges(&cfg))
+            .set_private_ip_google_access(cfg.private_ip_google_access);
+        let (id, subnet) = collection::create::<Subnetworks>(ctx, gcp, token, &scope, body, config).await?;
         Ok(Created {
-            id: id(gcp, &region, &cfg.name),
-            outputs: outputs(gcp, &region, &subnet),
+            outputs: outputs(&id, &subnet),
+            id,
         })
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        let gcp = cloud.gcp().await?;
-        let mut listed = Vec::new();
-        for region in super::regions(gcp, ids) {
-            let request = gcp.subnetworks.list().set_project(&gcp.project).set_region(&region);
-            listed.extend(list_all!(gcp, request.set_filter(super::stack_filter(stack)), "subnetworks.list"));
-        }
-        let key = |s: &Model| {
-            let region = super::last_segment(s.region.as_deref().unwrap_or_default());
-            (id(gcp, region, s.name.as_deref().unwrap_or_default()), s.description.clone())
-        };
-        let by_id = |id: String| async move {
-            let (region, name) = super::regional_parts(&id);
-            get(gcp, region, name).await
-        };
-        super::observe(stack, ids, listed, by_id, key, |s, own| {
+        collection::read::<Subnetworks>(cloud.gcp().await?, stack, ids, |s, own| {
+            let ranges: Vec<Value> = s
+                .secondary_ip_ranges
+                .iter()
+                .map(|r| json!({ "range_name": r.range_name, "ip_cidr_range": r.ip_cidr_range }))
+                .collect();
             json!({
                 "name": s.name,
                 "description": own,
-                "network": s.network.as_deref().map(super::last_segment),
+                "network": s.network.as_deref().map(collection::last_segment),
                 "ip_cidr_range": s.ip_cidr_range,
-                "region": s.region.as_deref().map(super::last_segment),
-                "secondary_ip_ranges": s.secondary_ip_ranges.iter().map(|r| json!({ "range_name": r.range_name, "ip_cidr_range": r.ip_cidr_range })).collect::<Vec<_>>(),
+                "region": s.region.as_deref().map(collection::last_segment),
+                "secondary_ip_ranges": ranges,
                 "private_ip_google_access": s.private_ip_google_access.unwrap_or(false),
             })
         })
@@ -178,17 +108,14 @@ impl Resource for Subnetwork {
     }
 
     fn comparable(&self, _id: &str, config: &Value) -> Value {
-        super::network_by_name(config)
+        collection::network_by_name(config)
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
-        let region = gcp.region_of(cfg.region.as_deref())?;
-        let found = get(gcp, &region, &cfg.name).await?;
-        Ok(found
-            .filter(|s| super::made_by(ctx, token, s.description.as_deref()))
-            .map(|_| id(gcp, &region, &cfg.name)))
+        let scope = Scope::Region(gcp.region_of(cfg.region.as_deref())?);
+        collection::find::<Subnetworks>(ctx, gcp, token, &scope, &cfg.name).await
     }
 
     /// Secondary ranges change by a patch (with the subnetwork's current fingerprint), Private
@@ -196,48 +123,40 @@ impl Resource for Subnetwork {
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
-        let (region, name) = super::regional_parts(id);
+        let (scope, name) = Scope::of_id(id);
+        let mut subnet = collection::reread::<Subnetworks>(gcp, id).await?;
         if old.get("secondary_ip_ranges") != new.get("secondary_ip_ranges") {
-            let live = get(gcp, region, name)
-                .await?
-                .ok_or_else(|| super::vanished(gcp, "subnetwork", name))?;
             let body = Model::new()
                 .set_secondary_ip_ranges(ranges(&cfg))
-                .set_or_clear_fingerprint(live.fingerprint);
-            let op = gcp
+                .set_or_clear_fingerprint(subnet.fingerprint);
+            let call = gcp
                 .subnetworks
                 .patch()
                 .set_project(&gcp.project)
-                .set_region(region)
-                .set_subnetwork(name)
-                .set_request_id(super::fresh_request_id())
-                .set_body(body)
-                .send()
-                .await
-                .map_err(|e| error(gcp, "subnetworks.patch", e))?;
-            wait_operation(ctx, gcp, "subnetworks.patch", op, timeout(new, "update", OPERATION_TIMEOUT)).await?;
+                .set_region(scope.region())
+                .set_subnetwork(name);
+            let sent = call.set_request_id(fresh_request_id()).set_body(body).send().await;
+            subnet = collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.patch", id, sent, new).await?;
         }
         if old.get("private_ip_google_access") != new.get("private_ip_google_access") {
-            set_google_access(ctx, gcp, region, name, cfg.private_ip_google_access, new).await?;
+            let body = SubnetworksSetPrivateIpGoogleAccessRequest::new().set_private_ip_google_access(cfg.private_ip_google_access);
+            let call = gcp
+                .subnetworks
+                .set_private_ip_google_access()
+                .set_project(&gcp.project)
+                .set_region(scope.region());
+            let sent = call
+                .set_subnetwork(name)
+                .set_request_id(fresh_request_id())
+                .set_body(body)
+                .send()
+                .await;
+            subnet = collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.setPrivateIpGoogleAccess", id, sent, new).await?;
         }
-        let subnet = get(gcp, region, name)
-            .await?
-            .ok_or_else(|| super::vanished(gcp, "subnetwork", name))?;
-        Ok(outputs(gcp, region, &subnet))
+        Ok(outputs(id, &subnet))
     }
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
-        let gcp = ctx.cloud.gcp().await?;
-        let (region, name) = super::regional_parts(id);
-        let sent = gcp
-            .subnetworks
-            .delete()
-            .set_project(&gcp.project)
-            .set_region(region)
-            .set_subnetwork(name)
-            .set_request_id(super::fresh_request_id())
-            .send()
-            .await;
-        super::deleted(ctx, gcp, "subnetworks.delete", config, sent).await
+        collection::delete::<Subnetworks>(ctx, ctx.cloud.gcp().await?, id, config).await
     }
 }

@@ -1,0 +1,321 @@
+//! What every Compute kind does the same way, written once over its [`Collection`]: where its
+//! objects live and how their ids read ([`Scope`]), getting one by name, the create that adopts
+//! only the object an earlier try of the same create made, the batched read for drift and
+//! refresh, the wait after a change, and the delete that retries while the object is in use.
+
+use super::marker::{made_by, name_taken, split_description, stack_filter};
+use super::operation::{OPERATION_TIMEOUT, fresh_request_id, insert, wait_operation};
+use super::{Clients, error, not_found};
+use crate::provider::{Ctx, Observed, ProviderError, timeout};
+use google_cloud_compute_v1::model::Operation;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::future::Future;
+
+/// A client call's own result.
+type Sent<T> = Result<T, google_cloud_compute_v1::Error>;
+
+/// Where a Compute object lives.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// The project's global collection (networks, firewall rules).
+    Global,
+    /// One region's (subnetworks, routers).
+    Region(String),
+}
+
+impl Scope {
+    /// The id forge records for `name` in `collection`: its path below the API root,
+    /// `projects/p/global/networks/n` or `projects/p/regions/r/subnetworks/n`.
+    pub fn id(&self, gcp: &Clients, collection: &str, name: &str) -> String {
+        match self {
+            Scope::Global => format!("projects/{}/global/{collection}/{name}", gcp.project),
+            Scope::Region(region) => format!("projects/{}/regions/{region}/{collection}/{name}", gcp.project),
+        }
+    }
+
+    /// The scope and the name an id names.
+    pub fn of_id(id: &str) -> (Scope, &str) {
+        let segments: Vec<&str> = id.split('/').collect();
+        let name = segments.last().copied().unwrap_or(id);
+        match segments.iter().position(|s| *s == "regions") {
+            Some(i) => (Scope::Region(segments.get(i + 1).copied().unwrap_or_default().to_owned()), name),
+            None => (Scope::Global, name),
+        }
+    }
+
+    /// The region a regional collection's calls name ("" for a global one, whose calls name none).
+    pub fn region(&self) -> &str {
+        match self {
+            Scope::Region(region) => region,
+            Scope::Global => "",
+        }
+    }
+}
+
+/// One Compute collection (networks, subnetworks, firewalls, routers): its object and its four
+/// calls, so that everything else about its objects is written once, in this module.
+pub trait Collection {
+    /// The API's object.
+    type Object: Clone + Send + Sync;
+    /// The collection in ids and in the names of its calls (`subnetworks`).
+    const PATH: &'static str;
+    /// One object, in messages (`subnetwork`).
+    const WHAT: &'static str;
+    /// Whether its objects live in regions.
+    const REGIONAL: bool;
+    /// An object's name, description and region (a URL, for a regional one).
+    fn fields(object: &Self::Object) -> (&str, Option<&str>, Option<&str>);
+    /// Gets the object named `name`.
+    fn get(gcp: &Clients, scope: &Scope, name: &str) -> impl Future<Output = Sent<Self::Object>> + Send;
+    /// Every object the list `filter` matches, all pages.
+    fn list(gcp: &Clients, scope: &Scope, filter: String) -> impl Future<Output = Result<Vec<Self::Object>, ProviderError>> + Send;
+    /// Inserts `body` under the request id `request`.
+    fn insert(gcp: &Clients, scope: &Scope, request: String, body: Self::Object) -> impl Future<Output = Sent<Operation>> + Send;
+    /// Deletes the object named `name` under the request id `request`.
+    fn delete(gcp: &Clients, scope: &Scope, name: &str, request: String) -> impl Future<Output = Sent<Operation>> + Send;
+}
+
+/// Declares a [`Collection`] from its client's calls, which differ between collections only in
+/// the client, the setter of an object's name, and whether they name a region:
+/// `compute_collection!(Subnetworks: Subnetwork, subnetworks.set_subnetwork, "subnetwork", set_region)`.
+macro_rules! compute_collection {
+    ($(#[$doc:meta])* $name:ident: $model:ty, $client:ident.$set_name:ident, $what:literal $(, $set_region:ident)?) => {
+        $(#[$doc])*
+        struct $name;
+
+        #[allow(unused_variables)]
+        impl $crate::provider::gcp::collection::Collection for $name {
+            type Object = $model;
+            const PATH: &'static str = stringify!($client);
+            const WHAT: &'static str = $what;
+            const REGIONAL: bool = compute_collection!(@regional $($set_region)?);
+
+            fn fields(object: &$model) -> (&str, Option<&str>, Option<&str>) {
+                let region: Option<&str> = compute_collection!(@region object $($set_region)?);
+                (object.name.as_deref().unwrap_or_default(), object.description.as_deref(), region)
+            }
+
+            async fn get(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, name: &str) -> Result<$model, google_cloud_compute_v1::Error> {
+                gcp.$client.get().set_project(&gcp.project)$(.$set_region(scope.region()))?.$set_name(name).send().await
+            }
+
+            async fn list(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, filter: String) -> Result<Vec<$model>, $crate::provider::ProviderError> {
+                use google_cloud_gax::paginator::ItemPaginator as _;
+                let call = gcp.$client.list().set_project(&gcp.project)$(.$set_region(scope.region()))?;
+                let mut items = call.set_filter(filter).by_item();
+                let mut found = Vec::new();
+                while let Some(item) = items.next().await {
+                    found.push(item.map_err(|e| $crate::provider::gcp::error(gcp, concat!(stringify!($client), ".list"), e))?);
+                }
+                Ok(found)
+            }
+
+            async fn insert(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, request: String, body: $model) -> Result<google_cloud_compute_v1::model::Operation, google_cloud_compute_v1::Error> {
+                let call = gcp.$client.insert().set_project(&gcp.project)$(.$set_region(scope.region()))?;
+                call.set_request_id(request).set_body(body).send().await
+            }
+
+            async fn delete(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, name: &str, request: String) -> Result<google_cloud_compute_v1::model::Operation, google_cloud_compute_v1::Error> {
+                let call = gcp.$client.delete().set_project(&gcp.project)$(.$set_region(scope.region()))?;
+                call.$set_name(name).set_request_id(request).send().await
+            }
+        }
+    };
+    (@regional) => { false };
+    (@regional $set_region:ident) => { true };
+    (@region $object:ident) => { None };
+    (@region $object:ident $set_region:ident) => { $object.region.as_deref() };
+}
+
+/// The object named `name` in `scope`, or `None`.
+pub async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Result<Option<C::Object>, ProviderError> {
+    match C::get(gcp, scope, name).await {
+        Ok(object) => Ok(Some(object)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(error(gcp, &format!("{}.get", C::PATH), e)),
+    }
+}
+
+/// The object `id` names, which a change just left: an error if it cannot be read.
+pub async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object, ProviderError> {
+    let (scope, name) = Scope::of_id(id);
+    get::<C>(gcp, &scope, name).await?.ok_or_else(|| ProviderError {
+        message: format!(
+            "the {} `{name}` was changed but cannot be read back; run `forge up` again ({})",
+            C::WHAT,
+            gcp.context
+        ),
+        retryable: true,
+    })
+}
+
+/// Creates the object `body` describes in `scope`, and returns its id and the object read
+/// back. An object of that name that an earlier try of this create made (its mark carries
+/// `token`) is adopted instead; anyone else's is an error.
+pub async fn create<C: Collection>(
+    ctx: &Ctx,
+    gcp: &Clients,
+    token: &str,
+    scope: &Scope,
+    body: C::Object,
+    config: &Value,
+) -> Result<(String, C::Object), ProviderError> {
+    let name = C::fields(&body).0.to_owned();
+    let id = scope.id(gcp, C::PATH, &name);
+    match get::<C>(gcp, scope, &name).await? {
+        Some(object) if made_by(ctx, token, C::fields(&object).1) => return Ok((id, object)),
+        Some(_) => return Err(name_taken(ctx, C::WHAT, &name)),
+        None => {}
+    }
+    let what = format!("{}.insert", C::PATH);
+    let limit = timeout(config, "create", OPERATION_TIMEOUT);
+    insert(ctx, gcp, &what, token, limit, |request| {
+        C::insert(gcp, scope, request, body.clone())
+    })
+    .await?;
+    Ok((id.clone(), reread::<C>(gcp, &id).await?))
+}
+
+/// The id of the object named `name` in `scope` when the create with `token` made it.
+pub async fn find<C: Collection>(
+    ctx: &Ctx,
+    gcp: &Clients,
+    token: &str,
+    scope: &Scope,
+    name: &str,
+) -> Result<Option<String>, ProviderError> {
+    let found = get::<C>(gcp, scope, name).await?;
+    Ok(found
+        .filter(|object| made_by(ctx, token, C::fields(object).1))
+        .map(|_| scope.id(gcp, C::PATH, name)))
+}
+
+/// Reads a collection for drift and refresh: one list per scope (the recorded ids' and, for a
+/// regional collection, the provider's region), filtered by the stack's mark, then by id the
+/// recorded objects the list did not show (someone edited the description). `attributes`
+/// gives what the kind compares of an object, given its own part of the description.
+pub async fn read<C: Collection>(
+    gcp: &Clients,
+    stack: &str,
+    ids: &[String],
+    attributes: impl Fn(&C::Object, &str) -> Value,
+) -> Result<Vec<Observed>, ProviderError> {
+    let mut scopes: BTreeSet<Scope> = ids.iter().map(|id| Scope::of_id(id).0).collect();
+    match (C::REGIONAL, &gcp.region) {
+        (true, Some(region)) => scopes.insert(Scope::Region(region.clone())),
+        (false, _) => scopes.insert(Scope::Global),
+        (true, None) => false,
+    };
+    let mut listed = Vec::new();
+    for scope in &scopes {
+        listed.extend(C::list(gcp, scope, stack_filter(stack)).await?);
+    }
+    let mut seen: Vec<Observed> = Vec::new();
+    let observe = |object: &C::Object, seen: &mut Vec<Observed>| {
+        let (name, description, region) = C::fields(object);
+        let scope = region.map_or(Scope::Global, |r| Scope::Region(last_segment(r).to_owned()));
+        let id = scope.id(gcp, C::PATH, name);
+        let (own, mark) = split_description(description.unwrap_or_default());
+        let address = mark
+            .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
+            .map(|m| m.get("forge:address").cloned().unwrap_or_default());
+        if (ids.contains(&id) || address.is_some()) && !seen.iter().any(|o| o.id == id) {
+            seen.push(Observed {
+                attributes: attributes(object, &own),
+                id,
+                address,
+            });
+        }
+    };
+    for object in &listed {
+        observe(object, &mut seen);
+    }
+    let missing: Vec<&String> = ids.iter().filter(|id| !seen.iter().any(|o| &&o.id == id)).collect();
+    for id in missing {
+        let (scope, name) = Scope::of_id(id);
+        if let Some(object) = get::<C>(gcp, &scope, name).await? {
+            observe(&object, &mut seen);
+        }
+    }
+    Ok(seen)
+}
+
+/// Waits for the operation of a change (`what`: `networks.patch`) that `sent` started, and
+/// reads the object `id` back.
+pub async fn changed<C: Collection>(
+    ctx: &Ctx,
+    gcp: &Clients,
+    what: &str,
+    id: &str,
+    sent: Sent<Operation>,
+    config: &Value,
+) -> Result<C::Object, ProviderError> {
+    let op = sent.map_err(|e| error(gcp, what, e))?;
+    wait_operation(ctx, gcp, what, op, timeout(config, "update", OPERATION_TIMEOUT)).await?;
+    reread::<C>(gcp, id).await
+}
+
+/// Deletes the object `id` names: one already gone is a success; one still in use fails its
+/// operation retryably (the apply retries it while its users go, then reports it naming them).
+pub async fn delete<C: Collection>(ctx: &Ctx, gcp: &Clients, id: &str, config: &Value) -> Result<(), ProviderError> {
+    let (scope, name) = Scope::of_id(id);
+    let what = format!("{}.delete", C::PATH);
+    match C::delete(gcp, &scope, name, fresh_request_id()).await {
+        Err(e) if not_found(&e) => Ok(()),
+        Err(e) => Err(error(gcp, &what, e)),
+        Ok(op) => wait_operation(ctx, gcp, &what, op, timeout(config, "delete", OPERATION_TIMEOUT))
+            .await
+            .map(drop),
+    }
+}
+
+/// The `outputs` a Compute kind knows before its call: `name` (and `region`, where the block
+/// sets it) from the block, the rest (`id`, `self_link`, …) as recorded, else unknown.
+pub fn planned(config: &Value, prior: Option<&Value>, outputs: &[&str]) -> Value {
+    let known = |key: &str| {
+        matches!(key, "name" | "region")
+            .then(|| config.get(key).cloned())
+            .flatten()
+            .unwrap_or_else(|| crate::provider::prior_output(prior, key))
+    };
+    Value::Object(outputs.iter().map(|key| ((*key).to_owned(), known(key))).collect())
+}
+
+/// A network as the API takes it: a name becomes the project's network of that name.
+pub fn network_url(gcp: &Clients, network: &str) -> String {
+    if network.contains('/') {
+        network.to_owned()
+    } else {
+        format!("projects/{}/global/networks/{network}", gcp.project)
+    }
+}
+
+/// A block's attributes with its `network` by name, as the kinds read it back: a block may
+/// name its network by name or by link.
+pub fn network_by_name(config: &Value) -> Value {
+    let mut config = config.clone();
+    if let Some(network) = config.get("network").and_then(Value::as_str) {
+        config["network"] = Value::String(last_segment(network).to_owned());
+    }
+    config
+}
+
+/// The last segment of a resource URL (`…/global/networks/main` → `main`).
+pub fn last_segment(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_name_their_scope() {
+        assert_eq!(Scope::of_id("projects/p/global/networks/main"), (Scope::Global, "main"));
+        assert_eq!(
+            Scope::of_id("projects/p/regions/us-central1/subnetworks/main-subnet"),
+            (Scope::Region("us-central1".into()), "main-subnet")
+        );
+    }
+}
