@@ -611,6 +611,39 @@ fn vpc_component_errors() {
     }
 }
 
+/// The `gcp_vpc` component's ranges and the `[gcp]` section are checked at load time, each
+/// error pointing at its key.
+#[cfg(feature = "gcp")]
+#[test]
+fn gcp_vpc_component_errors() {
+    let d = Dir::new();
+    let stack = |body: &str| format!("[stack]\nname = \"g\"\n[gcp]\nproject = \"p\"\nregion = \"us-central1\"\n[gcp_vpc.main]\n{body}\n");
+    let cases = [
+        (
+            "gcp_vpc_overlap",
+            stack("cidr = \"10.0.0.0/20\"\npods_cidr = \"10.0.0.0/14\"\nservices_cidr = \"10.8.0.0/20\""),
+        ),
+        (
+            "gcp_vpc_pods_too_small",
+            stack("cidr = \"10.0.0.0/20\"\npods_cidr = \"10.4.0.0/24\"\nservices_cidr = \"10.8.0.0/20\""),
+        ),
+        (
+            "gcp_vpc_bad_cidr",
+            stack("cidr = \"10.0.0/20\"\npods_cidr = \"10.4.0.0/14\"\nservices_cidr = \"10.8.0.0/20\""),
+        ),
+        (
+            "gcp_unknown_endpoint",
+            "[stack]\nname = \"g\"\n[gcp]\nproject = \"p\"\nendpoints = { compte = \"http://127.0.0.1:1\" }\n".to_owned(),
+        ),
+    ];
+    for (name, text) in cases {
+        d.write("g.toml", &text);
+        let (code, _, stderr) = d.run(&["validate", "g.toml"]);
+        assert_eq!(code, 1, "{name}");
+        insta::assert_snapshot!(format!("error_{name}"), stderr);
+    }
+}
+
 /// The `eks` component's plan-time checks point at the attribute to blame (offline: the
 /// built-in instance table).
 #[cfg(feature = "aws")]

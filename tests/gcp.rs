@@ -472,3 +472,34 @@ fn an_answer_that_is_not_the_apis_reads_as_one_line() {
     assert!(stderr.contains(&format!("project {}", gcp.project)), "{stderr}");
     assert!(!stderr.contains("headers"), "no debug dump: {stderr}");
 }
+
+/// Project and region come from Google's environment when `[gcp]` leaves them out, and the
+/// endpoint from `[gcp] endpoints` (as gcloud writes it, with the API version).
+#[test]
+fn project_and_region_from_the_environment_and_the_endpoint_from_the_file() {
+    let gcp = Gcp::new();
+    let endpoint = format!("{}/compute/v1/", support::launcher_url());
+    gcp.write(
+        "net.toml",
+        &format!("[stack]\nname = \"env\"\n[gcp]\nendpoints = {{ compute = \"{endpoint}\" }}\n[google_compute_subnetwork.s]\nname = \"s\"\nnetwork = \"${{google_compute_network.n.name}}\"\nip_cidr_range = \"10.3.0.0/24\"\n[google_compute_network.n]\nname = \"n\"\n"),
+    );
+    let with_env = |args: &[&str]| {
+        let mut cmd = gcp.command(args);
+        cmd.env_remove("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE")
+            .env("GOOGLE_CLOUD_PROJECT", &gcp.project)
+            .env("CLOUDSDK_COMPUTE_REGION", "us-central1");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "forge {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    with_env(&["up", "net.toml", "--yes"]);
+    assert_eq!(gcp.names("regions/us-central1/subnetworks"), ["s"]);
+    with_env(&["destroy", "net.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+    // Without a project anywhere, the error says where to set one.
+    let (code, stderr) = gcp.forge(&["up", "net.toml", "--yes"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT"),
+        "{stderr}"
+    );
+}

@@ -71,10 +71,10 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     for (key, shortest, longest, what, hint) in RANGES {
         let text = input.text(key).unwrap_or_default();
         let cidr = Cidr::parse(key, text, *shortest..=*longest, what).map_err(|message| ComponentError::at(*key, message, *hint))?;
-        if let Some((other, _)) = blocks.iter().find(|(_, b)| b.overlaps(cidr)) {
+        if let Some((other, block)) = blocks.iter().find(|(_, b)| b.overlaps(cidr)) {
             return Err(ComponentError::at(
                 *key,
-                format!("`{key} = \"{cidr}\"` overlaps `{other}`"),
+                format!("`{key} = \"{cidr}\"` overlaps `{other} = \"{block}\"`"),
                 "pick ranges that share no address: nodes, pods and services each need their own",
             ));
         }
