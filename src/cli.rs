@@ -10,6 +10,12 @@ use std::time::Duration;
 /// A stack file declares resources; forge turns it into a dependency graph, diffs it against
 /// the recorded state and applies the changes concurrently in dependency order.
 ///
+/// Clouds are reached through their own standard environment, never anything forge-specific:
+/// AWS through the AWS chain (`AWS_PROFILE`, `AWS_REGION`, `AWS_ENDPOINT_URL`, …); Google Cloud
+/// through `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_COMPUTE_REGION`, gcloud's
+/// `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`, and `GOOGLE_OAUTH_ACCESS_TOKEN` or Application
+/// Default Credentials. `[aws]` and `[gcp]` in the stack file take precedence.
+///
 /// Exit codes: 0 success (or no changes), 1 error, 2 changes present (`plan --detailed-exitcode`)
 /// or drift (`drift`), 3 only pending changes (`drift`).
 #[derive(Debug, Parser)]
