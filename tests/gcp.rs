@@ -298,9 +298,13 @@ fn each_kind_updates_in_place_replaces_reports_drift_and_is_destroyed() {
     let (_, subnet) = gcp.compute("GET", "regions/us-central1/subnetworks/sub", Value::Null);
     assert_eq!(subnet["ipCidrRange"], "10.2.0.0/24");
 
-    // Drift: a firewall rule widened by hand and the subnetwork deleted by hand.
+    // Drift: a firewall rule widened by hand, the subnetwork deleted by hand, and a rule made by
+    // hand that carries the stack's mark.
     gcp.compute("PATCH", "global/firewalls/ssh", json!({ "sourceRanges": ["0.0.0.0/0"] }));
     gcp.compute("DELETE", "regions/us-central1/subnetworks/sub", Value::Null);
+    let marked = "copied [forge:stack=gcp-kinds forge:address=google_compute_firewall.copy forge:token=t]";
+    let stray = json!({ "name": "stray", "network": "global/networks/net", "allowed": [{ "IPProtocol": "icmp" }], "description": marked });
+    assert_eq!(gcp.compute("POST", "global/firewalls", stray).0, 200);
     std::thread::sleep(std::time::Duration::from_millis(800));
     gcp.calls();
     let mut drift_args = vec!["drift", "kinds.toml", "--json"];
@@ -314,12 +318,16 @@ fn each_kind_updates_in_place_replaces_reports_drift_and_is_destroyed() {
     assert_eq!(r["changed"][0]["address"], "google_compute_firewall.ssh");
     assert_eq!(r["changed"][0]["attributes"][0]["attribute"], "source_ranges");
     assert_eq!(r["deleted"][0]["address"], "google_compute_subnetwork.sub", "{r:#}");
+    assert_eq!(r["unmanaged"].as_array().unwrap().len(), 1, "{r:#}");
+    assert_eq!(r["unmanaged"][0]["id"], format!("projects/{}/global/firewalls/stray", gcp.project));
     assert!(writes(&gcp.calls()).is_empty(), "drift writes nothing");
 
     // `up` brings both back, and drift is quiet again.
     let mut args = vec!["up", "kinds.toml", "--yes", "--var", "cidr=10.2.0.0/24"];
     args.extend(vars);
     gcp.ok(&args);
+    gcp.compute("DELETE", "global/firewalls/stray", Value::Null);
+    std::thread::sleep(std::time::Duration::from_millis(800));
     let out = gcp.command(&drift_args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 

@@ -138,6 +138,21 @@ class Launcher(unittest.TestCase):
         self.assertEqual(found("tag:forge:stack", ["b"]), [])
         self.assertEqual(found("tag-key", ["forge:stack"]), [mine["NatGateway"]["NatGatewayId"]])
 
+    def test_ignored_filters_widen_an_ec2_answer(self):
+        ec2 = self.client("ec2", "353535353535")
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24")["Subnet"]["SubnetId"]
+        for _ in range(2):
+            ec2.create_nat_gateway(SubnetId=subnet, AllocationId=ec2.allocate_address(Domain="vpc")["AllocationId"])
+        filtered = lambda: ec2.describe_nat_gateways(Filter=[{"Name": "tag:forge:stack", "Values": ["x"]}])["NatGateways"]  # noqa: E731
+        self.assertEqual(filtered(), [])
+        self.control("/_forge/ignore_filters", [{"match": "ec2:DescribeNatGateways", "account": "353535353535"}])
+        try:
+            self.assertEqual(len(filtered()), 2)
+            self.assertEqual(len(ec2.describe_subnets(Filters=[{"Name": "tag:forge:stack", "Values": ["x"]}])["Subnets"]), 0)
+        finally:
+            self.control("/_forge/ignore_filters", [])
+
     def test_eks_cluster_and_node_group_phases(self):
         account = "121212121212"
         eks = self.client("eks", account)
