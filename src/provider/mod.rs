@@ -41,6 +41,14 @@ pub fn timeout(config: &Value, operation: &str, default: std::time::Duration) ->
         .unwrap_or(default)
 }
 
+/// One line for an answer that is not the cloud API's own (an HTML page from a proxy or a
+/// wrong endpoint): the HTTP status and the first words of the body, never the whole response.
+pub fn not_the_api(status: u16, body: &[u8]) -> String {
+    let body = String::from_utf8_lossy(body);
+    let words: String = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
+    format!("HTTP {status}, not an answer from the API: {words}")
+}
+
 /// Reads a kind's config (checked against its schema when the stack loaded).
 pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, ProviderError> {
     serde_json::from_value(config.clone()).map_err(|e| ProviderError {

@@ -299,11 +299,7 @@ where
         (Some(message), _) => message.to_owned(),
         // No code and no message: not the service's own answer (an HTML page from a proxy or a
         // wrong endpoint). One line, not the SDK's dump of the raw response.
-        (None, Some(raw)) if code.is_empty() => {
-            let body = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
-            let words: String = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
-            format!("HTTP {}, not an answer from the API: {words}", raw.status().as_u16())
-        }
+        (None, Some(raw)) if code.is_empty() => crate::provider::not_the_api(raw.status().as_u16(), raw.body().bytes().unwrap_or_default()),
         (None, _) => DisplayErrorContext(&err).to_string(),
     };
     let hint = if code == "DependencyViolation" {

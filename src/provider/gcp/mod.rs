@@ -1,11 +1,7 @@
 //! Google Cloud: the official google-cloud-rust clients made from `[gcp]` and Google's own
-//! environment (project, region, endpoint overrides, credentials), error mapping, the wait on a
-//! Compute operation, forge's ownership marker, and one file per resource kind.
-//!
-//! Compute networks, subnetworks, firewalls and routers take no labels, so forge marks the
-//! objects it makes in their `description`: the block's own description, then
-//! `[forge:stack=… forge:address=… forge:token=…]`. Only an object whose marker names this
-//! stack, address and create token is ever adopted ([`made_by`]).
+//! environment (project, region, endpoint overrides, credentials) and error mapping, here;
+//! Compute operations (`operation`), forge's mark on the objects it makes (`marker`), what every
+//! Compute kind does the same way (`collection`), and one file per resource kind.
 
 #[macro_use]
 mod collection;
@@ -212,12 +208,8 @@ pub fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> 
     let message = match (err.status(), status) {
         (Some(s), _) if !s.message.is_empty() => s.message.clone(),
         (_, Some(code)) => {
-            let body = err
-                .http_payload()
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default();
-            let words: String = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
-            format!("HTTP {code}, not an answer from the API: {words}")
+            let body = err.http_payload().map(|b| b.as_ref()).unwrap_or_default();
+            crate::provider::not_the_api(code, body)
         }
         _ => err.to_string(),
     };
