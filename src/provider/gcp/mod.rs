@@ -58,9 +58,19 @@ fn setting(settings: Option<&Value>, key: &str, variables: &[&str]) -> Option<St
         .filter(|v| !v.is_empty())
 }
 
+/// The API version each service's paths start with, as gcloud's endpoint overrides end with it
+/// (`https://compute.googleapis.com/compute/v1/`, `https://container.googleapis.com/v1/`).
+fn version_path(service: &str) -> &'static str {
+    match service {
+        "compute" => "/compute/v1",
+        _ => "/v1",
+    }
+}
+
 /// The root URL of `service`: `[gcp] endpoints.<service>`, else gcloud's
 /// `CLOUDSDK_API_ENDPOINT_OVERRIDES_<SERVICE>`, else Google's own. A trailing API version
-/// (`compute/v1/`, `v1/`), as gcloud takes these values, is not part of the root.
+/// (`compute/v1/`, `v1/`), as gcloud takes these values, is not part of the root; anything before
+/// it is (a proxy's path prefix).
 pub fn endpoint(settings: Option<&Value>, service: &str) -> String {
     let variable = format!("CLOUDSDK_API_ENDPOINT_OVERRIDES_{}", service.to_uppercase());
     let configured = settings
@@ -73,11 +83,7 @@ pub fn endpoint(settings: Option<&Value>, service: &str) -> String {
     match configured {
         Some(url) => {
             let url = url.trim_end_matches('/');
-            let url = url
-                .strip_suffix(&format!("/{service}/v1"))
-                .or_else(|| url.strip_suffix("/v1"))
-                .unwrap_or(url);
-            url.to_owned()
+            url.strip_suffix(version_path(service)).unwrap_or(url).to_owned()
         }
         None => format!("https://{service}.googleapis.com"),
     }
@@ -227,7 +233,9 @@ mod tests {
     fn endpoints_drop_the_api_version_as_gcloud_writes_them() {
         let settings = serde_json::json!({ "endpoints": { "compute": "http://127.0.0.1:9/compute/v1/" } });
         assert_eq!(endpoint(Some(&settings), "compute"), "http://127.0.0.1:9");
-        let settings = serde_json::json!({ "endpoints": { "compute": "https://psc.example/v1/" } });
+        let settings = serde_json::json!({ "endpoints": { "compute": "https://psc.example/compute/v1" } });
         assert_eq!(endpoint(Some(&settings), "compute"), "https://psc.example");
+        let settings = serde_json::json!({ "endpoints": { "container": "http://127.0.0.1:9/container/v1/" } });
+        assert_eq!(endpoint(Some(&settings), "container"), "http://127.0.0.1:9/container");
     }
 }
