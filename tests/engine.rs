@@ -25,10 +25,14 @@ struct Log {
     started_tokens: Mutex<std::collections::HashSet<String>>,
     /// Ids deleted "outside forge".
     gone: Mutex<HashSet<String>>,
+    /// Calls in flight per `lane`, and the most seen at once in any lane.
+    lanes: Mutex<std::collections::HashMap<String, usize>>,
+    max_in_lane: AtomicUsize,
 }
 
 /// `rec`: sleeps `delay_ms`, fails when `fail = true`, fails retryably `flaky` times, hangs
 /// forever on the first create with `hang = true` (a crash mid-call); id = the create token.
+/// Calls of resources with the same `lane` must never overlap (its serialization key).
 #[derive(Clone)]
 struct Recorder(Arc<Log>);
 
@@ -40,6 +44,7 @@ const SPEC: Spec = Spec {
         Field::optional("flaky", FieldType::Integer),
         Field::optional("hang", FieldType::Bool),
         Field::optional("label", FieldType::String).replacing(),
+        Field::optional("lane", FieldType::String),
     ],
     outputs: &["id"],
 };
@@ -49,6 +54,13 @@ impl Recorder {
         let log = &self.0;
         let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         log.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let lane = config.get("lane").and_then(Value::as_str).map(str::to_owned);
+        if let Some(lane) = &lane {
+            let mut lanes = log.lanes.lock().unwrap();
+            let in_lane = lanes.entry(lane.clone()).or_default();
+            *in_lane += 1;
+            log.max_in_lane.fetch_max(*in_lane, Ordering::SeqCst);
+        }
         log.calls.lock().unwrap().push(format!("{what} {}", ctx.address));
         let ms = config.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -56,6 +68,9 @@ impl Recorder {
             std::future::pending::<()>().await;
         }
         log.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if let Some(lane) = &lane {
+            *log.lanes.lock().unwrap().get_mut(lane).unwrap() -= 1;
+        }
         let flaky = config.get("flaky").and_then(Value::as_u64).unwrap_or(0) as usize;
         if flaky > 0 && log.attempts.fetch_add(1, Ordering::SeqCst) < flaky {
             return Err(ProviderError {
@@ -76,6 +91,9 @@ impl Recorder {
 impl Resource for Recorder {
     fn spec(&self) -> &'static Spec {
         &SPEC
+    }
+    fn serialization_key(&self, config: &Value) -> Option<String> {
+        config.get("lane").and_then(Value::as_str).map(str::to_owned)
     }
     fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
         prior.cloned().unwrap_or(json!({ "id": null }))
@@ -244,6 +262,31 @@ async fn resources_removed_from_the_file_are_deleted_dependents_first() {
     assert_eq!(report.count(Action::Delete), 2);
     assert_eq!(f.calls(), ["delete rec.c", "delete rec.b"]);
     assert_eq!(state.resources.keys().collect::<Vec<_>>(), ["rec.a"]);
+}
+
+/// Operations that share a serialization key (GKE's one operation per cluster) never overlap,
+/// on create, update and delete, while the others run beside them at full width.
+#[tokio::test]
+async fn operations_with_one_serialization_key_never_overlap() {
+    let f = Fixture::new();
+    let lanes = |delay: u32| -> String {
+        (0..6)
+            .map(|i| format!("[rec.a{i}]\nlane = \"a\"\ndelay_ms = {delay}\n[rec.b{i}]\nlane = \"b\"\ndelay_ms = {delay}\n[rec.free{i}]\ndelay_ms = {delay}\n"))
+            .collect()
+    };
+    let (report, _) = f.up(&lanes(20), 64).await;
+    assert_eq!(report.count(Action::Create), 18);
+    assert_eq!(f.log.max_in_lane.load(Ordering::SeqCst), 1, "one call at a time per lane");
+    assert!(
+        f.log.max_in_flight.load(Ordering::SeqCst) >= 8,
+        "the six free resources and both lanes ran side by side"
+    );
+    let (report, _) = f.up(&lanes(10), 64).await;
+    assert_eq!(report.count(Action::Update), 18);
+    let (report, _) = f.apply(&lanes(10), Mode::Destroy, 64, watch::channel(0).1).await;
+    assert_eq!(report.count(Action::Delete), 18);
+    assert!(report.complete());
+    assert_eq!(f.log.max_in_lane.load(Ordering::SeqCst), 1, "nor on update and delete");
 }
 
 #[tokio::test]

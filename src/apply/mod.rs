@@ -1,5 +1,6 @@
 //! ④ Apply: runs a plan's changes through the kinds. One coordinator owns the state: it
-//! schedules operations whose dependencies are done (bounded by `parallelism`), records an
+//! schedules operations whose dependencies are done (bounded by `parallelism`, and never two at
+//! once that hold the same serialization key — see [`Lanes`]), records an
 //! intent in the journal before every create or delete and the result after, marks the
 //! dependents of a failure as skipped while independent branches go on, and on Ctrl-C stops
 //! scheduling and waits for the calls in flight (a second Ctrl-C stops waiting).
@@ -13,7 +14,7 @@ use crate::template;
 use ops::OpGraph;
 pub use ops::Phase;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -140,7 +141,7 @@ pub async fn run(
     let mut graph = OpGraph::build(plan);
     let mut report = Report::default();
     let mut tasks: JoinSet<Outcome> = JoinSet::new();
-    let mut running: HashMap<tokio::task::Id, usize> = HashMap::new();
+    let mut running: HashMap<tokio::task::Id, (usize, Option<String>)> = HashMap::new();
     let mut stopping = *interrupts.borrow() > 0;
     let mut signals_open = true;
     let parallelism = options.parallelism.max(1);
@@ -164,15 +165,24 @@ pub async fn run(
         cloud: Arc::new(Cloud::new(plan.providers.clone())),
     };
 
+    let mut lanes = Lanes::default();
     loop {
         while !stopping && running.len() < parallelism {
-            let Some(op) = graph.next_ready() else { break };
+            let Some(op) = lanes.next_free().or_else(|| graph.next_ready()) else {
+                break;
+            };
+            let key = serialization_key(&run, op, &graph, state);
+            if !lanes.enter(op, key.clone()) {
+                continue;
+            }
+            graph.restart_clock(op);
             match dispatch(&run, op, &graph, state, journal) {
                 Ok(task) => {
                     let handle = tasks.spawn(task);
-                    running.insert(handle.id(), op);
+                    running.insert(handle.id(), (op, key));
                 }
                 Err(message) => {
+                    lanes.leave(key.as_deref());
                     let (address, phase) = graph.describe(plan, op);
                     observer.finished(&address, phase, Duration::ZERO, Some(&message));
                     fail(plan, &mut graph, &mut report, op, message);
@@ -189,7 +199,8 @@ pub async fn run(
                     Err(e) if e.is_panic() => (e.id(), Outcome::Failed("the kind's code panicked (a bug in forge); the state records the call as pending".into())),
                     Err(e) => (e.id(), Outcome::Failed("stopped by a second Ctrl-C; the state records the call as pending".into())),
                 };
-                let op = running.remove(&id).expect("every task is tracked");
+                let (op, key) = running.remove(&id).expect("every task is tracked");
+                lanes.leave(key.as_deref());
                 finish(plan, op, outcome, &mut graph, state, journal, &mut report, &observer);
             }
             changed = interrupts.changed(), if signals_open => {
@@ -207,7 +218,7 @@ pub async fn run(
             }
         }
     }
-    report.not_started = graph.unfinished_count();
+    report.not_started = graph.unfinished_count() + lanes.parked();
     report.elapsed = started.elapsed();
     if report.complete() {
         let outputs = evaluate_outputs(plan, state);
@@ -216,6 +227,60 @@ pub async fn run(
         }
     }
     report
+}
+
+/// The serialization keys held by running operations, and the ready operations parked behind
+/// them: an operation whose key is held waits, without holding a parallelism slot, until the
+/// holder finishes; operations without a key, or with another, run meanwhile.
+#[derive(Default)]
+struct Lanes {
+    held: HashSet<String>,
+    parked: HashMap<String, VecDeque<usize>>,
+    free: VecDeque<usize>,
+}
+
+impl Lanes {
+    /// A parked operation whose key was released, to be dispatched before newly ready ones.
+    fn next_free(&mut self) -> Option<usize> {
+        self.free.pop_front()
+    }
+
+    /// Takes `key` for `op`; false (and `op` parked) when another operation holds it.
+    fn enter(&mut self, op: usize, key: Option<String>) -> bool {
+        let Some(key) = key else { return true };
+        if self.held.contains(&key) {
+            self.parked.entry(key).or_default().push_back(op);
+            return false;
+        }
+        self.held.insert(key);
+        true
+    }
+
+    /// Releases `key`, freeing the next operation parked behind it.
+    fn leave(&mut self, key: Option<&str>) {
+        let Some(key) = key else { return };
+        self.held.remove(key);
+        if let Some(next) = self.parked.get_mut(key).and_then(VecDeque::pop_front) {
+            self.free.push_back(next);
+        }
+    }
+
+    /// Operations still parked (or freed but not dispatched) when the run ends.
+    fn parked(&self) -> usize {
+        self.parked.values().map(VecDeque::len).sum::<usize>() + self.free.len()
+    }
+}
+
+/// The serialization key of an operation: its kind's, given the config it applies (or, for a
+/// delete, the config recorded).
+fn serialization_key(run: &Run, op: usize, graph: &OpGraph, state: &State) -> Option<String> {
+    let change = &run.plan.changes[graph.change_of(op)];
+    let kind = run.registry.get(&change.kind)?;
+    let config = match graph.describe(run.plan, op).1 {
+        Phase::Destroy => state.resources.get(&change.address)?.config.clone(),
+        Phase::Create | Phase::Update => evaluate(state, change.config.as_ref()?).ok()?,
+    };
+    kind.serialization_key(&config)
 }
 
 fn fail(plan: &Plan, graph: &mut OpGraph, report: &mut Report, op: usize, message: String) {

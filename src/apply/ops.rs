@@ -132,6 +132,12 @@ impl OpGraph {
         Some(op)
     }
 
+    /// Starts a taken operation's clock again, when it actually starts (after waiting for its
+    /// serialization key).
+    pub fn restart_clock(&mut self, op: usize) {
+        self.ops[op].stage = Stage::Running(Instant::now());
+    }
+
     /// The resource address and phase of an operation.
     pub fn describe(&self, plan: &Plan, op: usize) -> (String, Phase) {
         (plan.changes[self.ops[op].change].address.clone(), self.ops[op].phase)

@@ -202,6 +202,12 @@ pub trait Resource: Send + Sync + 'static {
     fn ignored_by_default(&self, _config: &Value) -> Vec<String> {
         Vec::new()
     }
+    /// A key that no two of the apply's calls may hold at once, given the resource's evaluated
+    /// config: where the cloud runs one operation at a time on an object and its children (a
+    /// GKE cluster and its node pools), the object's id. `None`, the default: no limit.
+    fn serialization_key(&self, _config: &Value) -> Option<String> {
+        None
+    }
     /// Creates the object. `token` is unique to this create and stays the same when an
     /// interrupted create is resumed: kinds pass it as the API's idempotency token, so a retried
     /// create adopts the object the first try made instead of making a second one.
@@ -235,6 +241,8 @@ pub trait Kind: Send + Sync + 'static {
     fn comparable(&self, id: &str, config: &Value) -> Value;
     /// [`Resource::ignored_by_default`].
     fn ignored_by_default(&self, config: &Value) -> Vec<String>;
+    /// [`Resource::serialization_key`].
+    fn serialization_key(&self, config: &Value) -> Option<String>;
     /// [`Resource::create`].
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>>;
     /// [`Resource::read`].
@@ -265,6 +273,9 @@ impl<R: Resource> Kind for R {
     }
     fn ignored_by_default(&self, config: &Value) -> Vec<String> {
         Resource::ignored_by_default(self, config)
+    }
+    fn serialization_key(&self, config: &Value) -> Option<String> {
+        Resource::serialization_key(self, config)
     }
     fn create<'a>(&'a self, ctx: &'a Ctx, token: &'a str, config: &'a Value) -> BoxFuture<'a, Result<Created, ProviderError>> {
         Box::pin(Resource::create(self, ctx, token, config))
