@@ -72,18 +72,30 @@ pub struct LiveFacts {
     pub zones: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// The facts one load of a stack uses; it remembers which types were asked about, so the
-/// caller can fetch exactly those from AWS and load again.
+/// The facts one load of a stack uses; it remembers which types were asked about (see
+/// [`Facts::probe`]).
 #[derive(Debug, Default)]
 pub struct Facts {
     live: Option<LiveFacts>,
     asked: Mutex<BTreeSet<String>>,
+    /// Answers "unchecked" for names the built-in table does not know, so that an expansion
+    /// goes on and asks about every type it names.
+    probing: bool,
 }
 
 impl Facts {
     /// Facts from the built-in table only.
     pub fn builtin() -> Facts {
         Facts::default()
+    }
+
+    /// The built-in table, but a name it does not know is not an error: what learns every type
+    /// a stack names before the cloud is asked about them.
+    pub fn probe() -> Facts {
+        Facts {
+            probing: true,
+            ..Facts::default()
+        }
     }
 
     /// Facts from AWS.
@@ -106,6 +118,13 @@ impl Facts {
 
     /// What is known about `name`.
     pub fn instance_type(&self, name: &str) -> Lookup {
+        match self.look_up(name) {
+            Lookup::Unknown(_) if self.probing => Lookup::Unchecked,
+            found => found,
+        }
+    }
+
+    fn look_up(&self, name: &str) -> Lookup {
         self.asked.lock().expect("never poisoned").insert(name.to_owned());
         if let Some(live) = &self.live {
             return match live.types.get(name) {
@@ -172,6 +191,14 @@ mod tests {
         assert_eq!(facts.instance_type("x2idn.24xlarge"), Lookup::Unchecked);
         assert_eq!(facts.offered("p5.48xlarge", "us-west-2a"), None);
         assert_eq!(facts.asked(), ["c5.2xlarge", "p5.48xlage", "p5.48xlarge", "x2idn.24xlarge"]);
+    }
+
+    #[test]
+    fn a_probe_lets_unknown_names_through_and_records_them() {
+        let probe = Facts::probe();
+        assert_eq!(probe.instance_type("c7i.metal-24xl"), Lookup::Unchecked);
+        assert!(matches!(probe.instance_type("p5.48xlarge"), Lookup::Known(t) if t.efa_interfaces == 32));
+        assert_eq!(probe.asked(), ["c7i.metal-24xl", "p5.48xlarge"]);
     }
 
     #[test]

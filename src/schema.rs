@@ -162,7 +162,8 @@ impl<T: AttributeType> AttributeType for Option<T> {
 
 /// Declares a kind once: the serde struct its code parses a block's attributes into, and the
 /// [`Spec`] (`const SPEC`) the loader checks blocks against. A field is required unless it is
-/// an `Option` or has a `#[serde(default…)]`; its type comes from its Rust type
+/// an `Option` or has a `#[serde(default…)]` (its only serde attribute: a rename would part
+/// the attribute's name from the field's); its type comes from its Rust type
 /// ([`AttributeType`]) unless `as File` (or another [`FieldType`]) says otherwise; `[replace]`
 /// marks what forces replacement; `extra` lists the optional tables the kind reads from the
 /// raw block itself (`tags`, `timeouts`), which the struct leaves out.
@@ -219,8 +220,8 @@ macro_rules! attributes {
     };
     (@type $ty:ty) => { <$ty as $crate::schema::AttributeType>::TYPE };
     (@type $ty:ty, $override:ident) => { $crate::schema::FieldType::$override };
-    (@defaulted) => { false };
-    (@defaulted $($serde:tt)+) => { true };
+    (@defaulted default $($rest:tt)*) => { true };
+    (@defaulted $($serde:tt)*) => { false };
     (@replace) => { false };
     (@replace replace) => { true };
 }

@@ -104,8 +104,8 @@ pub struct Parsed {
     description: Option<String>,
     providers: BTreeMap<String, Value>,
     state: StateSettings,
-    /// `[outputs]` with variables substituted, and where each string sits.
-    outputs: Option<(Value, Spans)>,
+    /// `[outputs]` as written, checked after the resources as always.
+    outputs: Option<Outputs>,
     blocks: Vec<Block>,
     pending: Vec<PendingComponent>,
 }
@@ -117,12 +117,13 @@ impl Parsed {
     }
 
     /// The facts the components ask about, learned by expanding them against the built-in
-    /// table (what goes wrong there, [`Parsed::finish`] reports).
+    /// table with every unknown name let through (what goes wrong there, [`Parsed::finish`]
+    /// reports).
     pub fn needs(&self, registry: &Registry) -> Needs {
-        let builtin = Facts::builtin();
-        let _ = self.finish(registry, &builtin);
+        let probe = Facts::probe();
+        let _ = self.finish(registry, &probe);
         Needs {
-            instance_types: builtin.asked(),
+            instance_types: probe.asked(),
         }
     }
 
@@ -135,6 +136,14 @@ impl Parsed {
         }
         .finish(self, facts)
     }
+}
+
+/// `[outputs]` as written, where it sits, and the variables its templates may use.
+struct Outputs {
+    json: Value,
+    spans: Spans,
+    span: Range<usize>,
+    vars: Map<String, Value>,
 }
 
 struct Loader<'a> {
@@ -313,9 +322,13 @@ impl Loader<'_> {
 
         let outputs = match outputs_section {
             Some(section) => {
-                self.table(section, "outputs", "write `[outputs]` with `name = \"${…}\"` lines")?;
                 let (json, spans) = self.to_json(section, "")?;
-                Some((self.substitute_vars(&json, &spans, &vars)?, spans))
+                Some(Outputs {
+                    json,
+                    spans,
+                    span: section.span(),
+                    vars,
+                })
             }
             None => None,
         };
@@ -385,7 +398,7 @@ impl Loader<'_> {
             resources.push(targets.resolve_block(block)?);
         }
         let outputs = match outputs {
-            Some((json, spans)) => targets.outputs(json, spans)?,
+            Some(outputs) => targets.outputs(outputs)?,
             None => BTreeMap::new(),
         };
         Ok(Stack {
@@ -1069,8 +1082,17 @@ impl Targets<'_> {
         })
     }
 
-    fn outputs(&self, json: &Value, spans: &Spans) -> Result<BTreeMap<String, Value>, StackError> {
-        let inlined = self.inline(json, |reference| span_of_reference(json, spans, reference))?;
+    fn outputs(&self, outputs: &Outputs) -> Result<BTreeMap<String, Value>, StackError> {
+        if !outputs.json.is_object() {
+            return Err(self.loader.err(
+                outputs.span.clone(),
+                "`outputs` must be a table",
+                "expected a table",
+                "write `[outputs]` with `name = \"${…}\"` lines",
+            ));
+        }
+        let json = self.loader.substitute_vars(&outputs.json, &outputs.spans, &outputs.vars)?;
+        let inlined = self.inline(&json, |reference| span_of_reference(&json, &outputs.spans, reference))?;
         Ok(inlined.as_object().cloned().unwrap_or_default().into_iter().collect())
     }
 }

@@ -137,8 +137,19 @@ impl Resource for Firewall {
         .await
     }
 
+    /// The network by name, and rules without an empty `ports` (Compute keeps none).
     fn comparable(&self, _id: &str, config: &Value) -> Value {
-        collection::network_by_name(config)
+        let mut config = collection::network_by_name(config);
+        for list in ["allow", "deny"] {
+            for rule in config.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(rule) = rule.as_object_mut()
+                    && rule.get("ports").and_then(Value::as_array).is_some_and(Vec::is_empty)
+                {
+                    rule.remove("ports");
+                }
+            }
+        }
+        config
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

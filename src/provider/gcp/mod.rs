@@ -50,12 +50,11 @@ pub struct Clients {
 
 /// The first of `[gcp] key` and these environment variables that is set and not empty.
 fn setting(settings: Option<&Value>, key: &str, variables: &[&str]) -> Option<String> {
-    settings
-        .and_then(|s| s.get(key))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| variables.iter().find_map(|v| std::env::var(v).ok()))
-        .filter(|v| !v.is_empty())
+    let given = settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
+    given
+        .into_iter()
+        .chain(variables.iter().filter_map(|v| std::env::var(v).ok()))
+        .find(|v| !v.is_empty())
 }
 
 /// The API version each service's paths start with, as gcloud's endpoint overrides end with it
@@ -204,13 +203,26 @@ pub fn not_found(err: &google_cloud_compute_v1::Error) -> bool {
     err.http_status_code() == Some(404)
 }
 
+/// Error reasons of Compute's that a later try may not hit: rate limits (HTTP 403) and an object
+/// still in use by another (HTTP 400, the synchronous form of the failed "in use" operation).
+const RETRYABLE_REASONS: &[&str] = &["rateLimitExceeded", "userRateLimitExceeded", "resourceInUseByAnotherResource"];
+
 /// Maps a client error to a [`ProviderError`]: the service's message verbatim, or, for an
 /// answer that is not the service's own (an HTML page from a proxy or a wrong endpoint), one
 /// line with the HTTP status and the first words of the body; whether it is worth retrying
 /// (rate limits, server errors, transport failures); and the project, region and endpoint.
 pub fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
     let status = err.http_status_code();
-    let retryable = matches!(status, Some(429) | Some(500..)) || err.is_transport() || err.is_timeout() || err.is_io() || err.is_connect();
+    let body = err
+        .http_payload()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    // Compute names a rate limit (403) and an object in use (400) only in `errors[].reason`.
+    let reason = RETRYABLE_REASONS
+        .iter()
+        .any(|r| body.contains(&format!("\"reason\": \"{r}\"")) || body.contains(&format!("\"reason\":\"{r}\"")));
+    let retryable =
+        matches!(status, Some(429) | Some(500..)) || reason || err.is_transport() || err.is_timeout() || err.is_io() || err.is_connect();
     let message = match (err.status(), status) {
         (Some(s), _) if !s.message.is_empty() => s.message.clone(),
         (_, Some(code)) => {

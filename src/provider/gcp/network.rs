@@ -75,7 +75,7 @@ impl Resource for Network {
                 "description": own,
                 "mtu": n.mtu,
                 "routing_mode": n.routing_config.as_ref().and_then(|r| r.routing_mode.as_ref()).and_then(|m| m.name()),
-                "auto_create_subnetworks": n.auto_create_subnetworks,
+                "auto_create_subnetworks": n.auto_create_subnetworks.unwrap_or(false),
             })
         })
         .await

@@ -111,6 +111,13 @@ impl Resource for Subnetwork {
         collection::network_by_name(config)
     }
 
+    /// Removing the last secondary range needs a new subnetwork: the client leaves an empty
+    /// list out of the patch, so a patch cannot say "none".
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
+        let empty = |v: Option<&Value>| v.and_then(Value::as_array).is_none_or(Vec::is_empty);
+        SPEC.replaces(attribute) || (attribute == "secondary_ip_ranges" && empty(after) && !empty(before))
+    }
+
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
