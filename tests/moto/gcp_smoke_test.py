@@ -84,7 +84,10 @@ class Compute(unittest.TestCase):
             self.assertIn(key, op)
         self.call("GET", "p-life", "global/networks/net-a", want=404)  # not visible before DONE
         self.assertNotIn("items", self.call("GET", "p-life", "global/networks"))
+        running = "(operationType eq insert) (status ne DONE) (targetLink eq '.*/networks/net-a')"
+        self.assertEqual([o["name"] for o in self.call("GET", "p-life", "global/operations", filter=running)["items"]], [op["name"]])
         done = self.wait("p-life", op)
+        self.assertNotIn("items", self.call("GET", "p-life", "global/operations", filter=running))
         self.assertEqual((done["progress"], done["targetId"]), (100, op["targetId"]))
         net = self.call("GET", "p-life", "global/networks/net-a")
         self.assertEqual((net["id"], net["mtu"], net["routingConfig"]["routingMode"], net["autoCreateSubnetworks"]), (op["targetId"], 1460, "GLOBAL", False))

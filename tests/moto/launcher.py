@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """moto 5.2.5 in server mode, with the gaps forge's tests need filled in, and the Google Cloud
-APIs forge calls on the same port.
+APIs forge calls (Compute, GKE, Filestore) on the same port.
 
 Serves moto's own WSGI app (as moto.server.ThreadedMotoServer does) behind a middleware, and
 patches moto (never the installed files) where it lacks what forge calls; Google's paths
-(/compute/v1/...) go to emulators of their own. The package next to this file does it, one
-module per topic, each listing in its docstring the gaps it fills or what it emulates:
+(/compute/v1/..., /container/v1/..., /file/v1/...) go to emulators of their own. The package
+next to this file does it, one module per topic, each listing in its docstring the gaps it fills
+or what it emulates:
   emulator/__init__.py              the environment moto reads: AWS-managed IAM policies, no
                                     MOTO_ACCOUNT_ID;
   emulator/phases.py                statuses that change over time (the phase machinery, the
@@ -21,12 +22,15 @@ module per topic, each listing in its docstring the gaps it fills or what it emu
   emulator/cloudformation_types.py  resource types: security groups and their rules, launch
                                     templates, placement groups, EKS node groups;
   emulator/gcp.py                   what the Google APIs share: projects, error bodies,
-                                    operations, requestId replay, names, pages;
+                                    operations, requestId replay, names, labels, pages, enums;
   emulator/gcp_compute.py           Compute Engine: networks, subnetworks, firewalls, routers
                                     with Cloud NAT, global and region operations;
+  emulator/gcp_container.py         GKE: clusters, node pools (multi-network, GPUs, compact
+                                    placement, stockouts), operations, one at a time per cluster;
+  emulator/gcp_filestore.py         Filestore: instances by tier, long-running operations;
   emulator/compute_filter.py        Compute's list filters;
   emulator/harness.py               the middleware: accounts (Google: projects), request
-                                    counter, faults, latency.
+                                    counter, faults, latency, operation seconds.
 
 `--phase-seconds` (or POST /_forge/phases {"seconds": s}) sets how long every phase, and every
 Google operation, lasts; 0 makes them immediate.

@@ -4,13 +4,16 @@
     secondaryIpRanges and the other patchable fields), setPrivateIpGoogleAccess, delete;
   * firewalls: insert, get, list, patch, update, delete;
   * routers (regional) with their Cloud NATs: insert, get, list, patch, update, delete;
-  * globalOperations.get and regionOperations.get, which the client's poller calls;
+  * globalOperations and regionOperations: get, which the client's poller calls, and list with
+    filters (an insert still running: what a destroy of an interrupted create looks for);
   * list filters (compute_filter.py), pages, orderBy name;
   * checks: names, required fields, enums, references to resources that exist and are ready,
     CIDR ranges that do not overlap within a network, allowed xor denied, NAT subnetworks of the
     router's network and region; a delete of a network or subnetwork still in use is accepted and
-    its operation ends with RESOURCE_IN_USE_BY_ANOTHER_RESOURCE; a change to a resource whose
-    operation is under way is refused (resourceNotReady).
+    its operation ends with RESOURCE_IN_USE_BY_ANOTHER_RESOURCE (a GKE cluster or node pool, or a
+    Filestore instance, on it counts: `dependents`); a change to a resource whose operation is
+    under way is refused (resourceNotReady).
+The other APIs name networks and subnetworks as Compute does (`compute_path`).
 Error bodies carry code, message and errors[] but no `status`, as Compute's do.
 """
 
@@ -21,7 +24,7 @@ import re
 import secrets
 
 from .compute_filter import compile_filter
-from .gcp import GoogleApi, GoogleError, check_name, new_id, page, timestamp
+from .gcp import GoogleApi, GoogleError, check_name, new_id, page, required, timestamp
 
 
 LINK = "https://www.googleapis.com/compute/v1/"
@@ -32,10 +35,6 @@ OUTPUT_ONLY = {"id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", 
 
 def invalid(field, value, why):
     return GoogleError(400, f"Invalid value for field '{field}': '{value}'. {why}", "invalid")
-
-
-def required(field):
-    return GoogleError(400, f"Required field '{field}' not specified", "required")
 
 
 def one_of(value, field, allowed, default=None):
@@ -103,6 +102,17 @@ def everything(store, collection):
     """(path, resource) of a collection, the ones an insert under way will add included."""
     pending = [(p, op.resource) for p, op in store.pending.items() if op.operation_type == "insert"]
     return [(p, r) for p, r in list(store.items.items()) + pending if p.split("/")[-2] == collection]
+
+
+def compute_path(project, value, collection, region=None):
+    """The path in `project` ('global/networks/n', 'regions/r/subnetworks/s') of a network or
+    subnetwork given by name (a subnetwork's in `region`), partial or full URL; None if the value
+    is malformed or names another project."""
+    match = re.fullmatch(r"(?:(?:https?://[^/]+/compute/(?:v1|beta)/)?projects/([^/]+)/((?:global|regions/[^/]+)/" + collection + r")/)?([a-z][-a-z0-9]*)", str(value or ""))
+    if not match or match[1] not in (None, project):
+        return None
+    scope = match[2] or ("global/" + collection if region is None else f"regions/{region}/{collection}")
+    return f"{scope}/{match[3]}"
 
 
 def reference(call, value, collection, field):
@@ -305,13 +315,20 @@ class Compute(GoogleApi):
     service, prefix = "compute", "/compute/v1/"
     with_status = False
 
+    def __init__(self):
+        super().__init__()
+        self.dependents = []  # functions (project, path) -> what other APIs have on that path
+
+    def used_elsewhere(self, project, path):
+        return [user for users_of in self.dependents for user in users_of(project, path)]
+
     def route(self, method, path):
         match = PATH.fullmatch(path)
         kind = KINDS.get(match["collection"]) if match else None
         name = verb = handler = None
-        if match and match["collection"] == "operations" and match["name"] and not match["verb"] and method == "GET":
-            name = ("regionOperations" if match["region"] else "globalOperations") + ".get"
-            handler = self.get_operation
+        if match and match["collection"] == "operations" and not match["verb"] and method == "GET":
+            scope = "regionOperations" if match["region"] else "globalOperations"
+            name, handler = (f"{scope}.get", self.get_operation) if match["name"] else (f"{scope}.list", self.list_operations)
         elif kind is not None and kind.regional == bool(match["region"]):
             if match["name"] is None:
                 verb = {"POST": "insert", "GET": "list"}.get(method)
@@ -328,8 +345,8 @@ class Compute(GoogleApi):
 
     # --- operations ------------------------------------------------------------------------
 
-    def render_operation(self, op, now):
-        status = op.status(now)
+    def render_operation(self, op, call):
+        status = op.status(call.now)
         out = {
             "kind": "compute#operation", "id": op.id, "name": op.name, "operationType": op.operation_type,
             "status": status, "progress": 100 if status == "DONE" else 0,
@@ -352,8 +369,24 @@ class Compute(GoogleApi):
                 out["httpErrorMessage"] = HTTP_MESSAGES[http]
         return out
 
-    def failure(self, code, message):
+    def failure(self, call, code, message):
+        code = code or "INTERNAL_ERROR"
+        message = message or "Internal error. Please try again or contact Google Support."
         return code, message, {"INTERNAL_ERROR": 500, "QUOTA_EXCEEDED": 403}.get(code, 400)
+
+    def list_operations(self, call):
+        """The scope's operations, filtered (`(operationType eq insert) (status ne DONE)` and the
+        like) and paged, newest last."""
+        keep = compile_filter(call.query.get("filter", ""))
+        ops = [self.render_operation(op, call) for (scope, _), op in call.store.operations.items() if scope == call.scope]
+        items, token = page([o for o in ops if keep(o)], lambda o: o["name"], call.query.get("maxResults"), call.query.get("pageToken"))
+        link = f"projects/{call.project}/{call.scope}/operations"
+        out = {"kind": "compute#operationList", "id": link, "selfLink": LINK + link}
+        if items:
+            out["items"] = items
+        if token:
+            out["nextPageToken"] = token
+        return out
 
     def get_operation(self, call):
         op = call.store.operations.get((call.scope, call.params["name"]))
@@ -454,7 +487,7 @@ class Compute(GoogleApi):
     def delete(self, call):
         kind = call.params["kind"]
         path, current = self.changeable(call)
-        users = kind.users(call, path)
+        users = kind.users(call, path) + self.used_elsewhere(call.project, path)
         error = None
         if users:
             error = ("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", f"The {kind.singular} resource 'projects/{call.project}/{path}' is already being used by 'projects/{call.project}/{users[0]}'", 400)

@@ -1,16 +1,23 @@
 """The middleware in front of moto's WSGI app (as moto.server.ThreadedMotoServer serves it):
   * isolates tests by account: a 12-digit access key id is used as the account id;
-  * sends the Google APIs' paths (/compute/v1/...) to their emulators (gcp.py), whose project
-    stands for the account;
+  * sends the Google APIs' paths to their emulators (gcp.py): /compute/v1/... (gcp_compute.py),
+    /container/v1/... (GKE, gcp_container.py), /file/v1/... (Filestore, gcp_filestore.py), whose
+    project stands for the account;
   * counts requests per account as `service:Action` (REST ones as `service:METHOD path`, EFS
-    ids and ARNs in paths as {}; Google ones as `compute:networks.insert`), and injected faults
-    as `fault:service:Action` (GET /_forge/calls?account=ID);
+    ids and ARNs in paths as {}; Google ones as `compute:networks.insert`,
+    `container:clusters.nodePools.create`, `file:instances.create`), and injected faults as
+    `fault:service:Action` (GET /_forge/calls?account=ID);
   * injects faults in each protocol's own error format and latency per operation
     (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets the call do
     its work and then answers with a server error, as when a response is lost; kind "html" is a
     502 HTML page, as from a proxy; kind "failed_operation" lets a Google call start its
-    operation and makes the operation end in an error ("code", default INTERNAL_ERROR);
-  * sets how long phases last (POST /_forge/phases {"seconds": s});
+    operation and makes the operation end in an error ("code" and "message", by default each
+    API's internal error: Compute's INTERNAL_ERROR, GKE's and Filestore's INTERNAL; GKE and
+    Filestore take google.rpc.Code names, and GCE_STOCKOUT, the stockout of the zone, or
+    GCE_QUOTA_EXCEEDED; what a failed create was making is left in ERROR);
+  * sets how long phases last (POST /_forge/phases {"seconds": s}), and how long the operations
+    of matching Google calls last (POST /_forge/operation_seconds [{"match", "account",
+    "seconds"}], e.g. GPU node pools slower than the rest);
   * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
     as for faults), as a server that ignores or widens a filter would: what forge's ownership
     checks must not rely on.
@@ -27,11 +34,14 @@ import urllib.parse
 from collections import Counter
 
 from .gcp_compute import Compute
+from .gcp_container import Container
+from .gcp_filestore import Filestore
 from .phases import set_phase_seconds
 
 
 DEFAULT_ACCOUNT = "123456789012"
-GOOGLE_APIS = [Compute()]  # served instead of moto below their path prefix
+COMPUTE = Compute()
+GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE)]  # served instead of moto below their path prefix
 
 
 # --- the middleware: accounts, request counter, faults, latency ------------------------------
@@ -89,6 +99,7 @@ class Harness:
         self.calls = Counter()
         self.faults = []
         self.latency = []
+        self.operation_seconds = []
         self.ignore_filters = []
 
     def __call__(self, environ, start_response):
@@ -115,14 +126,17 @@ class Harness:
         with self.lock:
             self.calls[(account, name)] += 1
             delay = max((r["ms"] for r in self.latency if self.applies(r, account, name)), default=0)
+            seconds = next((r["seconds"] for r in self.operation_seconds if self.applies(r, account, name)), None)
             fault = next((r for r in self.faults if self.applies(r, account, name, mutation) and r["rng"].random() < r["rate"]), None)
             if fault is not None:
                 self.calls[(account, f"fault:{name}")] += 1
         if delay:
             time.sleep(delay / 1000)
+        if google is not None and seconds is not None:
+            environ["forge.operation_seconds"] = float(seconds)
         if fault is not None and fault["kind"] == "failed_operation":
             # Accepted, and the operation it starts ends in an error.
-            environ["forge.failed_operation"] = {"code": fault.get("code", "INTERNAL_ERROR"), "message": fault.get("message", "Internal error. Please try again or contact Google Support.")}
+            environ["forge.failed_operation"] = {"code": fault.get("code"), "message": fault.get("message")}
             fault = None
         if fault is not None and fault.get("when") == "after":
             # The cloud did the work, the answer is lost: what a retry must not do twice.
@@ -178,6 +192,9 @@ class Harness:
             elif path == "/_forge/latency":
                 self.latency = payload or []
                 result = {"latency": len(self.latency)}
+            elif path == "/_forge/operation_seconds":
+                self.operation_seconds = payload or []
+                result = {"operation_seconds": len(self.operation_seconds)}
             elif path == "/_forge/phases":
                 set_phase_seconds(float(payload.get("seconds", 0)))
                 result = {}
