@@ -511,3 +511,22 @@ fn project_and_region_from_the_environment_and_the_endpoint_from_the_file() {
         "{stderr}"
     );
 }
+
+/// A destroy right after a create whose insert answer was lost, while that insert still runs
+/// (Compute shows the object only once it is DONE): the destroy finds the running insert, waits
+/// for it and deletes what it made, so nothing is left behind unrecorded.
+#[test]
+fn a_destroy_while_an_interrupted_insert_still_runs_leaves_nothing() {
+    let gcp = Gcp::new();
+    gcp.write(
+        "net.toml",
+        "[stack]\nname = \"net\"\n[gcp]\nproject = \"PROJECT\"\nregion = \"us-central1\"\n[google_compute_network.n]\nname = \"lost\"\n",
+    );
+    gcp.faults(json!([{ "match": "compute:networks.insert", "rate": 1.0, "kind": "5xx", "when": "after" }]));
+    let (code, stderr) = gcp.forge(&["up", "net.toml", "--yes", "--max-attempts", "1"]);
+    gcp.faults(json!([]));
+    assert_ne!(code, 0, "{stderr}");
+    gcp.ok(&["destroy", "net.toml", "--yes"]);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(gcp.names("global/networks").is_empty(), "{:?}", gcp.names("global/networks"));
+}

@@ -177,7 +177,9 @@ pub async fn create<C: Collection>(
     Ok((id.clone(), reread::<C>(gcp, &id).await?))
 }
 
-/// The id of the object named `name` in `scope` when the create with `token` made it.
+/// The id of the object named `name` in `scope` when the create with `token` made it. Compute
+/// shows an object only once its insert is DONE, so an insert of that name still running is
+/// waited for first: a create interrupted mid-insert must not look like one that made nothing.
 pub async fn find<C: Collection>(
     ctx: &Ctx,
     gcp: &Clients,
@@ -185,10 +187,35 @@ pub async fn find<C: Collection>(
     scope: &Scope,
     name: &str,
 ) -> Result<Option<String>, ProviderError> {
-    let found = get::<C>(gcp, scope, name).await?;
+    let mut found = get::<C>(gcp, scope, name).await?;
+    if found.is_none()
+        && let Some(op) = running_insert::<C>(gcp, scope, name).await?
+    {
+        // An insert that fails made nothing; one that succeeds made what the get below finds.
+        let _ = wait_operation(ctx, gcp, &format!("{}.insert", C::PATH), op, OPERATION_TIMEOUT).await;
+        found = get::<C>(gcp, scope, name).await?;
+    }
     Ok(found
         .filter(|object| made_by(ctx, token, C::fields(object).1))
         .map(|_| scope.id(gcp, C::PATH, name)))
+}
+
+/// An insert of the object `name` in `scope` that is not DONE yet, if any.
+async fn running_insert<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Result<Option<Operation>, ProviderError> {
+    use google_cloud_gax::paginator::ItemPaginator as _;
+    let filter = format!("(operationType eq insert) (status ne DONE) (targetLink eq '.*/{}/{name}')", C::PATH);
+    let first = match scope {
+        Scope::Global => {
+            let mut ops = gcp.global_operations.list().set_project(&gcp.project).set_filter(filter).by_item();
+            ops.next().await
+        }
+        Scope::Region(region) => {
+            let call = gcp.region_operations.list().set_project(&gcp.project).set_region(region);
+            let mut ops = call.set_filter(filter).by_item();
+            ops.next().await
+        }
+    };
+    first.transpose().map_err(|e| error(gcp, "operations.list", e))
 }
 
 /// Reads a collection for drift and refresh: one list per scope (the recorded ids' and, for a
