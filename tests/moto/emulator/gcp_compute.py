@@ -311,6 +311,20 @@ class Routers(Kind):
 KINDS = {k.collection: k for k in (Networks(), Subnetworks(), Firewalls(), Routers())}
 
 
+def listing(call, kind, path, items):
+    """A list answer of Compute's: the page of `items` (rendered objects) that the call's
+    `filter`, `maxResults` and `pageToken` select, sorted by name."""
+    keep = compile_filter(call.query.get("filter", ""))
+    items, token = page([i for i in items if keep(i)], lambda i: i["name"], call.query.get("maxResults"), call.query.get("pageToken"))
+    link = f"projects/{call.project}/{path}"
+    out = {"kind": kind, "id": link, "selfLink": LINK + link}
+    if items:
+        out["items"] = items
+    if token:
+        out["nextPageToken"] = token
+    return out
+
+
 class Compute(GoogleApi):
     service, prefix = "compute", "/compute/v1/"
     with_status = False
@@ -377,16 +391,8 @@ class Compute(GoogleApi):
     def list_operations(self, call):
         """The scope's operations, filtered (`(operationType eq insert) (status ne DONE)` and the
         like) and paged, newest last."""
-        keep = compile_filter(call.query.get("filter", ""))
         ops = [self.render_operation(op, call) for (scope, _), op in call.store.operations.items() if scope == call.scope]
-        items, token = page([o for o in ops if keep(o)], lambda o: o["name"], call.query.get("maxResults"), call.query.get("pageToken"))
-        link = f"projects/{call.project}/{call.scope}/operations"
-        out = {"kind": "compute#operationList", "id": link, "selfLink": LINK + link}
-        if items:
-            out["items"] = items
-        if token:
-            out["nextPageToken"] = token
-        return out
+        return listing(call, "compute#operationList", f"{call.scope}/operations", ops)
 
     def get_operation(self, call):
         op = call.store.operations.get((call.scope, call.params["name"]))
@@ -440,16 +446,9 @@ class Compute(GoogleApi):
         kind = call.params["kind"]
         if call.query.get("orderBy") not in (None, "", "name"):
             raise invalid("orderBy", call.query["orderBy"], "Only orderBy=name is emulated.")
-        keep = compile_filter(call.query.get("filter", ""))
         prefix = f"{call.scope}/{kind.collection}/"
         items = [kind.show(call, r) for p, r in call.store.items.items() if p.startswith(prefix)]
-        items, token = page([r for r in items if keep(r)], lambda r: r["name"], call.query.get("maxResults"), call.query.get("pageToken"))
-        out = {"kind": kind.kind + "List", "id": f"projects/{call.project}/{prefix.rstrip('/')}", "selfLink": LINK + f"projects/{call.project}/{prefix.rstrip('/')}"}
-        if items:
-            out["items"] = items
-        if token:
-            out["nextPageToken"] = token
-        return out
+        return listing(call, kind.kind + "List", prefix.rstrip("/"), items)
 
     def patch(self, call):
         return self.change(call, replace=False)
