@@ -171,12 +171,13 @@ pub async fn run(
             let Some(op) = lanes.next_free().or_else(|| graph.next_ready()) else {
                 break;
             };
-            let key = serialization_key(&run, op, &graph, state);
+            let config = applied_config(&run, op, &graph, state);
+            let key = serialization_key(&run, op, &graph, config.as_ref().ok());
             if !lanes.enter(op, key.clone()) {
                 continue;
             }
             graph.restart_clock(op);
-            match dispatch(&run, op, &graph, state, journal) {
+            match dispatch(&run, op, &graph, state, journal, config) {
                 Ok(task) => {
                     let handle = tasks.spawn(task);
                     running.insert(handle.id(), (op, key));
@@ -271,16 +272,21 @@ impl Lanes {
     }
 }
 
-/// The serialization key of an operation: its kind's, given the config it applies (or, for a
-/// delete, the config recorded).
-fn serialization_key(run: &Run, op: usize, graph: &OpGraph, state: &State) -> Option<String> {
+/// The config an operation applies, evaluated once: the change's against the state as applied
+/// so far (create, update), or the one recorded (delete; `null` when nothing is recorded).
+fn applied_config(run: &Run, op: usize, graph: &OpGraph, state: &State) -> Result<Value, String> {
     let change = &run.plan.changes[graph.change_of(op)];
-    let kind = run.registry.get(&change.kind)?;
-    let config = match graph.describe(run.plan, op).1 {
-        Phase::Destroy => state.resources.get(&change.address)?.config.clone(),
-        Phase::Create | Phase::Update => evaluate(state, change.config.as_ref()?).ok()?,
-    };
-    kind.serialization_key(&config)
+    match (graph.describe(run.plan, op).1, &change.config) {
+        (Phase::Destroy, _) => Ok(state.resources.get(&change.address).map_or(Value::Null, |r| r.config.clone())),
+        (Phase::Create | Phase::Update, Some(config)) => evaluate(state, config),
+        (Phase::Create | Phase::Update, None) => Err("a create or update without a config: a bug in forge's plan".into()),
+    }
+}
+
+/// The serialization key of an operation: its kind's, given the config it applies.
+fn serialization_key(run: &Run, op: usize, graph: &OpGraph, config: Option<&Value>) -> Option<String> {
+    let kind = run.registry.get(&run.plan.changes[graph.change_of(op)].kind)?;
+    kind.serialization_key(config?)
 }
 
 fn fail(plan: &Plan, graph: &mut OpGraph, report: &mut Report, op: usize, message: String) {
@@ -305,8 +311,16 @@ struct Run<'a> {
     cloud: Arc<Cloud>,
 }
 
-/// Records the intent and returns the future that makes the cloud call.
-fn dispatch(run: &Run, op: usize, graph: &OpGraph, state: &mut State, journal: &mut Journal) -> Result<Task, String> {
+/// Records the intent and returns the future that makes the cloud call with `config` (see
+/// [`applied_config`]).
+fn dispatch(
+    run: &Run,
+    op: usize,
+    graph: &OpGraph,
+    state: &mut State,
+    journal: &mut Journal,
+    config: Result<Value, String>,
+) -> Result<Task, String> {
     let Run {
         plan,
         registry,
@@ -334,7 +348,7 @@ fn dispatch(run: &Run, op: usize, graph: &OpGraph, state: &mut State, journal: &
     let prior = state.resources.get(&address).cloned();
     match phase {
         Phase::Create => {
-            let config = evaluate(state, change.config.as_ref().expect("creates carry a config"))?;
+            let config = config?;
             let token = prior
                 .filter(|p| p.status == Status::PendingCreate)
                 .and_then(|p| p.token)
@@ -362,7 +376,7 @@ fn dispatch(run: &Run, op: usize, graph: &OpGraph, state: &mut State, journal: &
         }
         Phase::Update => {
             let prior = prior.ok_or("the resource is not in the state any more")?;
-            let config = evaluate(state, change.config.as_ref().expect("updates carry a config"))?;
+            let config = config?;
             let id = prior.id.clone().unwrap_or_default();
             // The plan's `before`: what was applied, or, for a resource changed outside forge,
             // its live values, so the update undoes what someone else did.
