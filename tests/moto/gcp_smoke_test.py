@@ -4,9 +4,6 @@ pages and filters, faults, the call counter and project isolation, spoken over p
 Rust client speaks it. Runs with the standard library only: `python -m unittest`."""
 
 import json
-import os
-import subprocess
-import sys
 import time
 import unittest
 import urllib.error
@@ -14,7 +11,8 @@ import urllib.parse
 import urllib.request
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .launched import start, stop
+
 LINK = "https://www.googleapis.com/compute/v1/"
 REGION = "us-central1"
 
@@ -22,15 +20,11 @@ REGION = "us-central1"
 class Compute(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "launcher.py"), "--port", "0", "--phase-seconds", "0.4"], stdout=subprocess.PIPE, text=True)
-        line = cls.proc.stdout.readline()
-        assert line.startswith("port="), line
-        cls.url = f"http://127.0.0.1:{line.strip().split('=')[1]}"
+        cls.proc, cls.url = start()
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.terminate()
-        cls.proc.wait()
+        stop(cls.proc)
 
     def send(self, method, path, body=None, **query):
         """(HTTP status, Content-Type, parsed or raw body) of a call as the Rust client makes it."""

@@ -7,16 +7,14 @@ call counter and project isolation, spoken over plain HTTP as the Rust clients s
 
 import base64
 import json
-import os
-import subprocess
-import sys
 import time
 import unittest
 import urllib.error
 import urllib.parse
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .launched import start, stop
+
 REGION, ZONE = "us-central1", "us-central1-a"
 INTS = "json;enum-encoding=int"
 DONE, PENDING = 3, 1  # GKE Operation.Status as numbers
@@ -24,15 +22,11 @@ LAUNCHER = {}
 
 
 def setUpModule():
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "launcher.py"), "--port", "0", "--phase-seconds", "0.4"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert line.startswith("port="), line
-    LAUNCHER.update(proc=proc, url=f"http://127.0.0.1:{line.strip().split('=')[1]}")
+    LAUNCHER["proc"], LAUNCHER["url"] = start()
 
 
 def tearDownModule():
-    LAUNCHER["proc"].terminate()
-    LAUNCHER["proc"].wait()
+    stop(LAUNCHER["proc"])
 
 
 class Client:

@@ -2,9 +2,6 @@
 cannot silently break forge's AWS tests. Runs with the venv's boto3: `python -m unittest`."""
 
 import json
-import os
-import subprocess
-import sys
 import time
 import unittest
 import urllib.request
@@ -13,21 +10,18 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .launched import start, stop
+
 
 
 class Launcher(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "launcher.py"), "--port", "0", "--phase-seconds", "0.4"], stdout=subprocess.PIPE, text=True)
-        line = cls.proc.stdout.readline()
-        assert line.startswith("port="), line
-        cls.url = f"http://127.0.0.1:{line.strip().split('=')[1]}"
+        cls.proc, cls.url = start()
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.terminate()
-        cls.proc.wait()
+        stop(cls.proc)
 
     def client(self, service, account="111111111111"):
         return boto3.client(service, endpoint_url=self.url, region_name="us-west-2", aws_access_key_id=account, aws_secret_access_key="x", config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
