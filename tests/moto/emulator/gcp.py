@@ -333,6 +333,12 @@ class GoogleApi:
         fault gives none)."""
         raise NotImplementedError
 
+    def listed_operations(self, call):
+        """operations.list as GKE and google.longrunning answer it: the location's operations
+        (every location's for `-`) under `operations`, nothing when there are none."""
+        ops = [op for (scope, _), op in call.store.operations.items() if call.params["location"] == "-" or scope == call.scope]
+        return {"operations": [self.render_operation(op, call) for op in ops]} if ops else {}
+
     def users_of(self, project, path):
         """The paths of this API's records that use a resource of another API (their `_uses`
         holds its path), read without the lock: the other API asks while holding its own."""

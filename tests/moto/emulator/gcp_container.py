@@ -271,9 +271,7 @@ class Container(GoogleApi):
             raise GoogleError(404, f"Not found: projects/{call.project}/{call.scope}/operations/{call.params['operation']}.", "notFound")
         return op
 
-    def operation_list(self, call):
-        ops = [op for (scope, _), op in call.store.operations.items() if call.params["location"] == "-" or scope == call.scope]
-        return {"operations": [self.render_operation(op, call) for op in ops]} if ops else {}
+    operation_list = GoogleApi.listed_operations
 
     # --- the store: records, what runs on them, how they show --------------------------------
 

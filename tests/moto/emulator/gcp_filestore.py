@@ -121,9 +121,7 @@ class Filestore(GoogleApi):
             raise GoogleError(404, f"Resource 'projects/{call.project}/{call.scope}/operations/{call.params['name']}' was not found", "notFound")
         return op
 
-    def operations_list(self, call):
-        ops = [op for (scope, _), op in call.store.operations.items() if call.params["location"] == "-" or scope == call.scope]
-        return {"operations": [self.render_operation(op, call) for op in ops]} if ops else {}
+    operations_list = GoogleApi.listed_operations
 
     # --- instances ---------------------------------------------------------------------------
 
