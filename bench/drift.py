@@ -24,25 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from emulator import ROOT, calls, control, start
 ACCOUNT = "210987654321"
 # The longest chain of calls one kind's read makes one after the other.
 ROUNDS = 2
-
-
-def control(url, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request) as answer:
-        return json.loads(answer.read() or b"null")
-
-
-def calls(url):
-    counted = control(url, "GET", f"/_forge/calls?account={ACCOUNT}")
-    control(url, "POST", f"/_forge/reset?account={ACCOUNT}", {})
-    return counted
 
 
 def main():
@@ -52,19 +38,11 @@ def main():
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    subprocess.run([os.path.join(ROOT, "scripts", "setup-moto")], cwd=ROOT, check=True)
-    forge = os.path.join(ROOT, "target", "release", "forge")
     work = tempfile.mkdtemp(prefix="forge-drift-bench-")
     shutil.copytree(os.path.join(ROOT, "stacks"), os.path.join(work, "stacks"))
     shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
-    launcher = subprocess.Popen(
-        [os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "tests", "moto", "launcher.py"), "--port", "0", "--phase-seconds", "0.2"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    forge, launcher, url = start(0.2)
     try:
-        url = "http://127.0.0.1:" + launcher.stdout.readline().strip().split("=", 1)[1]
         env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
@@ -80,14 +58,14 @@ def main():
             done = run("up", f, "--yes")
             if done.returncode != 0:
                 sys.exit(f"forge up {f} failed:\n{done.stderr}")
-        calls(url)
+        calls(url, ACCOUNT)
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulator: moto 5.2.5 with forge's launcher.", ""]
         lines += ["| stack | resources | kinds | drift calls | writes | exit |", "|---|---:|---:|---:|---:|---:|"]
         resources = 0
         for f in files:
             done = run("drift", f, "--json")
             report = json.loads(done.stdout)["stacks"][0]
-            counted = calls(url)
+            counted = calls(url, ACCOUNT)
             writes = sum(n for name, n in counted.items() if not any(name.split(":", 1)[1].startswith(r) for r in ("Describe", "List", "Get", "GET ")))
             resources += report["resources_read"]
             lines.append(f"| {report['stack']} | {report['resources_read']} | {report['kinds_read']} | {sum(counted.values())} | {writes} | {done.returncode} |")
@@ -100,7 +78,7 @@ def main():
                 done = run("drift", *files, "--json")
                 walls.append(time.monotonic() - started)
             control(url, "POST", "/_forge/latency", [])
-            return min(walls), walls, done.returncode, sum(calls(url).values()) // args.runs
+            return min(walls), walls, done.returncode, sum(calls(url, ACCOUNT).values()) // args.runs
 
         base, _, _, _ = timed(0)
         best, walls, code, total_calls = timed(args.latency_ms)

@@ -11,29 +11,14 @@ Usage: bench/gcp.py [--operation-seconds 1] [--latency-ms 20] [--out bench/gcp-r
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from emulator import ROOT, calls, control, start
 PROJECT = "forge-bench"
-
-
-def control(url, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request) as answer:
-        return json.loads(answer.read() or b"null")
-
-
-def calls(url):
-    counted = control(url, "GET", f"/_forge/calls?account={PROJECT}")
-    control(url, "POST", f"/_forge/reset?account={PROJECT}", {})
-    return counted
 
 
 def main():
@@ -43,22 +28,13 @@ def main():
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    subprocess.run([os.path.join(ROOT, "scripts", "setup-moto")], cwd=ROOT, check=True)
-    forge = os.path.join(ROOT, "target", "release", "forge")
     work = tempfile.mkdtemp(prefix="forge-gcp-bench-")
     with open(os.path.join(ROOT, "examples", "gcp-vpc.toml")) as example:
         text = example.read().replace('project = "my-project"', f'project = "{PROJECT}"')
     with open(os.path.join(work, "gcp-vpc.toml"), "w") as stack:
         stack.write(text)
-    launcher = subprocess.Popen(
-        [os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "tests", "moto", "launcher.py"), "--port", "0",
-         "--phase-seconds", str(args.operation_seconds)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    forge, launcher, url = start(args.operation_seconds)
     try:
-        url = "http://127.0.0.1:" + launcher.stdout.readline().strip().split("=", 1)[1]
         env = dict(os.environ, CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
         control(url, "POST", "/_forge/latency", [{"account": PROJECT, "match": "compute:*", "ms": args.latency_ms}])
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulator: forge's Compute emulator, "
@@ -69,7 +45,7 @@ def main():
             started = time.monotonic()
             done = subprocess.run([forge, *argv], cwd=work, env=env, capture_output=True, text=True)
             wall = time.monotonic() - started
-            counted = calls(url)
+            counted = calls(url, PROJECT)
             polls = sum(n for name, n in counted.items() if "Operations." in name)
             writes = sum(n for name, n in counted.items() if not name.endswith((".get", ".list")))
             detail = ", ".join(f"{name.split(':', 1)[1]} {n}" for name, n in sorted(counted.items()) if "Operations." not in name)

@@ -1,0 +1,39 @@
+"""What the emulator benchmarks share: a release build of forge, the launcher (moto and the
+Google emulators on one port) started on a free port, and its control paths."""
+
+import json
+import os
+import subprocess
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def start(phase_seconds):
+    """Builds forge (release) and the emulator's venv, starts the launcher with phases of
+    `phase_seconds`: (forge's path, the launcher's process, its URL)."""
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    subprocess.run([os.path.join(ROOT, "scripts", "setup-moto")], cwd=ROOT, check=True)
+    launcher = subprocess.Popen(
+        [os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "tests", "moto", "launcher.py"), "--port", "0",
+         "--phase-seconds", str(phase_seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    url = "http://127.0.0.1:" + launcher.stdout.readline().strip().split("=", 1)[1]
+    return os.path.join(ROOT, "target", "release", "forge"), launcher, url
+
+
+def control(url, method, path, body=None):
+    """A call to one of the launcher's /_forge/ control paths: its JSON answer."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read() or b"null")
+
+
+def calls(url, account):
+    """The calls `account` made since the last look, by name; the counter starts again."""
+    counted = control(url, "GET", f"/_forge/calls?account={account}")
+    control(url, "POST", f"/_forge/reset?account={account}", {})
+    return counted
