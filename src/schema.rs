@@ -59,6 +59,9 @@ pub struct Field {
     pub required: bool,
     /// Whether changing it needs a new object (the cloud cannot change it in place).
     pub replaces: bool,
+    /// Whether only the create reads it (what a GKE cluster is created with inline), so a
+    /// later change of it is no change of the resource.
+    pub create_only: bool,
 }
 
 impl Field {
@@ -69,6 +72,7 @@ impl Field {
             ty,
             required: true,
             replaces: false,
+            create_only: false,
         }
     }
 
@@ -79,6 +83,7 @@ impl Field {
             ty,
             required: false,
             replaces: false,
+            create_only: false,
         }
     }
 
@@ -112,9 +117,9 @@ impl Spec {
         self.fields.iter().filter(|f| f.replaces).map(|f| f.name)
     }
 
-    /// Whether the kind's blocks take `tags`.
-    pub fn tagged(&self) -> bool {
-        self.fields.iter().any(|f| f.name == "tags")
+    /// Whether only the create reads `attribute` (see [`Field::create_only`]).
+    pub fn create_only(&self, attribute: &str) -> bool {
+        self.fields.iter().any(|f| f.create_only && f.name == attribute)
     }
 }
 
@@ -165,7 +170,7 @@ impl<T: AttributeType> AttributeType for Option<T> {
 /// an `Option` or has a `#[serde(default…)]` (its only serde attribute: a rename would part
 /// the attribute's name from the field's); its type comes from its Rust type
 /// ([`AttributeType`]) unless `as File` (or another [`FieldType`]) says otherwise; `[replace]`
-/// marks what forces replacement; `extra` lists the optional tables the kind reads from the
+/// marks what forces replacement, `[create_only]` what only the create reads; `extra` lists the optional tables the kind reads from the
 /// raw block itself (`tags`, `timeouts`), which the struct leaves out.
 ///
 /// ```ignore
@@ -211,6 +216,7 @@ macro_rules! attributes {
                         required: !<$ty as $crate::schema::AttributeType>::OPTIONAL
                             && !$crate::schema::attributes!(@defaulted $($($serde)*)?),
                         replaces: $crate::schema::attributes!(@replace $($replace)?),
+                        create_only: $crate::schema::attributes!(@create_only $($replace)?),
                     },
                 )*
                 $($($crate::schema::Field::optional(stringify!($extra), $crate::schema::FieldType::Table),)*)?
@@ -224,6 +230,9 @@ macro_rules! attributes {
     (@defaulted $($serde:tt)*) => { false };
     (@replace) => { false };
     (@replace replace) => { true };
+    (@replace create_only) => { false };
+    (@create_only create_only) => { true };
+    (@create_only $($other:ident)?) => { false };
 }
 
 #[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_imports))]
@@ -317,7 +326,7 @@ mod tests {
                 ("tags", FieldType::Table, false, false),
             ]
         );
-        assert!(SPEC.replaces("name") && !SPEC.replaces("count") && SPEC.tagged());
+        assert!(SPEC.replaces("name") && !SPEC.replaces("count"));
         let parsed: Config = serde_json::from_value(serde_json::json!({ "name": "a", "tags": {} })).unwrap();
         assert_eq!((parsed.name.as_str(), parsed.count, parsed.note, parsed.body), ("a", 0, None, None));
     }

@@ -1,6 +1,8 @@
-//! `forge kubeconfig FILE [CLUSTER]`: a kubeconfig context for an EKS cluster of the stack,
-//! merged into the user's kubeconfig the way `aws eks update-kubeconfig` does it — entries named
-//! by the cluster's ARN, authentication through `aws eks get-token`, other contexts untouched.
+//! `forge kubeconfig FILE [CLUSTER]`: a kubeconfig context for an EKS or GKE cluster of the
+//! stack, merged into the user's kubeconfig the way `aws eks update-kubeconfig` and `gcloud
+//! container clusters get-credentials` do it — entries named by the cluster's ARN or
+//! `gke_<project>_<location>_<name>`, authentication through `aws eks get-token` or
+//! `gke-gcloud-auth-plugin`, other contexts untouched.
 
 use super::Session;
 use crate::error::{CommandError, Exit};
@@ -17,7 +19,7 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
     let clusters: Vec<&str> = stack
         .resources
         .iter()
-        .filter(|r| r.kind == "aws_eks_cluster")
+        .filter(|r| CLUSTER_KINDS.contains(&r.kind.as_str()))
         .map(|r| r.address.as_str())
         .collect();
     let address = match cluster {
@@ -27,7 +29,7 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
             .copied()
             .ok_or_else(|| {
                 CommandError::new(
-                    format!("`{}` has no EKS cluster `{wanted}`", stack.source.name),
+                    format!("`{}` has no cluster `{wanted}`", stack.source.name),
                     crate::schema::suggestion(wanted, &clusters),
                 )
             })?,
@@ -35,14 +37,14 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
             [one] => one,
             [] => {
                 return Err(CommandError::new(
-                    format!("`{}` declares no EKS cluster", stack.source.name),
-                    "add an `[eks.<name>]` block",
+                    format!("`{}` declares no Kubernetes cluster", stack.source.name),
+                    "add an `[eks.<name>]` or `[gke.<name>]` block",
                 )
                 .into());
             }
             many => {
                 return Err(CommandError::new(
-                    format!("`{}` declares {} EKS clusters", stack.source.name, many.len()),
+                    format!("`{}` declares {} clusters", stack.source.name, many.len()),
                     format!("name one: {}", many.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")),
                 )
                 .into());
@@ -95,7 +97,11 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
     Ok(Exit::Ok)
 }
 
-/// The cluster, user and context entries for one cluster, all named by its ARN.
+/// The kinds whose clusters get kubeconfig entries.
+const CLUSTER_KINDS: &[&str] = &["aws_eks_cluster", "google_container_cluster"];
+
+/// The cluster, user and context entries for one cluster, all named alike (an EKS cluster's
+/// ARN, `gke_<project>_<location>_<name>` for GKE, as the clouds' own tools name them).
 struct Entries {
     name: String,
     cluster: Yaml,
@@ -104,6 +110,9 @@ struct Entries {
 
 impl Entries {
     fn of(record: &ResourceRecord, profile: Option<&str>) -> Result<Entries> {
+        if record.kind == "google_container_cluster" {
+            return Self::gke(record);
+        }
         let output = |key: &str| record.outputs.get(key).and_then(Value::as_str).map(str::to_owned);
         // arn:aws:eks:<region>:<account>:cluster/<name>: the region the cluster is in.
         let region = output("arn").and_then(|arn| arn.split(':').nth(3).map(str::to_owned));
@@ -114,11 +123,7 @@ impl Entries {
             output("certificate_authority"),
             region,
         ) else {
-            return Err(CommandError::new(
-                format!("the state of `{}` lacks the cluster's endpoint or certificate", record.address),
-                "run `forge up` again to read them",
-            )
-            .into());
+            return Err(incomplete(record));
         };
         let cluster = yaml(serde_json::json!({ "server": endpoint, "certificate-authority-data": ca }));
         let mut exec = serde_json::json!({
@@ -132,6 +137,30 @@ impl Entries {
         Ok(Entries {
             name: arn,
             cluster,
+            user: yaml(serde_json::json!({ "exec": exec })),
+        })
+    }
+
+    /// A GKE cluster's entries, as `gcloud container clusters get-credentials` writes them.
+    fn gke(record: &ResourceRecord) -> Result<Entries> {
+        let output = |key: &str| record.outputs.get(key).and_then(Value::as_str).map(str::to_owned);
+        // projects/<project>/locations/<location>/clusters/<name>
+        let id = output("id").unwrap_or_default();
+        let segments: Vec<&str> = id.split('/').collect();
+        let (Some(endpoint), Some(ca), [_, project, _, location, _, name]) =
+            (output("endpoint"), output("certificate_authority"), segments.as_slice())
+        else {
+            return Err(incomplete(record));
+        };
+        let exec = serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin",
+            "installHint": "Install gke-gcloud-auth-plugin for use with kubectl: `gcloud components install gke-gcloud-auth-plugin`",
+            "provideClusterInfo": true,
+        });
+        Ok(Entries {
+            name: format!("gke_{project}_{location}_{name}"),
+            cluster: yaml(serde_json::json!({ "server": format!("https://{endpoint}"), "certificate-authority-data": ca })),
             user: yaml(serde_json::json!({ "exec": exec })),
         })
     }
@@ -158,6 +187,15 @@ impl Entries {
         }
         map.insert("current-context".into(), self.name.clone().into());
     }
+}
+
+/// The error for a cluster whose recorded outputs lack what a kubeconfig needs.
+fn incomplete(record: &ResourceRecord) -> miette::Report {
+    CommandError::new(
+        format!("the state of `{}` lacks the cluster's endpoint or certificate", record.address),
+        "run `forge up` again to read them",
+    )
+    .into()
 }
 
 fn yaml(value: Value) -> Yaml {

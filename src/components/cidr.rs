@@ -47,6 +47,15 @@ impl Cidr {
         1u64 << (32 - self.prefix)
     }
 
+    /// Its `index`-th block of prefix `prefix` (counting from 0), if it holds that many.
+    pub fn subnet(self, prefix: u32, index: u32) -> Option<Cidr> {
+        let count = 1u64 << prefix.checked_sub(self.prefix)?;
+        (prefix <= 32 && u64::from(index) < count).then(|| Cidr {
+            base: self.base + (index << (32 - prefix)),
+            prefix,
+        })
+    }
+
     /// Whether the two share an address.
     pub fn overlaps(self, other: Cidr) -> bool {
         let shorter = self.prefix.min(other.prefix);

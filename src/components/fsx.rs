@@ -152,7 +152,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let vpc = input.named_vpc("vpc")?;
     let zone = input.text("zone").unwrap_or_default();
     let subnet = vpc.private_subnet("zone", zone)?;
-    let clients = input.clients()?;
+    let clients = input.clients("eks")?;
     for client in &clients {
         let zones = node_zones(input, client);
         if !zones.is_empty() && !zones.iter().any(|z| z == zone) {

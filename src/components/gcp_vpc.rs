@@ -164,8 +164,16 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     Ok(Expansion { parts, outputs })
 }
 
+/// The region of a zone (`us-central1-c` → `us-central1`); a region is its own.
+pub(super) fn region_of(location: &str) -> String {
+    match location.rsplit_once('-') {
+        Some((region, zone)) if zone.len() == 1 => region.to_owned(),
+        _ => location.to_owned(),
+    }
+}
+
 /// Whether `name` is a Google Cloud resource name (RFC 1035).
-fn valid_name(name: &str) -> bool {
+pub(super) fn valid_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     bytes.first().is_some_and(u8::is_ascii_lowercase)
         && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())

@@ -11,7 +11,11 @@ pub mod eks;
 #[cfg(feature = "aws")]
 pub mod fsx;
 #[cfg(feature = "gcp")]
+pub mod filestore;
+#[cfg(feature = "gcp")]
 pub mod gcp_vpc;
+#[cfg(feature = "gcp")]
+pub mod gke;
 pub mod null_layers;
 #[cfg(feature = "aws")]
 pub mod vpc;
@@ -160,12 +164,13 @@ impl Input<'_> {
         Ok(NamedVpc { address: vpc, zones })
     }
 
-    /// The `eks` blocks listed in `clients`, checked to exist.
-    pub fn clients(&self) -> Result<Vec<&str>, ComponentError> {
+    /// The cluster blocks of type `cluster` (`eks`, `gke`) listed in `clients`, checked to exist.
+    pub fn clients(&self, cluster: &str) -> Result<Vec<&str>, ComponentError> {
+        let prefix = format!("{cluster}.");
         let known: Vec<&str> = self
             .components
             .keys()
-            .filter(|k| k.starts_with("eks."))
+            .filter(|k| k.starts_with(&prefix))
             .map(String::as_str)
             .collect();
         let mut clients = Vec::new();
@@ -175,15 +180,15 @@ impl Input<'_> {
                 Some(c) => {
                     return Err(ComponentError::at(
                         "clients",
-                        format!("`clients` lists `{c}`, which is no `eks` block of this stack"),
+                        format!("`clients` lists `{c}`, which is no `{cluster}` block of this stack"),
                         crate::schema::suggestion(c, &known),
                     ));
                 }
                 None => {
                     return Err(ComponentError::at(
                         "clients",
-                        "`clients` lists `eks` blocks by address",
-                        "e.g. `clients = [\"eks.train\"]`",
+                        format!("`clients` lists `{cluster}` blocks by address"),
+                        format!("e.g. `clients = [\"{cluster}.train\"]`"),
                     ));
                 }
             }
@@ -295,6 +300,10 @@ pub fn builtin() -> &'static [Component] {
         efs::COMPONENT,
         #[cfg(feature = "gcp")]
         gcp_vpc::COMPONENT,
+        #[cfg(feature = "gcp")]
+        gke::COMPONENT,
+        #[cfg(feature = "gcp")]
+        filestore::COMPONENT,
     ]
 }
 

@@ -78,7 +78,8 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
     if prior.kind != r.kind {
         return Some(change(Action::Replace, Some(&prior.config), vec![], Some("its kind changed")));
     }
-    let changed = changed_attributes(&prior.config, after);
+    let mut changed = changed_attributes(&prior.config, after);
+    changed.retain(|a| !kind.spec().create_only(a));
     if changed.is_empty() {
         return None;
     }

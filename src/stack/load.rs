@@ -21,8 +21,15 @@ type Spans = HashMap<String, Range<usize>>;
 /// The entries of a list of strings (`depends_on`), each with where it sits in the file.
 type Listed = Vec<(String, Range<usize>)>;
 
+/// Per provider, the setting whose tags or labels every resource of its kinds (by prefix)
+/// gets, and the attribute they go in: the first of these the kind has.
+const DEFAULT_LABELS: &[(&str, &str, &str, &[&str])] = &[
+    ("aws", "default_tags", "aws_", &["tags"]),
+    ("gcp", "default_labels", "google_", &["resource_labels", "labels"]),
+];
+
 /// The Google APIs whose endpoint `[gcp] endpoints` may set.
-const GCP_SERVICES: &[&str] = &["compute"];
+const GCP_SERVICES: &[&str] = &["compute", "container", "file"];
 
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
 const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
@@ -368,23 +375,31 @@ impl Loader<'_> {
             blocks.extend(parts);
         }
 
-        if let Some(defaults) = providers.get("aws").and_then(|a| a.get("default_tags")).and_then(Value::as_object) {
-            // The effective tags are part of each AWS resource's attributes, so a change of
-            // `default_tags` shows in the plan and updates the tags in place.
-            let tagged = |kind: &str| kind.starts_with("aws_") && self.registry.get(kind).is_some_and(|k| k.spec().tagged());
-            for block in blocks.iter_mut().filter(|b| tagged(&b.kind)) {
-                let mut tags = template::quote(&Value::Object(defaults.clone()))
+        // The effective tags and labels are part of each resource's attributes, so a change of
+        // `default_tags` / `default_labels` shows in the plan and updates them in place.
+        for (provider, setting, prefix, fields) in DEFAULT_LABELS {
+            let Some(defaults) = providers.get(*provider).and_then(|a| a.get(*setting)).and_then(Value::as_object) else {
+                continue;
+            };
+            for block in blocks.iter_mut().filter(|b| b.kind.starts_with(prefix)) {
+                let Some(spec) = self.registry.get(&block.kind).map(|k| k.spec()) else {
+                    continue;
+                };
+                let Some(field) = fields.iter().find(|f| spec.fields.iter().any(|x| x.name == **f)) else {
+                    continue;
+                };
+                let mut labels = template::quote(&Value::Object(defaults.clone()))
                     .as_object()
                     .cloned()
                     .unwrap_or_default();
-                if let Some(own) = block.config.get("tags").and_then(Value::as_object) {
-                    tags.extend(own.clone());
+                if let Some(own) = block.config.get(*field).and_then(Value::as_object) {
+                    labels.extend(own.clone());
                 }
                 block
                     .config
                     .as_object_mut()
                     .expect("blocks are tables")
-                    .insert("tags".into(), Value::Object(tags));
+                    .insert((*field).into(), Value::Object(labels));
             }
         }
         let addresses: HashMap<&str, &Block> = blocks.iter().map(|b| (b.address.as_str(), b)).collect();

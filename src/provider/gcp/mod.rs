@@ -1,11 +1,16 @@
 //! Google Cloud: the official google-cloud-rust clients made from `[gcp]` and Google's own
 //! environment (project, region, endpoint overrides, credentials) and error mapping, here;
 //! Compute operations (`operation`), forge's mark on the objects it makes (`marker`), what every
-//! Compute kind does the same way (`collection`), and one file per resource kind.
+//! Compute kind does the same way (`collection`), GKE's operations and shared rules (`gke`),
+//! and one file per resource kind.
 
 #[macro_use]
 mod collection;
+mod container_cluster;
+mod container_node_pool;
+mod filestore_instance;
 mod firewall;
+mod gke;
 mod marker;
 mod network;
 mod operation;
@@ -14,6 +19,8 @@ mod subnetwork;
 
 use super::{Cloud, ProviderError, Registry};
 use google_cloud_compute_v1::client::{Firewalls, GlobalOperations, Networks, RegionOperations, Routers, Subnetworks};
+use google_cloud_container_v1::client::ClusterManager;
+use google_cloud_filestore_v1::client::CloudFilestoreManager;
 use serde_json::Value;
 
 /// Adds the Google Cloud kinds to a registry.
@@ -23,6 +30,9 @@ pub fn register(registry: Registry) -> Registry {
         .with(subnetwork::Subnetwork)
         .with(firewall::Firewall)
         .with(router::Router)
+        .with(container_cluster::ContainerCluster)
+        .with(container_node_pool::ContainerNodePool)
+        .with(filestore_instance::FilestoreInstance)
 }
 
 /// The clients of one run, and where they point.
@@ -43,9 +53,17 @@ pub struct Clients {
     pub global_operations: GlobalOperations,
     /// Compute operations on regional objects.
     pub region_operations: RegionOperations,
-    /// "project …, region …, endpoint …": said with every Google error so a wrong project or
-    /// endpoint is obvious.
+    /// GKE: clusters, node pools and their operations.
+    pub container: ClusterManager,
+    /// Filestore: instances and their operations.
+    pub filestore: CloudFilestoreManager,
+    /// "project …, region …, endpoint …" of Compute: said with every Google error so a wrong
+    /// project or endpoint is obvious.
     pub context: String,
+    /// The same for GKE's endpoint.
+    pub container_context: String,
+    /// The same for Filestore's endpoint.
+    pub filestore_context: String,
 }
 
 /// The first of `[gcp] key` and these environment variables that is set and not empty.
@@ -146,16 +164,25 @@ impl Clients {
         let project = setting(settings, "project", &["GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"])
             .ok_or_else(|| fail("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT".into()))?;
         let region = setting(settings, "region", &["CLOUDSDK_COMPUTE_REGION"]);
-        let compute = endpoint(settings, "compute");
-        let context = format!(
-            "project {project}, region {}, endpoint {compute}",
-            region.as_deref().unwrap_or("(none)")
-        );
+        let at = |service: &str| {
+            let url = endpoint(settings, service);
+            let context = format!(
+                "project {project}, region {}, endpoint {url}",
+                region.as_deref().unwrap_or("(none)")
+            );
+            (url, context)
+        };
+        let (compute, context) = at("compute");
+        let (container, container_context) = at("container");
+        let (file, filestore_context) = at("file");
         let credentials = credentials().map_err(fail)?;
         macro_rules! client {
             ($client:ty) => {
+                client!($client, compute)
+            };
+            ($client:ty, $url:ident) => {
                 <$client>::builder()
-                    .with_endpoint(&compute)
+                    .with_endpoint(&$url)
                     .with_credentials(credentials.clone())
                     .build()
                     .await
@@ -169,9 +196,13 @@ impl Clients {
             routers: client!(Routers),
             global_operations: client!(GlobalOperations),
             region_operations: client!(RegionOperations),
+            container: client!(ClusterManager, container),
+            filestore: client!(CloudFilestoreManager, file),
             project,
             region,
             context,
+            container_context,
+            filestore_context,
         })
     }
 
@@ -212,6 +243,11 @@ const RETRYABLE_REASONS: &[&str] = &["rateLimitExceeded", "userRateLimitExceeded
 /// line with the HTTP status and the first words of the body; whether it is worth retrying
 /// (rate limits, server errors, transport failures); and the project, region and endpoint.
 pub fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+    error_in(&gcp.context, what, err)
+}
+
+/// [`error`] for a call to the service whose context (project, region, endpoint) is `context`.
+pub fn error_in(context: &str, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
     let status = err.http_status_code();
     let body = err
         .http_payload()
@@ -232,7 +268,7 @@ pub fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> 
         _ => err.to_string(),
     };
     ProviderError {
-        message: format!("{what}: {message} ({})", gcp.context),
+        message: format!("{what}: {message} ({context})"),
         retryable,
     }
 }

@@ -1,0 +1,253 @@
+//! `filestore`: a Filestore NFS share for GKE clusters. One block expands to one instance on
+//! the `gcp_vpc`'s network; capacity and location are checked against the tier at load time,
+//! and each client `gke` block gets the Filestore CSI driver. Its `pv_yaml` output is a
+//! PersistentVolume and claim for that driver.
+
+use super::gcp_vpc::{region_of, valid_name};
+use super::{Component, ComponentError, Expansion, Input, Part};
+use crate::schema::{Field, FieldType};
+use serde_json::{Map, Value, json};
+
+/// The component's registration.
+pub const COMPONENT: Component = Component {
+    name: "filestore",
+    schema: &[
+        Field::required("capacity_gib", FieldType::Integer),
+        Field::optional("vpc", FieldType::String),
+        Field::optional("network", FieldType::String),
+        Field::optional("tier", FieldType::String),
+        Field::optional("zone", FieldType::String),
+        Field::optional("name", FieldType::String),
+        Field::optional("share", FieldType::String),
+        Field::optional("clients", FieldType::List),
+        Field::optional("labels", FieldType::Table),
+        Field::optional("deletion_protection", FieldType::Bool),
+        Field::optional("timeouts", FieldType::Table),
+    ],
+    expand,
+};
+
+/// A tier's facts: smallest and largest capacity (GiB), whether it lives in a zone, and
+/// whether it is a basic tier (any size in range; only grows).
+struct Tier {
+    name: &'static str,
+    min: i64,
+    max: i64,
+    zonal: bool,
+    basic: bool,
+}
+
+const TIERS: &[Tier] = &[
+    Tier {
+        name: "BASIC_HDD",
+        min: 1024,
+        max: 65433,
+        zonal: true,
+        basic: true,
+    },
+    Tier {
+        name: "BASIC_SSD",
+        min: 2560,
+        max: 65433,
+        zonal: true,
+        basic: true,
+    },
+    Tier {
+        name: "ZONAL",
+        min: 1024,
+        max: 102400,
+        zonal: true,
+        basic: false,
+    },
+    Tier {
+        name: "REGIONAL",
+        min: 1024,
+        max: 102400,
+        zonal: false,
+        basic: false,
+    },
+    Tier {
+        name: "ENTERPRISE",
+        min: 1024,
+        max: 10240,
+        zonal: false,
+        basic: false,
+    },
+];
+
+/// The Filestore CSI driver, which GKE installs when the cluster asks.
+const DRIVER: &str = "filestore.csi.storage.gke.io";
+
+fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let address = input.address;
+    let block = address.split_once('.').map_or(address, |(_, n)| n);
+    let name = input.text("name").map_or_else(|| block.replace('_', "-"), str::to_owned);
+    if !valid_name(&name) || name.len() > 63 {
+        return Err(ComponentError::at(
+            "name",
+            format!("`{name}` cannot name a Filestore instance: lowercase letters, digits and `-`, starting with a letter"),
+            "set `name = \"shared\"`",
+        ));
+    }
+    let tier_name = input.text("tier").unwrap_or("ENTERPRISE");
+    let Some(tier) = TIERS.iter().find(|t| t.name == tier_name) else {
+        let names: Vec<&str> = TIERS.iter().map(|t| t.name).collect();
+        return Err(ComponentError::at(
+            "tier",
+            format!("`tier = \"{tier_name}\"` is not a Filestore tier forge makes"),
+            crate::schema::suggestion(tier_name, &names),
+        ));
+    };
+    let capacity = input.config.get("capacity_gib").and_then(Value::as_i64).unwrap_or_default();
+    check_capacity(tier, capacity)?;
+    let region = input.providers.get("gcp").and_then(|g| g.get("region")).and_then(Value::as_str);
+    let location = match (tier.zonal, input.text("zone")) {
+        (true, Some(zone)) => {
+            if let Some(region) = region.filter(|r| region_of(zone) != *r || zone == *r) {
+                return Err(ComponentError::at(
+                    "zone",
+                    format!("zone `{zone}` is not in the region {region} of `[gcp]`"),
+                    format!("use a zone of {region}, like `{region}-c`: the one your GPU nodes are in"),
+                ));
+            }
+            zone.to_owned()
+        }
+        (true, None) => {
+            return Err(ComponentError::at(
+                "zone",
+                format!("a {} instance lives in one zone: `zone` is missing", tier.name),
+                "add `zone = \"us-central1-c\"`, the zone of the nodes that mount it (or use tier REGIONAL or ENTERPRISE)",
+            ));
+        }
+        (false, Some(_)) => {
+            return Err(ComponentError::at(
+                "zone",
+                format!("a {} instance is regional: it takes no `zone`", tier.name),
+                "remove `zone` (it lives in the `[gcp]` region), or use a zonal tier (ZONAL, BASIC_SSD, BASIC_HDD)",
+            ));
+        }
+        (false, None) => match region {
+            Some(region) => region.to_owned(),
+            None => {
+                return Err(ComponentError::at(
+                    "tier",
+                    format!("a {} instance lives in a region, and `[gcp]` names none", tier.name),
+                    "set `region` in `[gcp]`",
+                ));
+            }
+        },
+    };
+    let network = match (input.text("vpc"), input.config.get("network")) {
+        (Some(vpc), _) => {
+            if !input.components.contains_key(vpc) || !vpc.starts_with("gcp_vpc.") {
+                let known: Vec<&str> = input
+                    .components
+                    .keys()
+                    .filter(|k| k.starts_with("gcp_vpc."))
+                    .map(String::as_str)
+                    .collect();
+                return Err(ComponentError::at(
+                    "vpc",
+                    format!("`vpc = \"{vpc}\"` names no `gcp_vpc` block of this stack"),
+                    crate::schema::suggestion(vpc, &known),
+                ));
+            }
+            json!(format!("${{{vpc}.network_self_link}}"))
+        }
+        (None, Some(network)) => network.clone(),
+        (None, None) => {
+            return Err(ComponentError::at(
+                "vpc",
+                "the instance has no network",
+                "write `vpc = \"gcp_vpc.main\"` (a `gcp_vpc` block of this stack), or `network = \"…\"`",
+            ));
+        }
+    };
+    input.clients("gke")?;
+    let share = input.text("share").map_or_else(|| "share".to_owned(), str::to_owned);
+    let valid_share = share.len() <= 16
+        && share.starts_with(|c: char| c.is_ascii_lowercase())
+        && share.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid_share {
+        return Err(ComponentError::at(
+            "share",
+            format!(
+                "`share = \"{share}\"` cannot name a file share: lowercase letters, digits and `_`, starting with a letter, at most 16"
+            ),
+            "e.g. `share = \"data\"`",
+        ));
+    }
+    let mut config = json!({
+        "name": name,
+        "location": location,
+        "tier": tier.name,
+        "share_name": share,
+        "capacity_gib": capacity,
+        "network": network,
+    });
+    for key in ["labels", "deletion_protection", "timeouts"] {
+        if let Some(value) = input.config.get(key) {
+            config[key] = value.clone();
+        }
+    }
+    let parts = vec![Part {
+        local: "instance".into(),
+        kind: "google_filestore_instance",
+        config,
+        depends_on: vec![],
+    }];
+    let reference = |output: &str| json!(format!("${{{address}.instance.{output}}}"));
+    let mut outputs = Map::new();
+    for key in ["ip_address", "share", "capacity_gib", "id", "name"] {
+        outputs.insert(key.into(), reference(key));
+    }
+    let volume = super::persistent_volume(
+        &format!("{block}-pv").replace('_', "-"),
+        capacity,
+        DRIVER,
+        &format!("modeInstance/{location}/{name}/{share}"),
+        &[("ip", format!("${{{address}.instance.ip_address}}")), ("volume", share.clone())],
+        &[],
+    );
+    outputs.insert("pv_yaml".into(), json!(volume));
+    Ok(Expansion { parts, outputs })
+}
+
+/// Capacity within the tier's range and, on the tiers that are not basic, in its steps
+/// (256 GiB below 10 TiB, 2.5 TiB from there).
+fn check_capacity(tier: &Tier, capacity: i64) -> Result<(), ComponentError> {
+    let step = if tier.basic {
+        1
+    } else if capacity < 10240 {
+        256
+    } else {
+        2560
+    };
+    let hint = format!(
+        "{} takes {} to {} GiB{}",
+        tier.name,
+        tier.min,
+        tier.max,
+        if tier.basic {
+            String::new()
+        } else {
+            format!(", in steps of {step} GiB here")
+        }
+    );
+    if capacity < tier.min || capacity > tier.max {
+        return Err(ComponentError::at(
+            "capacity_gib",
+            format!("`capacity_gib = {capacity}` is out of range"),
+            hint,
+        ));
+    }
+    if capacity % step != 0 {
+        let lower = capacity / step * step;
+        return Err(ComponentError::at(
+            "capacity_gib",
+            format!("`capacity_gib = {capacity}` is not a size {} makes", tier.name),
+            format!("{hint}: use {lower} or {}", lower + step),
+        ));
+    }
+    Ok(())
+}

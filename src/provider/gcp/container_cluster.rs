@@ -1,0 +1,413 @@
+//! `google_container_cluster`: a GKE Standard cluster, VPC-native on named secondary ranges,
+//! with Dataplane V2, multi-networking, release channel or version, workload identity, private
+//! nodes and authorized networks, the Filestore and Cloud Storage FUSE CSI add-ons, and labels.
+//!
+//! A Standard cluster cannot be created without nodes: GKE makes a `default-pool` when no pool
+//! is given, which Terraform then deletes — minutes of create and delete for nothing. forge
+//! creates the cluster with its first real pool inline (`initial_node_pool`, read by the create
+//! only) and forge's mark on it, so the `google_container_node_pool` block of that pool adopts
+//! it instead of creating it. GKE has no deletion protection of its own (Terraform's is a
+//! client-side flag), so there is none to turn off here.
+
+use super::container_node_pool::inline_pool;
+use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
+use super::marker::{made_by, marked_description, name_taken, split_description};
+use super::{Clients, not_found};
+use crate::provider::{
+    Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
+};
+use crate::schema::attributes;
+use google_cloud_container_v1::model::{
+    AddonsConfig, Cluster, ClusterUpdate, DatapathProvider, GcpFilestoreCsiDriverConfig, GcsFuseCsiDriverConfig, IPAllocationPolicy,
+    MasterAuthorizedNetworksConfig, NetworkConfig, PrivateClusterConfig, ReleaseChannel, WorkloadIdentityConfig, cluster,
+    master_authorized_networks_config::CidrBlock, release_channel::Channel,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The `google_container_cluster` kind.
+pub struct ContainerCluster;
+
+attributes! {
+    spec "google_container_cluster", outputs [
+            "id",
+            "name",
+            "location",
+            "endpoint",
+            "certificate_authority",
+            "version",
+            "workload_pool",
+            "self_link",
+        ], extra [timeouts];
+    struct Config {
+        name: String [replace],
+        location: String [replace],
+        description: Option<String> [replace],
+        network: String [replace],
+        subnetwork: String [replace],
+        pods_range: Option<String> [replace],
+        services_range: Option<String> [replace],
+        #[serde(default = "advanced_datapath")] datapath_provider: String [replace],
+        #[serde(default)] multi_networking: bool,
+        release_channel: Option<String>,
+        version: Option<String>,
+        #[serde(default = "yes")] workload_identity: bool,
+        #[serde(default)] private_nodes: bool [replace],
+        master_cidr: Option<String> [replace],
+        authorized_networks: Option<Vec<String>>,
+        #[serde(default)] filestore_csi: bool,
+        #[serde(default)] gcs_fuse_csi: bool,
+        #[serde(default)] labels: BTreeMap<String, String>,
+        initial_node_pool: Value [create_only],
+    }
+}
+
+fn advanced_datapath() -> String {
+    "ADVANCED_DATAPATH".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The cluster `id` names, or `None`.
+async fn get(gcp: &Clients, id: &str) -> Result<Option<Cluster>, ProviderError> {
+    match gcp.container.get_cluster().set_name(id).send().await {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(gke::error(gcp, "clusters.get", e)),
+    }
+}
+
+/// Waits until the cluster `id` is RUNNING (or DEGRADED: up, with a warning GKE shows), and
+/// returns it; ERROR fails with GKE's message.
+async fn wait_running(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<Cluster, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match get(gcp, id).await? {
+            Some(c) if matches!(c.status, cluster::Status::Running | cluster::Status::Degraded) => Poll::Done(c),
+            Some(c) if c.status == cluster::Status::Error => Poll::Failed(format!(
+                "GKE cluster `{id}` is in ERROR: {} ({})",
+                gke::conditions(&c.conditions),
+                gcp.container_context
+            )),
+            Some(c) => Poll::Pending(c.status.name().unwrap_or("PROVISIONING").to_owned()),
+            None => Poll::Failed(format!("GKE cluster `{id}` disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
+
+/// Deletes the cluster `id` and waits until it is gone; one already gone is a success.
+async fn delete_cluster(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<(), ProviderError> {
+    match gcp.container.delete_cluster().set_name(id).send().await {
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => return Err(gke::error(gcp, "clusters.delete", e)),
+        Ok(op) => {
+            gke::wait_operation(ctx, gcp, "clusters.delete", op, limit).await?;
+        }
+    }
+    wait_gone(ctx, limit, || async {
+        Ok(get(gcp, id).await?.map(|c| c.status.name().unwrap_or("STOPPING").to_owned()))
+    })
+    .await
+}
+
+fn outputs(id: &str, c: &Cluster) -> Value {
+    json!({
+        "id": id,
+        "name": c.name,
+        "location": c.location,
+        "endpoint": c.endpoint,
+        "certificate_authority": c.master_auth.as_ref().map(|a| a.cluster_ca_certificate.clone()),
+        "version": c.current_master_version,
+        "workload_pool": c.workload_identity_config.as_ref().map(|w| w.workload_pool.clone()).filter(|p| !p.is_empty()),
+        "self_link": c.self_link,
+    })
+}
+
+#[allow(deprecated)] // GKE's API still takes and reports these, as gcloud and Terraform use them.
+fn authorized(networks: &Option<Vec<String>>) -> MasterAuthorizedNetworksConfig {
+    MasterAuthorizedNetworksConfig::new()
+        .set_enabled(networks.is_some())
+        .set_cidr_blocks(networks.iter().flatten().map(|c| CidrBlock::new().set_cidr_block(c)))
+}
+
+fn addons(cfg: &Config) -> AddonsConfig {
+    AddonsConfig::new()
+        .set_gcp_filestore_csi_driver_config(GcpFilestoreCsiDriverConfig::new().set_enabled(cfg.filestore_csi))
+        .set_gcs_fuse_csi_driver_config(GcsFuseCsiDriverConfig::new().set_enabled(cfg.gcs_fuse_csi))
+}
+
+fn workload_identity(gcp: &Clients, on: bool) -> WorkloadIdentityConfig {
+    WorkloadIdentityConfig::new().set_workload_pool(if on {
+        format!("{}.svc.id.goog", gcp.project)
+    } else {
+        String::new()
+    })
+}
+
+/// The cluster as the create sends it, with its first node pool inline.
+#[allow(deprecated)] // private nodes and authorized networks as gcloud and Terraform set them
+fn body(ctx: &Ctx, gcp: &Clients, token: &str, cfg: &Config) -> Result<Cluster, ProviderError> {
+    let mut policy = IPAllocationPolicy::new().set_use_ip_aliases(true);
+    if let Some(range) = &cfg.pods_range {
+        policy = policy.set_cluster_secondary_range_name(range);
+    }
+    if let Some(range) = &cfg.services_range {
+        policy = policy.set_services_secondary_range_name(range);
+    }
+    let mut cluster = Cluster::new()
+        .set_name(&cfg.name)
+        .set_description(marked_description(ctx, token, cfg.description.as_deref()))
+        .set_network(super::collection::last_segment(&cfg.network))
+        .set_subnetwork(super::collection::last_segment(&cfg.subnetwork))
+        .set_ip_allocation_policy(policy)
+        .set_network_config(
+            NetworkConfig::new()
+                .set_datapath_provider(DatapathProvider::from(cfg.datapath_provider.as_str()))
+                .set_enable_multi_networking(cfg.multi_networking),
+        )
+        .set_addons_config(addons(cfg))
+        .set_resource_labels(cfg.labels.clone())
+        .set_node_pools([inline_pool(ctx, token, &cfg.initial_node_pool)?]);
+    if let Some(channel) = &cfg.release_channel {
+        cluster = cluster.set_release_channel(ReleaseChannel::new().set_channel(Channel::from(channel.as_str())));
+    }
+    if let Some(version) = &cfg.version {
+        cluster = cluster.set_initial_cluster_version(version);
+    }
+    if cfg.workload_identity {
+        cluster = cluster.set_workload_identity_config(workload_identity(gcp, true));
+    }
+    if cfg.private_nodes {
+        let mut private = PrivateClusterConfig::new().set_enable_private_nodes(true);
+        if let Some(cidr) = &cfg.master_cidr {
+            private = private.set_master_ipv4_cidr_block(cidr);
+        }
+        cluster = cluster.set_private_cluster_config(private);
+    }
+    if cfg.authorized_networks.is_some() {
+        cluster = cluster.set_master_authorized_networks_config(authorized(&cfg.authorized_networks));
+    }
+    Ok(cluster)
+}
+
+/// What the kind compares of a live cluster, in its block's terms.
+#[allow(deprecated)] // private nodes and authorized networks as gcloud and Terraform read them
+fn attributes(c: &Cluster, own: &str) -> Value {
+    let addons = c.addons_config.as_ref();
+    let network = c.network_config.as_ref();
+    let authorized = c.master_authorized_networks_config.as_ref().filter(|a| a.enabled);
+    json!({
+        "name": c.name,
+        "location": c.location,
+        "description": own,
+        "network": c.network,
+        "subnetwork": c.subnetwork,
+        "pods_range": c.ip_allocation_policy.as_ref().map(|p| p.cluster_secondary_range_name.clone()).filter(|r| !r.is_empty()),
+        "services_range": c.ip_allocation_policy.as_ref().map(|p| p.services_secondary_range_name.clone()).filter(|r| !r.is_empty()),
+        "datapath_provider": network.and_then(|n| n.datapath_provider.name()),
+        "multi_networking": network.is_some_and(|n| n.enable_multi_networking),
+        "release_channel": c.release_channel.as_ref().and_then(|r| r.channel.name()),
+        "workload_identity": c.workload_identity_config.as_ref().is_some_and(|w| !w.workload_pool.is_empty()),
+        "private_nodes": c.private_cluster_config.as_ref().is_some_and(|p| p.enable_private_nodes),
+        "authorized_networks": authorized.map(|a| a.cidr_blocks.iter().map(|b| b.cidr_block.clone()).collect::<Vec<_>>()),
+        "filestore_csi": addons.and_then(|a| a.gcp_filestore_csi_driver_config.as_ref()).is_some_and(|f| f.enabled),
+        "gcs_fuse_csi": addons.and_then(|a| a.gcs_fuse_csi_driver_config.as_ref()).is_some_and(|f| f.enabled),
+        "labels": c.resource_labels,
+    })
+}
+
+impl Resource for ContainerCluster {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let mut outputs = json!({});
+        for key in SPEC.outputs {
+            outputs[*key] = match *key {
+                "name" | "location" => config.get(*key).cloned().unwrap_or(Value::Null),
+                _ => prior_output(prior, key),
+            };
+        }
+        outputs
+    }
+
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = super::collection::network_by_name(config);
+        if let Some(subnetwork) = config.get("subnetwork").and_then(Value::as_str) {
+            config["subnetwork"] = json!(super::collection::last_segment(subnetwork));
+        }
+        config
+    }
+
+    fn serialization_key(&self, config: &Value) -> Option<String> {
+        let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or_default();
+        Some(gke::serialization_key(text("location"), text("name")))
+    }
+
+    /// Creates the cluster with its first pool, or, when an earlier try of this create made it,
+    /// waits for that one (a cluster whose create failed, in ERROR, is deleted and made again).
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let id = cluster_id(gcp, &cfg.location, &cfg.name);
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        if let Some(existing) = get(gcp, &id).await? {
+            if !made_by(ctx, token, Some(&existing.description)) {
+                return Err(name_taken(ctx, "GKE cluster", &cfg.name));
+            }
+            if existing.status != cluster::Status::Error {
+                let c = wait_running(ctx, gcp, &id, limit).await?;
+                return Ok(Created {
+                    outputs: outputs(&id, &c),
+                    id,
+                });
+            }
+            (ctx.status)("deleting the cluster its failed create left");
+            delete_cluster(ctx, gcp, &id, limit).await?;
+        }
+        let parent = format!("projects/{}/locations/{}", gcp.project, cfg.location);
+        let sent = gcp
+            .container
+            .create_cluster()
+            .set_parent(parent)
+            .set_cluster(body(ctx, gcp, token, &cfg)?)
+            .send()
+            .await;
+        match sent {
+            Ok(op) => {
+                gke::wait_operation(ctx, gcp, "clusters.create", op, limit).await?;
+            }
+            // A retry of a create whose answer was lost: the first one's cluster, if it is ours.
+            Err(e) if e.http_status_code() == Some(409) => {
+                let existing = get(gcp, &id).await?;
+                if !existing.is_some_and(|c| made_by(ctx, token, Some(&c.description))) {
+                    return Err(name_taken(ctx, "GKE cluster", &cfg.name));
+                }
+            }
+            Err(e) => return Err(gke::error(gcp, "clusters.create", e)),
+        }
+        let c = wait_running(ctx, gcp, &id, limit).await?;
+        Ok(Created {
+            outputs: outputs(&id, &c),
+            id,
+        })
+    }
+
+    /// One list of every location's clusters, filtered by forge's mark; recorded clusters the
+    /// list did not show are read by id.
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let gcp = cloud.gcp().await?;
+        let listed = gcp
+            .container
+            .list_clusters()
+            .set_parent(format!("projects/{}/locations/-", gcp.project))
+            .send()
+            .await
+            .map_err(|e| gke::error(gcp, "clusters.list", e))?;
+        let mut seen = Vec::new();
+        let mut observe = |c: &Cluster| {
+            let id = cluster_id(gcp, &c.location, &c.name);
+            let (own, mark) = split_description(&c.description);
+            let address = mark
+                .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
+                .map(|m| m.get("forge:address").cloned().unwrap_or_default());
+            if (ids.contains(&id) || address.is_some()) && c.status != cluster::Status::Stopping {
+                seen.push(Observed {
+                    attributes: attributes(c, &own),
+                    id,
+                    address,
+                });
+            }
+        };
+        for c in &listed.clusters {
+            observe(c);
+        }
+        Ok(seen)
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let id = cluster_id(gcp, &cfg.location, &cfg.name);
+        Ok(get(gcp, &id)
+            .await?
+            .filter(|c| made_by(ctx, token, Some(&c.description)))
+            .map(|_| id))
+    }
+
+    /// Each changed setting is one GKE update (GKE takes one field per request), waited for
+    /// before the next; labels go through `setResourceLabels` with the current fingerprint.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let before: Config = parse(ctx, old)?;
+        let cfg: Config = parse(ctx, new)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let limit = timeout(new, "update", CHANGE_TIMEOUT);
+        let mut updates = Vec::new();
+        if cfg.version != before.version
+            && let Some(version) = &cfg.version
+        {
+            updates.push(ClusterUpdate::new().set_desired_master_version(version));
+        }
+        if cfg.release_channel != before.release_channel {
+            let channel = Channel::from(cfg.release_channel.as_deref().unwrap_or("UNSPECIFIED"));
+            updates.push(ClusterUpdate::new().set_desired_release_channel(ReleaseChannel::new().set_channel(channel)));
+        }
+        if cfg.multi_networking != before.multi_networking {
+            updates.push(ClusterUpdate::new().set_desired_enable_multi_networking(cfg.multi_networking));
+        }
+        if cfg.workload_identity != before.workload_identity {
+            updates.push(ClusterUpdate::new().set_desired_workload_identity_config(workload_identity(gcp, cfg.workload_identity)));
+        }
+        if (cfg.filestore_csi, cfg.gcs_fuse_csi) != (before.filestore_csi, before.gcs_fuse_csi) {
+            updates.push(ClusterUpdate::new().set_desired_addons_config(addons(&cfg)));
+        }
+        #[allow(deprecated)]
+        if cfg.authorized_networks != before.authorized_networks {
+            updates.push(ClusterUpdate::new().set_desired_master_authorized_networks_config(authorized(&cfg.authorized_networks)));
+        }
+        for update in updates {
+            let op = gcp
+                .container
+                .update_cluster()
+                .set_name(id)
+                .set_update(update)
+                .send()
+                .await
+                .map_err(|e| gke::error(gcp, "clusters.update", e))?;
+            gke::wait_operation(ctx, gcp, "clusters.update", op, limit).await?;
+        }
+        if cfg.labels != before.labels {
+            let live = get(gcp, id).await?.ok_or_else(|| gone(id))?;
+            let op = gcp
+                .container
+                .set_labels()
+                .set_name(id)
+                .set_resource_labels(cfg.labels.clone())
+                .set_label_fingerprint(live.label_fingerprint)
+                .send()
+                .await
+                .map_err(|e| gke::error(gcp, "clusters.setResourceLabels", e))?;
+            gke::wait_operation(ctx, gcp, "clusters.setResourceLabels", op, limit).await?;
+        }
+        let c = wait_running(ctx, gcp, id, limit).await?;
+        Ok(outputs(id, &c))
+    }
+
+    /// Deleting the cluster deletes what is left of its node pools.
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let gcp = ctx.cloud.gcp().await?;
+        delete_cluster(ctx, gcp, id, timeout(config, "delete", CHANGE_TIMEOUT)).await
+    }
+}
+
+/// The error for a cluster that vanished under an update.
+fn gone(id: &str) -> ProviderError {
+    let (location, name) = cluster_of(id);
+    ProviderError {
+        message: format!("the GKE cluster `{name}` in {location} is gone; run `forge up` again to create it"),
+        retryable: false,
+    }
+}

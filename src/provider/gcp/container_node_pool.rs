@@ -1,0 +1,532 @@
+//! `google_container_node_pool`: a GKE node pool — machine type and GPUs (with GKE's driver
+//! installation), a fixed size or autoscaling, node locations, gVNIC and the additional node
+//! networks of GPUDirect, compact placement, reservations, spot / flex-start / queued
+//! provisioning, disks, labels, taints and node management. Size, autoscaling, labels, taints
+//! and management change in place; everything the nodes are made of forces a new pool.
+//!
+//! forge's mark sits in the pool's VM labels (`forge-stack`, `forge-address`, `forge-token`):
+//! a pool made by this block's create, or inline by its cluster's create (the cluster's token),
+//! is adopted; any other pool of that name is someone else's. A pool whose create failed
+//! (ERROR, e.g. a stockout) is deleted and made again by the next `forge up`.
+
+use super::Clients;
+use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_of, is_mark, pool_made_by, pool_mark};
+use super::marker::{name_taken, split_description};
+use super::not_found;
+use crate::provider::{
+    Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
+};
+use crate::schema::{AttributeType, FieldType, attributes};
+use google_cloud_container_v1::model::{
+    AcceleratorConfig, AdditionalNodeNetworkConfig, EphemeralStorageLocalSsdConfig, GPUDriverInstallationConfig, NodeConfig, NodeLabels,
+    NodeManagement, NodeNetworkConfig, NodePool, NodePoolAutoscaling, NodeTaint, NodeTaints, ReservationAffinity, ResourceLabels,
+    VirtualNIC, gpu_driver_installation_config::GPUDriverVersion, node_pool, node_taint, reservation_affinity,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The `google_container_node_pool` kind.
+pub struct ContainerNodePool;
+
+/// One additional node network: a VPC and its subnetwork in the cluster's region.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+pub struct NodeNetwork {
+    network: String,
+    subnetwork: String,
+}
+
+impl AttributeType for NodeNetwork {
+    const TYPE: FieldType = FieldType::Table;
+}
+
+/// A node taint, with GKE's effect names (`NO_SCHEDULE`, `PREFER_NO_SCHEDULE`, `NO_EXECUTE`).
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+pub struct Taint {
+    key: String,
+    #[serde(default)]
+    value: String,
+    effect: String,
+}
+
+impl AttributeType for Taint {
+    const TYPE: FieldType = FieldType::Table;
+}
+
+attributes! {
+    spec "google_container_node_pool", outputs ["id", "name", "version", "instance_group_urls"], extra [timeouts];
+    struct Config {
+        cluster: String [replace],
+        name: String [replace],
+        machine_type: String [replace],
+        accelerator_type: Option<String> [replace],
+        accelerator_count: Option<i64> [replace],
+        gpu_driver: Option<String> [replace],
+        node_count: Option<i64>,
+        min_node_count: Option<i64>,
+        max_node_count: Option<i64>,
+        #[serde(default)] node_locations: Vec<String> [replace],
+        #[serde(default)] gvnic: bool [replace],
+        #[serde(default)] additional_networks: Vec<NodeNetwork> [replace],
+        placement: Option<String> [replace],
+        placement_policy: Option<String> [replace],
+        reservation_affinity: Option<String> [replace],
+        reservation: Option<String> [replace],
+        #[serde(default)] spot: bool [replace],
+        #[serde(default)] flex_start: bool [replace],
+        #[serde(default)] queued_provisioning: bool [replace],
+        disk_gib: Option<i64> [replace],
+        disk_type: Option<String> [replace],
+        local_ssd_count: Option<i64> [replace],
+        #[serde(default)] labels: BTreeMap<String, String>,
+        #[serde(default)] resource_labels: BTreeMap<String, String>,
+        #[serde(default)] taints: Vec<Taint>,
+        #[serde(default = "yes")] auto_repair: bool,
+        #[serde(default = "yes")] auto_upgrade: bool,
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The key of the reservation a SPECIFIC reservation affinity names.
+const RESERVATION_KEY: &str = "compute.googleapis.com/reservation-name";
+
+impl Config {
+    fn autoscaled(&self) -> bool {
+        self.min_node_count.is_some() || self.max_node_count.is_some()
+    }
+
+    fn autoscaling(&self) -> NodePoolAutoscaling {
+        NodePoolAutoscaling::new()
+            .set_enabled(self.autoscaled())
+            .set_min_node_count(self.min_node_count.unwrap_or(0) as i32)
+            .set_max_node_count(self.max_node_count.unwrap_or(0) as i32)
+    }
+
+    fn management(&self) -> NodeManagement {
+        NodeManagement::new()
+            .set_auto_repair(self.auto_repair)
+            .set_auto_upgrade(self.auto_upgrade)
+    }
+
+    fn taints(&self) -> Vec<NodeTaint> {
+        self.taints
+            .iter()
+            .map(|t| {
+                NodeTaint::new()
+                    .set_key(&t.key)
+                    .set_value(&t.value)
+                    .set_effect(node_taint::Effect::from(t.effect.as_str()))
+            })
+            .collect()
+    }
+
+    /// The pool as a create sends it, its VMs labelled with `mark`.
+    fn model(&self, mark: [(String, String); 3]) -> NodePool {
+        let mut config = NodeConfig::new()
+            .set_machine_type(&self.machine_type)
+            .set_labels(self.labels.clone())
+            .set_resource_labels(self.resource_labels.clone().into_iter().chain(mark))
+            .set_taints(self.taints())
+            .set_spot(self.spot);
+        if let Some(kind) = &self.accelerator_type {
+            let mut accelerator = AcceleratorConfig::new()
+                .set_accelerator_type(kind)
+                .set_accelerator_count(self.accelerator_count.unwrap_or(1));
+            if let Some(driver) = &self.gpu_driver {
+                accelerator = accelerator.set_gpu_driver_installation_config(
+                    GPUDriverInstallationConfig::new().set_gpu_driver_version(GPUDriverVersion::from(driver.as_str())),
+                );
+            }
+            config = config.set_accelerators([accelerator]);
+        }
+        if self.gvnic {
+            config = config.set_gvnic(VirtualNIC::new().set_enabled(true));
+        }
+        if self.flex_start {
+            config = config.set_flex_start(true);
+        }
+        if let Some(gib) = self.disk_gib {
+            config = config.set_disk_size_gb(gib as i32);
+        }
+        if let Some(disk) = &self.disk_type {
+            config = config.set_disk_type(disk);
+        }
+        if let Some(count) = self.local_ssd_count {
+            config = config.set_ephemeral_storage_local_ssd_config(EphemeralStorageLocalSsdConfig::new().set_local_ssd_count(count as i32));
+        }
+        if let Some(affinity) = self.affinity() {
+            config = config.set_reservation_affinity(affinity);
+        }
+        let mut pool = NodePool::new()
+            .set_name(&self.name)
+            .set_config(config)
+            .set_initial_node_count(self.node_count.or(self.min_node_count).unwrap_or(0) as i32)
+            .set_locations(self.node_locations.clone())
+            .set_management(self.management());
+        if self.autoscaled() {
+            pool = pool.set_autoscaling(self.autoscaling());
+        }
+        if !self.additional_networks.is_empty() {
+            let networks = self.additional_networks.iter().map(|n| {
+                AdditionalNodeNetworkConfig::new()
+                    .set_network(super::collection::last_segment(&n.network))
+                    .set_subnetwork(super::collection::last_segment(&n.subnetwork))
+            });
+            pool = pool.set_network_config(NodeNetworkConfig::new().set_additional_node_network_configs(networks));
+        }
+        if let Some(placement) = &self.placement {
+            let mut policy = node_pool::PlacementPolicy::new().set_type(node_pool::placement_policy::Type::from(placement.as_str()));
+            if let Some(name) = &self.placement_policy {
+                policy = policy.set_policy_name(name);
+            }
+            pool = pool.set_placement_policy(policy);
+        }
+        if self.queued_provisioning {
+            pool = pool.set_queued_provisioning(node_pool::QueuedProvisioning::new().set_enabled(true));
+        }
+        pool
+    }
+
+    /// The reservation affinity: a named reservation, or ANY / NONE.
+    fn affinity(&self) -> Option<ReservationAffinity> {
+        let kind = match (&self.reservation, self.reservation_affinity.as_deref()) {
+            (Some(_), _) | (None, Some("SPECIFIC")) => "SPECIFIC_RESERVATION",
+            (None, Some("ANY")) => "ANY_RESERVATION",
+            (None, Some("NONE")) => "NO_RESERVATION",
+            (None, Some(other)) => other,
+            (None, None) => return None,
+        };
+        let mut affinity = ReservationAffinity::new().set_consume_reservation_type(reservation_affinity::Type::from(kind));
+        if let Some(name) = &self.reservation {
+            affinity = affinity.set_key(RESERVATION_KEY).set_values([name]);
+        }
+        Some(affinity)
+    }
+}
+
+/// The pool a cluster is created with (its `initial_node_pool`: this kind's attributes but
+/// `cluster`, and `address`, the block that manages the pool afterwards), marked with the
+/// cluster create's `token`.
+pub fn inline_pool(ctx: &Ctx, token: &str, initial: &Value) -> Result<NodePool, ProviderError> {
+    let mut attributes = initial.as_object().cloned().unwrap_or_default();
+    let address = attributes
+        .remove("address")
+        .and_then(|a| a.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    attributes.insert("cluster".into(), json!(""));
+    let cfg: Config = parse(ctx, &Value::Object(attributes))?;
+    let owner = Ctx {
+        stack: ctx.stack.clone(),
+        address,
+        status: ctx.status.clone(),
+        cloud: ctx.cloud.clone(),
+    };
+    Ok(cfg.model(pool_mark(&owner, token)))
+}
+
+/// The pool `id` names, or `None`.
+async fn get(gcp: &Clients, id: &str) -> Result<Option<NodePool>, ProviderError> {
+    match gcp.container.get_node_pool().set_name(id).send().await {
+        Ok(p) => Ok(Some(p)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(gke::error(gcp, "nodePools.get", e)),
+    }
+}
+
+/// The create token in the mark of the cluster `cluster` (an inline pool carries it).
+async fn cluster_token(gcp: &Clients, cluster: &str) -> Result<Option<String>, ProviderError> {
+    match gcp.container.get_cluster().set_name(cluster).send().await {
+        Ok(c) => Ok(split_description(&c.description).1.and_then(|m| m.get("forge:token").cloned())),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(gke::error(gcp, "clusters.get", e)),
+    }
+}
+
+/// Waits until the pool `id` is RUNNING and returns it; ERROR fails with GKE's message (and,
+/// for a stockout, what to do).
+async fn wait_running(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<NodePool, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match get(gcp, id).await? {
+            Some(p) if p.status == node_pool::Status::Running => Poll::Done(p),
+            Some(p) if p.status == node_pool::Status::Error => Poll::Failed(failed(gcp, &p)),
+            Some(p) => Poll::Pending(p.status.name().unwrap_or("PROVISIONING").to_owned()),
+            None => Poll::Failed(format!("node pool `{id}` disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
+
+/// The message for a pool in ERROR.
+fn failed(gcp: &Clients, p: &NodePool) -> String {
+    let message = gke::conditions(&p.conditions);
+    let hint = if gke::stockout(&message) {
+        format!(" — {}", gke::STOCKOUT_HINT)
+    } else {
+        String::new()
+    };
+    format!("node pool `{}` is in ERROR: {message}{hint} ({})", p.name, gcp.container_context)
+}
+
+/// Deletes the pool `id` and waits until it is gone; one already gone is a success.
+async fn delete_pool(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<(), ProviderError> {
+    match gcp.container.delete_node_pool().set_name(id).send().await {
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => return Err(gke::error(gcp, "nodePools.delete", e)),
+        Ok(op) => {
+            gke::wait_operation(ctx, gcp, "nodePools.delete", op, limit).await?;
+        }
+    }
+    wait_gone(ctx, limit, || async {
+        Ok(get(gcp, id).await?.map(|p| p.status.name().unwrap_or("STOPPING").to_owned()))
+    })
+    .await
+}
+
+fn outputs(id: &str, p: &NodePool) -> Value {
+    json!({ "id": id, "name": p.name, "version": p.version, "instance_group_urls": p.instance_group_urls })
+}
+
+/// What the kind compares of a live pool, in its block's terms.
+fn attributes(p: &NodePool) -> Value {
+    let config = p.config.clone().unwrap_or_default();
+    let accelerator = config.accelerators.first();
+    let autoscaling = p.autoscaling.as_ref().filter(|a| a.enabled);
+    let labels: BTreeMap<&String, &String> = config.resource_labels.iter().filter(|(k, _)| !is_mark(k)).collect();
+    let taints: Vec<Value> = config
+        .taints
+        .iter()
+        .map(|t| json!({ "key": t.key, "value": t.value, "effect": t.effect.name() }))
+        .collect();
+    let mut seen = json!({
+        "name": p.name,
+        "machine_type": config.machine_type,
+        "accelerator_type": accelerator.map(|a| a.accelerator_type.clone()),
+        "accelerator_count": accelerator.map(|a| a.accelerator_count),
+        "node_locations": p.locations,
+        "gvnic": config.gvnic.as_ref().is_some_and(|g| g.enabled),
+        "additional_networks": p.network_config.as_ref().map(|n| n.additional_node_network_configs.iter()
+            .map(|a| json!({ "network": a.network, "subnetwork": a.subnetwork })).collect::<Vec<_>>()).unwrap_or_default(),
+        "placement": p.placement_policy.as_ref().and_then(|pp| pp.r#type.name()),
+        "spot": config.spot,
+        "labels": config.labels,
+        "resource_labels": labels,
+        "taints": taints,
+        "auto_repair": p.management.as_ref().is_some_and(|m| m.auto_repair),
+        "auto_upgrade": p.management.as_ref().is_some_and(|m| m.auto_upgrade),
+    });
+    if let Some(a) = autoscaling {
+        seen["min_node_count"] = json!(a.min_node_count);
+        seen["max_node_count"] = json!(a.max_node_count);
+    }
+    seen
+}
+
+impl Resource for ContainerNodePool {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let mut outputs = json!({});
+        for key in SPEC.outputs {
+            outputs[*key] = match *key {
+                "name" => config.get("name").cloned().unwrap_or(Value::Null),
+                _ => prior_output(prior, key),
+            };
+        }
+        outputs
+    }
+
+    /// Networks and subnetworks as GKE reports them: by name.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = config.clone();
+        if let Some(networks) = config.get_mut("additional_networks").and_then(Value::as_array_mut) {
+            for network in networks {
+                for key in ["network", "subnetwork"] {
+                    if let Some(link) = network.get(key).and_then(Value::as_str) {
+                        network[key] = json!(super::collection::last_segment(link));
+                    }
+                }
+            }
+        }
+        if let Some(taints) = config.get_mut("taints").and_then(Value::as_array_mut) {
+            for taint in taints.iter_mut().filter(|t| t.get("value").is_none()) {
+                taint["value"] = json!("");
+            }
+        }
+        config
+    }
+
+    /// The cluster's: GKE runs one operation at a time on a cluster and its pools.
+    fn serialization_key(&self, config: &Value) -> Option<String> {
+        let (location, name) = cluster_of(config.get("cluster").and_then(Value::as_str)?);
+        Some(gke::serialization_key(location, name))
+    }
+
+    /// An autoscaled pool's size is the autoscaler's.
+    fn ignored_by_default(&self, config: &Value) -> Vec<String> {
+        if config.get("min_node_count").is_some() || config.get("max_node_count").is_some() {
+            vec!["node_count".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let id = format!("{}/nodePools/{}", cfg.cluster, cfg.name);
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        let owned = |p: &NodePool, cluster: &Option<String>| {
+            let mut tokens = vec![token];
+            tokens.extend(cluster.as_deref());
+            p.config.as_ref().is_some_and(|c| pool_made_by(ctx, &tokens, &c.resource_labels))
+        };
+        let cluster = cluster_token(gcp, &cfg.cluster).await?;
+        if let Some(existing) = get(gcp, &id).await? {
+            if !owned(&existing, &cluster) {
+                return Err(name_taken(ctx, "node pool", &cfg.name));
+            }
+            if existing.status != node_pool::Status::Error {
+                let p = wait_running(ctx, gcp, &id, limit).await?;
+                return Ok(Created {
+                    outputs: outputs(&id, &p),
+                    id,
+                });
+            }
+            (ctx.status)("deleting the pool its failed create left");
+            delete_pool(ctx, gcp, &id, limit).await?;
+        }
+        let sent = gcp
+            .container
+            .create_node_pool()
+            .set_parent(&cfg.cluster)
+            .set_node_pool(cfg.model(pool_mark(ctx, token)))
+            .send()
+            .await;
+        match sent {
+            Ok(op) => {
+                gke::wait_operation(ctx, gcp, "nodePools.create", op, limit).await?;
+            }
+            Err(e) if e.http_status_code() == Some(409) => {
+                if !get(gcp, &id).await?.is_some_and(|p| owned(&p, &cluster)) {
+                    return Err(name_taken(ctx, "node pool", &cfg.name));
+                }
+            }
+            Err(e) => return Err(gke::error(gcp, "nodePools.create", e)),
+        }
+        let p = wait_running(ctx, gcp, &id, limit).await?;
+        Ok(Created {
+            outputs: outputs(&id, &p),
+            id,
+        })
+    }
+
+    /// One list per cluster of the recorded pools (a pool outside the state goes with its
+    /// cluster, whose read reports it).
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let gcp = cloud.gcp().await?;
+        let clusters: std::collections::BTreeSet<&str> = ids.iter().filter_map(|id| id.split("/nodePools/").next()).collect();
+        let mut seen = Vec::new();
+        for cluster in clusters {
+            let listed = match gcp.container.list_node_pools().set_parent(cluster).send().await {
+                Ok(listed) => listed.node_pools,
+                Err(e) if not_found(&e) => continue,
+                Err(e) => return Err(gke::error(gcp, "nodePools.list", e)),
+            };
+            for p in listed.iter().filter(|p| p.status != node_pool::Status::Stopping) {
+                let id = format!("{cluster}/nodePools/{}", p.name);
+                if ids.contains(&id) {
+                    seen.push(Observed {
+                        attributes: attributes(p),
+                        address: None,
+                        id,
+                    });
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let id = format!("{}/nodePools/{}", cfg.cluster, cfg.name);
+        let cluster = cluster_token(gcp, &cfg.cluster).await?;
+        let mut tokens = vec![token];
+        tokens.extend(cluster.as_deref());
+        Ok(get(gcp, &id)
+            .await?
+            .filter(|p| p.config.as_ref().is_some_and(|c| pool_made_by(ctx, &tokens, &c.resource_labels)))
+            .map(|_| id))
+    }
+
+    /// Size, autoscaling, management, and labels and taints (one node pool update), each
+    /// waited for before the next.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let before: Config = parse(ctx, old)?;
+        let cfg: Config = parse(ctx, new)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let limit = timeout(new, "update", CHANGE_TIMEOUT);
+        let wait = |what: &'static str, sent: Result<google_cloud_container_v1::model::Operation, google_cloud_compute_v1::Error>| async move {
+            let op = sent.map_err(|e| gke::error(gcp, what, e))?;
+            gke::wait_operation(ctx, gcp, what, op, limit).await.map(drop)
+        };
+        if (cfg.min_node_count, cfg.max_node_count) != (before.min_node_count, before.max_node_count) {
+            let sent = gcp
+                .container
+                .set_node_pool_autoscaling()
+                .set_name(id)
+                .set_autoscaling(cfg.autoscaling())
+                .send()
+                .await;
+            wait("nodePools.setAutoscaling", sent).await?;
+        }
+        if cfg.node_count != before.node_count
+            && let Some(count) = cfg.node_count
+        {
+            let sent = gcp
+                .container
+                .set_node_pool_size()
+                .set_name(id)
+                .set_node_count(count as i32)
+                .send()
+                .await;
+            wait("nodePools.setSize", sent).await?;
+        }
+        if (cfg.auto_repair, cfg.auto_upgrade) != (before.auto_repair, before.auto_upgrade) {
+            let sent = gcp
+                .container
+                .set_node_pool_management()
+                .set_name(id)
+                .set_management(cfg.management())
+                .send()
+                .await;
+            wait("nodePools.setManagement", sent).await?;
+        }
+        if (&cfg.labels, &cfg.resource_labels, &cfg.taints) != (&before.labels, &before.resource_labels, &before.taints) {
+            let live = get(gcp, id).await?.and_then(|p| p.config).unwrap_or_default();
+            let mark = live.resource_labels.into_iter().filter(|(k, _)| is_mark(k));
+            let sent = gcp
+                .container
+                .update_node_pool()
+                .set_name(id)
+                .set_labels(NodeLabels::new().set_labels(cfg.labels.clone()))
+                .set_resource_labels(ResourceLabels::new().set_labels(cfg.resource_labels.clone().into_iter().chain(mark)))
+                .set_taints(NodeTaints::new().set_taints(cfg.taints()))
+                .send()
+                .await;
+            wait("nodePools.update", sent).await?;
+        }
+        let p = wait_running(ctx, gcp, id, limit).await?;
+        Ok(outputs(id, &p))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let gcp = ctx.cloud.gcp().await?;
+        delete_pool(ctx, gcp, id, timeout(config, "delete", CHANGE_TIMEOUT)).await
+    }
+}

@@ -1,0 +1,336 @@
+//! `google_filestore_instance`: a Filestore NFS server with one file share, on a VPC network.
+//! The tier decides where it lives (BASIC_HDD, BASIC_SSD and ZONAL in a zone; REGIONAL and
+//! ENTERPRISE in a region). Capacity grows in place; a shrink, like any replacement, deletes
+//! the data, so the plan marks it and `forge up` refuses it without `--allow-data-loss`.
+//! Description, labels and deletion protection change in place, in one patch.
+
+use super::marker::{made_by, marked_description, name_taken, remarked_description, split_description};
+use super::{Clients, error_in, not_found};
+use crate::provider::{
+    Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
+};
+use crate::schema::attributes;
+use google_cloud_filestore_v1::model::{FileShareConfig, Instance, NetworkConfig, instance, network_config};
+use google_cloud_longrunning::model::Operation;
+use google_cloud_longrunning::model::operation::Result as Outcome;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The `google_filestore_instance` kind.
+pub struct FilestoreInstance;
+
+attributes! {
+    spec "google_filestore_instance", outputs ["id", "name", "ip_address", "share", "capacity_gib"], extra [timeouts];
+    struct Config {
+        name: String [replace],
+        location: String [replace],
+        tier: String [replace],
+        description: Option<String>,
+        #[serde(default = "default_share")] share_name: String [replace],
+        capacity_gib: i64,
+        network: String [replace],
+        connect_mode: Option<String> [replace],
+        reserved_ip_range: Option<String> [replace],
+        #[serde(default)] labels: BTreeMap<String, String>,
+        #[serde(default)] deletion_protection: bool,
+    }
+}
+
+fn default_share() -> String {
+    "share".into()
+}
+
+/// Filestore takes a few minutes to make or change an instance, up to half an hour.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+    error_in(&gcp.filestore_context, what, err)
+}
+
+/// The instance `id` names, or `None`.
+async fn get(gcp: &Clients, id: &str) -> Result<Option<Instance>, ProviderError> {
+    match gcp.filestore.get_instance().set_name(id).send().await {
+        Ok(i) => Ok(Some(i)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(error(gcp, "instances.get", e)),
+    }
+}
+
+/// Waits until the long-running operation `op` is done (at most `limit`) and fails with its
+/// error, if it has one.
+async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<(), ProviderError> {
+    let name = op.name.clone();
+    let mut first = Some(op);
+    let done = wait_until(ctx, limit, || {
+        let seen = first.take().filter(|op| op.done);
+        let name = name.clone();
+        async move {
+            if let Some(op) = seen {
+                return Ok(Poll::Done(op));
+            }
+            let op = gcp
+                .filestore
+                .get_operation()
+                .set_name(name)
+                .send()
+                .await
+                .map_err(|e| error(gcp, "operations.get", e))?;
+            Ok(if op.done { Poll::Done(op) } else { Poll::Pending("RUNNING".into()) })
+        }
+    })
+    .await?;
+    match done.result {
+        Some(Outcome::Error(status)) => Err(ProviderError {
+            message: format!("{what}: the operation failed: {} ({})", status.message, gcp.filestore_context),
+            retryable: false,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Waits until the instance `id` is READY and returns it; ERROR fails with Filestore's message.
+async fn wait_ready(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<Instance, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match get(gcp, id).await? {
+            Some(i) if i.state == instance::State::Ready => Poll::Done(i),
+            Some(i) if i.state == instance::State::Error => Poll::Failed(format!(
+                "Filestore instance `{id}` is in ERROR: {} ({})",
+                i.status_message, gcp.filestore_context
+            )),
+            Some(i) => Poll::Pending(i.state.name().unwrap_or("CREATING").to_owned()),
+            None => Poll::Failed(format!("Filestore instance `{id}` disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
+
+/// Deletes the instance `id` and waits until it is gone; one already gone is a success.
+async fn delete_instance(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
+    match gcp.filestore.delete_instance().set_name(id).send().await {
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => return Err(error(gcp, "instances.delete", e)),
+        Ok(op) => wait_operation(ctx, gcp, "instances.delete", op, limit).await?,
+    }
+    wait_gone(ctx, limit, || async {
+        Ok(get(gcp, id).await?.map(|i| i.state.name().unwrap_or("DELETING").to_owned()))
+    })
+    .await
+}
+
+fn outputs(id: &str, i: &Instance) -> Value {
+    let share = i.file_shares.first();
+    json!({
+        "id": id,
+        "name": id.rsplit('/').next(),
+        "ip_address": i.networks.first().and_then(|n| n.ip_addresses.first()),
+        "share": share.map(|s| s.name.clone()),
+        "capacity_gib": share.map(|s| s.capacity_gb),
+    })
+}
+
+/// The instance as a create sends it.
+fn body(ctx: &Ctx, token: &str, cfg: &Config) -> Instance {
+    let mut network = NetworkConfig::new()
+        .set_network(super::collection::last_segment(&cfg.network))
+        .set_modes([network_config::AddressMode::ModeIpv4]);
+    if let Some(mode) = &cfg.connect_mode {
+        network = network.set_connect_mode(network_config::ConnectMode::from(mode.as_str()));
+    }
+    if let Some(range) = &cfg.reserved_ip_range {
+        network = network.set_reserved_ip_range(range);
+    }
+    Instance::new()
+        .set_description(marked_description(ctx, token, cfg.description.as_deref()))
+        .set_tier(instance::Tier::from(cfg.tier.as_str()))
+        .set_file_shares([FileShareConfig::new().set_name(&cfg.share_name).set_capacity_gb(cfg.capacity_gib)])
+        .set_networks([network])
+        .set_labels(cfg.labels.clone())
+        .set_deletion_protection_enabled(cfg.deletion_protection)
+}
+
+/// What the kind compares of a live instance, in its block's terms.
+fn attributes(i: &Instance, own: &str) -> Value {
+    let share = i.file_shares.first();
+    let network = i.networks.first();
+    json!({
+        "name": i.name.rsplit('/').next(),
+        "tier": i.tier.name(),
+        "description": own,
+        "share_name": share.map(|s| s.name.clone()),
+        "capacity_gib": share.map(|s| s.capacity_gb),
+        "network": network.map(|n| super::collection::last_segment(&n.network).to_owned()),
+        "labels": i.labels,
+        "deletion_protection": i.deletion_protection_enabled,
+    })
+}
+
+fn instance_id(gcp: &Clients, cfg: &Config) -> String {
+    format!("projects/{}/locations/{}/instances/{}", gcp.project, cfg.location, cfg.name)
+}
+
+impl Resource for FilestoreInstance {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    /// Capacity grows in place; a shrink needs a new instance.
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
+        match attribute {
+            "capacity_gib" => matches!((before.and_then(Value::as_i64), after.and_then(Value::as_i64)), (Some(b), Some(a)) if a < b),
+            _ => SPEC.replaces(attribute),
+        }
+    }
+
+    fn holds_data(&self) -> bool {
+        true
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let mut outputs = json!({});
+        for key in SPEC.outputs {
+            outputs[*key] = match *key {
+                "name" => config.get("name").cloned().unwrap_or(Value::Null),
+                "share" => config.get("share_name").cloned().unwrap_or_else(|| json!(default_share())),
+                "capacity_gib" => config.get("capacity_gib").cloned().unwrap_or(Value::Null),
+                _ => prior_output(prior, key),
+            };
+        }
+        outputs
+    }
+
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        super::collection::network_by_name(config)
+    }
+
+    /// Creates the instance, or, when an earlier try of this create made it, waits for that one
+    /// (one whose create failed, in ERROR, is deleted and made again).
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let id = instance_id(gcp, &cfg);
+        let limit = timeout(config, "create", OPERATION_TIMEOUT);
+        if let Some(existing) = get(gcp, &id).await? {
+            if !made_by(ctx, token, Some(&existing.description)) {
+                return Err(name_taken(ctx, "Filestore instance", &cfg.name));
+            }
+            if existing.state != instance::State::Error {
+                let i = wait_ready(ctx, gcp, &id, limit).await?;
+                return Ok(Created {
+                    outputs: outputs(&id, &i),
+                    id,
+                });
+            }
+            (ctx.status)("deleting the instance its failed create left");
+            delete_instance(ctx, gcp, &id, limit).await?;
+        }
+        let sent = gcp
+            .filestore
+            .create_instance()
+            .set_parent(format!("projects/{}/locations/{}", gcp.project, cfg.location))
+            .set_instance_id(&cfg.name)
+            .set_instance(body(ctx, token, &cfg))
+            .send()
+            .await;
+        match sent {
+            Ok(op) => wait_operation(ctx, gcp, "instances.create", op, limit).await?,
+            Err(e) if e.http_status_code() == Some(409) => {
+                if !get(gcp, &id).await?.is_some_and(|i| made_by(ctx, token, Some(&i.description))) {
+                    return Err(name_taken(ctx, "Filestore instance", &cfg.name));
+                }
+            }
+            Err(e) => return Err(error(gcp, "instances.create", e)),
+        }
+        let i = wait_ready(ctx, gcp, &id, limit).await?;
+        Ok(Created {
+            outputs: outputs(&id, &i),
+            id,
+        })
+    }
+
+    /// One list of every location's instances, filtered by forge's mark.
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        use google_cloud_gax::paginator::ItemPaginator as _;
+        let gcp = cloud.gcp().await?;
+        let mut items = gcp
+            .filestore
+            .list_instances()
+            .set_parent(format!("projects/{}/locations/-", gcp.project))
+            .by_item();
+        let mut seen = Vec::new();
+        while let Some(item) = items.next().await {
+            let i = item.map_err(|e| error(gcp, "instances.list", e))?;
+            let (own, mark) = split_description(&i.description);
+            let address = mark
+                .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
+                .map(|m| m.get("forge:address").cloned().unwrap_or_default());
+            if (ids.contains(&i.name) || address.is_some()) && i.state != instance::State::Deleting {
+                seen.push(Observed {
+                    attributes: attributes(&i, &own),
+                    id: i.name.clone(),
+                    address,
+                });
+            }
+        }
+        Ok(seen)
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let id = instance_id(gcp, &cfg);
+        Ok(get(gcp, &id)
+            .await?
+            .filter(|i| made_by(ctx, token, Some(&i.description)))
+            .map(|_| id))
+    }
+
+    /// One patch of what changed: capacity (growing), description, labels, deletion protection.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let before: Config = parse(ctx, old)?;
+        let cfg: Config = parse(ctx, new)?;
+        let gcp = ctx.cloud.gcp().await?;
+        let limit = timeout(new, "update", OPERATION_TIMEOUT);
+        let live = get(gcp, id).await?.ok_or_else(|| ProviderError {
+            message: format!("the Filestore instance `{id}` is gone; run `forge up` again to create it"),
+            retryable: false,
+        })?;
+        let mut instance = Instance::new().set_name(id);
+        let mut paths = Vec::new();
+        if cfg.capacity_gib != before.capacity_gib {
+            instance = instance.set_file_shares([FileShareConfig::new().set_name(&cfg.share_name).set_capacity_gb(cfg.capacity_gib)]);
+            paths.push("file_shares");
+        }
+        if cfg.description != before.description {
+            instance = instance.set_description(remarked_description(Some(&live.description), cfg.description.as_deref()));
+            paths.push("description");
+        }
+        if cfg.labels != before.labels {
+            instance = instance.set_labels(cfg.labels.clone());
+            paths.push("labels");
+        }
+        if cfg.deletion_protection != before.deletion_protection {
+            instance = instance.set_deletion_protection_enabled(cfg.deletion_protection);
+            paths.push("deletion_protection_enabled");
+        }
+        if !paths.is_empty() {
+            let op = gcp
+                .filestore
+                .update_instance()
+                .set_instance(instance)
+                .set_update_mask(google_cloud_wkt::FieldMask::default().set_paths(paths))
+                .send()
+                .await
+                .map_err(|e| error(gcp, "instances.patch", e))?;
+            wait_operation(ctx, gcp, "instances.patch", op, limit).await?;
+        }
+        let i = wait_ready(ctx, gcp, id, limit).await?;
+        Ok(outputs(id, &i))
+    }
+
+    /// An instance with deletion protection on is refused by Filestore, whose message says so.
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let gcp = ctx.cloud.gcp().await?;
+        delete_instance(ctx, gcp, id, timeout(config, "delete", OPERATION_TIMEOUT)).await
+    }
+}
