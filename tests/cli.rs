@@ -644,6 +644,76 @@ fn gcp_vpc_component_errors() {
     }
 }
 
+/// The `gke` and `filestore` components' load-time checks point at the attribute to blame.
+#[cfg(feature = "gcp")]
+#[test]
+fn gke_and_filestore_component_errors() {
+    let d = Dir::new();
+    let vpc = "[gcp_vpc.main]\ncidr = \"10.0.0.0/20\"\npods_cidr = \"10.4.0.0/14\"\nservices_cidr = \"10.8.0.0/20\"\n";
+    let stack = |body: &str| format!("[stack]\nname = \"g\"\n[gcp]\nproject = \"p\"\nregion = \"us-central1\"\n{vpc}{body}\n");
+    let gke = |pool: &str| stack(&format!("[gke.nemo]\nvpc = \"gcp_vpc.main\"\n[gke.nemo.node_pools.gpu]\n{pool}"));
+    let cases = [
+        ("gke_gpudirect_without_zone", gke("machine_type = \"a3-highgpu-8g\"\nsize = 2")),
+        (
+            "gke_zone_outside_region",
+            gke("machine_type = \"a3-highgpu-8g\"\nsize = 2\nzone = \"europe-west4-a\""),
+        ),
+        (
+            "gke_accelerator_on_fixed_gpus",
+            gke(
+                "machine_type = \"a3-highgpu-8g\"\nsize = 2\nzone = \"us-central1-c\"\naccelerator = { type = \"nvidia-tesla-t4\", count = 1 }",
+            ),
+        ),
+        ("gke_unknown_machine_type", gke("machine_type = \"a3-highgpu-8\"\nsize = 2")),
+        (
+            "gke_size_order",
+            gke("machine_type = \"e2-standard-8\"\nsize = { min = 4, max = 2 }"),
+        ),
+        (
+            "gke_reservation_with_spot",
+            gke("machine_type = \"e2-standard-8\"\nsize = 2\nreservation = \"r\"\nspot = true"),
+        ),
+        (
+            "gke_machine_not_built_yet",
+            gke("machine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-c\""),
+        ),
+        (
+            "gke_gpu_networks_overlap_the_vpc",
+            stack(
+                "[gke.nemo]\nvpc = \"gcp_vpc.main\"\ngpu_networks_cidr = \"10.0.0.0/16\"\n[gke.nemo.node_pools.gpu]\nmachine_type = \"a3-megagpu-8g\"\nsize = 2\nzone = \"us-central1-c\"",
+            ),
+        ),
+        (
+            "filestore_capacity_below_tier",
+            stack("[filestore.shared]\nvpc = \"gcp_vpc.main\"\ntier = \"BASIC_SSD\"\nzone = \"us-central1-c\"\ncapacity_gib = 1024"),
+        ),
+        (
+            "filestore_capacity_step",
+            stack("[filestore.shared]\nvpc = \"gcp_vpc.main\"\ntier = \"ENTERPRISE\"\ncapacity_gib = 1100"),
+        ),
+        (
+            "filestore_zonal_tier_without_zone",
+            stack("[filestore.shared]\nvpc = \"gcp_vpc.main\"\ntier = \"ZONAL\"\ncapacity_gib = 1024"),
+        ),
+        (
+            "filestore_regional_tier_with_zone",
+            stack("[filestore.shared]\nvpc = \"gcp_vpc.main\"\ntier = \"ENTERPRISE\"\nzone = \"us-central1-c\"\ncapacity_gib = 1024"),
+        ),
+        (
+            "filestore_unknown_client",
+            stack(
+                "[filestore.shared]\nvpc = \"gcp_vpc.main\"\ncapacity_gib = 1024\nclients = [\"gke.nem\"]\n[gke.nemo]\nvpc = \"gcp_vpc.main\"\nnode_pools.system = { machine_type = \"e2-standard-8\", size = 1 }",
+            ),
+        ),
+    ];
+    for (name, text) in cases {
+        d.write("g.toml", &text);
+        let (code, _, stderr) = d.run(&["validate", "g.toml"]);
+        assert_eq!(code, 1, "{name}: {stderr}");
+        insta::assert_snapshot!(format!("error_{name}"), stderr);
+    }
+}
+
 /// The `eks` component's plan-time checks point at the attribute to blame (offline: the
 /// built-in instance table).
 #[cfg(feature = "aws")]

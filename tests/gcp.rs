@@ -43,6 +43,14 @@ impl Gcp {
                 "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
                 format!("{}/compute/v1/", support::launcher_url()),
             )
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER",
+                format!("{}/container/v1/", support::launcher_url()),
+            )
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE",
+                format!("{}/file/v1/", support::launcher_url()),
+            )
             .env("GOOGLE_OAUTH_ACCESS_TOKEN", "emulator-token")
             .env_remove("GOOGLE_CLOUD_PROJECT")
             .env_remove("CLOUDSDK_CORE_PROJECT")
@@ -78,6 +86,15 @@ impl Gcp {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// A GET of a GKE (`container`) or Filestore (`file`) path below this project's
+    /// `locations/`: the JSON answer, which must be a 200.
+    fn located(&self, service: &str, path: &str) -> Value {
+        let path = format!("/{service}/v1/projects/{}/locations/{path}", self.project);
+        let (status, text) = support::request("GET", &path, "");
+        assert_eq!(status, 200, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
     /// The names of this project's objects of a collection (`global/networks`,
     /// `regions/us-central1/subnetworks`).
     fn names(&self, collection: &str) -> Vec<String> {
@@ -91,7 +108,7 @@ impl Gcp {
             .collect()
     }
 
-    /// Every object of the four kinds in this project, by collection.
+    /// Every object of the Compute, GKE and Filestore kinds in this project, by collection.
     fn everything(&self) -> BTreeMap<&'static str, Vec<String>> {
         [
             "global/networks",
@@ -101,7 +118,22 @@ impl Gcp {
         ]
         .into_iter()
         .map(|c| (c, self.names(c)))
+        .chain([
+            ("clusters", self.located_names("container", "-/clusters", "clusters")),
+            ("instances", self.located_names("file", "-/instances", "instances")),
+        ])
         .collect()
+    }
+
+    /// The last segments of the names a GKE or Filestore list answers under `key`.
+    fn located_names(&self, service: &str, path: &str, key: &str) -> Vec<String> {
+        let list = self.located(service, path);
+        list[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["name"].as_str().unwrap().rsplit('/').next().unwrap().to_owned())
+            .collect()
     }
 
     /// API calls this project made, by `compute:<collection>.<method>`; clears the counter.
@@ -387,7 +419,7 @@ fn sigkill_during_up_then_rerun_leaves_exactly_one_of_each() {
         "/_forge/latency",
         &json!([{ "match": "compute:*.insert", "ms": 150, "account": gcp.project }]).to_string(),
     );
-    let mut seed: u64 = 0x5eed_0f_9c9;
+    let mut seed: u64 = 0x0005_eed0_f9c9;
     let mut killed_mid_call = 0;
     for round in 0..4 {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -413,7 +445,7 @@ fn sigkill_during_up_then_rerun_leaves_exactly_one_of_each() {
     assert!(killed_mid_call > 0, "at least one kill landed while an insert was in flight");
     gcp.ok(&["up", "vpc.toml", "--yes"]);
     let all = gcp.everything();
-    assert_eq!(all.values().map(Vec::len).collect::<Vec<_>>(), [1, 1, 1, 1], "{all:?}");
+    assert_eq!(all.values().map(Vec::len).collect::<Vec<_>>(), [0, 1, 1, 0, 1, 1], "{all:?}");
     gcp.ok(&["destroy", "vpc.toml", "--yes"]);
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
@@ -529,4 +561,266 @@ fn a_destroy_while_an_interrupted_insert_still_runs_leaves_nothing() {
     gcp.ok(&["destroy", "net.toml", "--yes"]);
     std::thread::sleep(std::time::Duration::from_millis(800));
     assert!(gcp.names("global/networks").is_empty(), "{:?}", gcp.names("global/networks"));
+}
+
+/// The NeMo-on-GKE seed stack with this test's project.
+fn seed_stack(gcp: &Gcp) -> String {
+    include_str!("../stacks/nemo-gke-a3.toml").replace("nemo-training", &gcp.project)
+}
+
+/// GKE's operations in us-central1 of this project: (type, target, start, end), oldest first.
+fn gke_operations(gcp: &Gcp) -> Vec<(String, String, String, String)> {
+    let list = gcp.located("container", "us-central1/operations");
+    let mut ops: Vec<(String, String, String, String)> = list["operations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|op| {
+            let text = |key: &str| op[key].as_str().unwrap_or_default().to_owned();
+            (text("operationType"), text("targetLink"), text("startTime"), text("endTime"))
+        })
+        .collect();
+    ops.sort_by(|a, b| a.2.cmp(&b.2));
+    ops
+}
+
+/// The NeMo-on-GKE stack: the A3 pool is wired for GPUDirect-TCPX as GKE documents it, the
+/// system pool comes with the cluster (no throwaway default pool), a resize and a Filestore
+/// growth happen in place, a shrink is refused without --allow-data-loss, and destroy leaves
+/// nothing.
+#[test]
+fn the_nemo_gke_stack_comes_up_wired_for_gpudirect_and_goes() {
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    let (code, plan) = gcp.forge(&["plan", "nemo.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    insta::assert_snapshot!("nemo_gke_a3_plan", plan.replace(&gcp.project, "PROJECT"));
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let made = gcp.calls();
+    assert_eq!(made.get("container:clusters.create"), Some(&1), "{made:?}");
+    assert_eq!(
+        made.get("container:clusters.nodePools.create"),
+        Some(&1),
+        "only the A3 pool: the system pool is made with the cluster: {made:?}"
+    );
+    assert_eq!(
+        made.get("container:clusters.nodePools.delete"),
+        None,
+        "no default pool to delete: {made:?}"
+    );
+
+    let cluster = gcp.located("container", "us-central1/clusters/nemo");
+    assert_eq!(cluster["networkConfig"]["datapathProvider"], "ADVANCED_DATAPATH");
+    assert_eq!(cluster["networkConfig"]["enableMultiNetworking"], true);
+    assert_eq!(cluster["ipAllocationPolicy"]["clusterSecondaryRangeName"], "pods");
+    assert_eq!(
+        cluster["workloadIdentityConfig"]["workloadPool"],
+        format!("{}.svc.id.goog", gcp.project)
+    );
+    assert_eq!(cluster["addonsConfig"]["gcpFilestoreCsiDriverConfig"]["enabled"], true);
+    let system = gcp.located("container", "us-central1/clusters/nemo/nodePools/system");
+    assert_eq!(system["config"]["machineType"], "e2-standard-8");
+    assert_eq!(system["initialNodeCount"], 4);
+    let a3 = gcp.located("container", "us-central1/clusters/nemo/nodePools/a3");
+    assert_eq!(a3["config"]["machineType"], "a3-highgpu-8g");
+    assert_eq!(a3["locations"], json!(["us-central1-c"]), "one zone");
+    assert_eq!(a3["placementPolicy"]["type"], "COMPACT");
+    assert_eq!(a3["config"]["gvnic"]["enabled"], true);
+    let accelerator = &a3["config"]["accelerators"][0];
+    assert_eq!(accelerator["acceleratorType"], "nvidia-h100-80gb");
+    assert_eq!(accelerator["acceleratorCount"], "8");
+    assert_eq!(accelerator["gpuDriverInstallationConfig"]["gpuDriverVersion"], "LATEST");
+    let extra = a3["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap();
+    assert_eq!(extra.len(), 4, "{extra:?}");
+    for (i, network) in extra.iter().enumerate() {
+        let n = i + 1;
+        assert_eq!(
+            network,
+            &json!({ "network": format!("nemo-gpu-{n}"), "subnetwork": format!("nemo-gpu-{n}-subnet") })
+        );
+        let (_, net) = gcp.compute("GET", &format!("global/networks/nemo-gpu-{n}"), Value::Null);
+        assert_eq!(net["mtu"], 8244);
+        let (_, subnet) = gcp.compute("GET", &format!("regions/us-central1/subnetworks/nemo-gpu-{n}-subnet"), Value::Null);
+        assert_eq!(subnet["ipCidrRange"], format!("192.168.{n}.0/24"));
+        let (_, rule) = gcp.compute("GET", &format!("global/firewalls/nemo-gpu-{n}-internal"), Value::Null);
+        assert_eq!(rule["allowed"], json!([{ "IPProtocol": "all" }]));
+    }
+    let filestore = gcp.located("file", "us-central1/instances/shared");
+    assert_eq!(filestore["tier"], "ENTERPRISE");
+    assert_eq!(filestore["fileShares"][0]["capacityGb"], "1024");
+
+    // Nothing to do, nothing drifted.
+    let (code, stderr) = gcp.forge(&["plan", "nemo.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, report) = gcp.drift("nemo.toml");
+    assert_eq!(code, 0, "{report:#}");
+
+    // The A3 pool resized and the share grown: in place.
+    gcp.calls();
+    let grown = seed_stack(&gcp)
+        .replace("gpu_nodes = 4", "gpu_nodes = 2")
+        .replace("capacity_gib = 1024", "capacity_gib = 1280");
+    gcp.write("nemo.toml", &grown);
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let changed = writes(&gcp.calls());
+    assert_eq!(
+        changed,
+        BTreeMap::from([
+            ("container:clusters.nodePools.setSize".to_owned(), 1),
+            ("file:instances.patch".to_owned(), 1)
+        ]),
+        "a resize and a growth, nothing made or deleted"
+    );
+    let filestore = gcp.located("file", "us-central1/instances/shared");
+    assert_eq!(filestore["fileShares"][0]["capacityGb"], "1280");
+
+    // A shrink replaces the share, which deletes its data: refused unless allowed.
+    gcp.write("nemo.toml", &seed_stack(&gcp).replace("gpu_nodes = 4", "gpu_nodes = 2"));
+    let (code, stderr) = gcp.forge(&["up", "nemo.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("DESTROYS DATA") || stderr.contains("--allow-data-loss"), "{stderr}");
+
+    let out = gcp.command(&["kubeconfig", "nemo.toml", "gke.nemo", "--print"]).output().unwrap();
+    let kubeconfig = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        kubeconfig.contains(&format!("gke_{}_us-central1_nemo", gcp.project)),
+        "{kubeconfig}"
+    );
+    assert!(kubeconfig.contains("command: gke-gcloud-auth-plugin"), "{kubeconfig}");
+
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+    let all = gcp.everything();
+    assert!(all.values().all(Vec::is_empty), "{all:?}");
+}
+
+const MEGA: &str = r#"
+[stack]
+name = "mega"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gcp_vpc.main]
+cidr = "10.0.0.0/20"
+pods_cidr = "10.4.0.0/14"
+services_cidr = "10.8.0.0/20"
+
+[gke.train]
+vpc = "gcp_vpc.main"
+
+[gke.train.node_pools.system]
+machine_type = "e2-standard-4"
+size = 1
+
+[gke.train.node_pools.mega]
+machine_type = "a3-megagpu-8g"
+size = 2
+zone = "us-central1-a"
+
+[gke.train.node_pools.high]
+machine_type = "a3-highgpu-8g"
+size = { min = 0, max = 4 }
+zone = "us-central1-b"
+"#;
+
+/// An `a3-megagpu-8g` pool gets GPUDirect-TCPXO's 8 networks (an `a3-highgpu-8g` pool of the
+/// same cluster shares the first 4), and the two pools created in one `up` never run their
+/// operations at the same time: GKE takes one at a time per cluster.
+#[test]
+fn a_megagpu_pool_gets_eight_networks_and_pool_creates_never_overlap() {
+    let gcp = Gcp::new();
+    gcp.write("mega.toml", MEGA);
+    support::request(
+        "POST",
+        "/_forge/operation_seconds",
+        &json!([{ "match": "container:clusters.nodePools.create", "seconds": 1.5, "account": gcp.project }]).to_string(),
+    );
+    gcp.ok(&["up", "mega.toml", "--yes"]);
+    let made = gcp.calls();
+    assert_eq!(
+        made.get("compute:networks.insert"),
+        Some(&9),
+        "the VPC's and 8 GPU networks: {made:?}"
+    );
+    assert_eq!(made.get("container:clusters.nodePools.create"), Some(&2), "{made:?}");
+    let mega = gcp.located("container", "us-central1/clusters/train/nodePools/mega");
+    assert_eq!(mega["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap().len(), 8);
+    assert_eq!(mega["config"]["accelerators"][0]["acceleratorType"], "nvidia-h100-mega-80gb");
+    let high = gcp.located("container", "us-central1/clusters/train/nodePools/high");
+    assert_eq!(high["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap().len(), 4);
+    assert_eq!(high["autoscaling"]["maxNodeCount"], 4);
+    let creates: Vec<_> = gke_operations(&gcp).into_iter().filter(|op| op.0 == "CREATE_NODE_POOL").collect();
+    assert_eq!(creates.len(), 2, "{creates:?}");
+    assert!(
+        creates[0].3 <= creates[1].2,
+        "the second pool create started before the first ended: {creates:?}"
+    );
+    support::request("POST", "/_forge/operation_seconds", "[]");
+    gcp.ok(&["destroy", "mega.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// A pool create that ends in a stockout reports GKE's message with what to do, and leaves a
+/// state that the next `up` finishes (the failed pool deleted and made again).
+#[test]
+fn a_stockout_fails_with_a_hint_and_the_next_up_finishes() {
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    gcp.faults(
+        json!([{ "match": "container:clusters.nodePools.create", "kind": "failed_operation", "code": "GCE_STOCKOUT", "rate": 1.0 }]),
+    );
+    let (code, stderr) = gcp.forge(&["up", "nemo.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("ZONE_RESOURCE_POOL_EXHAUSTED"), "the cloud's message: {stderr}");
+    assert!(stderr.contains("try another `zone`"), "a hint: {stderr}");
+    let pool = gcp.located("container", "us-central1/clusters/nemo/nodePools/a3");
+    assert_eq!(pool["status"], "ERROR");
+    gcp.faults(json!([]));
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let pool = gcp.located("container", "us-central1/clusters/nemo/nodePools/a3");
+    assert_eq!(pool["status"], "RUNNING");
+    let (code, stderr) = gcp.forge(&["plan", "nemo.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// SIGKILL at random points of the GKE stack's `up`, then a rerun: exactly one of everything.
+#[test]
+fn sigkill_during_a_gke_up_then_rerun_leaves_exactly_one_of_each() {
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    let mut seed: u64 = 0x00c0_ffee;
+    for _ in 0..5 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = gcp
+            .command(&["up", "nemo.toml", "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200 + (seed >> 33) % 2500));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let all = gcp.everything();
+    let counts: BTreeMap<&str, usize> = all.iter().map(|(k, v)| (*k, v.len())).collect();
+    assert_eq!(
+        counts,
+        BTreeMap::from([
+            ("clusters", 1),
+            ("global/firewalls", 5),
+            ("global/networks", 5),
+            ("instances", 1),
+            ("regions/us-central1/routers", 1),
+            ("regions/us-central1/subnetworks", 5),
+        ]),
+        "{all:?}"
+    );
+    let pools = gcp.located("container", "us-central1/clusters/nemo/nodePools");
+    assert_eq!(pools["nodePools"].as_array().unwrap().len(), 2, "{pools:#}");
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
 }

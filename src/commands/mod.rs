@@ -107,10 +107,16 @@ pub fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
+/// How much stack each worker thread gets: the GKE client's request messages are large, and an
+/// unoptimized build keeps several of them on the stack of one poll (2 MiB, tokio's default,
+/// overflowed there).
+const WORKER_STACK_BYTES: usize = 8 << 20;
+
 /// The async runtime the cloud calls run on.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
         .build()
         .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
 }

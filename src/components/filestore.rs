@@ -115,14 +115,14 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         (true, None) => {
             return Err(ComponentError::at(
                 "zone",
-                format!("a {} instance lives in one zone: `zone` is missing", tier.name),
+                format!("tier {} lives in one zone: `zone` is missing", tier.name),
                 "add `zone = \"us-central1-c\"`, the zone of the nodes that mount it (or use tier REGIONAL or ENTERPRISE)",
             ));
         }
         (false, Some(_)) => {
             return Err(ComponentError::at(
                 "zone",
-                format!("a {} instance is regional: it takes no `zone`", tier.name),
+                format!("tier {} is regional: it takes no `zone`", tier.name),
                 "remove `zone` (it lives in the `[gcp]` region), or use a zonal tier (ZONAL, BASIC_SSD, BASIC_HDD)",
             ));
         }
@@ -131,7 +131,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             None => {
                 return Err(ComponentError::at(
                     "tier",
-                    format!("a {} instance lives in a region, and `[gcp]` names none", tier.name),
+                    format!("tier {} lives in a region, and `[gcp]` names none", tier.name),
                     "set `region` in `[gcp]`",
                 ));
             }

@@ -481,7 +481,7 @@ fn pools<'a>(input: &'a Input, region: &str) -> Result<Vec<Pool<'a>>, ComponentE
             None if networks > 0 => {
                 return Err(ComponentError::at(
                     at("zone"),
-                    format!("a `{machine}` pool needs a `zone`: its GPUDirect nodes are placed compactly, in one zone"),
+                    format!("`{machine}` pools need a `zone`: their GPUDirect nodes are placed compactly, in one zone"),
                     format!("add e.g. `zone = \"{region}-c\"`: a zone of {region} that has the machines (or your reservation)"),
                 ));
             }
