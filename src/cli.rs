@@ -152,17 +152,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write a kubeconfig context for an EKS cluster of the stack.
+    /// Write a kubeconfig context for an EKS or GKE cluster of the stack.
     ///
     /// Merges the cluster, user and context (named by the cluster's ARN, authenticating with
-    /// `aws eks get-token`, as `aws eks update-kubeconfig` does) into `--kubeconfig`, else the
+    /// `aws eks get-token`, as `aws eks update-kubeconfig` does; for GKE named
+    /// `gke_<project>_<location>_<name>`, authenticating with `gke-gcloud-auth-plugin`, as
+    /// `gcloud container clusters get-credentials` does) into `--kubeconfig`, else the
     /// first file of `$KUBECONFIG`, else `~/.kube/config`, and makes it the current context.
     /// Other contexts are kept; the file is replaced whole or not at all.
     Kubeconfig {
         /// The stack file.
         file: PathBuf,
-        /// The cluster: an `eks` block (`eks.train`) or an `aws_eks_cluster` address; needed
-        /// only when the stack has several.
+        /// The cluster: an `eks` or `gke` block (`eks.train`, `gke.nemo`) or a cluster's
+        /// address; needed only when the stack has several.
         cluster: Option<String>,
         /// The kubeconfig file to merge into.
         #[arg(long, value_name = "PATH")]
