@@ -11,7 +11,8 @@
 
 use super::container_node_pool::inline_pool;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
-use super::marker::{made_by, marked_description, name_taken, split_description};
+use super::marker::{made_by, marked_description, split_description};
+use super::resumable::{Sent, Steps};
 use super::{Clients, not_found};
 use crate::provider::{
     Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
@@ -247,49 +248,38 @@ impl Resource for ContainerCluster {
         Some(gke::serialization_key(text("location"), text("name")))
     }
 
-    /// Creates the cluster with its first pool, or, when an earlier try of this create made it,
-    /// waits for that one (a cluster whose create failed, in ERROR, is deleted and made again).
+    /// Creates the cluster with its first pool, or resumes the create that made it (see
+    /// [`Steps::run`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = cluster_id(gcp, &cfg.location, &cfg.name);
         let limit = timeout(config, "create", CREATE_TIMEOUT);
-        if let Some(existing) = get(gcp, &id).await? {
-            if !made_by(ctx, token, Some(&existing.description)) {
-                return Err(name_taken(ctx, "GKE cluster", &cfg.name));
-            }
-            if existing.status != cluster::Status::Error {
-                let c = wait_running(ctx, gcp, &id, limit).await?;
-                return Ok(Created {
-                    outputs: outputs(&id, &c),
-                    id,
-                });
-            }
-            (ctx.status)("deleting the cluster its failed create left");
-            delete_cluster(ctx, gcp, &id, limit).await?;
-        }
         let parent = format!("projects/{}/locations/{}", gcp.project, cfg.location);
-        let sent = gcp
-            .container
-            .create_cluster()
-            .set_parent(parent)
-            .set_cluster(body(ctx, gcp, token, &cfg)?)
-            .send()
-            .await;
-        match sent {
-            Ok(op) => {
-                gke::wait_operation(ctx, gcp, "clusters.create", op, limit).await?;
-            }
-            // A retry of a create whose answer was lost: the first one's cluster, if it is ours.
-            Err(e) if e.http_status_code() == Some(409) => {
-                let existing = get(gcp, &id).await?;
-                if !existing.is_some_and(|c| made_by(ctx, token, Some(&c.description))) {
-                    return Err(name_taken(ctx, "GKE cluster", &cfg.name));
+        let steps = Steps {
+            get: || get(gcp, &id),
+            owned: |c: &Cluster| made_by(ctx, token, Some(&c.description)),
+            failed: |c: &Cluster| c.status == cluster::Status::Error,
+            ready: || wait_running(ctx, gcp, &id, limit),
+            delete: || delete_cluster(ctx, gcp, &id, limit),
+            send: || async {
+                let sent = gcp
+                    .container
+                    .create_cluster()
+                    .set_parent(&parent)
+                    .set_cluster(body(ctx, gcp, token, &cfg)?)
+                    .send()
+                    .await;
+                match sent {
+                    Ok(op) => gke::wait_operation(ctx, gcp, "clusters.create", op, limit)
+                        .await
+                        .map(|_| Sent::Made),
+                    Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
+                    Err(e) => Err(gke::error(gcp, "clusters.create", e)),
                 }
-            }
-            Err(e) => return Err(gke::error(gcp, "clusters.create", e)),
-        }
-        let c = wait_running(ctx, gcp, &id, limit).await?;
+            },
+        };
+        let c = steps.run(ctx, "GKE cluster", &cfg.name).await?;
         Ok(Created {
             outputs: outputs(&id, &c),
             id,

@@ -11,8 +11,9 @@
 
 use super::Clients;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_of, is_mark, pool_made_by, pool_mark};
-use super::marker::{name_taken, split_description};
+use super::marker::split_description;
 use super::not_found;
+use super::resumable::{Sent, Steps};
 use crate::provider::{
     Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
 };
@@ -386,39 +387,30 @@ impl Resource for ContainerNodePool {
             p.config.as_ref().is_some_and(|c| pool_made_by(ctx, &tokens, &c.resource_labels))
         };
         let cluster = cluster_token(gcp, &cfg.cluster).await?;
-        if let Some(existing) = get(gcp, &id).await? {
-            if !owned(&existing, &cluster) {
-                return Err(name_taken(ctx, "node pool", &cfg.name));
-            }
-            if existing.status != node_pool::Status::Error {
-                let p = wait_running(ctx, gcp, &id, limit).await?;
-                return Ok(Created {
-                    outputs: outputs(&id, &p),
-                    id,
-                });
-            }
-            (ctx.status)("deleting the pool its failed create left");
-            delete_pool(ctx, gcp, &id, limit).await?;
-        }
-        let sent = gcp
-            .container
-            .create_node_pool()
-            .set_parent(&cfg.cluster)
-            .set_node_pool(cfg.model(pool_mark(ctx, token)))
-            .send()
-            .await;
-        match sent {
-            Ok(op) => {
-                gke::wait_operation(ctx, gcp, "nodePools.create", op, limit).await?;
-            }
-            Err(e) if e.http_status_code() == Some(409) => {
-                if !get(gcp, &id).await?.is_some_and(|p| owned(&p, &cluster)) {
-                    return Err(name_taken(ctx, "node pool", &cfg.name));
+        let steps = Steps {
+            get: || get(gcp, &id),
+            owned: |p: &NodePool| owned(p, &cluster),
+            failed: |p: &NodePool| p.status == node_pool::Status::Error,
+            ready: || wait_running(ctx, gcp, &id, limit),
+            delete: || delete_pool(ctx, gcp, &id, limit),
+            send: || async {
+                let sent = gcp
+                    .container
+                    .create_node_pool()
+                    .set_parent(&cfg.cluster)
+                    .set_node_pool(cfg.model(pool_mark(ctx, token)))
+                    .send()
+                    .await;
+                match sent {
+                    Ok(op) => gke::wait_operation(ctx, gcp, "nodePools.create", op, limit)
+                        .await
+                        .map(|_| Sent::Made),
+                    Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
+                    Err(e) => Err(gke::error(gcp, "nodePools.create", e)),
                 }
-            }
-            Err(e) => return Err(gke::error(gcp, "nodePools.create", e)),
-        }
-        let p = wait_running(ctx, gcp, &id, limit).await?;
+            },
+        };
+        let p = steps.run(ctx, "node pool", &cfg.name).await?;
         Ok(Created {
             outputs: outputs(&id, &p),
             id,

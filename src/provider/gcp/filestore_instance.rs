@@ -4,7 +4,8 @@
 //! the data, so the plan marks it and `forge up` refuses it without `--allow-data-loss`.
 //! Description, labels and deletion protection change in place, in one patch.
 
-use super::marker::{made_by, marked_description, name_taken, remarked_description, split_description};
+use super::marker::{made_by, marked_description, remarked_description, split_description};
+use super::resumable::{Sent, Steps};
 use super::{Clients, error_in, not_found};
 use crate::provider::{
     Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
@@ -203,45 +204,35 @@ impl Resource for FilestoreInstance {
         super::collection::network_by_name(config)
     }
 
-    /// Creates the instance, or, when an earlier try of this create made it, waits for that one
-    /// (one whose create failed, in ERROR, is deleted and made again).
+    /// Creates the instance, or resumes the create that made it (see [`Steps::run`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = instance_id(gcp, &cfg);
         let limit = timeout(config, "create", OPERATION_TIMEOUT);
-        if let Some(existing) = get(gcp, &id).await? {
-            if !made_by(ctx, token, Some(&existing.description)) {
-                return Err(name_taken(ctx, "Filestore instance", &cfg.name));
-            }
-            if existing.state != instance::State::Error {
-                let i = wait_ready(ctx, gcp, &id, limit).await?;
-                return Ok(Created {
-                    outputs: outputs(&id, &i),
-                    id,
-                });
-            }
-            (ctx.status)("deleting the instance its failed create left");
-            delete_instance(ctx, gcp, &id, limit).await?;
-        }
-        let sent = gcp
-            .filestore
-            .create_instance()
-            .set_parent(format!("projects/{}/locations/{}", gcp.project, cfg.location))
-            .set_instance_id(&cfg.name)
-            .set_instance(body(ctx, token, &cfg))
-            .send()
-            .await;
-        match sent {
-            Ok(op) => wait_operation(ctx, gcp, "instances.create", op, limit).await?,
-            Err(e) if e.http_status_code() == Some(409) => {
-                if !get(gcp, &id).await?.is_some_and(|i| made_by(ctx, token, Some(&i.description))) {
-                    return Err(name_taken(ctx, "Filestore instance", &cfg.name));
+        let steps = Steps {
+            get: || get(gcp, &id),
+            owned: |i: &Instance| made_by(ctx, token, Some(&i.description)),
+            failed: |i: &Instance| i.state == instance::State::Error,
+            ready: || wait_ready(ctx, gcp, &id, limit),
+            delete: || delete_instance(ctx, gcp, &id, limit),
+            send: || async {
+                let sent = gcp
+                    .filestore
+                    .create_instance()
+                    .set_parent(format!("projects/{}/locations/{}", gcp.project, cfg.location))
+                    .set_instance_id(&cfg.name)
+                    .set_instance(body(ctx, token, &cfg))
+                    .send()
+                    .await;
+                match sent {
+                    Ok(op) => wait_operation(ctx, gcp, "instances.create", op, limit).await.map(|()| Sent::Made),
+                    Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
+                    Err(e) => Err(error(gcp, "instances.create", e)),
                 }
-            }
-            Err(e) => return Err(error(gcp, "instances.create", e)),
-        }
-        let i = wait_ready(ctx, gcp, &id, limit).await?;
+            },
+        };
+        let i = steps.run(ctx, "Filestore instance", &cfg.name).await?;
         Ok(Created {
             outputs: outputs(&id, &i),
             id,

@@ -2,7 +2,7 @@
 //! environment (project, region, endpoint overrides, credentials) and error mapping, here;
 //! Compute operations (`operation`), forge's mark on the objects it makes (`marker`), what every
 //! Compute kind does the same way (`collection`), GKE's operations and shared rules (`gke`),
-//! and one file per resource kind.
+//! the create of objects made by a long operation (`resumable`), and one file per resource kind.
 
 #[macro_use]
 mod collection;
@@ -14,6 +14,7 @@ mod gke;
 mod marker;
 mod network;
 mod operation;
+mod resumable;
 mod router;
 mod subnetwork;
 
