@@ -655,6 +655,21 @@ fn the_nemo_gke_stack_comes_up_wired_for_gpudirect_and_goes() {
     let (code, report) = gcp.drift("nemo.toml");
     assert_eq!(code, 0, "{report:#}");
 
+    // A pool resized outside forge is drift (its size read from its instance group).
+    let pool = format!(
+        "/container/v1/projects/{}/locations/us-central1/clusters/nemo/nodePools/a3",
+        gcp.project
+    );
+    let (status, body) = support::request("POST", &format!("{pool}:setSize"), r#"{"nodeCount": 1}"#);
+    assert_eq!(status, 200, "{body}");
+    while gcp.located("container", "us-central1/clusters/nemo/nodePools/a3")["status"] != "RUNNING" {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (code, report) = gcp.drift("nemo.toml");
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["changed"][0]["address"], "gke.nemo.node_pools.a3", "{report:#}");
+    assert_eq!(report["changed"][0]["attributes"][0]["attribute"], "node_count", "{report:#}");
+
     // The A3 pool resized and the share grown: in place.
     gcp.calls();
     let grown = seed_stack(&gcp)

@@ -138,20 +138,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         },
     };
     let network = match (input.text("vpc"), input.config.get("network")) {
-        (Some(vpc), _) => {
-            if !input.components.contains_key(vpc) || !vpc.starts_with("gcp_vpc.") {
-                let known: Vec<&str> = input
-                    .components
-                    .keys()
-                    .filter(|k| k.starts_with("gcp_vpc."))
-                    .map(String::as_str)
-                    .collect();
-                return Err(ComponentError::at(
-                    "vpc",
-                    format!("`vpc = \"{vpc}\"` names no `gcp_vpc` block of this stack"),
-                    crate::schema::suggestion(vpc, &known),
-                ));
-            }
+        (Some(_), _) => {
+            let (vpc, _) = input.named_block("vpc", "gcp_vpc")?;
             json!(format!("${{{vpc}.network_self_link}}"))
         }
         (None, Some(network)) => network.clone(),

@@ -330,7 +330,7 @@ struct Network {
 
 fn network(input: &Input) -> Result<Network, ComponentError> {
     let given = |key: &str| input.config.get(key).cloned();
-    let Some(vpc) = input.text("vpc") else {
+    if input.text("vpc").is_none() {
         let (Some(network), Some(subnetwork)) = (given("network"), given("subnetwork")) else {
             return Err(ComponentError::at(
                 "vpc",
@@ -345,20 +345,8 @@ fn network(input: &Input) -> Result<Network, ComponentError> {
             services_range: given("services_range"),
             cidrs: Vec::new(),
         });
-    };
-    let Some(config) = input.components.get(vpc).filter(|_| vpc.starts_with("gcp_vpc.")) else {
-        let known: Vec<&str> = input
-            .components
-            .keys()
-            .filter(|k| k.starts_with("gcp_vpc."))
-            .map(String::as_str)
-            .collect();
-        return Err(ComponentError::at(
-            "vpc",
-            format!("`vpc = \"{vpc}\"` names no `gcp_vpc` block of this stack"),
-            crate::schema::suggestion(vpc, &known),
-        ));
-    };
+    }
+    let (vpc, config) = input.named_block("vpc", "gcp_vpc")?;
     let cidrs = ["cidr", "pods_cidr", "services_cidr"]
         .iter()
         .filter_map(|key| {

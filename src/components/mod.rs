@@ -136,32 +136,42 @@ impl Input<'_> {
 
     /// The `vpc` block named by the string attribute `key`, or an error that lists the stack's.
     pub fn named_vpc(&self, key: &str) -> Result<NamedVpc<'_>, ComponentError> {
-        let Some(vpc) = self.text(key) else {
-            return Err(ComponentError::at(
-                key,
-                format!("`{key}` is missing"),
-                "write `vpc = \"vpc.main\"`: a `vpc` block of this stack",
-            ));
-        };
-        let Some(config) = self.components.get(vpc).filter(|_| vpc.starts_with("vpc.")) else {
-            let known: Vec<&str> = self
-                .components
-                .keys()
-                .filter(|k| k.starts_with("vpc."))
-                .map(String::as_str)
-                .collect();
-            return Err(ComponentError::at(
-                key,
-                format!("`{key} = \"{vpc}\"` names no `vpc` block of this stack"),
-                crate::schema::suggestion(vpc, &known),
-            ));
-        };
+        let (vpc, config) = self.named_block(key, "vpc")?;
         let zones = config
             .get("zones")
             .and_then(Value::as_array)
             .map(|z| z.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default();
         Ok(NamedVpc { address: vpc, zones })
+    }
+
+    /// The block of type `kind` (`vpc`, `gcp_vpc`) that the string attribute `key` names: its
+    /// address and attributes, or an error that lists the stack's blocks of that type.
+    pub fn named_block(&self, key: &str, kind: &str) -> Result<(&str, &Map<String, Value>), ComponentError> {
+        let Some(named) = self.text(key) else {
+            return Err(ComponentError::at(
+                key,
+                format!("`{key}` is missing"),
+                format!("write `{key} = \"{kind}.main\"`: a `{kind}` block of this stack"),
+            ));
+        };
+        let prefix = format!("{kind}.");
+        match self.components.get_key_value(named).filter(|_| named.starts_with(&prefix)) {
+            Some((address, config)) => Ok((address.as_str(), config)),
+            None => {
+                let known: Vec<&str> = self
+                    .components
+                    .keys()
+                    .filter(|k| k.starts_with(&prefix))
+                    .map(String::as_str)
+                    .collect();
+                Err(ComponentError::at(
+                    key,
+                    format!("`{key} = \"{named}\"` names no `{kind}` block of this stack"),
+                    crate::schema::suggestion(named, &known),
+                ))
+            }
+        }
     }
 
     /// The cluster blocks of type `cluster` (`eks`, `gke`) listed in `clients`, checked to exist.

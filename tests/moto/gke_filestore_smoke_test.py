@@ -257,6 +257,11 @@ class Gke(Client, unittest.TestCase):
         self.assertEqual(self.gke("GET", p, "clusters/c/nodePools/system")["status"], 4)  # RECONCILING
         self.wait(p, op)
         self.assertEqual(self.gke("GET", p, "clusters/c")["currentNodeCount"], 3)
+        # Compute shows the pool's instance group, whose target size is the pool's size per zone.
+        url = self.gke("GET", p, "clusters/c/nodePools/system")["instanceGroupUrls"][0]
+        group = self.call("compute", "GET", p, url.split(f"projects/{p}/", 1)[1])
+        self.assertEqual((group["targetSize"], group["kind"]), (3, "compute#instanceGroupManager"))
+        self.call("compute", "GET", p, f"zones/{ZONE}/instanceGroupManagers/nothing", want=404)
         self.wait(p, self.gke("POST", p, "clusters/c/nodePools/system:setAutoscaling", {"autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 5}}))
         self.refused("container", "POST", p, f"locations/{REGION}/clusters/c/nodePools/system:setAutoscaling", {"autoscaling": {"enabled": True, "minNodeCount": 5, "maxNodeCount": 1}}, "INVALID_ARGUMENT")
         stale = self.refused("container", "POST", p, f"locations/{REGION}/clusters/c:setResourceLabels", {"resourceLabels": {"a": "b"}, "labelFingerprint": "00000000"}, "FAILED_PRECONDITION")

@@ -12,7 +12,7 @@
 use super::container_node_pool::inline_pool;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
 use super::marker::{made_by, marked_description, split_description};
-use super::resumable::{Sent, Steps};
+use super::resumable::Steps;
 use super::{Clients, not_found};
 use crate::provider::{
     Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
@@ -270,13 +270,7 @@ impl Resource for ContainerCluster {
                     .set_cluster(body(ctx, gcp, token, &cfg)?)
                     .send()
                     .await;
-                match sent {
-                    Ok(op) => gke::wait_operation(ctx, gcp, "clusters.create", op, limit)
-                        .await
-                        .map(|_| Sent::Made),
-                    Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
-                    Err(e) => Err(gke::error(gcp, "clusters.create", e)),
-                }
+                gke::create_sent(ctx, gcp, "clusters.create", sent, limit).await
             },
         };
         let c = steps.run(ctx, "GKE cluster", &cfg.name).await?;

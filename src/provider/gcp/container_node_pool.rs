@@ -13,7 +13,7 @@ use super::Clients;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_of, is_mark, pool_made_by, pool_mark};
 use super::marker::split_description;
 use super::not_found;
-use super::resumable::{Sent, Steps};
+use super::resumable::Steps;
 use crate::provider::{
     Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
 };
@@ -290,6 +290,34 @@ fn outputs(id: &str, p: &NodePool) -> Value {
     json!({ "id": id, "name": p.name, "version": p.version, "instance_group_urls": p.instance_group_urls })
 }
 
+/// The nodes per zone of a pool of a fixed size, which GKE's pool does not show: its first
+/// zone's managed instance group's target size. `None` for an autoscaled pool (the
+/// autoscaler's size is never drift) or one without a group yet.
+async fn size(gcp: &Clients, p: &NodePool) -> Result<Option<i32>, ProviderError> {
+    let autoscaled = p.autoscaling.as_ref().is_some_and(|a| a.enabled);
+    // …/projects/<p>/zones/<zone>/instanceGroupManagers/<name>
+    let Some(url) = p.instance_group_urls.first().filter(|_| !autoscaled) else {
+        return Ok(None);
+    };
+    let segments: Vec<&str> = url.rsplit('/').take(4).collect();
+    let [name, _, zone, _] = segments.as_slice() else {
+        return Ok(None);
+    };
+    let sent = gcp
+        .instance_group_managers
+        .get()
+        .set_project(&gcp.project)
+        .set_zone(*zone)
+        .set_instance_group_manager(*name)
+        .send()
+        .await;
+    match sent {
+        Ok(group) => Ok(group.target_size),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(super::error(gcp, "instanceGroupManagers.get", e)),
+    }
+}
+
 /// What the kind compares of a live pool, in its block's terms.
 fn attributes(p: &NodePool) -> Value {
     let config = p.config.clone().unwrap_or_default();
@@ -401,13 +429,7 @@ impl Resource for ContainerNodePool {
                     .set_node_pool(cfg.model(pool_mark(ctx, token)))
                     .send()
                     .await;
-                match sent {
-                    Ok(op) => gke::wait_operation(ctx, gcp, "nodePools.create", op, limit)
-                        .await
-                        .map(|_| Sent::Made),
-                    Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
-                    Err(e) => Err(gke::error(gcp, "nodePools.create", e)),
-                }
+                gke::create_sent(ctx, gcp, "nodePools.create", sent, limit).await
             },
         };
         let p = steps.run(ctx, "node pool", &cfg.name).await?;
@@ -418,7 +440,7 @@ impl Resource for ContainerNodePool {
     }
 
     /// One list per cluster of the recorded pools (a pool outside the state goes with its
-    /// cluster, whose read reports it).
+    /// cluster, whose read reports it), and the size of each pool of a fixed size.
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let gcp = cloud.gcp().await?;
         let clusters: std::collections::BTreeSet<&str> = ids.iter().filter_map(|id| id.split("/nodePools/").next()).collect();
@@ -432,8 +454,12 @@ impl Resource for ContainerNodePool {
             for p in listed.iter().filter(|p| p.status != node_pool::Status::Stopping) {
                 let id = format!("{cluster}/nodePools/{}", p.name);
                 if ids.contains(&id) {
+                    let mut attributes = attributes(p);
+                    if let Some(size) = size(gcp, p).await? {
+                        attributes["node_count"] = json!(size);
+                    }
                     seen.push(Observed {
-                        attributes: attributes(p),
+                        attributes,
                         address: None,
                         id,
                     });

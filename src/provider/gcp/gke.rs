@@ -3,6 +3,7 @@
 //! change refused because another operation runs on the cluster is retried), and forge's mark
 //! on node pools, which have no description: labels on their VMs.
 
+use super::resumable::Sent;
 use super::{Clients, error_in};
 use crate::provider::{Ctx, Poll, ProviderError, wait_until};
 use google_cloud_container_v1::model::Operation;
@@ -106,6 +107,21 @@ pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation,
             })
         }
         _ => Ok(done),
+    }
+}
+
+/// How a GKE create call ended: its operation waited for, or the object already there (409).
+pub async fn create_sent(
+    ctx: &Ctx,
+    gcp: &Clients,
+    what: &str,
+    sent: Result<Operation, google_cloud_compute_v1::Error>,
+    limit: Duration,
+) -> Result<Sent, ProviderError> {
+    match sent {
+        Ok(op) => wait_operation(ctx, gcp, what, op, limit).await.map(|_| Sent::Made),
+        Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
+        Err(e) => Err(error(gcp, what, e)),
     }
 }
 

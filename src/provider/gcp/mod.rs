@@ -19,7 +19,9 @@ mod router;
 mod subnetwork;
 
 use super::{Cloud, ProviderError, Registry};
-use google_cloud_compute_v1::client::{Firewalls, GlobalOperations, Networks, RegionOperations, Routers, Subnetworks};
+use google_cloud_compute_v1::client::{
+    Firewalls, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, Routers, Subnetworks,
+};
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_filestore_v1::client::CloudFilestoreManager;
 use serde_json::Value;
@@ -54,6 +56,8 @@ pub struct Clients {
     pub global_operations: GlobalOperations,
     /// Compute operations on regional objects.
     pub region_operations: RegionOperations,
+    /// Compute's managed instance groups (a GKE node pool's size lives there).
+    pub instance_group_managers: InstanceGroupManagers,
     /// GKE: clusters, node pools and their operations.
     pub container: ClusterManager,
     /// Filestore: instances and their operations.
@@ -197,6 +201,7 @@ impl Clients {
             routers: client!(Routers),
             global_operations: client!(GlobalOperations),
             region_operations: client!(RegionOperations),
+            instance_group_managers: client!(InstanceGroupManagers),
             container: client!(ClusterManager, container),
             filestore: client!(CloudFilestoreManager, file),
             project,

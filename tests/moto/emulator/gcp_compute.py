@@ -4,6 +4,8 @@
     secondaryIpRanges and the other patchable fields), setPrivateIpGoogleAccess, delete;
   * firewalls: insert, get, list, patch, update, delete;
   * routers (regional) with their Cloud NATs: insert, get, list, patch, update, delete;
+  * instanceGroupManagers (zonal): get, of the groups other APIs run (a GKE node pool's, per
+    zone: `instance_groups`), with their targetSize;
   * globalOperations and regionOperations: get, which the client's poller calls, and list with
     filters (an insert still running: what a destroy of an interrupted create looks for);
   * list filters (compute_filter.py), pages, orderBy name;
@@ -28,7 +30,7 @@ from .gcp import GoogleApi, GoogleError, check_name, new_id, page, required, tim
 
 
 LINK = "https://www.googleapis.com/compute/v1/"
-PATH = re.compile(r"projects/(?P<project>[^/]+)/(?P<scope>global|regions/(?P<region>[^/]+))/(?P<collection>[A-Za-z]+)(?:/(?P<name>[^/]+)(?:/(?P<verb>[A-Za-z]+))?)?")
+PATH = re.compile(r"projects/(?P<project>[^/]+)/(?P<scope>global|regions/(?P<region>[^/]+)|zones/(?P<zone>[^/]+))/(?P<collection>[A-Za-z]+)(?:/(?P<name>[^/]+)(?:/(?P<verb>[A-Za-z]+))?)?")
 HTTP_MESSAGES = {400: "BAD REQUEST", 403: "FORBIDDEN", 500: "INTERNAL SERVER ERROR"}
 OUTPUT_ONLY = {"id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "gatewayAddress", "subnetworks", "state", "region"}
 
@@ -332,6 +334,7 @@ class Compute(GoogleApi):
     def __init__(self):
         super().__init__()
         self.dependents = []  # functions (project, path) -> what other APIs have on that path
+        self.instance_groups = []  # functions (project, zone, name) -> (target size, base name) or None
 
     def used_elsewhere(self, project, path):
         return [user for users_of in self.dependents for user in users_of(project, path)]
@@ -340,7 +343,11 @@ class Compute(GoogleApi):
         match = PATH.fullmatch(path)
         kind = KINDS.get(match["collection"]) if match else None
         name = verb = handler = None
-        if match and match["collection"] == "operations" and not match["verb"] and method == "GET":
+        if match and match["zone"] and match["collection"] == "instanceGroupManagers" and match["name"] and not match["verb"] and method == "GET":
+            name, handler = "instanceGroupManagers.get", self.get_instance_group_manager
+        elif match and match["zone"]:
+            pass
+        elif match and match["collection"] == "operations" and not match["verb"] and method == "GET":
             scope = "regionOperations" if match["region"] else "globalOperations"
             name, handler = (f"{scope}.get", self.get_operation) if match["name"] else (f"{scope}.list", self.list_operations)
         elif kind is not None and kind.regional == bool(match["region"]):
@@ -399,6 +406,19 @@ class Compute(GoogleApi):
         if op is None:
             raise GoogleError(404, f"The resource 'projects/{call.project}/{call.scope}/operations/{call.params['name']}' was not found", "notFound")
         return op
+
+    # --- instance groups that other APIs run ---------------------------------------------------
+
+    def get_instance_group_manager(self, call):
+        zone, name = call.scope.split("/", 1)[1], call.params["name"]
+        found = next((g for groups in self.instance_groups if (g := groups(call.project, zone, name))), None)
+        if found is None:
+            raise GoogleError(404, f"The resource 'projects/{call.project}/zones/{zone}/instanceGroupManagers/{name}' was not found", "notFound")
+        size, base = found
+        link = LINK + f"projects/{call.project}/zones/{zone}"
+        return {"kind": "compute#instanceGroupManager", "id": new_id(), "name": name, "zone": link, "targetSize": size,
+                "baseInstanceName": base, "instanceGroup": f"{link}/instanceGroups/{name}",
+                "selfLink": f"{link}/instanceGroupManagers/{name}", "status": {"isStable": True}}
 
     # --- resources ---------------------------------------------------------------------------
 

@@ -231,6 +231,7 @@ class Container(GoogleApi):
         super().__init__()
         self.compute = compute
         compute.dependents.append(self.users_of)
+        compute.instance_groups.append(self.instance_group)
 
     def route(self, method, path):
         match = PATH.fullmatch(path)
@@ -244,6 +245,16 @@ class Container(GoogleApi):
         handler = getattr(self, name.replace("clusters.nodePools.", "pool_").replace("clusters.", "cluster_").replace("operations.", "operation_"))
         params = {k: match[k] for k in ("location", "cluster", "pool", "operation")}
         return match["project"], f"locations/{match['location']}", name, handler, params, method != "GET"
+
+    def instance_group(self, project, zone, name):
+        """(target size, base instance name) of the node pool's instance group `name` in `zone`,
+        as Compute shows it: the pool's size per zone (read without this API's lock, as
+        `users_of` is: Compute asks while holding its own)."""
+        store = self.stores.get(project)
+        for path, record in list(store.items.items()) if store else []:
+            if "/nodePools/" in path and any(url.endswith(f"/zones/{zone}/instanceGroupManagers/{name}") for url in record.get("instanceGroupUrls", [])):
+                return record["_size"], name.removesuffix("-grp")
+        return None
 
     # --- operations ------------------------------------------------------------------------
 
