@@ -839,3 +839,108 @@ fn sigkill_during_a_gke_up_then_rerun_leaves_exactly_one_of_each() {
     gcp.ok(&["destroy", "nemo.toml", "--yes"]);
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
+
+const SMALL_GKE: &str = r#"
+[stack]
+name = "small"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gcp_vpc.main]
+cidr = "10.0.0.0/20"
+pods_cidr = "10.4.0.0/14"
+services_cidr = "10.8.0.0/20"
+
+[gke.small]
+vpc = "gcp_vpc.main"
+
+[gke.small.node_pools.system]
+machine_type = "e2-standard-4"
+size = 1
+zone = "us-central1-a"
+
+[gke.small.node_pools.gpu]
+machine_type = "g2-standard-8"
+size = 1
+zone = "us-central1-a"
+labels = { team = "ml" }
+"#;
+
+/// A pool create that outlives its `timeouts.create` leaves the create pending, and the next
+/// `up` resumes waiting on the same pool instead of making another.
+#[test]
+fn a_wait_that_runs_out_is_resumed_by_the_next_up() {
+    let gcp = Gcp::new();
+    gcp.write(
+        "small.toml",
+        &SMALL_GKE.replace("[gke.small]\n", "[gke.small]\ntimeouts = { create = \"1s\" }\n"),
+    );
+    support::request(
+        "POST",
+        "/_forge/operation_seconds",
+        &json!([{ "match": "container:clusters.nodePools.create", "seconds": 3, "account": gcp.project }]).to_string(),
+    );
+    let (code, stderr) = gcp.forge(&["up", "small.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("run `forge up` again to resume waiting"), "{stderr}");
+    let state = forge::state::LocalStore::new(gcp.dir.path().join("state/small.json"))
+        .load("small")
+        .unwrap()
+        .state;
+    assert_eq!(
+        state.resources["gke.small.node_pools.gpu"].status,
+        forge::state::Status::PendingCreate,
+        "the create stays pending"
+    );
+    support::request("POST", "/_forge/operation_seconds", "[]");
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let calls = gcp.calls();
+    assert_eq!(
+        calls.get("container:clusters.nodePools.create"),
+        Some(&1),
+        "resumed, not made again: {calls:?}"
+    );
+    let pool = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
+    assert_eq!(pool["status"], "RUNNING");
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// A change GKE refuses because an operation forge did not start runs on the cluster (an
+/// auto-upgrade, someone's gcloud) is retried until that operation ends.
+#[test]
+fn a_change_refused_while_someone_elses_operation_runs_is_retried() {
+    let gcp = Gcp::new();
+    gcp.write("small.toml", SMALL_GKE);
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    support::request(
+        "POST",
+        "/_forge/operation_seconds",
+        &json!([{ "match": "container:clusters.nodePools.setManagement", "seconds": 2, "account": gcp.project }]).to_string(),
+    );
+    let pool = format!(
+        "/container/v1/projects/{}/locations/us-central1/clusters/small/nodePools/system",
+        gcp.project
+    );
+    let (status, body) = support::request(
+        "POST",
+        &format!("{pool}:setManagement"),
+        r#"{"management": {"autoRepair": true, "autoUpgrade": true}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    gcp.calls();
+    gcp.write("small.toml", &SMALL_GKE.replace("team = \"ml\"", "team = \"research\""));
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let calls = gcp.calls();
+    assert!(
+        calls.get("container:clusters.nodePools.update").is_some_and(|n| *n >= 2),
+        "refused at least once while the other operation ran, then done: {calls:?}"
+    );
+    let gpu = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
+    assert_eq!(gpu["config"]["labels"], json!({ "team": "research" }));
+    support::request("POST", "/_forge/operation_seconds", "[]");
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
