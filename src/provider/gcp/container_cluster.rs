@@ -280,8 +280,8 @@ impl Resource for ContainerCluster {
         })
     }
 
-    /// One list of every location's clusters, filtered by forge's mark; recorded clusters the
-    /// list did not show are read by id.
+    /// One list of every location's clusters: the recorded ones, and the others that carry
+    /// this stack's mark. A recorded cluster the list does not show is gone.
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let gcp = cloud.gcp().await?;
         let listed = gcp
