@@ -483,7 +483,14 @@ fn bad_input_errors() {
         ),
         ("var_undeclared", format!("{header}[vars]\nnodes = 2\n"), &["--var", "node=3"]),
         ("var_wrong_type", format!("{header}[vars]\nnodes = 2\n"), &["--var", "nodes=many"]),
-        ("unsupported_backend", format!("{header}[state]\nbackend = \"s3\"\n"), &[]),
+        ("unsupported_backend", format!("{header}[state]\nbackend = \"consul\"\n"), &[]),
+        ("s3_state_without_bucket", format!("{header}[state]\nbackend = \"s3\"\n"), &[]),
+        ("bucket_for_a_local_state", format!("{header}[state]\nbucket = \"b\"\n"), &[]),
+        (
+            "state_lease_not_a_duration",
+            format!("{header}[state]\nbackend = \"s3\"\nbucket = \"b\"\nlease = \"soon\"\n"),
+            &[],
+        ),
         ("component_config", format!("{header}[null_layers.g]\nlayers = 0\nwidth = 3\n"), &[]),
         (
             "component_overflow",

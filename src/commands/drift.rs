@@ -6,7 +6,7 @@ use super::{Session, runtime};
 use crate::error::{CommandError, Exit};
 use crate::plan::drift::{Drift, IgnoreRules};
 use crate::plan::{Action, render};
-use crate::state::LocalStore;
+use crate::state::Store;
 use miette::Result;
 use serde::Serialize;
 use std::fmt::Write;
@@ -148,7 +148,7 @@ fn worst(reports: &[StackReport]) -> Exit {
 /// What a check reads before it reaches the cloud.
 struct Loaded {
     stack: crate::stack::Stack,
-    store: LocalStore,
+    store: Store,
     graph: crate::graph::ResourceGraph,
     state: crate::state::store::Loaded,
     rules: IgnoreRules,
@@ -158,8 +158,9 @@ struct Loaded {
 /// The stack, its state and the ignore rules.
 fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
     let (stack, graph) = session.load(file)?;
-    let store = LocalStore::new(&stack.state.path);
-    let loaded = store.load(&stack.name)?;
+    // A remote store makes its own blocking calls: off this runtime's async workers.
+    let (store, loaded) =
+        tokio::task::block_in_place(|| Store::open(&stack.state).and_then(|store| store.load(&stack.name).map(|l| (store, l))))?;
     let mut rules = IgnoreRules::of_stack(&stack);
     let addresses: Vec<&str> = stack
         .resources
@@ -232,7 +233,7 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
     } = load(session, file, ignore)?;
     report.stack = stack.name.clone();
     report.ignores_used = ignores_used;
-    report.apply_in_progress = crate::state::lock::holder(&store.lock_path()).map(|h| {
+    report.apply_in_progress = tokio::task::block_in_place(|| store.holder()).map(|h| {
         format!(
             "apply in progress since {} (`{}` by {}, pid {})",
             h.started, h.operation, h.who, h.pid

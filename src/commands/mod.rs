@@ -24,7 +24,7 @@ use crate::provider::Registry;
 use crate::stack::{Stack, StateSettings};
 use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
-use crate::state::{LocalStore, StateLock};
+use crate::state::{Held, Store};
 use miette::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -231,20 +231,14 @@ impl Session {
     pub fn announce(&self, stack: &str, file: &str, state: &StateSettings) {
         self.printer.info(&format!(
             "stack `{stack}` ({file}) · state {} ({})",
-            state.path.display(),
+            state.location(),
             state.backend
         ));
     }
 
     /// Takes the state lock and loads the state, reporting a stale lock taken over.
-    pub fn open_state(
-        &self,
-        settings: &StateSettings,
-        stack: &str,
-        mode: LockMode,
-        operation: &str,
-    ) -> Result<(LocalStore, StateLock, Loaded)> {
-        let store = LocalStore::new(&settings.path);
+    pub fn open_state(&self, settings: &StateSettings, stack: &str, mode: LockMode, operation: &str) -> Result<(Store, Held, Loaded)> {
+        let store = Store::open(settings)?;
         let (lock, stale) = store.lock(mode, operation, self.global.lock_timeout)?;
         if let Some(info) = stale
             && mode == LockMode::Exclusive
@@ -271,7 +265,7 @@ impl Session {
     }
 
     /// Shows the plan, asks for confirmation, applies it and saves the state.
-    pub fn apply(&self, plan: &Plan, store: &LocalStore, loaded: Loaded, consent: Consent) -> Result<Exit> {
+    pub fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<Exit> {
         self.printer.plan(&crate::plan::render::render(plan));
         let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
         if plan.is_empty() && !state_only {
@@ -308,7 +302,7 @@ impl Session {
             }
         }
         let mut state = loaded.state;
-        let mut journal = store.journal()?;
+        let mut journal = store.journal(&state)?;
         let (tx, rx) = tokio::sync::watch::channel(0u32);
         let runtime = runtime()?;
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));

@@ -4,8 +4,8 @@ use super::Session;
 use crate::cli::StateCommand;
 use crate::error::{CommandError, Exit};
 use crate::schema::suggestion;
-use crate::state::lock::{self, LockMode};
-use crate::state::{Event, LocalStore};
+use crate::state::lock::LockMode;
+use crate::state::{Event, Store};
 use miette::Result;
 
 /// Runs a `forge state` subcommand.
@@ -51,8 +51,7 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
         StateCommand::Unlock { file, lock_id, force } => {
             let (stack, _) = session.load(&file)?;
             session.announce(&stack.name, &stack.source.name, &stack.state);
-            let store = LocalStore::new(&stack.state.path);
-            let info = lock::unlock(&store.lock_path(), &lock_id, force)?;
+            let info = Store::open(&stack.state)?.unlock(&lock_id, force)?;
             session.printer.info(&format!("Released the lock held by {info}."));
             Ok(Exit::Ok)
         }

@@ -28,6 +28,10 @@ const DEFAULT_LABELS: &[(&str, &str, &str, &[&str])] = &[
     ("gcp", "default_labels", "google_", &["resource_labels", "labels"]),
 ];
 
+/// The state backends, and the keys `[state]` takes.
+const BACKENDS: &[&str] = &["local", "s3"];
+const STATE_KEYS: &[&str] = &["backend", "path", "bucket", "key", "region", "kms_key_id", "lease"];
+
 /// The Google APIs whose endpoint `[gcp] endpoints` may set.
 const GCP_SERVICES: &[&str] = &["compute", "container", "file"];
 
@@ -222,10 +226,7 @@ impl Loader<'_> {
         let (name, description) = self.stack_section(stack_section)?;
 
         let mut providers = BTreeMap::new();
-        let mut state = StateSettings {
-            backend: "local".into(),
-            path: PathBuf::from(format!("state/{name}.json")),
-        };
+        let mut state = StateSettings::local(PathBuf::from(format!("state/{name}.json")));
         let mut vars = Map::new();
         let mut outputs_section = None;
         let mut block_sections = Vec::new();
@@ -243,6 +244,13 @@ impl Loader<'_> {
                 "outputs" => outputs_section = Some(value),
                 block_type => block_sections.push((key, block_type, value)),
             }
+        }
+        if state.backend == "s3" && state.region.is_none() {
+            state.region = providers
+                .get("aws")
+                .and_then(|a| a.get("region"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
         self.apply_overrides(&mut vars, overrides)?;
 
@@ -511,12 +519,13 @@ impl Loader<'_> {
     }
 
     fn state_section(&self, section: &Spanned<DeValue>, stack_name: &str) -> Result<StateSettings, StackError> {
-        let table = self.table(section, "state", "write `[state]` with `backend` and `path`")?;
-        self.known_keys("state", table, &["backend", "path"])?;
-        let mut settings = StateSettings {
-            backend: "local".into(),
-            path: PathBuf::from(format!("state/{stack_name}.json")),
-        };
+        let table = self.table(
+            section,
+            "state",
+            "write `[state]` with `backend` and `path`, or `backend = \"s3\"` and `bucket`",
+        )?;
+        self.known_keys("state", table, STATE_KEYS)?;
+        let mut settings = StateSettings::local(PathBuf::from(format!("state/{stack_name}.json")));
         for (key, value) in table.iter() {
             let DeValue::String(s) = value.get_ref() else {
                 return Err(self.err(
@@ -526,15 +535,17 @@ impl Loader<'_> {
                     "write it in quotes",
                 ));
             };
+            let text = Some(s.as_ref().to_owned());
             match key.get_ref().as_ref() {
-                "backend" if s.as_ref() != "local" => {
+                "backend" if !BACKENDS.contains(&s.as_ref()) => {
                     return Err(self.err(
                         value.span(),
                         format!("unsupported state backend `{s}`"),
                         "unknown backend",
-                        "only `local` exists in this version of forge; remove `backend` to use it",
+                        format!("use one of: {}", BACKENDS.join(", ")),
                     ));
                 }
+                "backend" => settings.backend = s.as_ref().to_owned(),
                 "path" if s.is_empty() => {
                     return Err(self.err(
                         value.span(),
@@ -544,7 +555,44 @@ impl Loader<'_> {
                     ));
                 }
                 "path" => settings.path = PathBuf::from(s.as_ref()),
+                "bucket" => settings.bucket = text,
+                "key" => settings.key = text,
+                "region" => settings.region = text,
+                "kms_key_id" => settings.kms_key_id = text,
+                "lease" if humantime::parse_duration(s).is_err() => {
+                    return Err(self.err(
+                        value.span(),
+                        format!("`state.lease = \"{s}\"` is not a duration"),
+                        "not a duration",
+                        "write it like \"2m\" or \"90s\": how long a lock lasts unless its holder renews it",
+                    ));
+                }
+                "lease" => settings.lease = text,
                 _ => {}
+            }
+        }
+        let remote_only = ["bucket", "key", "region", "kms_key_id", "lease"];
+        match settings.backend.as_str() {
+            "local" => {
+                if let Some((key, _)) = table.iter().find(|(k, _)| remote_only.contains(&k.get_ref().as_ref())) {
+                    return Err(self.err(
+                        key.span(),
+                        format!("`state.{}` is a setting of the remote backends", key.get_ref()),
+                        "not for `local`",
+                        "add `backend = \"s3\"` to keep the state in a bucket, or remove it",
+                    ));
+                }
+            }
+            _ => {
+                if settings.bucket.is_none() {
+                    return Err(self.err(
+                        section.span(),
+                        format!("`[state] backend = \"{}\"` needs a `bucket`", settings.backend),
+                        "no bucket",
+                        "add `bucket = \"my-team-forge-state\"`: an existing bucket, with versioning on to keep every snapshot",
+                    ));
+                }
+                settings.key.get_or_insert_with(|| format!("{stack_name}/state.json"));
             }
         }
         Ok(settings)

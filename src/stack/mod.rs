@@ -60,8 +60,46 @@ pub struct Resource {
 /// Where and how state is kept (`[state]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateSettings {
-    /// The backend; only `local` exists today.
+    /// `local` (a file) or `s3` (an object in a bucket).
     pub backend: String,
-    /// The state file, relative to the working directory.
+    /// The local state file, relative to the working directory.
     pub path: PathBuf,
+    /// The bucket of a remote state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<String>,
+    /// The object key of a remote state's snapshot (`<stack>/state.json` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The bucket's region (default `[aws] region`, else the environment's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// SSE-KMS key of a remote state (default SSE-S3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+    /// How long a remote lock lasts unless its holder renews it (`"2m"` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+}
+
+impl StateSettings {
+    /// The local backend's file `path`.
+    pub fn local(path: PathBuf) -> Self {
+        StateSettings {
+            backend: "local".into(),
+            path,
+            bucket: None,
+            key: None,
+            region: None,
+            kms_key_id: None,
+            lease: None,
+        }
+    }
+
+    /// Where the state is, as messages say it: the file, or `s3://bucket/key`.
+    pub fn location(&self) -> String {
+        match (&self.bucket, &self.key) {
+            (Some(bucket), Some(key)) => format!("{}://{bucket}/{key}", self.backend),
+            _ => self.path.display().to_string(),
+        }
+    }
 }

@@ -1,6 +1,7 @@
-//! The append-only journal: one JSON line per state change, fsync'd in groups. A writer thread
-//! collects every line sent while the previous fsync ran and makes them durable with one more,
-//! so persistence costs O(1) per change however large the state is.
+//! The append-only journal: one JSON line per state change, made durable in groups. A writer
+//! thread collects every line sent while the previous write ran and makes them durable with one
+//! more — an fsync of the local file, or one new object of a remote state ([`Sink`]) — so
+//! persistence costs O(1) per change however large the state is.
 
 use super::{ResourceRecord, StateError};
 use serde::{Deserialize, Serialize};
@@ -44,10 +45,25 @@ struct Durable {
     error: Option<String>,
 }
 
+/// Where the writer puts each group of lines, durably, before it reports them durable.
+pub trait Sink: Send + 'static {
+    /// Writes `lines` (whole lines, the first of which brings the state to `first_serial`).
+    fn write(&mut self, first_serial: u64, lines: &[u8]) -> Result<(), String>;
+}
+
+impl Sink for File {
+    fn write(&mut self, _first_serial: u64, lines: &[u8]) -> Result<(), String> {
+        self.write_all(lines).and_then(|()| self.sync_data()).map_err(|e| e.to_string())
+    }
+}
+
+/// A queued line: its ticket, the serial it brings the state to, its bytes.
+type Line = (u64, u64, Vec<u8>);
+
 /// A handle on the journal writer.
 pub struct Journal {
     path: PathBuf,
-    lines: Option<mpsc::Sender<(u64, Vec<u8>)>>,
+    lines: Option<mpsc::Sender<Line>>,
     durable: watch::Receiver<Durable>,
     sent: u64,
     writer: Option<JoinHandle<()>>,
@@ -58,11 +74,11 @@ pub struct Journal {
 pub struct Ticket(u64);
 
 impl Journal {
-    /// Opens (creating) the journal for appending and starts its writer thread.
-    pub fn open(path: PathBuf, file: File) -> Self {
-        let (tx, rx) = mpsc::channel::<(u64, Vec<u8>)>();
+    /// Starts the writer thread over `sink`; `path` names the journal in errors.
+    pub fn open(path: PathBuf, sink: impl Sink) -> Self {
+        let (tx, rx) = mpsc::channel::<Line>();
         let (durable_tx, durable_rx) = watch::channel(Durable::default());
-        let writer = std::thread::spawn(move || write_loop(file, rx, durable_tx));
+        let writer = std::thread::spawn(move || write_loop(sink, rx, durable_tx));
         Journal {
             path,
             lines: Some(tx),
@@ -78,7 +94,7 @@ impl Journal {
         line.push(b'\n');
         self.sent += 1;
         // A send fails only when the writer stopped on an error; `wait` reports that error.
-        let _ = self.lines.as_ref().expect("journal open").send((self.sent, line));
+        let _ = self.lines.as_ref().expect("journal open").send((self.sent, entry.serial, line));
         Ticket(self.sent)
     }
 
@@ -127,18 +143,18 @@ impl Waiter {
     }
 }
 
-fn write_loop(mut file: File, rx: mpsc::Receiver<(u64, Vec<u8>)>, durable: watch::Sender<Durable>) {
-    while let Ok((mut upto, first)) = rx.recv() {
+fn write_loop(mut sink: impl Sink, rx: mpsc::Receiver<Line>, durable: watch::Sender<Durable>) {
+    while let Ok((mut upto, first_serial, first)) = rx.recv() {
         let mut batch = first;
-        while let Ok((seq, line)) = rx.try_recv() {
+        while let Ok((seq, _, line)) = rx.try_recv() {
             batch.extend_from_slice(&line);
             upto = seq;
         }
-        let result = file.write_all(&batch).and_then(|()| file.sync_data());
+        let result = sink.write(first_serial, &batch);
         let failed = result.is_err();
         durable.send_modify(|d| match result {
             Ok(()) => d.upto = upto,
-            Err(e) => d.error = Some(e.to_string()),
+            Err(e) => d.error = Some(e),
         });
         if failed {
             return;

@@ -79,7 +79,7 @@ pub enum LockError {
     #[error("the state is not locked")]
     NotLocked,
     /// The lock file could not be used.
-    #[error("cannot use the lock file `{}`: {message}", path.display())]
+    #[error("cannot use the state lock `{}`: {message}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -143,7 +143,7 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-fn pid_alive(pid: u32) -> bool {
+pub fn pid_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: signal 0 only checks that the process exists.
     unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
@@ -187,18 +187,7 @@ pub fn acquire(path: &Path, mode: LockMode, operation: &str, timeout: Duration) 
     if mode == LockMode::Shared {
         return Ok((StateLock { file, mode, info: None }, left_behind));
     }
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
-    let host = hostname();
-    let info = LockInfo {
-        id: uuid::Uuid::new_v4().to_string(),
-        who: format!("{user}@{host}"),
-        host,
-        pid: std::process::id(),
-        operation: operation.to_owned(),
-        started: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-    };
+    let info = new_info(operation);
     let record = serde_json::to_vec(&info).expect("lock info serializes");
     file.set_len(0)
         .and_then(|()| file.rewind())
@@ -213,6 +202,22 @@ pub fn acquire(path: &Path, mode: LockMode, operation: &str, timeout: Duration) 
         },
         left_behind,
     ))
+}
+
+/// A new holder record for this process running `operation`.
+pub fn new_info(operation: &str) -> LockInfo {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    let host = hostname();
+    LockInfo {
+        id: uuid::Uuid::new_v4().to_string(),
+        who: format!("{user}@{host}"),
+        host,
+        pid: std::process::id(),
+        operation: operation.to_owned(),
+        started: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+    }
 }
 
 /// `forge state unlock ID`: releases a lock whose holder is gone (or, with `force`, any).

@@ -1,11 +1,18 @@
-//! ⑤ State: what forge has built. A snapshot (`state/<stack>.json`) plus an append-only
-//! journal beside it; only the apply coordinator writes, and it records an intent before every
-//! create or delete so that a crash at any instant leaves a state the next run can finish.
+//! ⑤ State: what forge has built. A snapshot (`state/<stack>.json`, or an object in a bucket)
+//! plus an append-only journal beside it; only the apply coordinator writes, and it records an
+//! intent before every create or delete so that a crash at any instant leaves a state the next
+//! run can finish.
 
+pub mod backend;
 pub mod journal;
 pub mod lock;
+pub mod objects;
+pub mod remote;
+#[cfg(feature = "aws")]
+pub mod s3;
 pub mod store;
 
+pub use backend::{Held, Store};
 pub use journal::{Entry, Event, Journal};
 pub use lock::{LockError, LockInfo, StateLock};
 pub use store::{LocalStore, StateError};

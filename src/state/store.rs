@@ -53,6 +53,26 @@ pub enum StateError {
         /// The stack being run.
         expected: String,
     },
+    /// A remote state could not be read or written.
+    #[error("state `{location}`: {message}")]
+    #[diagnostic(help(
+        "check the bucket, the credentials and the network, then run again: nothing was lost, every change made so far is in the journal"
+    ))]
+    Remote {
+        /// `s3://bucket/key`.
+        location: String,
+        /// The store's message.
+        message: String,
+    },
+    /// The snapshot changed since this run read it: another run wrote it.
+    #[error("state `{location}` was changed by another run since this one read it")]
+    #[diagnostic(help(
+        "nothing was lost: this run's changes are in its journal segments; check who else runs forge on this stack, then run `forge up` again, which folds them"
+    ))]
+    Conflict {
+        /// `s3://bucket/key`.
+        location: String,
+    },
     /// The file could not be written.
     #[error("cannot write state `{}`: {message}", path.display())]
     #[diagnostic(help("free disk space or fix permissions, then run again: the journal keeps every change made so far"))]
@@ -73,6 +93,35 @@ pub struct Loaded {
     pub existed: bool,
     /// Whether a torn journal tail was dropped.
     pub dropped_tail: bool,
+}
+
+/// A snapshot read from `location` (a file, or an object's URL), checked: a forge state, of a
+/// version this forge reads, of this stack.
+pub fn parse_snapshot(bytes: &[u8], stack: &str, location: &Path) -> Result<State, StateError> {
+    let corrupt = |message: String| StateError::Corrupt {
+        path: location.to_owned(),
+        message,
+    };
+    let raw: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    let version = raw
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| corrupt("no `version` field".into()))?;
+    if version > u64::from(STATE_VERSION) {
+        return Err(StateError::TooNew {
+            path: location.to_owned(),
+            found: u32::try_from(version).unwrap_or(u32::MAX),
+        });
+    }
+    let state: State = serde_json::from_value(raw).map_err(|e| corrupt(e.to_string()))?;
+    if state.stack != stack {
+        return Err(StateError::OtherStack {
+            path: location.to_owned(),
+            found: state.stack,
+            expected: stack.to_owned(),
+        });
+    }
+    Ok(state)
 }
 
 /// The local state backend for one stack.
@@ -128,7 +177,7 @@ impl LocalStore {
     /// Reads the snapshot and replays the journal after it.
     pub fn load(&self, stack: &str) -> Result<Loaded, StateError> {
         let snapshot = match fs::read(&self.path) {
-            Ok(bytes) => Some(self.parse_snapshot(&bytes, stack)?),
+            Ok(bytes) => Some(parse_snapshot(&bytes, stack, &self.path)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
                 return Err(StateError::Read {
@@ -166,33 +215,6 @@ impl LocalStore {
             existed,
             dropped_tail,
         })
-    }
-
-    fn parse_snapshot(&self, bytes: &[u8], stack: &str) -> Result<State, StateError> {
-        let corrupt = |message: String| StateError::Corrupt {
-            path: self.path.clone(),
-            message,
-        };
-        let raw: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        let version = raw
-            .get("version")
-            .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| corrupt("no `version` field".into()))?;
-        if version > u64::from(STATE_VERSION) {
-            return Err(StateError::TooNew {
-                path: self.path.clone(),
-                found: u32::try_from(version).unwrap_or(u32::MAX),
-            });
-        }
-        let state: State = serde_json::from_value(raw).map_err(|e| corrupt(e.to_string()))?;
-        if state.stack != stack {
-            return Err(StateError::OtherStack {
-                path: self.path.clone(),
-                found: state.stack,
-                expected: stack.to_owned(),
-            });
-        }
-        Ok(state)
     }
 
     /// Writes `state` as the new snapshot (temp file, fsync, rename; the old one becomes the

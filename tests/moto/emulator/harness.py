@@ -18,6 +18,8 @@
   * sets how long phases last (POST /_forge/phases {"seconds": s}), and how long the operations
     of matching Google calls last (POST /_forge/operation_seconds [{"match", "account",
     "seconds"}], e.g. GPU node pools slower than the rest);
+  * makes S3's conditional writes and deletes (If-None-Match: *, If-Match) atomic, as S3's are:
+    moto checks the condition and then writes, so two such requests at once could both pass;
   * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
     as for faults), as a server that ignores or widens a filter would: what forge's ownership
     checks must not rely on.
@@ -96,6 +98,7 @@ class Harness:
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
+        self.conditional_s3 = threading.Lock()
         self.calls = Counter()
         self.faults = []
         self.latency = []
@@ -158,6 +161,10 @@ class Harness:
             body = text.encode()
             start_response(f"{status} Fault", headers + [("Content-Length", str(len(body)))])
             return [body]
+        conditional = environ.get("HTTP_IF_NONE_MATCH") or environ.get("HTTP_IF_MATCH")
+        if service == "s3" and conditional and environ.get("REQUEST_METHOD") in ("PUT", "DELETE"):
+            with self.conditional_s3:
+                return list(app(environ, start_response))
         return app(environ, start_response)
 
     @staticmethod
