@@ -303,3 +303,25 @@ fn sigkill_at_random_points_with_s3_state_converges() {
         }
     }
 }
+
+/// `forge state unlock FILE ID` releases an S3 lock left by a run on another host, and only
+/// with its id.
+#[test]
+fn state_unlock_releases_an_s3_lock_by_its_id() {
+    let b = Bucket::new();
+    b.stack("s.toml", "held", "", "[null.a]\n");
+    let held = serde_json::json!({
+        "id": "1a2b3c4d-0000-4000-8000-000000000000", "who": "ci@elsewhere", "host": "elsewhere", "pid": 1,
+        "operation": "up", "started": "2026-01-01T00:00:00Z", "expires": 4_000_000_000u64,
+    });
+    b.put("held/state.json.lock", serde_json::to_vec(&held).unwrap());
+    let (code, stderr) = b.forge(&["up", "s.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("the state is locked: `up` by ci@elsewhere"), "{stderr}");
+    let (code, stderr) = b.forge(&["state", "unlock", "s.toml", "not-the-id"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("does not match the lock held"), "{stderr}");
+    b.ok(&["state", "unlock", "s.toml", "1a2b3c4d-0000-4000-8000-000000000000"]);
+    assert!(b.get("held/state.json.lock").is_none());
+    b.ok(&["up", "s.toml", "--yes"]);
+}
