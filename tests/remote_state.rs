@@ -208,6 +208,15 @@ fn an_s3_state_is_written_read_and_folded() {
         "{stderr}"
     );
     assert!(!b.dir.path().join("state").exists(), "nothing local");
+
+    // A stack whose state is local, switched to the bucket: refused, not started empty.
+    std::fs::write(b.dir.path().join("moved.toml"), format!("[stack]\nname = \"moved\"\n{LAYERS}")).unwrap();
+    b.ok(&["up", "moved.toml", "--yes"]);
+    b.stack("moved.toml", "moved", "", LAYERS);
+    let (code, stderr) = b.forge(&["up", "moved.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("forge will not start an empty one beside it"), "{stderr}");
+    assert!(b.get("moved/state.json").is_none(), "nothing written to the bucket");
 }
 
 /// Two `up` at once on one S3 state: exactly one proceeds, the other fails at once naming the

@@ -247,6 +247,18 @@ impl Session {
                 .warn(&format!("took over a stale lock: {info} — that process no longer exists"));
         }
         let loaded = store.load(stack)?;
+        if settings.backend != "local" && !loaded.existed && settings.path.exists() {
+            // Starting an empty remote state beside a local one would make every resource again.
+            return Err(CommandError::new(
+                format!(
+                    "`{}` has no state yet, but the local state `{}` does: forge will not start an empty one beside it",
+                    settings.location(),
+                    settings.path.display()
+                ),
+                "moving a state between backends is not built yet: keep `[state] backend = \"local\"` for this stack for now",
+            )
+            .into());
+        }
         if loaded.dropped_tail {
             self.printer
                 .warn("the state journal ended in a torn write (a crash mid-write); that last partial line was ignored");
