@@ -242,4 +242,18 @@ pub enum StateCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Copy the local state file (`[state] path`) to the stack's remote state, to move a stack
+    /// to a bucket: set `[state] backend` first. Lineage and serial are kept; a remote state of
+    /// another lineage, or a newer one, is never overwritten.
+    Push {
+        /// The stack file.
+        file: PathBuf,
+    },
+    /// Copy the stack's remote state to the local state file (`[state] path`), to move a stack
+    /// back to a file or to keep a copy. A local state of another lineage, or a newer one, is
+    /// never overwritten.
+    Pull {
+        /// The stack file.
+        file: PathBuf,
+    },
 }

@@ -217,6 +217,24 @@ fn an_s3_state_is_written_read_and_folded() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("forge will not start an empty one beside it"), "{stderr}");
     assert!(b.get("moved/state.json").is_none(), "nothing written to the bucket");
+
+    // `state push` moves it, keeping lineage and serial: the bucket's state is the local one.
+    let local: serde_json::Value = serde_json::from_slice(&std::fs::read(b.dir.path().join("state/moved.json")).unwrap()).unwrap();
+    b.ok(&["state", "push", "moved.toml"]);
+    let pushed: serde_json::Value = serde_json::from_slice(&b.get("moved/state.json").unwrap()).unwrap();
+    assert_eq!((&pushed["lineage"], &pushed["serial"]), (&local["lineage"], &local["serial"]));
+    let (code, stderr) = b.forge(&["plan", "moved.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the stack runs from the bucket with nothing to do: {stderr}");
+    // The bucket's state moves on; pushing the older local one is refused, pulling works.
+    b.stack("moved.toml", "moved", "", &format!("{LAYERS}[null.extra]\n"));
+    b.ok(&["up", "moved.toml", "--yes"]);
+    let (code, stderr) = b.forge(&["state", "push", "moved.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("is newer"), "{stderr}");
+    b.ok(&["state", "pull", "moved.toml"]);
+    let pulled: serde_json::Value = serde_json::from_slice(&std::fs::read(b.dir.path().join("state/moved.json")).unwrap()).unwrap();
+    let remote: serde_json::Value = serde_json::from_slice(&b.get("moved/state.json").unwrap()).unwrap();
+    assert_eq!(pulled, remote);
 }
 
 /// Two `up` at once on one S3 state: exactly one proceeds, the other fails at once naming the

@@ -5,7 +5,7 @@ use crate::cli::StateCommand;
 use crate::error::{CommandError, Exit};
 use crate::schema::suggestion;
 use crate::state::lock::LockMode;
-use crate::state::{Event, Store};
+use crate::state::{Event, LocalStore, Store};
 use miette::Result;
 
 /// Runs a `forge state` subcommand.
@@ -55,7 +55,87 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
             session.printer.info(&format!("Released the lock held by {info}."));
             Ok(Exit::Ok)
         }
+        StateCommand::Push { file } => copy(session, &file, Direction::Push),
+        StateCommand::Pull { file } => copy(session, &file, Direction::Pull),
     }
+}
+
+/// Which way `state push|pull` copies.
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    /// Local file → remote state.
+    Push,
+    /// Remote state → local file.
+    Pull,
+}
+
+/// Copies the state between the local file and the remote backend, both locked, refusing to
+/// overwrite a state of another lineage or with a newer serial.
+fn copy(session: &Session, file: &std::path::Path, direction: Direction) -> Result<Exit> {
+    let (stack, _) = session.load(file)?;
+    session.announce(&stack.name, &stack.source.name, &stack.state);
+    if stack.state.backend == "local" {
+        return Err(CommandError::new(
+            format!(
+                "`{}` keeps its state locally: there is no remote state to copy to or from",
+                stack.source.name
+            ),
+            "set `[state] backend = \"s3\"` and `bucket` first",
+        )
+        .into());
+    }
+    let local = Store::Local(LocalStore::new(&stack.state.path));
+    let remote = Store::open(&stack.state)?;
+    let (from, to, from_name, to_name) = match direction {
+        Direction::Push => (&local, &remote, stack.state.path.display().to_string(), stack.state.location()),
+        Direction::Pull => (&remote, &local, stack.state.location(), stack.state.path.display().to_string()),
+    };
+    let (_from_lock, _) = from.lock(LockMode::Exclusive, "state copy", session.global.lock_timeout)?;
+    let (_to_lock, _) = to.lock(LockMode::Exclusive, "state copy", session.global.lock_timeout)?;
+    let source = from.load(&stack.name)?;
+    if !source.existed {
+        return Err(CommandError::new(
+            format!("`{from_name}` holds no state to copy"),
+            "check `[state]` and the stack's name",
+        )
+        .into());
+    }
+    let target = to.load(&stack.name)?;
+    let (s, t) = (&source.state, &target.state);
+    if target.existed {
+        if t.lineage != s.lineage {
+            return Err(CommandError::new(
+                format!("`{to_name}` holds another state (lineage {}), not a copy of `{from_name}` (lineage {})", t.lineage, s.lineage),
+                "forge never overwrites a state of another lineage: point `[state]` elsewhere, or remove that state by hand if it is a leftover",
+            )
+            .into());
+        }
+        if t.serial > s.serial {
+            return Err(CommandError::new(
+                format!(
+                    "`{to_name}` is newer (serial {}) than `{from_name}` (serial {})",
+                    t.serial, s.serial
+                ),
+                "copy the other way, or run from the newer state",
+            )
+            .into());
+        }
+    }
+    to.compact(s)?;
+    let next = match direction {
+        Direction::Push => {
+            format!("forge now uses it; the local files at {from_name} are left as they were: remove them once you trust the copy")
+        }
+        Direction::Pull => "set `[state] backend = \"local\"` to run from it".into(),
+    };
+    session.printer.info(&format!(
+        "Copied the state of `{}` ({} resources, serial {}, lineage {}) from {from_name} to {to_name}; {next}.",
+        stack.name,
+        s.resources.len(),
+        s.serial,
+        s.lineage
+    ));
+    Ok(Exit::Ok)
 }
 
 fn find<'s>(state: &'s crate::state::State, address: &str) -> Result<&'s crate::state::ResourceRecord> {
