@@ -178,8 +178,13 @@ fn an_s3_state_is_written_read_and_folded() {
     b.calls();
     let (code, stderr) = b.forge(&["plan", "s.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "{stderr}");
-    let (code, stderr) = b.forge(&["drift", "s.toml"]);
-    assert_eq!(code, 0, "{stderr}");
+    let out = b.command(&["drift", "s.toml"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(&format!("state: s3://{}/remote/state.json (s3)", b.name)),
+        "drift says which state it read: {stdout}"
+    );
     let reads = b.calls();
     assert_eq!(writes(&reads), 0, "plan and drift only read: {reads:?}");
     b.ok(&["destroy", "s.toml", "--yes"]);

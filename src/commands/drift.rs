@@ -72,6 +72,8 @@ pub struct StackReport {
     pub stack: String,
     /// The stack file.
     pub file: String,
+    /// The state it read: where, and which backend (`s3://bucket/key (s3)`).
+    pub state: Option<String>,
     /// How it came out.
     pub outcome: Outcome,
     /// Its exit code alone.
@@ -200,6 +202,7 @@ async fn check(session: &Session, file: &Path, ignore: &[String]) -> StackReport
     let mut report = StackReport {
         stack: file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
         file: file.display().to_string(),
+        state: None,
         outcome: Outcome::Error,
         exit_code: 1,
         apply_in_progress: None,
@@ -232,6 +235,7 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
         ignores_used,
     } = load(session, file, ignore)?;
     report.stack = stack.name.clone();
+    report.state = Some(format!("{} ({})", stack.state.location(), stack.state.backend));
     report.ignores_used = ignores_used;
     report.apply_in_progress = tokio::task::block_in_place(|| store.holder()).map(|h| {
         format!(
@@ -289,6 +293,9 @@ fn text(reports: &[StackReport]) -> String {
     let mut out = String::new();
     for r in reports {
         let _ = writeln!(out, "stack `{}` ({}): {}", r.stack, r.file, verdict(r));
+        if let Some(state) = r.state.as_ref().filter(|s| !s.ends_with("(local)")) {
+            let _ = writeln!(out, "  state: {state}");
+        }
         if let Some(lock) = &r.apply_in_progress {
             let _ = writeln!(out, "  note: {lock}; what it changes may show here until it finishes");
         }
