@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from emulator import ROOT, calls, control, start
+from emulator import ROOT, calls, control, emit, start
 ACCOUNT = "210987654321"
 # The longest chain of calls one kind's read makes one after the other.
 ROUNDS = 2
@@ -95,11 +95,7 @@ def main():
         lines.append(f"| limit: one batch round ({ROUNDS} calls in sequence) | {limit:.2f} | {ROUNDS} |")
         lines.append(f"| model: one call per resource, one at a time | {per_resource:.2f} | {resources} |")
         lines.append(f"| model: one call per resource at Terraform's -parallelism=10 (not run: no provider offline) | {terraform_model:.2f} | {-(-resources // 10)} |")
-        report = "\n".join(lines) + "\n"
-        print(report)
-        if args.out:
-            with open(args.out, "w") as out:
-                out.write(report)
+        emit(lines, args.out)
     finally:
         launcher.terminate()
         shutil.rmtree(work, ignore_errors=True)

@@ -37,3 +37,12 @@ def calls(url, account):
     counted = control(url, "GET", f"/_forge/calls?account={account}")
     control(url, "POST", f"/_forge/reset?account={account}", {})
     return counted
+
+
+def emit(lines, out):
+    """Prints the report's Markdown `lines` and, with `out`, writes them to that file too."""
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if out:
+        with open(out, "w") as file:
+            file.write(report)

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from emulator import ROOT, calls, control, start
+from emulator import ROOT, calls, control, emit, start
 PROJECT = "forge-bench"
 # stack file, its project line, how many operations deep `up` and `destroy` are
 STACKS = (("examples/gcp-vpc.toml", 'project = "my-project"', 2, 2),
@@ -59,11 +59,7 @@ def main():
                 lines.append(f"| `forge {argv[0]}` | {wall:.2f} | {sum(counted.values())} ({detail}) | {writes} | {polls} | {done.returncode} |")
             lines += ["", f"`up` is {up_depth} operations deep ({up_depth * args.operation_seconds:.1f} s of operations on the critical "
                       f"path), `destroy` {destroy_depth} ({destroy_depth * args.operation_seconds:.1f} s); `plan` and `drift` write nothing."]
-        report = "\n".join(lines) + "\n"
-        print(report)
-        if args.out:
-            with open(args.out, "w") as out:
-                out.write(report)
+        emit(lines, args.out)
     finally:
         launcher.terminate()
         shutil.rmtree(work, ignore_errors=True)

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from emulator import ROOT, calls, control, start
+from emulator import ROOT, calls, control, emit, start
 
 ACCOUNT = "123456789012"
 BUCKET = "forge-bench-state"
@@ -86,11 +86,7 @@ def main():
         lines += ["", "At a fixed depth the requests per apply stay flat as N grows tenfold: one journal segment per group of "
                   "intents that start together, not per resource; they grow with the graph's depth "
                   f"(at most {per_layer:.1f} writes per layer here)."]
-        report = "\n".join(lines) + "\n"
-        print(report)
-        if args.out:
-            with open(args.out, "w") as out:
-                out.write(report)
+        emit(lines, args.out)
     finally:
         launcher.terminate()
         shutil.rmtree(work, ignore_errors=True)

@@ -67,19 +67,7 @@ impl Bucket {
     }
 
     fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
-        cmd.current_dir(self.dir.path())
-            .env("NO_COLOR", "1")
-            .env("AWS_ENDPOINT_URL", support::launcher_url())
-            .env("AWS_ACCESS_KEY_ID", &self.account)
-            .env("AWS_SECRET_ACCESS_KEY", "secret")
-            .env("AWS_REGION", "us-west-2")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .env_remove("AWS_PROFILE")
-            .args(args);
-        cmd
+        support::aws_forge(self.dir.path(), &self.account, args)
     }
 
     fn forge(&self, args: &[&str]) -> (i32, String) {

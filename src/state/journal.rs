@@ -106,6 +106,20 @@ impl Journal {
         }
     }
 
+    /// Applies `events` to `state`, appends them, and makes them durable (one-off changes like
+    /// `state rm`).
+    pub fn commit(mut self, state: &mut super::State, events: Vec<Event>) -> Result<(), StateError> {
+        for event in events {
+            state.apply(event.clone());
+            self.append(&Entry {
+                lineage: state.lineage,
+                serial: state.serial,
+                event,
+            });
+        }
+        self.close()
+    }
+
     /// Makes everything appended durable and stops the writer.
     pub fn close(mut self) -> Result<(), StateError> {
         let last = Ticket(self.sent);

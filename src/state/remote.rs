@@ -14,7 +14,7 @@ use super::journal::{self, Journal, Sink};
 use super::lock::{LockError, LockInfo, LockMode, hostname, new_info, pid_alive};
 use super::objects::{Condition, ObjectError, Objects};
 use super::store::{Loaded, StateError, parse_snapshot};
-use super::{Entry, Event, State};
+use super::{Event, State};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc};
@@ -158,16 +158,7 @@ impl RemoteStore {
 
     /// Appends entries and waits until they are durable (for one-off changes like `state rm`).
     pub fn record(&self, state: &mut State, events: Vec<Event>) -> Result<(), StateError> {
-        let mut journal = self.journal(state)?;
-        for event in events {
-            state.apply(event.clone());
-            journal.append(&Entry {
-                lineage: state.lineage,
-                serial: state.serial,
-                event,
-            });
-        }
-        journal.close()
+        self.journal(state)?.commit(state, events)
     }
 
     /// Takes the lock for a command that writes (`Exclusive`), waiting up to `timeout`;
@@ -374,7 +365,7 @@ impl Sink for Segments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{ResourceRecord, Status};
+    use crate::state::store::tests::record;
     use std::collections::BTreeMap;
 
     /// Objects in memory, versioned by a counter: what the remote state's logic needs.
@@ -410,19 +401,6 @@ mod tests {
         fn delete(&self, key: &str, _condition: Condition) -> Result<(), ObjectError> {
             self.objects.lock().unwrap().remove(key);
             Ok(())
-        }
-    }
-
-    fn record(address: &str) -> ResourceRecord {
-        ResourceRecord {
-            address: address.into(),
-            kind: "null".into(),
-            status: Status::Created,
-            id: Some("i-1".into()),
-            token: None,
-            config: serde_json::json!({}),
-            outputs: serde_json::json!({}),
-            dependencies: vec![],
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::journal::{self, Journal};
 use super::lock::{self, LockError, LockInfo, LockMode, StateLock};
-use super::{Entry, STATE_VERSION, State};
+use super::{STATE_VERSION, State};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -273,26 +273,18 @@ impl LocalStore {
 
     /// Appends entries and waits until they are durable (for one-off changes like `state rm`).
     pub fn record(&self, state: &mut State, events: Vec<super::Event>) -> Result<(), StateError> {
-        let mut journal = self.journal()?;
-        for event in events {
-            state.apply(event.clone());
-            journal.append(&Entry {
-                lineage: state.lineage,
-                serial: state.serial,
-                event,
-            });
-        }
-        journal.close()
+        self.journal()?.commit(state, events)
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::state::{Event, ResourceRecord, Status};
     use serde_json::json;
 
-    fn record(address: &str) -> ResourceRecord {
+    /// A created `null` record at `address`, for the state's tests.
+    pub(crate) fn record(address: &str) -> ResourceRecord {
         ResourceRecord {
             address: address.into(),
             kind: "null".into(),

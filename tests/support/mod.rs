@@ -60,3 +60,21 @@ pub fn request(method: &str, path: &str, body: &str) -> (u16, String) {
         response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default(),
     )
 }
+
+/// `forge ARGS` run in `dir`, pointed at the emulator through the standard AWS environment
+/// only, as the 12-digit `account` (the launcher keeps each account's objects apart).
+pub fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
+    cmd.current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("AWS_ENDPOINT_URL", launcher_url())
+        .env("AWS_ACCESS_KEY_ID", account)
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_REGION", "us-west-2")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .env_remove("AWS_PROFILE")
+        .args(args);
+    cmd
+}
