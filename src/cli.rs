@@ -244,10 +244,15 @@ pub enum StateCommand {
     },
     /// Copy the local state file (`[state] path`) to the stack's remote state, to move a stack
     /// to a bucket: set `[state] backend` first. Lineage and serial are kept; a remote state of
-    /// another lineage, or a newer one, is never overwritten.
+    /// another lineage, or a newer one, is never overwritten. With `--from`, push another file:
+    /// the rescue file a run leaves when its bucket stopped answering
+    /// (`state/<stack>.rescue.json`), which is removed once pushed.
     Push {
         /// The stack file.
         file: PathBuf,
+        /// The local state file to push (default `[state] path`).
+        #[arg(long, value_name = "STATE_FILE")]
+        from: Option<PathBuf>,
     },
     /// Copy the stack's remote state to the local state file (`[state] path`), to move a stack
     /// back to a file or to keep a copy. A local state of another lineage, or a newer one, is

@@ -487,6 +487,16 @@ fn bad_input_errors() {
         ("s3_state_without_bucket", format!("{header}[state]\nbackend = \"s3\"\n"), &[]),
         ("bucket_for_a_local_state", format!("{header}[state]\nbucket = \"b\"\n"), &[]),
         (
+            "gcs_prefix_for_an_s3_state",
+            format!("{header}[state]\nbackend = \"s3\"\nbucket = \"b\"\nprefix = \"team\"\n"),
+            &[],
+        ),
+        (
+            "s3_region_for_a_gcs_state",
+            format!("{header}[state]\nbackend = \"gcs\"\nbucket = \"b\"\nregion = \"us-west-2\"\n"),
+            &[],
+        ),
+        (
             "state_lease_not_a_duration",
             format!("{header}[state]\nbackend = \"s3\"\nbucket = \"b\"\nlease = \"soon\"\n"),
             &[],

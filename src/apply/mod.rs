@@ -127,6 +127,10 @@ pub fn evaluate_outputs(plan: &Plan, state: &State) -> serde_json::Map<String, V
         .collect()
 }
 
+/// Why an operation whose intent could not be made durable was not started.
+const NOT_RECORDED: &str =
+    "not {verb}: the state could not record the intent first, so the cloud was not called (the state error below says why)";
+
 /// Runs `plan` to completion (or failure, or Ctrl-C). `interrupts` counts Ctrl-C presses.
 pub async fn run(
     plan: &Plan,
@@ -167,6 +171,9 @@ pub async fn run(
 
     let mut lanes = Lanes::default();
     loop {
+        // The state cannot record intents any more (its backend is down): start nothing new,
+        // and let the calls in flight finish.
+        stopping |= journal.failed();
         while !stopping && running.len() < parallelism {
             let Some(op) = lanes.next_free().or_else(|| graph.next_ready()) else {
                 break;
@@ -365,8 +372,8 @@ fn dispatch(
             };
             let ticket = record(state, journal, Event::Put(intent));
             Ok(Box::pin(async move {
-                if let Err(e) = waiter.wait(ticket).await {
-                    return Outcome::Failed(format!("not created: {e}"));
+                if waiter.wait(ticket).await.is_err() {
+                    return Outcome::Failed(NOT_RECORDED.replace("{verb}", "created"));
                 }
                 match retry.run(|| kind.create(&ctx, &token, &config)).await {
                     Ok(created) => Outcome::Created(created, config),
@@ -401,8 +408,8 @@ fn dispatch(
                 }),
             );
             Ok(Box::pin(async move {
-                if let Err(e) = waiter.wait(ticket).await {
-                    return Outcome::Failed(format!("not deleted: {e}"));
+                if waiter.wait(ticket).await.is_err() {
+                    return Outcome::Failed(NOT_RECORDED.replace("{verb}", "deleted"));
                 }
                 let id = match (&prior.id, &prior.token) {
                     (Some(id), _) => id.clone(),

@@ -24,7 +24,7 @@ use crate::provider::Registry;
 use crate::stack::{Stack, StateSettings};
 use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
-use crate::state::{Held, Store};
+use crate::state::{Held, LocalStore, StateError, Store};
 use miette::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -119,6 +119,40 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .thread_stack_size(WORKER_STACK_BYTES)
         .build()
         .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
+}
+
+/// A run's state that its remote store would not take (down, throttled, or changed by someone
+/// else): written whole to the local rescue file, so the run never ends with state only in
+/// memory, and the error says how to push it. A local state's error is returned as it is.
+fn rescue(store: &Store, state: &crate::state::State, error: StateError, stack_file: &str) -> miette::Report {
+    let Some(path) = store.rescue_path() else {
+        return error.into();
+    };
+    let kept = match path.parent().filter(|d| !d.as_os_str().is_empty()).map(std::fs::create_dir_all) {
+        Some(Err(e)) => Err(StateError::Write {
+            path: path.to_owned(),
+            message: e.to_string(),
+        }),
+        _ => LocalStore::new(path).compact(state),
+    };
+    let push = format!("`forge state push {stack_file} --from {}`", path.display());
+    let (lead, hint) = match (kept, &error) {
+        (Ok(()), StateError::Conflict { .. }) => (
+            format!("nothing is lost: the state is in `{}`", path.display()),
+            format!(
+                "find out who else wrote it; if this run's state is the one to keep, push it with {push} (a newer state is never overwritten), else remove the file; until then forge refuses to change this stack"
+            ),
+        ),
+        (Ok(()), _) => (
+            format!("nothing is lost: the state is in `{}`", path.display()),
+            format!("when the bucket answers again, run {push}; until then forge refuses to change this stack"),
+        ),
+        (Err(e), _) => (
+            format!("and it could not be kept locally either ({e})"),
+            "keep this output: the journal segments written so far are in the bucket; run `forge up` again once it answers".to_owned(),
+        ),
+    };
+    CommandError::new(format!("the state could not be saved: {error}\n{lead}"), hint).into()
 }
 
 impl Session {
@@ -236,7 +270,8 @@ impl Session {
         ));
     }
 
-    /// Takes the state lock and loads the state, reporting a stale lock taken over.
+    /// Takes the state lock and loads the state, reporting a stale lock taken over. A write
+    /// (`Exclusive`) is refused while an earlier run's rescue file waits to be pushed.
     pub fn open_state(&self, settings: &StateSettings, stack: &str, mode: LockMode, operation: &str) -> Result<(Store, Held, Loaded)> {
         let store = Store::open(settings)?;
         let (lock, stale) = store.lock(mode, operation, self.global.lock_timeout)?;
@@ -255,7 +290,23 @@ impl Session {
                     settings.location(),
                     settings.path.display()
                 ),
-                "moving a state between backends is not built yet: keep `[state] backend = \"local\"` for this stack for now",
+                "move it to the bucket with `forge state push FILE`, or keep `[state] backend = \"local\"` for this stack",
+            )
+            .into());
+        }
+        if let Some(rescue) = store.rescue_path().filter(|r| mode == LockMode::Exclusive && r.exists()) {
+            // A run that lost its backend left the latest state there; running on from the
+            // bucket's older copy would fork the state.
+            return Err(CommandError::new(
+                format!(
+                    "an earlier run could not save the state to `{}` and left it in `{}`",
+                    settings.location(),
+                    rescue.display()
+                ),
+                format!(
+                    "push it first: `forge state push FILE --from {}` (it is removed once pushed); remove it by hand only if it is stale",
+                    rescue.display()
+                ),
             )
             .into());
         }
@@ -332,7 +383,10 @@ impl Session {
         });
         progress.finish();
         runtime.shutdown_background();
-        let saved = journal.close().and_then(|()| store.compact(&state));
+        let saved = journal
+            .close()
+            .and_then(|()| store.compact(&state))
+            .map_err(|e| rescue(store, &state, e, &plan.stack_file));
         let replaced = report.count(Action::Replace);
         let verb = if report.complete() { "complete" } else { "stopped" };
         let heading = if plan.mode == Mode::Destroy { "Destroy" } else { "Apply" };

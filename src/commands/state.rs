@@ -55,8 +55,8 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
             session.printer.info(&format!("Released the lock held by {info}."));
             Ok(Exit::Ok)
         }
-        StateCommand::Push { file } => copy(session, &file, Direction::Push),
-        StateCommand::Pull { file } => copy(session, &file, Direction::Pull),
+        StateCommand::Push { file, from } => copy(session, &file, Direction::Push, from),
+        StateCommand::Pull { file } => copy(session, &file, Direction::Pull, None),
     }
 }
 
@@ -69,9 +69,10 @@ enum Direction {
     Pull,
 }
 
-/// Copies the state between the local file and the remote backend, both locked, refusing to
-/// overwrite a state of another lineage or with a newer serial.
-fn copy(session: &Session, file: &std::path::Path, direction: Direction) -> Result<Exit> {
+/// Copies the state between the local file (`from`, else `[state] path`) and the remote
+/// backend, both locked, refusing to overwrite a state of another lineage or with a newer
+/// serial. A pushed rescue file is removed.
+fn copy(session: &Session, file: &std::path::Path, direction: Direction, from: Option<std::path::PathBuf>) -> Result<Exit> {
     let (stack, _) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     if stack.state.backend == "local" {
@@ -80,17 +81,18 @@ fn copy(session: &Session, file: &std::path::Path, direction: Direction) -> Resu
                 "`{}` keeps its state locally: there is no remote state to copy to or from",
                 stack.source.name
             ),
-            "set `[state] backend = \"s3\"` and `bucket` first",
+            "set `[state] backend = \"s3\"` (or `\"gcs\"`) and `bucket` first",
         )
         .into());
     }
-    let local = Store::Local(LocalStore::new(&stack.state.path));
+    let local_path = from.unwrap_or_else(|| stack.state.path.clone());
+    let local = Store::Local(LocalStore::new(&local_path));
     let remote = Store::open(&stack.state)?;
     let (from, to, from_name, to_name) = match direction {
-        Direction::Push => (&local, &remote, stack.state.path.display().to_string(), stack.state.location()),
-        Direction::Pull => (&remote, &local, stack.state.location(), stack.state.path.display().to_string()),
+        Direction::Push => (&local, &remote, local_path.display().to_string(), stack.state.location()),
+        Direction::Pull => (&remote, &local, stack.state.location(), local_path.display().to_string()),
     };
-    let (_from_lock, _) = from.lock(LockMode::Exclusive, "state copy", session.global.lock_timeout)?;
+    let (from_lock, _) = from.lock(LockMode::Exclusive, "state copy", session.global.lock_timeout)?;
     let (_to_lock, _) = to.lock(LockMode::Exclusive, "state copy", session.global.lock_timeout)?;
     let source = from.load(&stack.name)?;
     if !source.existed {
@@ -122,7 +124,19 @@ fn copy(session: &Session, file: &std::path::Path, direction: Direction) -> Resu
         }
     }
     to.compact(s)?;
+    let rescued = direction == Direction::Push && remote.rescue_path() == Some(local_path.as_path());
+    if rescued {
+        drop(from_lock);
+        let _ = std::fs::remove_file(LocalStore::new(&local_path).lock_path());
+        std::fs::remove_file(&local_path).map_err(|e| {
+            CommandError::new(
+                format!("pushed, but cannot remove the rescue file `{from_name}`: {e}"),
+                "remove it by hand: forge refuses to change the stack while it exists",
+            )
+        })?;
+    }
     let next = match direction {
+        Direction::Push if rescued => "the rescue file is removed: forge runs from the bucket again".to_owned(),
         Direction::Push => {
             format!("forge now uses it; the local files at {from_name} are left as they were: remove them once you trust the copy")
         }

@@ -29,8 +29,23 @@ const DEFAULT_LABELS: &[(&str, &str, &str, &[&str])] = &[
 ];
 
 /// The state backends, and the keys `[state]` takes.
-const BACKENDS: &[&str] = &["local", "s3"];
-const STATE_KEYS: &[&str] = &["backend", "path", "bucket", "key", "region", "kms_key_id", "lease"];
+const BACKENDS: &[&str] = &["local", "s3", "gcs"];
+const STATE_KEYS: &[&str] = &[
+    "backend",
+    "path",
+    "bucket",
+    "key",
+    "region",
+    "kms_key_id",
+    "prefix",
+    "kms_key_name",
+    "lease",
+];
+/// The `[state]` keys of each remote backend (beside `backend` and `path`, which all take).
+const REMOTE_KEYS: &[(&str, &[&str])] = &[
+    ("s3", &["bucket", "key", "region", "kms_key_id", "lease"]),
+    ("gcs", &["bucket", "prefix", "kms_key_name", "lease"]),
+];
 
 /// The Google APIs whose endpoint `[gcp] endpoints` may set.
 const GCP_SERVICES: &[&str] = &["compute", "container", "file"];
@@ -245,12 +260,20 @@ impl Loader<'_> {
                 block_type => block_sections.push((key, block_type, value)),
             }
         }
-        if state.backend == "s3" && state.region.is_none() {
-            state.region = providers
-                .get("aws")
-                .and_then(|a| a.get("region"))
+        let provider_setting = |provider: &str, pointer: &str| {
+            providers
+                .get(provider)
+                .and_then(|p| p.pointer(pointer))
                 .and_then(Value::as_str)
-                .map(str::to_owned);
+                .map(str::to_owned)
+        };
+        match state.backend.as_str() {
+            "s3" if state.region.is_none() => state.region = provider_setting("aws", "/region"),
+            "gcs" => {
+                state.project = provider_setting("gcp", "/project");
+                state.endpoint = provider_setting("gcp", "/endpoints/storage");
+            }
+            _ => {}
         }
         self.apply_overrides(&mut vars, overrides)?;
 
@@ -522,7 +545,7 @@ impl Loader<'_> {
         let table = self.table(
             section,
             "state",
-            "write `[state]` with `backend` and `path`, or `backend = \"s3\"` and `bucket`",
+            "write `[state]` with `backend` and `path`, or `backend = \"s3\"` (or `\"gcs\"`) and `bucket`",
         )?;
         self.known_keys("state", table, STATE_KEYS)?;
         let mut settings = StateSettings::local(PathBuf::from(format!("state/{stack_name}.json")));
@@ -559,6 +582,8 @@ impl Loader<'_> {
                 "key" => settings.key = text,
                 "region" => settings.region = text,
                 "kms_key_id" => settings.kms_key_id = text,
+                "prefix" => settings.prefix = text,
+                "kms_key_name" => settings.kms_key_name = text,
                 "lease" if humantime::parse_duration(s).is_err() => {
                     return Err(self.err(
                         value.span(),
@@ -571,29 +596,57 @@ impl Loader<'_> {
                 _ => {}
             }
         }
-        let remote_only = ["bucket", "key", "region", "kms_key_id", "lease"];
-        match settings.backend.as_str() {
-            "local" => {
-                if let Some((key, _)) = table.iter().find(|(k, _)| remote_only.contains(&k.get_ref().as_ref())) {
-                    return Err(self.err(
-                        key.span(),
-                        format!("`state.{}` is a setting of the remote backends", key.get_ref()),
-                        "not for `local`",
-                        "add `backend = \"s3\"` to keep the state in a bucket, or remove it",
-                    ));
-                }
+        let owner = |key: &str| {
+            REMOTE_KEYS
+                .iter()
+                .find(|(_, keys)| keys.contains(&key))
+                .map(|(backend, _)| *backend)
+        };
+        let foreign = table.iter().find(|(k, _)| {
+            let key = k.get_ref().as_ref();
+            owner(key).is_some() && !REMOTE_KEYS.iter().any(|(b, keys)| *b == settings.backend && keys.contains(&key))
+        });
+        if let Some((key, _)) = foreign {
+            let key = key.get_ref().as_ref();
+            let owners: Vec<&str> = REMOTE_KEYS
+                .iter()
+                .filter(|(_, keys)| keys.contains(&key))
+                .map(|(b, _)| *b)
+                .collect();
+            let span = table
+                .iter()
+                .find(|(k, _)| k.get_ref().as_ref() == key)
+                .map(|(k, _)| k.span())
+                .expect("found above");
+            return Err(self.err(
+                span,
+                format!(
+                    "`state.{key}` is a setting of the `{}` backend{}, not of `{}`",
+                    owners.join("` and `"),
+                    if owners.len() > 1 { "s" } else { "" },
+                    settings.backend
+                ),
+                format!("not for `{}`", settings.backend),
+                match settings.backend.as_str() {
+                    "local" => format!("add `backend = \"{}\"` to keep the state in a bucket, or remove it", owners[0]),
+                    _ => "remove it, or fix `backend`".to_owned(),
+                },
+            ));
+        }
+        if settings.backend != "local" {
+            if settings.bucket.is_none() {
+                return Err(self.err(
+                    section.span(),
+                    format!("`[state] backend = \"{}\"` needs a `bucket`", settings.backend),
+                    "no bucket",
+                    "add `bucket = \"my-team-forge-state\"`: an existing bucket, with versioning on to keep every snapshot",
+                ));
             }
-            _ => {
-                if settings.bucket.is_none() {
-                    return Err(self.err(
-                        section.span(),
-                        format!("`[state] backend = \"{}\"` needs a `bucket`", settings.backend),
-                        "no bucket",
-                        "add `bucket = \"my-team-forge-state\"`: an existing bucket, with versioning on to keep every snapshot",
-                    ));
-                }
-                settings.key.get_or_insert_with(|| format!("{stack_name}/state.json"));
-            }
+            let key = match settings.prefix.as_deref() {
+                Some(prefix) => format!("{}/state.json", prefix.trim_end_matches('/')),
+                None => format!("{stack_name}/state.json"),
+            };
+            settings.key.get_or_insert(key);
         }
         Ok(settings)
     }

@@ -60,22 +60,35 @@ pub struct Resource {
 /// Where and how state is kept (`[state]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateSettings {
-    /// `local` (a file) or `s3` (an object in a bucket).
+    /// `local` (a file), `s3` or `gcs` (an object in a bucket).
     pub backend: String,
     /// The local state file, relative to the working directory.
     pub path: PathBuf,
     /// The bucket of a remote state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket: Option<String>,
-    /// The object key of a remote state's snapshot (`<stack>/state.json` by default).
+    /// The object key of a remote state's snapshot: S3's `key` (`<stack>/state.json` by
+    /// default), GCS's `<prefix>/state.json` (prefix `<stack>` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// A GCS state's prefix (`<stack>` by default): its snapshot is `<prefix>/state.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
     /// The bucket's region (default `[aws] region`, else the environment's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// SSE-KMS key of a remote state (default SSE-S3).
+    /// SSE-KMS key of an S3 state (default SSE-S3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kms_key_id: Option<String>,
+    /// Cloud KMS key of a GCS state (default Google's keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_name: Option<String>,
+    /// The project of a GCS state's bucket, for messages (`[gcp] project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The Cloud Storage endpoint of a GCS state (`[gcp] endpoints.storage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     /// How long a remote lock lasts unless its holder renews it (`"2m"` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<String>,
@@ -89,16 +102,21 @@ impl StateSettings {
             path,
             bucket: None,
             key: None,
+            prefix: None,
             region: None,
             kms_key_id: None,
+            kms_key_name: None,
+            project: None,
+            endpoint: None,
             lease: None,
         }
     }
 
-    /// Where the state is, as messages say it: the file, or `s3://bucket/key`.
+    /// Where the state is, as messages say it: the file, `s3://bucket/key` or `gs://bucket/key`.
     pub fn location(&self) -> String {
+        let scheme = if self.backend == "gcs" { "gs" } else { &self.backend };
         match (&self.bucket, &self.key) {
-            (Some(bucket), Some(key)) => format!("{}://{bucket}/{key}", self.backend),
+            (Some(bucket), Some(key)) => format!("{scheme}://{bucket}/{key}"),
             _ => self.path.display().to_string(),
         }
     }

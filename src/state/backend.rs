@@ -3,14 +3,15 @@
 
 use super::journal::Journal;
 use super::lock::{self, LockError, LockInfo, LockMode, StateLock};
+use super::objects::Objects;
 use super::remote::{RemoteLock, RemoteStore};
 use super::store::{Loaded, LocalStore, StateError};
 use super::{Event, State};
 use crate::stack::StateSettings;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a remote lock lasts unless renewed, by default.
-#[cfg(feature = "aws")]
 const LEASE: Duration = Duration::from_secs(120);
 
 /// A stack's state, wherever it is kept.
@@ -29,32 +30,52 @@ pub enum Held {
     Remote(Option<RemoteLock>),
 }
 
+/// Where a run leaves a remote state it could not store: `state/<stack>.rescue.json` beside
+/// `[state] path`.
+fn rescue_path(settings: &StateSettings) -> std::path::PathBuf {
+    settings.path.with_extension("rescue.json")
+}
+
+/// The object store of a remote `[state]`.
+fn connect(settings: &StateSettings) -> Result<Arc<dyn Objects>, String> {
+    let bucket = settings.bucket.as_deref().unwrap_or_default();
+    match settings.backend.as_str() {
+        #[cfg(feature = "aws")]
+        "s3" => Ok(Arc::new(super::s3::S3Objects::connect(
+            bucket,
+            settings.region.as_deref(),
+            settings.kms_key_id.as_deref(),
+        )?)),
+        #[cfg(feature = "gcp")]
+        "gcs" => Ok(Arc::new(super::gcs::GcsObjects::connect(
+            bucket,
+            settings.project.as_deref(),
+            settings.endpoint.as_deref(),
+            settings.kms_key_name.as_deref(),
+        )?)),
+        backend => Err(format!(
+            "this forge was built without the `{backend}` backend (its cloud's feature is off)"
+        )),
+    }
+}
+
 impl Store {
     /// The store `settings` name; a remote one connects to its bucket.
     pub fn open(settings: &StateSettings) -> Result<Store, StateError> {
-        match (settings.backend.as_str(), &settings.bucket) {
-            #[cfg(feature = "aws")]
-            ("s3", Some(bucket)) => {
-                let objects = super::s3::S3Objects::connect(bucket, settings.region.as_deref(), settings.kms_key_id.as_deref()).map_err(
-                    |message| StateError::Remote {
-                        location: settings.location(),
-                        message,
-                    },
-                )?;
-                let lease = settings
-                    .lease
-                    .as_deref()
-                    .and_then(|l| humantime::parse_duration(l).ok())
-                    .unwrap_or(LEASE);
-                let key = settings.key.clone().unwrap_or_default();
-                Ok(Store::Remote(RemoteStore::new(std::sync::Arc::new(objects), &key, lease)))
-            }
-            ("local", _) => Ok(Store::Local(LocalStore::new(&settings.path))),
-            (backend, _) => Err(StateError::Remote {
-                location: settings.location(),
-                message: format!("this forge was built without the `{backend}` backend (its cloud's feature is off)"),
-            }),
+        if settings.backend == "local" {
+            return Ok(Store::Local(LocalStore::new(&settings.path)));
         }
+        let objects = connect(settings).map_err(|message| StateError::Remote {
+            location: settings.location(),
+            message,
+        })?;
+        let lease = settings
+            .lease
+            .as_deref()
+            .and_then(|l| humantime::parse_duration(l).ok())
+            .unwrap_or(LEASE);
+        let key = settings.key.clone().unwrap_or_default();
+        Ok(Store::Remote(RemoteStore::new(objects, &key, lease, rescue_path(settings))))
     }
 
     /// Takes the lock: `Exclusive` for commands that write, `Shared` for readers.
@@ -102,6 +123,15 @@ impl Store {
         match self {
             Store::Local(store) => lock::holder(&store.lock_path()),
             Store::Remote(store) => store.holder(),
+        }
+    }
+
+    /// The local file a run leaves the state in when its remote store cannot take it (none for
+    /// a local state).
+    pub fn rescue_path(&self) -> Option<&std::path::Path> {
+        match self {
+            Store::Local(_) => None,
+            Store::Remote(store) => Some(store.rescue_path()),
         }
     }
 

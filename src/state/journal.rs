@@ -98,6 +98,11 @@ impl Journal {
         Ticket(self.sent)
     }
 
+    /// Whether the writer stopped on an error: nothing appended from now on becomes durable.
+    pub fn failed(&self) -> bool {
+        self.durable.borrow().error.is_some()
+    }
+
     /// A way to wait for tickets from another task.
     pub fn waiter(&self) -> Waiter {
         Waiter {

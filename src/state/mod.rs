@@ -4,6 +4,8 @@
 //! run can finish.
 
 pub mod backend;
+#[cfg(feature = "gcp")]
+pub mod gcs;
 pub mod journal;
 pub mod lock;
 pub mod objects;

@@ -1,9 +1,12 @@
 //! What a remote state backend needs of an object store, and no more: read an object with its
 //! version tag (S3's ETag, GCS's generation), write one unconditionally, only if it does not
-//! exist, or only if it is still the version read (compare-and-swap), and delete one. The
-//! remote state ([`super::remote`]) is written once over this; each store is one file.
+//! exist, or only if it is still the version read (compare-and-swap). Nothing is listed and
+//! nothing needs deleting: a released lock is an empty object written by compare-and-swap, and
+//! folded journal segments are discarded where the store can (S3), left where it cannot (the
+//! GCS crate deletes only over gRPC). The remote state ([`super::remote`]) is written once over
+//! this; each store is one file.
 
-/// The condition of a write or delete.
+/// The condition of a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Condition {
     /// None.
@@ -31,6 +34,19 @@ pub trait Objects: Send + Sync + 'static {
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, String)>, ObjectError>;
     /// Writes the object if `condition` holds; returns its new version tag.
     fn put(&self, key: &str, bytes: Vec<u8>, condition: Condition) -> Result<String, ObjectError>;
-    /// Deletes the object if `condition` holds; one already gone is a success.
-    fn delete(&self, key: &str, condition: Condition) -> Result<(), ObjectError>;
+
+    /// [`Objects::put`], recognising a retried write whose first answer was lost: the SDKs
+    /// retry a conditional write on a server error, and the retry fails its own condition
+    /// (412) although the first try landed. An object holding exactly these bytes is that try.
+    fn write(&self, key: &str, bytes: Vec<u8>, condition: Condition) -> Result<String, ObjectError> {
+        match self.put(key, bytes.clone(), condition) {
+            Err(ObjectError::Conflict) => match self.get(key)? {
+                Some((current, version)) if current == bytes => Ok(version),
+                _ => Err(ObjectError::Conflict),
+            },
+            done => done,
+        }
+    }
+    /// Removes an object no reader needs any more, if the store can; best effort.
+    fn discard(&self, key: &str);
 }

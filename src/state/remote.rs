@@ -8,7 +8,8 @@
 //!   then one past each segment's last entry, until a key is missing);
 //! - `K.lock`: the lock, created only if absent, holding who has it and until when (a lease the
 //!   holder renews); one whose lease ran out, or whose holder is a dead process of this host,
-//!   is taken over by compare-and-swap, so of two runs exactly one gets it.
+//!   is taken over by compare-and-swap, so of two runs exactly one gets it. Releasing it writes
+//!   it empty, by compare-and-swap too (no store needs a delete); an empty lock is free.
 
 use super::journal::{self, Journal, Sink};
 use super::lock::{LockError, LockInfo, LockMode, hostname, new_info, pid_alive};
@@ -27,20 +28,29 @@ pub struct RemoteStore {
     lease: Duration,
     /// The snapshot's version as last read or written: the condition of the next snapshot.
     version: Mutex<Option<String>>,
-    /// Segments folded into the state since the snapshot: deleted once a snapshot holds them.
+    /// Segments folded into the state since the snapshot: discarded once a snapshot holds them.
     segments: Arc<Mutex<Vec<String>>>,
+    /// The local file a run leaves its state in when the store cannot take it.
+    rescue: PathBuf,
 }
 
 impl RemoteStore {
-    /// The state at `key` in `objects`; locks last `lease` unless renewed.
-    pub fn new(objects: Arc<dyn Objects>, key: &str, lease: Duration) -> Self {
+    /// The state at `key` in `objects`; locks last `lease` unless renewed; `rescue` is the
+    /// local file a run writes its state to when the store cannot take it.
+    pub fn new(objects: Arc<dyn Objects>, key: &str, lease: Duration, rescue: PathBuf) -> Self {
         RemoteStore {
             objects,
             key: key.to_owned(),
             lease,
             version: Mutex::new(None),
             segments: Arc::new(Mutex::new(Vec::new())),
+            rescue,
         }
+    }
+
+    /// The local rescue file of this state.
+    pub fn rescue_path(&self) -> &std::path::Path {
+        &self.rescue
     }
 
     /// `s3://bucket/key`.
@@ -109,24 +119,22 @@ impl RemoteStore {
     }
 
     /// Writes `state` as the new snapshot if the snapshot is still the one read (the previous
-    /// one kept as `K.backup`), then deletes the segments it folds in.
+    /// one kept as `K.backup`), then discards the segments it folds in.
     pub fn compact(&self, state: &State) -> Result<(), StateError> {
         let mut bytes = serde_json::to_vec_pretty(state).expect("state serializes");
         bytes.push(b'\n');
         let mut version = self.version.lock().expect("not poisoned");
         let condition = match version.clone() {
             Some(read) => {
-                if let Some((old, _)) = self.objects.get(&self.key).map_err(|e| self.read_err(&self.key, e))? {
+                if let Some((old, _)) = retried(|| self.objects.get(&self.key)).map_err(|e| self.read_err(&self.key, e))? {
                     let backup = format!("{}.backup", self.key);
-                    self.objects
-                        .put(&backup, old, Condition::Always)
-                        .map_err(|e| self.read_err(&backup, e))?;
+                    retried(|| self.objects.write(&backup, old.clone(), Condition::Always)).map_err(|e| self.read_err(&backup, e))?;
                 }
                 Condition::Version(read)
             }
             None => Condition::Absent,
         };
-        match self.objects.put(&self.key, bytes, condition) {
+        match retried(|| self.objects.write(&self.key, bytes.clone(), condition.clone())) {
             Ok(new) => *version = Some(new),
             Err(ObjectError::Conflict) => {
                 return Err(StateError::Conflict { location: self.url() });
@@ -137,7 +145,7 @@ impl RemoteStore {
         let folded = std::mem::take(&mut *self.segments.lock().expect("not poisoned"));
         for key in folded {
             // A segment left behind is harmless: no reader starts below the snapshot's serial.
-            let _ = self.objects.delete(&key, Condition::Always);
+            self.objects.discard(&key);
         }
         Ok(())
     }
@@ -186,7 +194,7 @@ impl RemoteStore {
         };
         let deadline = Instant::now() + timeout;
         loop {
-            let (version, took_over) = match self.objects.put(&key, lease(&info), Condition::Absent) {
+            let (version, took_over) = match self.objects.write(&key, lease(&info), Condition::Absent) {
                 Ok(version) => (version, None),
                 Err(ObjectError::Conflict) => {
                     let Some((bytes, version)) = self.objects.get(&key).map_err(io)? else {
@@ -197,7 +205,7 @@ impl RemoteStore {
                         .as_ref()
                         .is_none_or(|h| h.expires < now() || (h.info.host == hostname() && !pid_alive(h.info.pid)));
                     if stale {
-                        match self.objects.put(&key, lease(&info), Condition::Version(version)) {
+                        match self.objects.write(&key, lease(&info), Condition::Version(version)) {
                             Ok(version) => (version, held.map(|h| h.info)),
                             Err(ObjectError::Conflict) => continue, // another run took it first
                             Err(e) => return Err(io(e)),
@@ -232,7 +240,12 @@ impl RemoteStore {
             path: self.location(&key),
             message,
         };
-        let Some((bytes, version)) = self.objects.get(&key).map_err(|e| io(format!("{e:?}")))? else {
+        let Some((bytes, version)) = self
+            .objects
+            .get(&key)
+            .map_err(|e| io(format!("{e:?}")))?
+            .filter(|(b, _)| !b.is_empty())
+        else {
             return Err(LockError::NotLocked);
         };
         let held: Lease = serde_json::from_slice(&bytes).map_err(|e| io(format!("not a forge lock: {e}")))?;
@@ -246,7 +259,7 @@ impl RemoteStore {
             return Err(LockError::Alive(held.info));
         }
         self.objects
-            .delete(&key, Condition::Version(version))
+            .write(&key, Vec::new(), Condition::Version(version))
             .map_err(|e| io(format!("{e:?}")))?;
         Ok(held.info)
     }
@@ -265,7 +278,8 @@ fn now() -> u64 {
 }
 
 /// A held remote lock: a thread renews its lease (compare-and-swap on the version it wrote)
-/// every third of the lease; dropping it stops the renewals and deletes the lock.
+/// every third of the lease; dropping it stops the renewals and releases the lock (writes it
+/// empty, if it is still the version this run wrote).
 pub struct RemoteLock {
     /// The holder record.
     pub info: LockInfo,
@@ -291,7 +305,7 @@ impl RemoteLock {
                         expires: now() + lease.as_secs().max(1),
                     })
                     .unwrap_or_else(|_| record.clone());
-                    match objects.put(&key, renewed, Condition::Version(current)) {
+                    match objects.write(&key, renewed, Condition::Version(current)) {
                         Ok(next) => *version.lock().expect("not poisoned") = next,
                         // Taken over (this run stalled past its lease): the snapshot's
                         // compare-and-swap and the create-only segments stop this run's writes.
@@ -319,9 +333,12 @@ impl Drop for RemoteLock {
             let _ = renewer.join();
         }
         let version = self.version.lock().expect("not poisoned").clone();
-        let _ = self.objects.delete(&self.key, Condition::Version(version));
+        let _ = self.objects.write(&self.key, Vec::new(), Condition::Version(version));
     }
 }
+
+/// How often a write of the journal or the snapshot is tried.
+const ATTEMPTS: u32 = 6;
 
 /// The journal's sink: each group of entries is a new segment object, created only if absent.
 struct Segments {
@@ -333,33 +350,34 @@ struct Segments {
 impl Sink for Segments {
     fn write(&mut self, first_serial: u64, lines: &[u8]) -> Result<(), String> {
         let key = format!("{}{first_serial:020}", self.prefix);
-        let mut delay = Duration::from_millis(200);
-        for attempt in 1..=5 {
-            match self.objects.put(&key, lines.to_vec(), Condition::Absent) {
-                Ok(_) => {
-                    self.written.lock().expect("not poisoned").push(key);
-                    return Ok(());
-                }
-                Err(ObjectError::Conflict) => {
-                    // Ours, when a retried write's first answer was lost; else another run's.
-                    if attempt > 1 && matches!(self.objects.get(&key), Ok(Some((bytes, _))) if bytes == lines) {
-                        self.written.lock().expect("not poisoned").push(key);
-                        return Ok(());
-                    }
-                    return Err(format!(
-                        "{} was written by another run: someone else is changing this state",
-                        self.objects.url(&key)
-                    ));
-                }
-                Err(ObjectError::Failed(message)) if attempt == 5 => return Err(message),
-                Err(ObjectError::Failed(_)) => {
-                    std::thread::sleep(delay);
-                    delay *= 2;
-                }
+        match retried(|| self.objects.write(&key, lines.to_vec(), Condition::Absent)) {
+            Ok(_) => {
+                self.written.lock().expect("not poisoned").push(key);
+                Ok(())
             }
+            Err(ObjectError::Conflict) => Err(format!(
+                "{} was written by another run: someone else is changing this state",
+                self.objects.url(&key)
+            )),
+            Err(ObjectError::Failed(message)) => Err(message),
         }
-        unreachable!("the last attempt returns")
     }
+}
+
+/// Runs `call` until it succeeds or conflicts, trying a failing call [`ATTEMPTS`] times with
+/// backoff: about 8 s (beside the client's own retries) before a run stops on an outage.
+fn retried<T>(mut call: impl FnMut() -> Result<T, ObjectError>) -> Result<T, ObjectError> {
+    let mut delay = Duration::from_millis(250);
+    for _ in 1..ATTEMPTS {
+        match call() {
+            Err(ObjectError::Failed(_)) => {
+                std::thread::sleep(delay);
+                delay *= 2;
+            }
+            done => return done,
+        }
+    }
+    call()
 }
 
 #[cfg(test)]
@@ -398,29 +416,31 @@ mod tests {
             objects.insert(key.to_owned(), (bytes, *next));
             Ok(next.to_string())
         }
-        fn delete(&self, key: &str, _condition: Condition) -> Result<(), ObjectError> {
+        fn discard(&self, key: &str) {
             self.objects.lock().unwrap().remove(key);
-            Ok(())
         }
     }
 
     #[test]
     fn segments_fold_over_the_snapshot_and_a_changed_snapshot_is_a_conflict() {
         let objects: Arc<dyn Objects> = Arc::new(Memory::default());
-        let store = RemoteStore::new(objects.clone(), "s/state.json", Duration::from_secs(60));
+        let store = RemoteStore::new(objects.clone(), "s/state.json", Duration::from_secs(60), PathBuf::new());
         let mut state = store.load("s").unwrap().state;
         store.record(&mut state, vec![Event::Put(record("null.a"))]).unwrap();
         store.record(&mut state, vec![Event::Put(record("null.b"))]).unwrap();
         // Another reader folds the snapshot and both segments, without listing.
-        let other = RemoteStore::new(objects.clone(), "s/state.json", Duration::from_secs(60));
+        let other = RemoteStore::new(objects.clone(), "s/state.json", Duration::from_secs(60), PathBuf::new());
         let loaded = other.load("s").unwrap();
         assert_eq!(loaded.state, state);
         assert!(loaded.existed);
-        // It writes a snapshot; the first store's snapshot is now stale: a conflict, and nothing lost.
+        // It writes a snapshot; the first store's snapshot is now stale: writing another state
+        // over it is a conflict, and the other's stands.
         other.compact(&loaded.state).unwrap();
-        assert!(matches!(store.compact(&state), Err(StateError::Conflict { .. })));
+        let mut diverged = state.clone();
+        diverged.apply(Event::Put(record("null.c")));
+        assert!(matches!(store.compact(&diverged), Err(StateError::Conflict { .. })));
         assert_eq!(
-            RemoteStore::new(objects, "s/state.json", Duration::from_secs(60))
+            RemoteStore::new(objects, "s/state.json", Duration::from_secs(60), PathBuf::new())
                 .load("s")
                 .unwrap()
                 .state,
@@ -431,7 +451,7 @@ mod tests {
     #[test]
     fn a_held_lock_names_its_holder_and_readers_take_none() {
         let objects: Arc<dyn Objects> = Arc::new(Memory::default());
-        let store = RemoteStore::new(objects.clone(), "s/state.json", Duration::from_secs(60));
+        let store = RemoteStore::new(objects.clone(), "s/state.json", Duration::from_secs(60), PathBuf::new());
         let (first, _) = store.lock(LockMode::Exclusive, "up", Duration::ZERO).unwrap();
         let Err(LockError::Held(holder)) = store.lock(LockMode::Exclusive, "up", Duration::ZERO) else {
             panic!("a second run took a held lock");
@@ -442,6 +462,16 @@ mod tests {
             "readers take no lock"
         );
         drop(first);
-        assert!(objects.get("s/state.json.lock").unwrap().is_none(), "released");
+        assert!(
+            objects.get("s/state.json.lock").unwrap().unwrap().0.is_empty(),
+            "released: written empty"
+        );
+        assert!(store.holder().is_none());
+        assert!(matches!(store.unlock("any", false), Err(LockError::NotLocked)));
+        let (again, took_over) = store.lock(LockMode::Exclusive, "up", Duration::ZERO).unwrap();
+        assert!(
+            again.is_some() && took_over.is_none(),
+            "an empty lock is free, and taking it is no takeover"
+        );
     }
 }

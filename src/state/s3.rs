@@ -144,17 +144,8 @@ impl Objects for S3Objects {
         })
     }
 
-    fn delete(&self, key: &str, condition: Condition) -> Result<(), ObjectError> {
-        let mut call = self.client.delete_object().bucket(&self.bucket).key(key);
-        if let Condition::Version(tag) = condition {
-            call = call.if_match(tag);
-        }
-        self.block_on(async {
-            match call.send().await {
-                Ok(_) => Ok(()),
-                Err(e) if e.code() == Some("NoSuchKey") => Ok(()),
-                Err(e) => Err(self.failed("cannot delete", key, &e)),
-            }
-        })
+    fn discard(&self, key: &str) {
+        let call = self.client.delete_object().bucket(&self.bucket).key(key);
+        let _ = self.block_on(call.send());
     }
 }

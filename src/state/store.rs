@@ -67,7 +67,7 @@ pub enum StateError {
     /// The snapshot changed since this run read it: another run wrote it.
     #[error("state `{location}` was changed by another run since this one read it")]
     #[diagnostic(help(
-        "nothing was lost: this run's changes are in its journal segments; check who else runs forge on this stack, then run `forge up` again, which folds them"
+        "someone else wrote this state while forge held its lock (a run that stalled past its lease, a hand edit): check who else runs forge on this stack before running again"
     ))]
     Conflict {
         /// `s3://bucket/key`.

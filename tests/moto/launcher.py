@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """moto 5.2.5 in server mode, with the gaps forge's tests need filled in, and the Google Cloud
-APIs forge calls (Compute, GKE, Filestore) on the same port.
+APIs forge calls (Compute, GKE, Filestore, Cloud Storage) on the same port.
 
 Serves moto's own WSGI app (as moto.server.ThreadedMotoServer does) behind a middleware, and
 patches moto (never the installed files) where it lacks what forge calls; Google's paths
-(/compute/v1/..., /container/v1/..., /file/v1/...) go to emulators of their own. The package
+(/compute/v1/..., /container/v1/..., /file/v1/..., /storage/v1/...) go to emulators of their own. The package
 next to this file does it, one module per topic, each listing in its docstring the gaps it fills
 or what it emulates:
   emulator/__init__.py              the environment moto reads: AWS-managed IAM policies, no
@@ -28,6 +28,8 @@ or what it emulates:
   emulator/gcp_container.py         GKE: clusters, node pools (multi-network, GPUs, compact
                                     placement, stockouts), operations, one at a time per cluster;
   emulator/gcp_filestore.py         Filestore: instances by tier, long-running operations;
+  emulator/gcs.py                   Cloud Storage: buckets, objects with generations and
+                                    preconditions, media and multipart uploads, lists;
   emulator/compute_filter.py        Compute's list filters;
   emulator/harness.py               the middleware: accounts (Google: projects), request
                                     counter, faults, latency, operation seconds.

@@ -85,6 +85,7 @@ fn setting(settings: Option<&Value>, key: &str, variables: &[&str]) -> Option<St
 fn version_path(service: &str) -> &'static str {
     match service {
         "compute" => "/compute/v1",
+        "storage" => "/storage/v1",
         _ => "/v1",
     }
 }
@@ -94,15 +95,19 @@ fn version_path(service: &str) -> &'static str {
 /// (`compute/v1/`, `v1/`), as gcloud takes these values, is not part of the root; anything before
 /// it is (a proxy's path prefix).
 pub fn endpoint(settings: Option<&Value>, service: &str) -> String {
-    let variable = format!("CLOUDSDK_API_ENDPOINT_OVERRIDES_{}", service.to_uppercase());
     let configured = settings
         .and_then(|s| s.get("endpoints"))
         .and_then(|e| e.get(service))
         .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| std::env::var(&variable).ok())
-        .filter(|v| !v.is_empty());
-    match configured {
+        .map(str::to_owned);
+    root_url(configured, service)
+}
+
+/// The root URL of `service` given its configured value, else gcloud's
+/// `CLOUDSDK_API_ENDPOINT_OVERRIDES_<SERVICE>`, else Google's own; see [`endpoint`].
+pub fn root_url(configured: Option<String>, service: &str) -> String {
+    let variable = format!("CLOUDSDK_API_ENDPOINT_OVERRIDES_{}", service.to_uppercase());
+    match configured.or_else(|| std::env::var(&variable).ok()).filter(|v| !v.is_empty()) {
         Some(url) => {
             let url = url.trim_end_matches('/');
             url.strip_suffix(version_path(service)).unwrap_or(url).to_owned()
@@ -143,7 +148,7 @@ impl google_cloud_auth::credentials::CredentialsProvider for StaticToken {
 
 /// The credentials: `GOOGLE_OAUTH_ACCESS_TOKEN` when set, else Application Default
 /// Credentials as Google's clients find them.
-fn credentials() -> Result<google_cloud_auth::credentials::Credentials, String> {
+pub fn credentials() -> Result<google_cloud_auth::credentials::Credentials, String> {
     match std::env::var("GOOGLE_OAUTH_ACCESS_TOKEN").ok().filter(|t| !t.is_empty()) {
         Some(token) => {
             let header = http::HeaderValue::from_str(&format!("Bearer {token}"))

@@ -2,10 +2,12 @@
   * isolates tests by account: a 12-digit access key id is used as the account id;
   * sends the Google APIs' paths to their emulators (gcp.py): /compute/v1/... (gcp_compute.py),
     /container/v1/... (GKE, gcp_container.py), /file/v1/... (Filestore, gcp_filestore.py), whose
-    project stands for the account;
+    project stands for the account, and /storage/v1/..., /upload/storage/v1/... (Cloud Storage,
+    gcs.py), whose bucket's project does; a chunked request body (the GCS crate's uploads) is
+    read to its end;
   * counts requests per account as `service:Action` (REST ones as `service:METHOD path`, EFS
     ids and ARNs in paths as {}; Google ones as `compute:networks.insert`,
-    `container:clusters.nodePools.create`, `file:instances.create`), and injected faults as
+    `container:clusters.nodePools.create`, `file:instances.create`, `storage:objects.insert`), and injected faults as
     `fault:service:Action` (GET /_forge/calls?account=ID);
   * injects faults in each protocol's own error format and latency per operation
     (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets the call do
@@ -38,12 +40,13 @@ from collections import Counter
 from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
+from .gcs import Storage
 from .phases import set_phase_seconds
 
 
 DEFAULT_ACCOUNT = "123456789012"
 COMPUTE = Compute()
-GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE)]  # served instead of moto below their path prefix
+GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE), Storage()]  # served instead of moto below their path prefix
 
 
 # --- the middleware: accounts, request counter, faults, latency ------------------------------
@@ -110,8 +113,11 @@ class Harness:
         if path.startswith("/_forge/"):
             return self.control(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)
+        if environ.get("wsgi.input_terminated"):  # chunked (the GCS crate's uploads): read to the end
+            body = environ["wsgi.input"].read()
+        else:
+            body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
         google = next((api for api in GOOGLE_APIS if path.startswith(api.prefix)), None)
         if google is not None:  # any bearer token, or none; the project in the path is the account
             account, name, mutation = google.identify(environ)
@@ -190,6 +196,7 @@ class Harness:
                 rules = payload or []
                 for i, r in enumerate(rules):
                     r.setdefault("kind", "throttle")
+                    r.setdefault("rate", 1.0)
                     r["rng"] = random.Random(r.get("seed", i))
                 self.faults = [r for r in self.faults if account is not None and r.get("account") != account] + rules
                 result = {"faults": len(self.faults)}
