@@ -1784,7 +1784,26 @@ fn seed_stack_round_trip(aws: &Aws, file: &str, stack: &str, check: impl FnOnce(
 #[test]
 fn the_ml_platform_stack_round_trips() {
     let aws = Aws::new();
-    aws.write("platform.toml", include_str!("../stacks/ml-platform-eks.toml"));
+    // Its state is in S3: this account's own bucket.
+    let bucket = format!("forge-state-{}", aws.account);
+    let s3 = aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(&aws.sdk_config()).force_path_style(true).build());
+    runtime()
+        .block_on(
+            s3.create_bucket()
+                .bucket(&bucket)
+                .create_bucket_configuration(
+                    aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                        .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::UsWest2)
+                        .build(),
+                )
+                .send(),
+        )
+        .unwrap();
+    aws.write(
+        "platform.toml",
+        &include_str!("../stacks/ml-platform-eks.toml").replace("ml-platform-forge-state", &bucket),
+    );
+    let snapshot = || runtime().block_on(s3.get_object().bucket(&bucket).key("ml-platform-eks/state.json").send());
     seed_stack_round_trip(&aws, "platform.toml", "ml-platform-eks", || {
         // EFS: a mount target per zone; FSx: linked to the S3 prefix, both ways.
         let efs = aws_sdk_efs::Client::new(&aws.sdk_config());
@@ -1805,6 +1824,9 @@ fn the_ml_platform_stack_round_trips() {
         for driver in ["aws-efs-csi-driver", "aws-fsx-csi-driver"] {
             assert!(addons.addons().iter().any(|a| a == driver), "{driver}: {addons:?}");
         }
+        // The state is the bucket's, not a local file.
+        assert!(snapshot().is_ok(), "no snapshot in s3://{bucket}");
+        assert!(!aws.dir.path().join("state/ml-platform-eks.json").exists());
     });
 }
 
