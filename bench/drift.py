@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`forge drift` on the local AWS emulator: API calls per stack, and wall time with latency.
 
-Brings every seed stack (stacks/*.toml) and every AWS example up in one emulator account, then:
+Brings every AWS seed stack (stacks/*.toml with an `[aws]` section; ml-platform-eks keeps its
+state in an S3 bucket, made here) and every AWS example up in one emulator account, then:
   * drifts each stack alone and reports its calls against its kinds and resources (a batched
     read costs about one call per kind, whatever the number of resources);
   * injects --latency-ms on every call of the account and times `forge drift` of all stacks at
@@ -46,7 +47,13 @@ def main():
         env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
-        files = sorted(glob.glob("stacks/*.toml", root_dir=work)) + ["examples/aws-network.toml", "examples/vpc.toml",
+        subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-c",
+                        "import boto3, sys; boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-west-2', "
+                        "aws_access_key_id=sys.argv[2], aws_secret_access_key='x').create_bucket(Bucket=sys.argv[3], "
+                        "CreateBucketConfiguration={'LocationConstraint': 'us-west-2'})",
+                        url, ACCOUNT, "ml-platform-forge-state"], check=True)
+        seeds = [f for f in sorted(glob.glob("stacks/*.toml", root_dir=work)) if "\n[aws]" in open(os.path.join(work, f)).read()]
+        files = seeds + ["examples/aws-network.toml", "examples/vpc.toml",
                                                                     "examples/efa-launch-template.toml", "examples/eks-iam.toml",
                                                                     "examples/cfn-nodegroup/stack.toml"]
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""State in S3 against the local file: for N `null` resources (10 layers of N/10, each resource
-depending on two of the layer before), `forge up` then `forge destroy` with the state in a
-bucket on the emulator (moto's S3, with --latency-ms added to every storage request) and in
-`state/`, side by side: storage requests per apply, wall time, peak memory.
+"""State in S3 and in GCS against the local file: for N `null` resources (10 layers of N/10,
+each resource depending on two of the layer before), `forge up` then `forge destroy` with the
+state in a bucket on the emulator (moto's S3, and the launcher's Cloud Storage JSON API, each
+with --latency-ms added to every storage request) and in `state/`, side by side: storage
+requests per apply, wall time, peak memory.
 
 The journal writes one segment per group of intents that start together, so the requests of
 an apply grow with the graph's depth (and how calls finish in time), not with N: the depth is
@@ -11,15 +12,20 @@ held at 10 layers while N grows tenfold.
 With `--parallelism P` below a layer's width, at most P intents are pending at once, so an apply
 takes about 2·N/P segment writes instead: `--parallelism 64` shows that side.
 
+S3's writes include one delete per folded segment; GCS leaves folded segments where they are
+(its crate deletes only over gRPC), so it makes about half the requests.
+
 Usage: bench/state.py [--sizes 1000,10000] [--latency-ms 20] [--parallelism 10000] [--out bench/state-results.md]
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 from emulator import ROOT, calls, control, emit, start
 
@@ -27,9 +33,12 @@ ACCOUNT = "123456789012"
 BUCKET = "forge-bench-state"
 
 
+BACKENDS = ("local", "s3", "gcs")
+
+
 def stack(n, backend):
-    state = f'[state]\nbackend = "s3"\nbucket = "{BUCKET}"\n' if backend == "s3" else ""
-    return f'[stack]\nname = "bench-{n}"\n{state}\n[null_layers.g]\nlayers = 10\nwidth = {n // 10}\n'
+    state = f'[state]\nbackend = "{backend}"\nbucket = "{BUCKET}"\n' if backend != "local" else ""
+    return f'[stack]\nname = "bench-{backend}-{n}"\n{state}\n[null_layers.g]\nlayers = 10\nwidth = {n // 10}\n'
 
 
 def run(forge, argv, cwd, env):
@@ -51,21 +60,25 @@ def main():
     forge, launcher, url = start(0.1)
     work = tempfile.mkdtemp(prefix="forge-state-bench-")
     try:
-        env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
+        env = dict(os.environ, AWS_ENDPOINT_URL=url, STORAGE_EMULATOR_HOST=url, GOOGLE_OAUTH_ACCESS_TOKEN="bench", AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
         subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-c",
                         "import boto3, sys; boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', "
                         "aws_access_key_id=sys.argv[2], aws_secret_access_key='x').create_bucket(Bucket=sys.argv[3])",
                         url, ACCOUNT, BUCKET], check=True)
-        control(url, "POST", "/_forge/latency", [{"account": ACCOUNT, "match": "s3:*", "ms": args.latency_ms}])
-        lines = [f"Machine: {os.cpu_count()} cores. forge: release build. S3: moto behind the launcher, {args.latency_ms} ms "
-                 f"added to every storage request. `null` resources with no delay of their own, in 10 layers; --parallelism {args.parallelism}.", "",
-                 "| N | command | local s | local MB | S3 s | S3 MB | S3 requests (writes) |", "|---:|---|---:|---:|---:|---:|---|"]
+        urllib.request.urlopen(urllib.request.Request(f"{url}/storage/v1/b?project={ACCOUNT}", data=json.dumps({"name": BUCKET}).encode(), method="POST"))
+        control(url, "POST", "/_forge/latency", [{"account": ACCOUNT, "match": "s3:*", "ms": args.latency_ms},
+                                                 {"account": ACCOUNT, "match": "storage:*", "ms": args.latency_ms}])
+        lines = [f"Machine: {os.cpu_count()} cores. forge: release build. S3: moto behind the launcher; GCS: the launcher's JSON API "
+                 f"through the google-cloud-storage crate; {args.latency_ms} ms added to every storage request. `null` resources with "
+                 f"no delay of their own, in 10 layers; --parallelism {args.parallelism}.", "",
+                 "| N | command | local s | local MB | S3 s | S3 MB | S3 requests (writes) | GCS s | GCS MB | GCS requests (writes) |",
+                 "|---:|---|---:|---:|---:|---:|---|---:|---:|---|"]
         per_layer = 0.0
         for n in [int(s) for s in args.sizes.split(",")]:
             results = {}
-            for backend in ("local", "s3"):
+            for backend in BACKENDS:
                 path = os.path.join(work, f"{backend}-{n}.toml")
                 with open(path, "w") as f:
                     f.write(stack(n, backend))
@@ -75,17 +88,21 @@ def main():
                     if code != 0:
                         raise SystemExit(f"forge {command} ({backend}, N={n}) failed with exit code {code}")
                     counted = calls(url, ACCOUNT)
-                    requests = sum(v for k, v in counted.items() if k.startswith("s3:"))
-                    writes = sum(v for k, v in counted.items() if k.startswith(("s3:PUT", "s3:DELETE")))
+                    requests = sum(v for k, v in counted.items() if k.startswith(("s3:", "storage:")))
+                    writes = sum(v for k, v in counted.items() if k.startswith(("s3:PUT", "s3:DELETE", "storage:objects.insert")))
                     results[(backend, command)] = (wall, mb, requests, writes)
             for command in ("up", "destroy"):
                 lw, lm, _, _ = results[("local", command)]
-                sw, sm, requests, writes = results[("s3", command)]
-                per_layer = max(per_layer, writes / 10)
-                lines.append(f"| {n:,} | `forge {command}` | {lw:.2f} | {lm:.0f} | {sw:.2f} | {sm:.0f} | {requests} ({writes}) |")
+                row = f"| {n:,} | `forge {command}` | {lw:.2f} | {lm:.0f} |"
+                for backend in ("s3", "gcs"):
+                    wall, mb, requests, writes = results[(backend, command)]
+                    per_layer = max(per_layer, writes / 10)
+                    row += f" {wall:.2f} | {mb:.0f} | {requests} ({writes}) |"
+                lines.append(row)
         lines += ["", "At a fixed depth the requests per apply stay flat as N grows tenfold: one journal segment per group of "
                   "intents that start together, not per resource; they grow with the graph's depth "
-                  f"(at most {per_layer:.1f} writes per layer here)."]
+                  f"(at most {per_layer:.1f} writes per layer here). S3's writes include one delete per folded segment; GCS "
+                  "leaves them (the google-cloud-storage crate deletes only over gRPC)."]
         emit(lines, args.out)
     finally:
         launcher.terminate()
