@@ -7,7 +7,7 @@
 //! `STORAGE_EMULATOR_HOST` (as Google's clients read it), else Google's. Objects are encrypted
 //! with Google's keys, or with the Cloud KMS key `kms_key_name`.
 
-use super::objects::{Condition, ObjectError, Objects};
+use super::objects::{CallRuntime, Condition, ObjectError, Objects};
 use crate::provider::gcp;
 use google_cloud_gax::retry_policy::RetryPolicyExt;
 use google_cloud_storage::client::Storage;
@@ -20,7 +20,7 @@ pub struct GcsObjects {
     bucket_path: String,
     bucket: String,
     kms_key_name: Option<String>,
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: CallRuntime,
     /// "bucket …, project …, endpoint …", said with every error.
     context: String,
 }
@@ -43,11 +43,7 @@ impl GcsObjects {
     /// The store of `bucket` (of project `project`, named in messages), with the Cloud KMS key
     /// `kms_key_name` when given, at `endpoint` (`[gcp] endpoints.storage`) or the environment's.
     pub fn connect(bucket: &str, project: Option<&str>, endpoint: Option<&str>, kms_key_name: Option<&str>) -> Result<GcsObjects, String> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the runtime for GCS calls: {e}"))?;
+        let runtime = CallRuntime::new("GCS")?;
         let root = gcp::root_url(configured_endpoint(endpoint), "storage");
         let context = format!("bucket {bucket}, project {}, endpoint {root}", project.unwrap_or("(not set)"));
         let credentials = gcp::credentials()?;
@@ -68,16 +64,9 @@ impl GcsObjects {
             bucket_path: format!("projects/_/buckets/{bucket}"),
             bucket: bucket.to_owned(),
             kms_key_name: kms_key_name.map(str::to_owned),
-            runtime: Some(runtime),
+            runtime,
             context,
         })
-    }
-
-    fn block_on<T>(&self, call: impl std::future::Future<Output = T>) -> T {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the store")
-            .block_on(call)
     }
 
     /// The object's bytes and generation, or `None`; a missing bucket is an error.
@@ -116,22 +105,14 @@ fn message(err: &google_cloud_storage::Error) -> String {
     }
 }
 
-impl Drop for GcsObjects {
-    /// Without waiting: a store may be dropped on an async worker (`forge drift`).
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 impl Objects for GcsObjects {
     fn url(&self, key: &str) -> String {
         format!("gs://{}/{key}", self.bucket)
     }
 
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, String)>, ObjectError> {
-        self.block_on(self.read(key))
+        self.runtime
+            .block_on(self.read(key))
             .map(|found| found.map(|(bytes, generation)| (bytes, generation.to_string())))
     }
 
@@ -153,7 +134,7 @@ impl Objects for GcsObjects {
         if let Some(kms) = &self.kms_key_name {
             call = call.set_kms_key(kms);
         }
-        self.block_on(async {
+        self.runtime.block_on(async {
             match call.send_unbuffered().await {
                 Ok(object) => Ok(object.generation.to_string()),
                 Err(e) if e.http_status_code() == Some(412) => Err(ObjectError::Conflict),

@@ -50,3 +50,33 @@ pub trait Objects: Send + Sync + 'static {
     /// Removes an object no reader needs any more, if the store can; best effort.
     fn discard(&self, key: &str);
 }
+
+/// The async runtime a store's calls run on, driven from plain threads: one worker, enough
+/// for one call at a time. Dropped without waiting, since a store may be dropped on an async
+/// worker (`forge drift`).
+pub struct CallRuntime(Option<tokio::runtime::Runtime>);
+
+impl CallRuntime {
+    /// A runtime for the calls of `store` (named in the error).
+    pub fn new(store: &str) -> Result<Self, String> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map(|runtime| CallRuntime(Some(runtime)))
+            .map_err(|e| format!("cannot start the runtime for {store} calls: {e}"))
+    }
+
+    /// Runs `call` to its end.
+    pub fn block_on<T>(&self, call: impl std::future::Future<Output = T>) -> T {
+        self.0.as_ref().expect("the runtime lives as long as the store").block_on(call)
+    }
+}
+
+impl Drop for CallRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! lock or a journal segment, nor both replace one snapshot. Objects are encrypted with SSE-S3,
 //! or SSE-KMS with `kms_key_id`.
 
-use super::objects::{Condition, ObjectError, Objects};
+use super::objects::{CallRuntime, Condition, ObjectError, Objects};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ServerSideEncryption;
@@ -14,7 +14,7 @@ pub struct S3Objects {
     client: aws_sdk_s3::Client,
     bucket: String,
     kms_key_id: Option<String>,
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: CallRuntime,
     /// "bucket …, region …, endpoint …", said with every error.
     context: String,
 }
@@ -24,11 +24,7 @@ impl S3Objects {
     /// `kms_key_id` when given. A custom endpoint (`AWS_ENDPOINT_URL`: MinIO, an emulator) is
     /// addressed path-style, as such servers expect.
     pub fn connect(bucket: &str, region: Option<&str>, kms_key_id: Option<&str>) -> Result<S3Objects, String> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the runtime for S3 calls: {e}"))?;
+        let runtime = CallRuntime::new("S3")?;
         let config = runtime.block_on(async {
             let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
             if let Some(region) = region {
@@ -47,16 +43,9 @@ impl S3Objects {
             client: aws_sdk_s3::Client::from_conf(s3),
             bucket: bucket.to_owned(),
             kms_key_id: kms_key_id.map(str::to_owned),
-            runtime: Some(runtime),
+            runtime,
             context,
         })
-    }
-
-    fn block_on<T>(&self, call: impl std::future::Future<Output = T>) -> T {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the store")
-            .block_on(call)
     }
 
     fn failed<E: ProvideErrorMetadata + std::error::Error + 'static>(
@@ -87,22 +76,13 @@ impl S3Objects {
     }
 }
 
-impl Drop for S3Objects {
-    /// Without waiting: a store may be dropped on an async worker (`forge drift`).
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 impl Objects for S3Objects {
     fn url(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.bucket)
     }
 
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, String)>, ObjectError> {
-        self.block_on(async {
+        self.runtime.block_on(async {
             match self.client.get_object().bucket(&self.bucket).key(key).send().await {
                 Ok(out) => {
                     let tag = out.e_tag().unwrap_or_default().to_owned();
@@ -136,7 +116,7 @@ impl Objects for S3Objects {
             Condition::Absent => call.if_none_match("*"),
             Condition::Version(tag) => call.if_match(tag),
         };
-        self.block_on(async {
+        self.runtime.block_on(async {
             match call.send().await {
                 Ok(out) => Ok(out.e_tag().unwrap_or_default().to_owned()),
                 Err(e) => Err(self.failed("cannot write", key, &e)),
@@ -146,6 +126,6 @@ impl Objects for S3Objects {
 
     fn discard(&self, key: &str) {
         let call = self.client.delete_object().bucket(&self.bucket).key(key);
-        let _ = self.block_on(call.send());
+        let _ = self.runtime.block_on(call.send());
     }
 }
