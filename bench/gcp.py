@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The `gcp_vpc` example and the NeMo-on-GKE stack on the local Google emulators (Compute,
-GKE, Filestore): API calls and wall time of `forge up`, a no-op `plan`, `drift` and `destroy`.
+GKE, Filestore; the stack's state in Cloud Storage): API calls and wall time of `forge up`, a
+no-op `plan`, `drift` and `destroy`. The state's own requests (`storage:`) are listed with the
+calls but not counted as writes.
 
 Operations last --operation-seconds each (PENDING for the first half, RUNNING for the second,
 then DONE), and --latency-ms is added to every call, so the wall time shows how many operations
@@ -14,11 +16,13 @@ Usage: bench/gcp.py [--operation-seconds 1] [--latency-ms 20] [--out bench/gcp-r
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 from emulator import ROOT, calls, control, emit, start
 PROJECT = "forge-bench"
@@ -39,7 +43,10 @@ def main():
     try:
         env = dict(os.environ, CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/",
-                   GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
+                   CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
+        # The NeMo stack's state bucket, in the bench's project.
+        urllib.request.urlopen(urllib.request.Request(f"{url}/storage/v1/b?project={PROJECT}", method="POST",
+                                                      data=json.dumps({"name": "nemo-training-forge-state"}).encode()))
         control(url, "POST", "/_forge/latency", [{"account": PROJECT, "match": "*", "ms": args.latency_ms}])
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulator: forge's Compute, GKE and Filestore "
                  f"emulators, operations of {args.operation_seconds} s, {args.latency_ms} ms on every call."]
@@ -54,7 +61,7 @@ def main():
                 wall = time.monotonic() - started
                 counted = calls(url, PROJECT)
                 polls = sum(n for name_, n in counted.items() if "perations." in name_)
-                writes = sum(n for name_, n in counted.items() if not name_.endswith((".get", ".list")))
+                writes = sum(n for name_, n in counted.items() if not name_.endswith((".get", ".list")) and not name_.startswith("storage:"))
                 detail = ", ".join(f"{name_} {n}" for name_, n in sorted(counted.items()) if "perations." not in name_)
                 lines.append(f"| `forge {argv[0]}` | {wall:.2f} | {sum(counted.values())} ({detail}) | {writes} | {polls} | {done.returncode} |")
             lines += ["", f"`up` is {up_depth} operations deep ({up_depth * args.operation_seconds:.1f} s of operations on the critical "
