@@ -11,21 +11,13 @@ import urllib.parse
 import urllib.request
 import uuid
 
-from .launched import start, stop
+from .launched import Launched
 
 LINK = "https://www.googleapis.com/compute/v1/"
 REGION = "us-central1"
 
 
-class Compute(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.proc, cls.url = start()
-
-    @classmethod
-    def tearDownClass(cls):
-        stop(cls.proc)
-
+class Compute(Launched):
     def send(self, method, path, body=None, **query):
         """(HTTP status, Content-Type, parsed or raw body) of a call as the Rust client makes it."""
         query = {"$alt": "json", **query}

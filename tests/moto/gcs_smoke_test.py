@@ -13,20 +13,12 @@ import urllib.request
 
 import google_crc32c
 
-from .launched import start, stop
+from .launched import Launched
 
 PROJECT = "gcs-smoke"
 
 
-class Storage(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.proc, cls.url = start()
-
-    @classmethod
-    def tearDownClass(cls):
-        stop(cls.proc)
-
+class Storage(Launched):
     def send(self, method, path, body=b"", content_type="application/json", **query):
         """(HTTP status, headers, body bytes)."""
         url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")

@@ -7,6 +7,7 @@ call counter and project isolation, spoken over plain HTTP as the Rust clients s
 
 import base64
 import json
+import ssl
 import time
 import unittest
 import urllib.error
@@ -122,7 +123,15 @@ class Gke(Client, unittest.TestCase):
         self.assertEqual(cluster["networkConfig"], {"datapathProvider": 2, "network": f"projects/{p}/global/networks/main", "subnetwork": f"projects/{p}/regions/{REGION}/subnetworks/main-sub"})
         self.assertEqual((cluster["ipAllocationPolicy"]["clusterIpv4CidrBlock"], cluster["servicesIpv4Cidr"]), ("10.64.0.0/14", "10.96.0.0/20"))
         self.assertTrue(base64.b64decode(cluster["masterAuth"]["clusterCaCertificate"]).startswith(b"-----BEGIN CERTIFICATE-----"))
-        self.assertRegex(cluster["endpoint"], r"^\d+\.\d+\.\d+\.\d+$")
+        # The endpoint is a host (GKE gives no scheme) where the cluster's API server answers,
+        # trusting its CA only; the default pool's 6 VMs (2 in each of 3 zones) are its Nodes.
+        self.assertRegex(cluster["endpoint"], r"^\d+\.\d+\.\d+\.\d+:\d+$")
+        context = ssl.create_default_context(cadata=base64.b64decode(cluster["masterAuth"]["clusterCaCertificate"]).decode())
+        request = urllib.request.Request(f"https://{cluster['endpoint']}/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Ddefault-pool",
+                                         headers={"Authorization": "Bearer ya29.emulator"})
+        with urllib.request.urlopen(request, context=context) as answer:
+            nodes = json.loads(answer.read())["items"]
+        self.assertEqual(len(nodes), 6)
         self.assertTrue(cluster["currentMasterVersion"].startswith("1.32."), cluster["currentMasterVersion"])  # the REGULAR channel's
         self.assertEqual(([n["name"] for n in cluster["nodePools"]], cluster["nodePools"][0]["status"], cluster["currentNodeCount"]), (["default-pool"], 2, 6))
         for key in ("selfLink", "createTime", "labelFingerprint", "id", "releaseChannel"):

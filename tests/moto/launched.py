@@ -1,9 +1,10 @@
 """The launcher as the smoke tests start it: on a free port, with short phases, one per test
-class or module; `stop` ends it."""
+class (`Launched`) or module; `stop` ends it."""
 
 import os
 import subprocess
 import sys
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -20,3 +21,16 @@ def start(phase_seconds=0.4):
 def stop(proc):
     proc.terminate()
     proc.wait()
+
+
+class Launched(unittest.TestCase):
+    """A test class with a launcher of its own at `self.url`, started before its first test and
+    stopped after its last."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proc, cls.url = start()
+
+    @classmethod
+    def tearDownClass(cls):
+        stop(cls.proc)

@@ -1,7 +1,9 @@
 """Smoke test of the moto launcher: every call it patches still behaves, so a moto upgrade
 cannot silently break forge's AWS tests. Runs with the venv's boto3: `python -m unittest`."""
 
+import base64
 import json
+import ssl
 import time
 import unittest
 import urllib.request
@@ -10,19 +12,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from .launched import start, stop
+from .launched import Launched
 
 
 
-class Launcher(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.proc, cls.url = start()
-
-    @classmethod
-    def tearDownClass(cls):
-        stop(cls.proc)
-
+class Launcher(Launched):
     def client(self, service, account="111111111111"):
         return boto3.client(service, endpoint_url=self.url, region_name="us-west-2", aws_access_key_id=account, aws_secret_access_key="x", config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
 
@@ -162,7 +156,8 @@ class Launcher(unittest.TestCase):
         self.assertEqual(len(ec2.describe_security_groups(GroupIds=[cluster_sg])["SecurityGroups"]), 1)
         cluster = lambda: eks.describe_cluster(name="c")["cluster"]  # noqa: E731
         nodegroup = lambda: eks.describe_nodegroup(clusterName="c", nodegroupName="ng")["nodegroup"]  # noqa: E731
-        new_nodegroup = dict(clusterName="c", nodegroupName="ng", nodeRole=role, subnets=[subnet_1], scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 1})
+        new_nodegroup = dict(clusterName="c", nodegroupName="ng", nodeRole=role, subnets=[subnet_1], scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 1},
+                             instanceTypes=["p5.48xlarge"], taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}])
         self.assertCode("InvalidRequestException", eks.create_nodegroup, **new_nodegroup)
         self.wait_for(lambda: cluster()["status"], "ACTIVE")
 
@@ -179,11 +174,20 @@ class Launcher(unittest.TestCase):
         self.assertCode("ResourceNotFoundException", eks.describe_update, name="c", updateId=scaling["id"])  # without nodegroupName
         self.wait_for(lambda: eks.describe_update(name="c", updateId=scaling["id"], nodegroupName="ng")["update"]["status"], "Successful")
         self.assertEqual((nodegroup()["status"], nodegroup()["scalingConfig"]["desiredSize"]), ("ACTIVE", 3))
+        # The cluster's API server, at the endpoint and with the CA DescribeCluster reports, has
+        # the group's instances as Nodes.
+        nodes = self.nodes(cluster())
+        self.assertEqual(len(nodes), 3)
+        labels = nodes[0]["metadata"]["labels"]
+        self.assertEqual((labels["eks.amazonaws.com/nodegroup"], labels["node.kubernetes.io/instance-type"], labels["forge.emulator/efa"]),
+                         ("ng", "p5.48xlarge", "32"))
+        self.assertEqual(nodes[0]["spec"]["taints"], [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
 
         self.assertEqual(eks.delete_nodegroup(clusterName="c", nodegroupName="ng")["nodegroup"]["status"], "DELETING")
         self.assertEqual(nodegroup()["status"], "DELETING")
         self.assertCode("ResourceInUseException", eks.delete_cluster, name="c")
         self.wait_for(lambda: eks.list_nodegroups(clusterName="c")["nodegroups"], [])
+        self.assertEqual(self.nodes(cluster()), [], "the group's Nodes go with it")
         self.assertCode("ResourceNotFoundException", eks.describe_nodegroup, clusterName="c", nodegroupName="ng")
 
         self.assertEqual(eks.delete_cluster(name="c")["cluster"]["status"], "DELETING")
@@ -192,6 +196,14 @@ class Launcher(unittest.TestCase):
         self.wait_for(lambda: eks.list_clusters()["clusters"], [])
         self.assertCode("ResourceNotFoundException", eks.describe_cluster, name="c")
         self.assertCode("InvalidGroup.NotFound", ec2.describe_security_groups, GroupIds=[cluster_sg])
+
+    @staticmethod
+    def nodes(cluster):
+        """The Nodes of an EKS cluster, read over TLS trusting only the cluster's CA."""
+        context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificateAuthority"]["data"]).decode())
+        request = urllib.request.Request(cluster["endpoint"] + "/api/v1/nodes", headers={"Authorization": "Bearer k8s-aws-v1.x"})
+        with urllib.request.urlopen(request, context=context) as answer:
+            return json.loads(answer.read())["items"]
 
     def test_eks_addons(self):
         account = "131313131313"

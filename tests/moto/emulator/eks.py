@@ -15,9 +15,15 @@
     DescribeAddonVersions over a small built-in catalogue (ADDON_CATALOGUE);
   * EKS tags on node groups, Fargate profiles and add-ons (moto tags clusters only), and
     ListNodegroups on an unknown cluster answering ResourceNotFoundException (moto: 500);
-  * an OIDC issuer of each cluster's own (moto gives every cluster the same one).
+  * an OIDC issuer of each cluster's own (moto gives every cluster the same one);
+  * a Kubernetes API server per cluster (kubernetes.py), whose endpoint and CA DescribeCluster
+    reports (moto: a made-up endpoint and random CA data); each node group's instances are its
+    Nodes, labelled as EKS labels them (eks.amazonaws.com/nodegroup, instance type, zone) with
+    the node group's taints and their devices (INSTANCE_DEVICES) for the device plugins to
+    advertise; they follow the group's desired size and go with it.
 """
 
+import base64
 import json
 import random
 import uuid
@@ -30,6 +36,7 @@ from moto.eks.models import CLUSTER_NOT_READY_MSG, EKSBackend, Nodegroup, pagina
 from moto.eks.models import Cluster as EksCluster
 from moto.eks.responses import EKSResponse
 
+from . import kubernetes
 from .phases import DROPPING, _drop_gone, is_gone, phased_status, start_delete, start_phase
 
 
@@ -73,10 +80,67 @@ def drop_cluster_security_group(cluster):
         cluster._forge_ec2.delete_security_group(group_id=group)
 
 
+# instance type -> (GPUs, EFA interfaces, Neuron devices): what its device plugins advertise.
+INSTANCE_DEVICES = {"p5.48xlarge": (8, 32, 0), "p5e.48xlarge": (8, 32, 0), "p4de.24xlarge": (8, 4, 0), "p4d.24xlarge": (8, 4, 0),
+                    "g6e.48xlarge": (8, 4, 0), "trn1.32xlarge": (0, 8, 16), "trn1n.32xlarge": (0, 16, 16), "trn2.48xlarge": (0, 16, 16)}
+TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+def api_server(backend, name):
+    """The key of a cluster's Kubernetes API server."""
+    return f"eks/{backend.account_id}/{backend.region_name}/{name}"
+
+
+def instance_type(backend, nodegroup):
+    """A node group's instance type: its own, else its launch template's."""
+    if nodegroup.instance_types and not nodegroup.launch_template:
+        return nodegroup.instance_types[0]
+    from moto.ec2.models import ec2_backends
+
+    try:
+        template = ec2_backends[backend.account_id][backend.region_name].get_launch_template(nodegroup.launch_template["id"])
+        version = str(nodegroup.launch_template.get("version", "$Default"))
+        chosen = (template.latest_version() if version == "$Latest" else template.default_version() if version == "$Default"
+                  else template.versions[int(version) - 1])
+        return chosen.data.get("InstanceType") or (nodegroup.instance_types or ["t3.medium"])[0]
+    except Exception:
+        return (nodegroup.instance_types or ["t3.medium"])[0]
+
+
+def publish_nodes(backend, cluster_name, nodegroup, count=None):
+    """The node group's instances as Nodes of its cluster's API server (none once deleted)."""
+    kind = instance_type(backend, nodegroup)
+    gpus, efa, neuron = INSTANCE_DEVICES.get(kind, (0, 0, 0))
+    count = nodegroup.scaling_config.get("desiredSize", 0) if count is None else count
+    from moto.ec2.models import ec2_backends
+
+    ec2 = ec2_backends[backend.account_id][backend.region_name]
+    zones = []
+    for subnet_id in nodegroup.subnets or []:
+        try:
+            zones.append(ec2.get_subnet(subnet_id).availability_zone)
+        except Exception:
+            pass
+    nodes = []
+    for i in range(count):
+        zone = zones[i % len(zones)] if zones else f"{backend.region_name}a"
+        labels = {"node.kubernetes.io/instance-type": kind, "topology.kubernetes.io/zone": zone, **(nodegroup.labels or {}),
+                  "forge.emulator/gpus": str(gpus), "forge.emulator/efa": str(efa), "forge.emulator/neuron": str(neuron)}
+        taints = [{"key": t["key"], "value": t.get("value", ""), "effect": TAINT_EFFECTS.get(t.get("effect"), t.get("effect"))}
+                  for t in nodegroup.taints or []]
+        name = f"ip-10-{abs(hash(nodegroup.nodegroup_name)) % 250}-{i // 250}-{i % 250 + 1}.{backend.region_name}.compute.internal"
+        nodes.append((name, labels, taints, {"cpu": "96", "memory": "1000Gi", "pods": "110"}))
+    try:
+        kubernetes.set_nodes(api_server(backend, cluster_name), "eks.amazonaws.com/nodegroup", nodegroup.nodegroup_name, nodes)
+    except KeyError:
+        pass  # the cluster's server is gone
+
+
 def drop_deleted(backend):
     with DROPPING:
         for cluster in [c for c in backend.clusters.values() if is_gone(c)]:
             drop_cluster_security_group(cluster)
+            kubernetes.forget(api_server(backend, cluster.name))
         backend.cluster_count -= _drop_gone(backend.clusters)
         for cluster in list(backend.clusters.values()):
             cluster.nodegroup_count -= _drop_gone(cluster.nodegroups)
@@ -100,6 +164,8 @@ def eks_create_cluster(self, **kwargs):
     cluster.identity = {"oidc": {"issuer": f"https://oidc.eks.{self.region_name}.amazonaws.com/id/{uuid.uuid4().hex.upper()}"}}
     cluster.resources_vpc_config = {**DEFAULT_ENDPOINT_ACCESS, **(cluster.resources_vpc_config or {})}
     cluster_security_group(ec2, vpc_id, cluster)
+    endpoint, ca = kubernetes.serve(api_server(self, cluster.name))
+    cluster.endpoint, cluster.certificate_authority = endpoint, {"data": base64.b64encode(ca).decode()}
     start_phase(cluster, "forge::eks_cluster_create", "CREATING", "ACTIVE")
     return cluster
 
@@ -117,12 +183,14 @@ def eks_create_nodegroup(self, **kwargs):
     nodegroup = _moto_eks["create_nodegroup"](self, **kwargs)
     nodegroup.scaling_config = dict(nodegroup.scaling_config)  # moto may hand out its shared default
     start_phase(nodegroup, "forge::eks_nodegroup_create", "CREATING", "ACTIVE")
+    publish_nodes(self, kwargs["cluster_name"], nodegroup)
     return nodegroup
 
 
 def eks_delete_nodegroup(self, cluster_name, nodegroup_name):
     nodegroup = self.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=nodegroup_name)
     start_delete(nodegroup, "forge::eks_nodegroup_delete")
+    publish_nodes(self, cluster_name, nodegroup, count=0)
     return nodegroup
 
 
@@ -192,6 +260,7 @@ def eks_update_nodegroup_config(self, cluster_name, nodegroup_name, **kwargs):
     nodegroup = self.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=nodegroup_name)
     refuse_while_busy("Nodegroup", nodegroup_name, nodegroup)
     done = _moto_eks["update_nodegroup_config"](self, cluster_name=cluster_name, nodegroup_name=nodegroup_name, **kwargs)
+    publish_nodes(self, cluster_name, nodegroup)
     return begin_update(self.clusters[cluster_name], nodegroup, "forge::eks_nodegroup_update", done["type"], done["params"], nodegroup=nodegroup_name, update_id=done["id"])
 
 

@@ -4,8 +4,11 @@ uses, on gcp.py:
     one location or all: `-`), update (one `desired…` field of DESIRED per request),
     setResourceLabels (with the current labelFingerprint), setAddons, delete. PROVISIONING →
     RUNNING (ERROR if the create operation fails), RECONCILING while an update or a node pool's
-    operation runs, STOPPING → gone with its pools. A cluster gets an endpoint, masterAuth's
-    clusterCaCertificate, versions, selfLink, labelFingerprint, and the pod and service ranges;
+    operation runs, STOPPING → gone with its pools. A cluster gets versions, selfLink,
+    labelFingerprint, the pod and service ranges, and a Kubernetes API server of its own
+    (kubernetes.py) whose host:port is its endpoint and whose CA is masterAuth's
+    clusterCaCertificate; a RUNNING pool's VMs are Nodes there (GPUs counted from its
+    accelerators, GKE's nvidia.com/gpu taint on GPU pools), following setSize and gone with it;
   * node pools: create, get, list, update (the fields of UpdateNodePoolRequest in POOL_UPDATES),
     setSize, setAutoscaling, setManagement, delete. PROVISIONING → RUNNING, RECONCILING while
     changed, STOPPING → gone; a failed create (a failed_operation fault, e.g. code GCE_STOCKOUT)
@@ -35,9 +38,11 @@ import secrets
 from .gcp import (Enum, GoogleApi, GoogleError, RPC_CODE, bad_request, check_fields, check_labels, check_name, fingerprint,
                   precondition, read_enums, region_of, required, rpc_failure, visible, write_enums, zulu)
 from .gcp_compute import compute_path, integer
+from . import kubernetes
 
 
 LINK = "https://container.googleapis.com/v1/"
+TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 COMPUTE = "https://www.googleapis.com/compute/v1/"
 PATH = re.compile(r"projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/(?:(?P<operations>operations)(?:/(?P<operation>[^/:]+))?"
                   r"|clusters(?:/(?P<cluster>[^/:]+)(?P<pools>/nodePools(?:/(?P<pool>[^/:]+))?)?)?)(?::(?P<verb>[A-Za-z]+))?")
@@ -218,10 +223,33 @@ def check_authorized_networks(config, field):
     return config
 
 
-def ca_certificate():
-    """base64 of a PEM block, as masterAuth.clusterCaCertificate is."""
-    body = base64.encodebytes(secrets.token_bytes(600)).decode()
-    return base64.b64encode(f"-----BEGIN CERTIFICATE-----\n{body}-----END CERTIFICATE-----\n".encode()).decode()
+def api_server(project, location, name):
+    """The key of a cluster's Kubernetes API server."""
+    return f"gke/{project}/{location}/{name}"
+
+
+def publish_nodes(project, cluster, pool_name, pool):
+    """A node pool's VMs as Nodes of its cluster's API server, labelled as GKE labels them
+    (cloud.google.com/gke-nodepool, machine type, zone, the pool's labels), with its taints and
+    GKE's own nvidia.com/gpu taint on GPU pools; none for a pool that is gone (`pool` None)."""
+    nodes = []
+    if pool is not None and pool.get("status") == "RUNNING":
+        config = pool.get("config", {})
+        gpus = sum(int(a.get("acceleratorCount", 0)) for a in config.get("accelerators", []))
+        taints = [{"key": t["key"], "value": t.get("value", ""), "effect": TAINT_EFFECTS.get(t.get("effect"), t.get("effect"))}
+                  for t in config.get("taints", [])]
+        if gpus:
+            taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+        for zone in pool["locations"]:
+            for i in range(pool["_size"]):
+                labels = {**config.get("labels", {}), "node.kubernetes.io/instance-type": config.get("machineType", ""),
+                          "topology.kubernetes.io/zone": zone, "forge.emulator/gpus": str(gpus)}
+                name = f"gke-{cluster['name'][:12]}-{pool_name[:12]}-{zone[-1]}{i:03d}"
+                nodes.append((name, labels, taints, {"cpu": "208", "memory": "1800Gi", "pods": "110"}))
+    try:
+        kubernetes.set_nodes(api_server(project, cluster["location"], cluster["name"]), "cloud.google.com/gke-nodepool", pool_name, nodes)
+    except KeyError:
+        pass  # the cluster's server is gone
 
 
 class Container(GoogleApi):
@@ -391,6 +419,8 @@ class Container(GoogleApi):
         def created():
             for record in [cluster] + pools:
                 record["status"] = "RUNNING"
+            for pool in pools:
+                publish_nodes(call.project, cluster, pool["name"], pool)
 
         def failed(error):
             cluster.update(status="ERROR", statusMessage=error[1], conditions=[{"code": error[2], "message": error[1], "canonicalCode": error[0]}])
@@ -434,7 +464,8 @@ class Container(GoogleApi):
         pool = (spec.get("workloadIdentityConfig") or {}).get("workloadPool")
         if pool and pool != f"{call.project}.svc.id.goog":
             raise bad_request(f"Invalid value for field 'cluster.workloadIdentityConfig.workloadPool': '{pool}'. It must be '{call.project}.svc.id.goog'.")
-        endpoint = f"34.{secrets.randbelow(256)}.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
+        served, ca = kubernetes.serve(api_server(call.project, location, spec["name"]))
+        endpoint = served.removeprefix("https://")  # GKE gives a host, not a URL
         private = dict(spec.get("privateClusterConfig") or {})
         if private:
             if private.get("enablePrivateEndpoint") and not private.get("enablePrivateNodes"):
@@ -461,7 +492,7 @@ class Container(GoogleApi):
             loggingService=spec.get("loggingService") or "logging.googleapis.com/kubernetes",
             monitoringService=spec.get("monitoringService") or "monitoring.googleapis.com/kubernetes",
             clusterIpv4Cidr=policy["clusterIpv4Cidr"], servicesIpv4Cidr=policy["servicesIpv4Cidr"], nodeIpv4CidrSize=24,
-            endpoint=endpoint, masterAuth={"clusterCaCertificate": ca_certificate()}, id=secrets.token_hex(32), etag=secrets.token_hex(8),
+            endpoint=endpoint, masterAuth={"clusterCaCertificate": base64.b64encode(ca).decode()}, id=secrets.token_hex(32), etag=secrets.token_hex(8),
             selfLink=f"{LINK}projects/{call.project}/{link_scope}/{location}/clusters/{name}", createTime=zulu(call.now), status="PROVISIONING",
             _uses={network, subnet_path})
         authorized = check_authorized_networks(spec.get("masterAuthorizedNetworksConfig"), "cluster.masterAuthorizedNetworksConfig")
@@ -540,7 +571,12 @@ class Container(GoogleApi):
     def change(self, call, operation_type, path, changed):
         """Start an operation that replaces a cluster's or pool's record when it ends."""
         changed["etag"] = secrets.token_hex(8)
-        return call.start(operation_type, path, None, lambda: call.store.items.__setitem__(path, changed) if path in call.store.items else None)
+        def changed_now():
+            if path in call.store.items:
+                call.store.items[path] = changed
+                if "/nodePools/" in path:
+                    publish_nodes(call.project, call.store.items[path.split("/nodePools/")[0]], changed["name"], changed)
+        return call.start(operation_type, path, None, changed_now)
 
     def cluster_delete(self, call):
         path, cluster = self.cluster(call)
@@ -553,6 +589,7 @@ class Container(GoogleApi):
         def deleted():
             for p in [path] + [p for p, _ in self.pools_of(call.store, path)]:
                 del call.store.items[p]
+            kubernetes.forget(api_server(call.project, cluster["location"], cluster["name"]))
 
         def failed(error):
             for record, status in zip(records, before):
@@ -586,7 +623,10 @@ class Container(GoogleApi):
 
         def failed(error):
             pool.update(status="ERROR", statusMessage=error[1], conditions=[{"code": error[2], "message": error[1], "canonicalCode": error[0]}])
-        return call.start("CREATE_NODE_POOL", path, None, lambda: pool.__setitem__("status", "RUNNING"), on_error=failed)
+        def created():
+            pool["status"] = "RUNNING"
+            publish_nodes(call.project, cluster, pool["name"], pool)
+        return call.start("CREATE_NODE_POOL", path, None, created, on_error=failed)
 
     def check_pool(self, call, cluster, spec, field):
         """A new node pool's record from its spec (checked, with GKE's defaults and outputs)."""
@@ -747,5 +787,8 @@ class Container(GoogleApi):
         self.idle(call, cluster_path)
         before = pool["status"]
         pool["status"] = "STOPPING"
-        return call.start("DELETE_NODE_POOL", path, None, lambda: call.store.items.pop(path, None),
+        def deleted():
+            call.store.items.pop(path, None)
+            publish_nodes(call.project, call.store.items[cluster_path], pool["name"], None)
+        return call.start("DELETE_NODE_POOL", path, None, deleted,
                           on_error=lambda error: pool.__setitem__("status", before))

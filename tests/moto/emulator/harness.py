@@ -22,6 +22,11 @@
     "seconds"}], e.g. GPU node pools slower than the rest);
   * makes S3's conditional writes and deletes (If-None-Match: *, If-Match) atomic, as S3's are:
     moto checks the condition and then writes, so two such requests at once could both pass;
+  * serves a Kubernetes API server per emulated cluster (kubernetes.py): POST
+    /_forge/kubernetes/clusters {"cluster"} starts one and answers its endpoint and CA; POST
+    /_forge/kubernetes/nodes sets a node group's Nodes; GET /_forge/kubernetes/requests?cluster=
+    lists what it answered, with each bearer token; POST /_forge/kubernetes/webhook makes a
+    group's admission webhook unavailable for some seconds;
   * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
     as for faults), as a server that ignores or widens a filter would: what forge's ownership
     checks must not rely on.
@@ -41,6 +46,7 @@ from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
 from .gcs import Storage
+from . import kubernetes
 from .phases import set_phase_seconds
 
 
@@ -209,6 +215,19 @@ class Harness:
             elif path == "/_forge/operation_seconds":
                 self.operation_seconds = payload or []
                 result = {"operation_seconds": len(self.operation_seconds)}
+            elif path == "/_forge/kubernetes/clusters":
+                endpoint, ca = kubernetes.serve(payload["cluster"])
+                result = {"endpoint": endpoint, "ca": ca.decode()}
+            elif path == "/_forge/kubernetes/nodes":
+                nodes = [(n["name"], n.get("labels", {}), n.get("taints", []), n.get("allocatable", {})) for n in payload["nodes"]]
+                kubernetes.set_nodes(payload["cluster"], payload["group_label"], payload["group"], nodes)
+                result = {"nodes": len(nodes)}
+            elif path == "/_forge/kubernetes/requests":
+                cluster = query.get("cluster", [""])[0]
+                result = [{"method": m, "path": p, "token": t} for m, p, t in kubernetes.requests(cluster)]
+            elif path == "/_forge/kubernetes/webhook":
+                kubernetes.webhook_down(payload["cluster"], payload["group"], float(payload["seconds"]))
+                result = {}
             elif path == "/_forge/phases":
                 set_phase_seconds(float(payload.get("seconds", 0)))
                 result = {}

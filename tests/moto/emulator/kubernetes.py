@@ -1,0 +1,612 @@
+"""A Kubernetes API server for the emulated clusters (EKS, GKE), enough for forge's in-cluster
+engine and the machine's kubectl:
+  * one server per cluster (`serve(key)`), on its own port, over TLS with the cluster's own CA
+    (an EC P-256 CA and a server certificate for 127.0.0.1 and localhost); any bearer token is
+    accepted and each request is logged with it (`requests(key)`);
+  * discovery: /version, /api, /apis, /api/v1, /apis/{group}/{version} (namespaced, verbs,
+    shortNames), the built-in kinds forge applies (KINDS) and the custom resources of every CRD
+    once it is Established;
+  * get, list (labelSelector `k=v,k2=v2`, `k`, `!k`), create (POST: 409 AlreadyExists), server-side
+    apply (PATCH application/apply-patch+yaml with fieldManager and force: creates when absent,
+    keeps managedFields per manager, answers 409 Conflict naming the fields another manager owns
+    with another value, unless `force`), merge patch, delete (404 NotFound), real `Status` bodies;
+  * CRDs: Established CRD_SECONDS after they are made; until then their resources are 404 (and
+    absent from discovery); a webhook that is not ready for a group (`webhook_down(key, group,
+    seconds)`) answers 500 "failed calling webhook" to writes of its resources, as an API server
+    whose admission webhook has no endpoints yet;
+  * status that becomes ready: a DaemonSet is scheduled on the Nodes its nodeSelector and
+    tolerations allow and ready after ROLLOUT_SECONDS; a Deployment's replicas are ready after
+    ROLLOUT_SECONDS; a PersistentVolumeClaim naming a PersistentVolume (`volumeName`) binds to it;
+  * Nodes, made by the cloud's node groups (`set_nodes(key, nodes)`), whose allocatable gains a
+    device once a device plugin DaemonSet runs on them (DEVICE_PLUGINS: by image).
+"""
+
+import copy
+import datetime
+import ipaddress
+import json
+import re
+import ssl
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote_plus
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+CRD_SECONDS = 0.5
+ROLLOUT_SECONDS = 0.5
+
+# (group, version, plural, kind, namespaced, shortNames)
+KINDS = [
+    ("", "v1", "namespaces", "Namespace", False, ["ns"]),
+    ("", "v1", "nodes", "Node", False, ["no"]),
+    ("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    ("", "v1", "secrets", "Secret", True, []),
+    ("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
+    ("", "v1", "services", "Service", True, ["svc"]),
+    ("", "v1", "persistentvolumes", "PersistentVolume", False, ["pv"]),
+    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ["pvc"]),
+    ("", "v1", "pods", "Pod", True, ["po"]),
+    ("apps", "v1", "daemonsets", "DaemonSet", True, ["ds"]),
+    ("apps", "v1", "deployments", "Deployment", True, ["deploy"]),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, []),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, []),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, []),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, []),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, ["crd", "crds"]),
+    ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
+    ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"]),
+    ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"]),
+]
+VERBS = ["create", "delete", "get", "list", "patch", "update"]
+# A device plugin's image (a substring) -> the extended resource it advertises and the node
+# label that tells how many devices a node has.
+DEVICE_PLUGINS = [
+    ("k8s-device-plugin", "nvidia.com/gpu", "forge.emulator/gpus"),
+    ("efa-k8s-device-plugin", "vpc.amazonaws.com/efa", "forge.emulator/efa"),
+    ("neuron-device-plugin", "aws.amazon.com/neuron", "forge.emulator/neuron"),
+]
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ApiError(Exception):
+    """A Kubernetes `Status` failure."""
+
+    def __init__(self, code, reason, message, details=None):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details = code, reason, message, details
+
+    def body(self):
+        status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message,
+                  "reason": self.reason, "code": self.code}
+        if self.details:
+            status["details"] = self.details
+        return status
+
+
+def not_found(plural, group, name):
+    resource = f"{plural}.{group}" if group else plural
+    return ApiError(404, "NotFound", f'{resource} "{name}" not found', {"name": name, "group": group, "kind": plural})
+
+
+def leaves(value, prefix=()):
+    """The leaf paths of an object's fields (lists are atomic), as managed fields track them."""
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            yield from leaves(inner, prefix + (key,))
+    else:
+        yield prefix, value
+
+
+def lookup(obj, path):
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return None
+        obj = obj[key]
+    return obj
+
+
+def merge(target, patch):
+    """JSON merge patch (RFC 7386), also how an apply's fields land on the live object."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+def selected(labels, selector):
+    for term in filter(None, (selector or "").split(",")):
+        if term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if key.endswith("!"):
+                if labels.get(key[:-1]) == value:
+                    return False
+            elif labels.get(key) != value:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def certificates():
+    """(CA PEM, server certificate PEM, server key PEM): a CA of this cluster's own, and a
+    certificate it signs for 127.0.0.1 and localhost."""
+    def name(cn):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    end = start + datetime.timedelta(days=30)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("kubernetes")).issuer_name(name("kubernetes"))
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False, key_agreement=False, encipher_only=False,
+                                       decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(name("kube-apiserver")).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+                           critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    return (ca.public_bytes(pem), cert.public_bytes(pem),
+            key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+
+
+class Cluster:
+    """One cluster's objects and its API server."""
+
+    def __init__(self, key):
+        self.key = key
+        self.lock = threading.Lock()
+        self.objects = {}  # (group, plural, namespace, name) -> object
+        self.version = 1
+        self.log = []  # (method, path, bearer token)
+        self.webhooks = {}  # group -> when it becomes ready (epoch seconds)
+        self.ca, cert, key_pem = certificates()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.cluster = self
+        self.server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        with tempfile.NamedTemporaryFile() as c, tempfile.NamedTemporaryFile() as k:
+            c.write(cert), k.write(key_pem)
+            c.flush(), k.flush()
+            context.load_cert_chain(c.name, k.name)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.endpoint = f"https://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    # --- kinds ----------------------------------------------------------------------------------
+
+    def kinds(self):
+        """Every kind served now: the built-in ones and the custom resources of Established CRDs."""
+        served = list(KINDS)
+        for crd in self.list_of("apiextensions.k8s.io", "customresourcedefinitions", None):
+            if not self.established(crd):
+                continue
+            spec = crd.get("spec", {})
+            names = spec.get("names", {})
+            for version in spec.get("versions", []):
+                if version.get("served", True):
+                    served.append((spec.get("group", ""), version["name"], names.get("plural", ""), names.get("kind", ""),
+                                   spec.get("scope") == "Namespaced", names.get("shortNames", [])))
+        return served
+
+    def kind(self, group, version, plural):
+        for k in self.kinds():
+            if (k[0], k[1], k[2]) == (group, version, plural):
+                return k
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def established(self, crd):
+        return time.time() >= crd["metadata"].get("_established", 0)
+
+    # --- objects --------------------------------------------------------------------------------
+
+    def list_of(self, group, plural, namespace, selector=None):
+        return [o for (g, p, ns, _), o in sorted(self.objects.items())
+                if g == group and p == plural and (namespace is None or ns == namespace)
+                and selected(o["metadata"].get("labels", {}), selector)]
+
+    def visible(self, obj):
+        """An object as answered: with its status brought up to date, without private fields."""
+        self.refresh(obj)
+        shown = copy.deepcopy(obj)
+        shown["metadata"] = {k: v for k, v in shown["metadata"].items() if not k.startswith("_")}
+        return shown
+
+    def stamp(self, obj, kind, namespace, name):
+        group, version, _, kind_name, namespaced, _ = kind
+        self.version += 1
+        meta = obj.setdefault("metadata", {})
+        meta.update(name=name, resourceVersion=str(self.version))
+        if namespaced:
+            meta["namespace"] = namespace
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", now())
+        obj["apiVersion"] = f"{group}/{version}" if group else version
+        obj["kind"] = kind_name
+
+    def store(self, kind, namespace, name, obj, created):
+        group, _, plural, kind_name, namespaced, _ = kind
+        if namespaced and namespace and kind_name != "Namespace" and (("", "namespaces", None, namespace) not in self.objects):
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
+        if group and group not in ("apps", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
+                                   "storage.k8s.io", "networking.k8s.io"):
+            ready = self.webhooks.get(group)
+            if ready is not None and time.time() < ready:
+                raise ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "validate.{group}": failed to call '
+                               f'webhook: Post "https://webhook-service.{group}.svc:443/validate?timeout=10s": no endpoints available for service')
+        meta = obj["metadata"]
+        if created or obj.get("spec") != meta.get("_spec"):
+            meta["generation"] = meta.get("generation", 0) + 1
+            meta["_spec"] = copy.deepcopy(obj.get("spec"))
+            meta["_changed"] = time.time()
+        if kind_name == "CustomResourceDefinition" and created:
+            meta["_established"] = time.time() + CRD_SECONDS
+        self.stamp(obj, kind, namespace, name)
+        self.objects[(group, plural, namespace if namespaced else None, name)] = obj
+        return obj
+
+    def refresh(self, obj):
+        """Status as the controllers would have written it by now."""
+        kind, meta, spec = obj.get("kind"), obj["metadata"], obj.get("spec") or {}
+        settled = time.time() >= meta.get("_changed", 0) + ROLLOUT_SECONDS
+        if kind == "CustomResourceDefinition":
+            established = "True" if self.established(obj) else "False"
+            obj["status"] = {"conditions": [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": established}],
+                             "acceptedNames": spec.get("names", {})}
+        elif kind == "DaemonSet":
+            nodes = self.nodes_for(spec.get("template", {}).get("spec", {}))
+            ready = len(nodes) if settled else 0
+            obj["status"] = {"desiredNumberScheduled": len(nodes), "currentNumberScheduled": len(nodes), "numberReady": ready,
+                             "numberAvailable": ready, "updatedNumberScheduled": ready, "numberMisscheduled": 0,
+                             "observedGeneration": meta.get("generation", 1) if settled else meta.get("generation", 1) - 1}
+        elif kind == "Deployment":
+            replicas = spec.get("replicas", 1)
+            ready = replicas if settled else 0
+            obj["status"] = {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready, "updatedReplicas": ready,
+                             "observedGeneration": meta.get("generation", 1) if settled else meta.get("generation", 1) - 1}
+        elif kind == "PersistentVolumeClaim":
+            volume = self.objects.get(("", "persistentvolumes", None, spec.get("volumeName", "")))
+            obj["status"] = {"phase": "Bound" if volume else "Pending"}
+            if volume:
+                obj["status"]["capacity"] = volume.get("spec", {}).get("capacity", {})
+        elif kind == "PersistentVolume":
+            claim = spec.get("claimRef") or {}
+            bound = any(c.get("spec", {}).get("volumeName") == meta["name"] for c in self.list_of("", "persistentvolumeclaims", None))
+            obj["status"] = {"phase": "Bound" if bound or claim else "Available"}
+        elif kind == "Node":
+            self.node_devices(obj)
+
+    def nodes_for(self, pod_spec):
+        """The Nodes a pod template schedules on: its nodeSelector, and taints it tolerates."""
+        chosen = []
+        for node in self.list_of("", "nodes", None):
+            labels = node["metadata"].get("labels", {})
+            if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
+                continue
+            tolerations = pod_spec.get("tolerations") or []
+            taints = node.get("spec", {}).get("taints") or []
+            if all(any(t.get("operator") == "Exists" and not t.get("key") or
+                       (t.get("key") == taint["key"] and (t.get("operator") == "Exists" or t.get("value") == taint.get("value")))
+                       for t in tolerations) for taint in taints):
+                chosen.append(node)
+        return chosen
+
+    def node_devices(self, node):
+        """A Node's allocatable: its base resources, and each device its plugin advertises."""
+        labels = node["metadata"].get("labels", {})
+        allocatable = dict(node["metadata"].get("_base", {}))
+        for ds in self.list_of("apps", "daemonsets", None):
+            if time.time() < ds["metadata"].get("_changed", 0) + ROLLOUT_SECONDS:
+                continue
+            pod = ds.get("spec", {}).get("template", {}).get("spec", {})
+            if node not in self.nodes_for(pod):
+                continue
+            images = " ".join(c.get("image", "") for c in pod.get("containers", []))
+            for image, resource, count_label in DEVICE_PLUGINS:
+                if image in images and labels.get(count_label, "0") != "0":
+                    allocatable[resource] = labels[count_label]
+        node.setdefault("status", {})["allocatable"] = allocatable
+        node["status"]["capacity"] = allocatable
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.serve("GET")
+
+    def do_POST(self):
+        self.serve("POST")
+
+    def do_PUT(self):
+        self.serve("PUT")
+
+    def do_PATCH(self):
+        self.serve("PATCH")
+
+    def do_DELETE(self):
+        self.serve("DELETE")
+
+    def answer(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def serve(self, method):
+        cluster = self.server.cluster
+        path, _, raw_query = self.path.partition("?")
+        query = {}
+        for pair in filter(None, raw_query.split("&")):
+            key, _, value = pair.partition("=")
+            query[unquote_plus(key)] = unquote_plus(value)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        with cluster.lock:
+            cluster.log.append((method, self.path, token))
+            try:
+                status, body = route(cluster, method, path.rstrip("/") or "/", query, raw, self.headers.get("Content-Type", ""))
+            except ApiError as e:
+                status, body = e.code, e.body()
+        self.answer(status, body)
+
+
+PATH = re.compile(r"/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+                  r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status))?")
+
+
+def route(cluster, method, path, query, raw, content_type):
+    if path == "/version":
+        return 200, {"major": "1", "minor": "31", "gitVersion": "v1.31.0-forge-emulator", "platform": "linux/amd64"}
+    if path == "/api":
+        return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+    if path == "/apis":
+        groups = {}
+        for group, version, *_ in cluster.kinds():
+            if group:
+                groups.setdefault(group, [])
+                if version not in groups[group]:
+                    groups[group].append(version)
+        return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+             "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}} for g, vs in groups.items()]}
+    discovery = re.fullmatch(r"/(?:api/(v1)|apis/([^/]+)/([^/]+))", path)
+    if discovery and method == "GET":
+        group, version = (discovery[2] or ""), (discovery[1] or discovery[3])
+        resources = [{"name": p, "singularName": k.lower(), "namespaced": ns, "kind": k, "verbs": VERBS, "shortNames": short}
+                     for g, v, p, k, ns, short in cluster.kinds() if (g, v) == (group, version)]
+        if not resources:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
+                     "resources": resources}
+    match = PATH.fullmatch(path)
+    if not match:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    group, version = ("", "v1") if match["core"] else (match["group"], match["version"])
+    kind = cluster.kind(group, version, match["plural"])
+    namespace, name, plural = match["namespace"], match["name"], match["plural"]
+    namespaced = kind[4]
+    key = (group, plural, namespace if namespaced else None, name)
+    if name is None:
+        if method == "GET":
+            items = [cluster.visible(o) for o in cluster.list_of(group, plural, namespace if namespaced else None, query.get("labelSelector"))]
+            return 200, {"kind": f"{kind[3]}List", "apiVersion": f"{group}/{version}" if group else version,
+                         "metadata": {"resourceVersion": str(cluster.version)}, "items": items}
+        if method == "POST":
+            obj = parse(raw)
+            name = obj.get("metadata", {}).get("name") or ""
+            key = (group, plural, namespace if namespaced else None, name)
+            if key in cluster.objects:
+                raise ApiError(409, "AlreadyExists", f'{plural}.{group or "core"} "{name}" already exists', {"name": name, "kind": plural})
+            obj["metadata"]["managedFields"] = [managed(query.get("fieldManager", "unknown"), "Update", obj)]
+            return 201, cluster.visible(cluster.store(kind, namespace, name, obj, True))
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a collection")
+    current = cluster.objects.get(key)
+    if method == "GET":
+        if current is None:
+            raise not_found(plural, group, name)
+        return 200, cluster.visible(current)
+    if method == "DELETE":
+        if current is None:
+            raise not_found(plural, group, name)
+        del cluster.objects[key]
+        return 200, cluster.visible(current)
+    if method == "PATCH" and content_type.startswith("application/apply-patch"):
+        return apply(cluster, kind, key, namespace, name, parse(raw), query)
+    if method == "PATCH":
+        if current is None:
+            raise not_found(plural, group, name)
+        patched = merge(copy.deepcopy(current), parse(raw))
+        return 200, cluster.visible(cluster.store(kind, namespace, name, patched, False))
+    if method == "PUT":
+        if current is None:
+            raise not_found(plural, group, name)
+        obj = parse(raw)
+        obj["metadata"] = merge(copy.deepcopy(current["metadata"]), obj.get("metadata", {}))
+        return 200, cluster.visible(cluster.store(kind, namespace, name, obj, False))
+    raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed")
+
+
+def parse(raw):
+    try:
+        obj = json.loads(raw) if raw.strip().startswith(b"{") else yaml.safe_load(raw)
+    except ValueError as e:
+        raise ApiError(400, "BadRequest", f"the body of the request was in an unknown format: {e}")
+    if not isinstance(obj, dict):
+        raise ApiError(400, "BadRequest", "the body of the request must be an object")
+    obj.setdefault("metadata", {})
+    return obj
+
+
+def managed(manager, operation, obj):
+    """A managedFields entry: the leaf fields `manager` set (metadata's own aside)."""
+    fields = {}
+    for path, _ in leaves({k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}):
+        node = fields
+        for part in path:
+            node = node.setdefault(f"f:{part}", {})
+    return {"manager": manager, "operation": operation, "apiVersion": obj.get("apiVersion", ""), "time": now(),
+            "fieldsType": "FieldsV1", "fieldsV1": fields}
+
+
+def owned(entry):
+    """The leaf paths a managedFields entry holds."""
+    def walk(node, prefix):
+        if not node:
+            yield prefix
+        for key, inner in node.items():
+            yield from walk(inner, prefix + (key[2:],))
+    return set(walk(entry.get("fieldsV1", {}), ()))
+
+
+def apply(cluster, kind, key, namespace, name, applied, query):
+    """Server-side apply: the applied fields are `manager`'s; a field another manager owns with
+    another value is a conflict unless `force`, which takes it over."""
+    manager = query.get("fieldManager")
+    if not manager:
+        raise ApiError(400, "BadRequest", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+    force = query.get("force") == "true"
+    current = cluster.objects.get(key)
+    body_name = applied.get("metadata", {}).get("name")
+    if body_name and body_name != name:
+        raise ApiError(400, "BadRequest", f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+    entry = managed(manager, "Apply", applied)
+    mine = owned(entry)
+    if current is None:
+        obj = copy.deepcopy(applied)
+        obj["metadata"]["managedFields"] = [entry]
+        return 201, cluster.visible(cluster.store(kind, namespace, name, obj, True))
+    conflicts = []
+    others = []
+    for other in current["metadata"].get("managedFields", []):
+        if other["manager"] == manager and other.get("operation") == "Apply":
+            continue
+        theirs = owned(other)
+        clash = [p for p in mine & theirs if lookup(applied, p) != lookup(current, p)]
+        if clash and not force:
+            conflicts += [(other["manager"], p) for p in clash]
+        remaining = theirs - (mine if force else set())
+        if remaining:
+            others.append(dict(other, fieldsV1=fields_of(remaining)))
+    if conflicts:
+        causes = [{"reason": "FieldManagerConflict", "message": f'conflict with "{m}"', "field": "." + ".".join(p)} for m, p in conflicts]
+        raise ApiError(409, "Conflict", f"Apply failed with {len(causes)} conflict(s): " +
+                       "; ".join(f'conflict with "{m}": .{".".join(p)}' for m, p in conflicts), {"causes": causes})
+    previous = next((o for o in current["metadata"].get("managedFields", []) if o["manager"] == manager and o.get("operation") == "Apply"), None)
+    obj = copy.deepcopy(current)
+    # Fields this manager applied before and no longer does are removed, unless another owns them.
+    still_owned = set().union(*(owned(o) for o in others)) if others else set()
+    for path in (owned(previous) if previous else set()) - mine - still_owned:
+        parent = lookup(obj, path[:-1])
+        if isinstance(parent, dict):
+            parent.pop(path[-1], None)
+    meta = merge(obj["metadata"], {k: v for k, v in applied.get("metadata", {}).items() if k in ("labels", "annotations")})
+    merge(obj, {k: v for k, v in applied.items() if k != "metadata"})
+    obj["metadata"] = meta
+    obj["metadata"]["managedFields"] = others + [entry]
+    return 200, cluster.visible(cluster.store(kind, namespace, name, obj, False))
+
+
+def fields_of(paths):
+    fields = {}
+    for path in paths:
+        node = fields
+        for part in path:
+            node = node.setdefault(f"f:{part}", {})
+    return fields
+
+
+# --- the clusters ----------------------------------------------------------------------------
+
+CLUSTERS = {}
+LOCK = threading.Lock()
+
+
+def serve(key):
+    """The API server of cluster `key` (a string: `eks/<account>/<region>/<name>`,
+    `gke/<project>/<location>/<name>`; made on first use): (endpoint, CA PEM)."""
+    with LOCK:
+        cluster = CLUSTERS.get(key)
+        if cluster is None:
+            cluster = CLUSTERS[key] = Cluster(key)
+            with cluster.lock:
+                for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+                    cluster.store(KINDS[0], None, ns, {"metadata": {}}, True)
+        return cluster.endpoint, cluster.ca
+
+
+def forget(key):
+    """The cluster is deleted: its server stops."""
+    with LOCK:
+        cluster = CLUSTERS.pop(key, None)
+    if cluster is not None:
+        cluster.stop()
+
+
+def cluster_of(key):
+    with LOCK:
+        cluster = CLUSTERS.get(key)
+    if cluster is None:
+        raise KeyError(f"no cluster {key}")
+    return cluster
+
+
+def set_nodes(key, group_label, group, nodes):
+    """The Nodes of one node group (those labelled `group_label=group`), replaced by `nodes`:
+    (name, labels, taints, base allocatable)."""
+    cluster = cluster_of(key)
+    with cluster.lock:
+        for k, node in list(cluster.objects.items()):
+            if k[1] == "nodes" and node["metadata"].get("labels", {}).get(group_label) == group:
+                del cluster.objects[k]
+        for name, labels, taints, base in nodes:
+            node = {"metadata": {"labels": dict(labels, **{group_label: group}), "_base": base}, "spec": {"taints": taints}}
+            cluster.store(KINDS[1], None, name, node, True)
+
+
+def requests(key):
+    """The requests this cluster's API server answered: (method, path, bearer token)."""
+    cluster = cluster_of(key)
+    with cluster.lock:
+        return list(cluster.log)
+
+
+def webhook_down(key, group, seconds):
+    """Writes of `group`'s resources fail for `seconds`, as while its webhook has no endpoints."""
+    cluster = cluster_of(key)
+    with cluster.lock:
+        cluster.webhooks[group] = time.time() + seconds

@@ -1,0 +1,163 @@
+"""Smoke test of the launcher's Kubernetes API server (emulator/kubernetes.py), driven by the
+machine's real kubectl (server-side apply, get, delete) over TLS with the cluster's own CA, and
+by plain HTTPS for what kubectl hides: discovery of a CRD's resources once Established, managed
+fields and apply conflicts, status that becomes ready, device plugins advertising devices on
+Nodes, claims binding, a webhook that is not ready yet, and the bearer tokens it saw.
+Runs with the standard library: `python -m unittest`."""
+
+import base64
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from .launched import Launched
+
+TOKEN = "smoke-token"
+CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterqueues.kueue.x-k8s.io}
+spec:
+  group: kueue.x-k8s.io
+  scope: Cluster
+  names: {plural: clusterqueues, singular: clusterqueue, kind: ClusterQueue}
+  versions: [{name: v1beta1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+"""
+PLUGIN = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-device-plugin, namespace: kube-system}
+spec:
+  selector: {matchLabels: {name: nvidia-device-plugin}}
+  template:
+    metadata: {labels: {name: nvidia-device-plugin}}
+    spec:
+      nodeSelector: {node.kubernetes.io/instance-type: p5.48xlarge}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers: [{name: plugin, image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}]
+"""
+
+
+@unittest.skipIf(shutil.which("kubectl") is None, "kubectl is not installed")
+class Kubernetes(Launched):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = tempfile.mkdtemp(prefix="forge-k8s-smoke-")
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def control(self, path, payload=None):
+        data = json.dumps(payload).encode() if payload is not None else None
+        with urllib.request.urlopen(urllib.request.Request(self.url + path, data=data, method="POST" if data else "GET")) as r:
+            return json.loads(r.read())
+
+    def cluster(self, name):
+        """A cluster's API server: its endpoint, and a kubeconfig for it."""
+        served = self.control("/_forge/kubernetes/clusters", {"cluster": name})
+        ca = base64.b64encode(served["ca"].encode()).decode()
+        config = os.path.join(self.dir, name.replace("/", "-") + ".kubeconfig")
+        with open(config, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "c", "cluster": {"server": served["endpoint"], "certificate-authority-data": ca}}],
+                       "users": [{"name": "u", "user": {"token": TOKEN}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}, f)
+        return served, config
+
+    def kubectl(self, config, *args, stdin=None, ok=True):
+        done = subprocess.run(["kubectl", "--kubeconfig", config, *args], input=stdin, capture_output=True, text=True,
+                              env=dict(os.environ, KUBECACHEDIR=os.path.join(self.dir, "cache")))
+        if ok:
+            self.assertEqual(done.returncode, 0, done.stderr)
+        return done
+
+    def api(self, served, method, path, body=None, content_type="application/json"):
+        """(status, JSON answer) of a request over TLS, trusting only the cluster's CA."""
+        context = ssl.create_default_context(cadata=served["ca"])
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(served["endpoint"] + path, data=data, method=method,
+                                         headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(request, context=context) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_kubectl_applies_gets_and_deletes_server_side(self):
+        served, config = self.cluster("smoke/kubectl")
+        self.kubectl(config, "apply", "--server-side", "--validate=false", "-f", "-", stdin=PLUGIN)
+        shown = json.loads(self.kubectl(config, "get", "daemonset", "-n", "kube-system", "nvidia-device-plugin", "-o", "json", "--show-managed-fields").stdout)
+        self.assertEqual(shown["metadata"]["managedFields"][0]["manager"], "kubectl")
+        # Another manager changing kubectl's field conflicts, unless it forces.
+        patch = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvidia-device-plugin", "namespace": "kube-system"},
+                 "spec": {"template": {"spec": {"containers": [{"name": "plugin", "image": "other:1"}]}}}}
+        path = "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-device-plugin?fieldManager=forge"
+        status, answer = self.api(served, "PATCH", path, patch, "application/apply-patch+yaml")
+        self.assertEqual((status, answer["reason"]), (409, "Conflict"), answer)
+        self.assertIn('conflict with "kubectl"', answer["message"])
+        status, answer = self.api(served, "PATCH", path + "&force=true", patch, "application/apply-patch+yaml")
+        self.assertEqual(status, 200, answer)
+        self.assertEqual({m["manager"] for m in answer["metadata"]["managedFields"]}, {"kubectl", "forge"})
+        self.kubectl(config, "delete", "daemonset", "-n", "kube-system", "nvidia-device-plugin", "--wait=false")
+        status, answer = self.api(served, "GET", "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-device-plugin")
+        self.assertEqual((status, answer["kind"], answer["reason"]), (404, "Status", "NotFound"))
+        tokens = {r["token"] for r in self.control("/_forge/kubernetes/requests?cluster=smoke/kubectl")}
+        self.assertEqual(tokens, {TOKEN})
+
+    def test_a_crd_serves_its_resources_once_established_and_webhooks_are_waited_for(self):
+        served, config = self.cluster("smoke/crd")
+        self.kubectl(config, "apply", "--server-side", "--validate=false", "-f", "-", stdin=CRD)
+        queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "a3"}, "spec": {"x": 1}}
+        path = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/a3?fieldManager=forge"
+        status, _ = self.api(served, "PATCH", path, queue, "application/apply-patch+yaml")
+        self.assertEqual(status, 404, "not served before the CRD is Established")
+        time.sleep(0.6)
+        _, crd = self.api(served, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io")
+        self.assertIn({"type": "Established", "status": "True"}, crd["status"]["conditions"])
+        _, resources = self.api(served, "GET", "/apis/kueue.x-k8s.io/v1beta1")
+        self.assertEqual([r["name"] for r in resources["resources"]], ["clusterqueues"])
+        self.control("/_forge/kubernetes/webhook", {"cluster": "smoke/crd", "group": "kueue.x-k8s.io", "seconds": 0.5})
+        status, answer = self.api(served, "PATCH", path, queue, "application/apply-patch+yaml")
+        self.assertEqual(status, 500, answer)
+        self.assertIn("failed calling webhook", answer["message"])
+        time.sleep(0.6)
+        status, answer = self.api(served, "PATCH", path, queue, "application/apply-patch+yaml")
+        self.assertEqual(status, 201, answer)
+
+    def test_device_plugins_advertise_devices_and_claims_bind(self):
+        served, config = self.cluster("smoke/nodes")
+        nodes = [{"name": f"ip-10-0-0-{i}", "labels": {"node.kubernetes.io/instance-type": "p5.48xlarge", "forge.emulator/gpus": "8"},
+                  "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}], "allocatable": {"cpu": "192"}}
+                 for i in (1, 2)]
+        self.control("/_forge/kubernetes/nodes", {"cluster": "smoke/nodes", "group_label": "eks.amazonaws.com/nodegroup",
+                                                  "group": "gpu", "nodes": nodes})
+        _, listed = self.api(served, "GET", "/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3Dgpu")
+        self.assertEqual([n["status"]["allocatable"] for n in listed["items"]], [{"cpu": "192"}] * 2)
+        self.kubectl(config, "apply", "--server-side", "--validate=false", "-f", "-", stdin=PLUGIN)
+        time.sleep(0.6)
+        _, listed = self.api(served, "GET", "/api/v1/nodes")
+        self.assertEqual([n["status"]["allocatable"].get("nvidia.com/gpu") for n in listed["items"]], ["8", "8"])
+        _, ds = self.api(served, "GET", "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-device-plugin")
+        self.assertEqual((ds["status"]["desiredNumberScheduled"], ds["status"]["numberReady"]), (2, 2))
+        volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "fsx"},
+                  "spec": {"capacity": {"storage": "1200Gi"}, "accessModes": ["ReadWriteMany"]}}
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "fsx-pvc", "namespace": "default"},
+                 "spec": {"volumeName": "fsx", "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}}}}
+        self.api(served, "PATCH", "/api/v1/persistentvolumes/fsx?fieldManager=forge", volume, "application/apply-patch+yaml")
+        _, bound = self.api(served, "PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/fsx-pvc?fieldManager=forge", claim,
+                            "application/apply-patch+yaml")
+        self.assertEqual(bound["status"]["phase"], "Bound")
+
+
+if __name__ == "__main__":
+    unittest.main()
