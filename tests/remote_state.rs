@@ -337,7 +337,7 @@ fn written_read_and_folded(backend: Backend) {
     let (code, stderr) = b.forge(&["up", "moved.toml", "--yes"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("forge will not start an empty one beside it"), "{stderr}");
-    assert!(stderr.contains("forge state push FILE"), "{stderr}");
+    assert!(stderr.contains("forge state push moved.toml"), "{stderr}");
     assert!(b.get("moved/state.json").is_none(), "nothing written to the bucket");
 
     // `state push` moves it, keeping lineage and serial: the bucket's state is the local one.
@@ -491,17 +491,22 @@ fn outage_rescued(backend: Backend) {
     let out = run.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let flat = flat(&stderr);
-    assert!(flat.contains("the state could not be saved"), "{stderr}");
+    let said = flat(&stderr);
+    assert!(said.contains("the state could not be saved"), "{stderr}");
     assert!(
-        flat.contains("nothing is lost: the state is in `state/outage.rescue.json`"),
+        said.contains("nothing is lost: the state is in `state/outage.rescue.json`"),
         "{stderr}"
     );
     assert!(
-        flat.contains("when the bucket answers again, run `forge state push s.toml --from"),
+        said.contains("when the bucket answers again, run `forge state push s.toml --from"),
         "{stderr}"
     );
     assert!(stderr.contains("Apply stopped"), "{stderr}");
+    assert!(
+        said.contains("whose intent the state could not store first, so the cloud was not called"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("create failed"), "nothing the cloud refused: {stderr}");
     let rescued: serde_json::Value =
         serde_json::from_slice(&std::fs::read(b.dir.path().join("state/outage.rescue.json")).unwrap()).unwrap();
     let made = rescued["resources"]
@@ -516,6 +521,7 @@ fn outage_rescued(backend: Backend) {
     let (code, stderr) = b.forge(&["up", "s.toml", "--yes"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("left it in `state/outage.rescue.json`"), "{stderr}");
+    assert!(flat(&stderr).contains("push it first: `forge state push s.toml --from"), "{stderr}");
     b.ok(&["plan", "s.toml"]);
     b.ok(&["state", "push", "s.toml", "--from", "state/outage.rescue.json"]);
     assert!(!b.dir.path().join("state/outage.rescue.json").exists(), "removed once pushed");
@@ -549,10 +555,10 @@ fn snapshot_conflict(backend: Backend) {
     let out = run.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let flat = flat(&stderr);
-    assert!(flat.contains("was changed by another run since this one read it"), "{stderr}");
+    let said = flat(&stderr);
+    assert!(said.contains("was changed by another run since this one read it"), "{stderr}");
     assert!(
-        flat.contains("nothing is lost: the state is in `state/cas.rescue.json`"),
+        said.contains("nothing is lost: the state is in `state/cas.rescue.json`"),
         "{stderr}"
     );
     let stored: serde_json::Value = serde_json::from_slice(&b.get("cas/state.json").unwrap()).unwrap();

@@ -65,6 +65,9 @@ pub struct Report {
     pub skipped: Vec<(String, String)>,
     /// Operations never started because of Ctrl-C.
     pub not_started: usize,
+    /// Resources whose change was not started because the state could not store its intent
+    /// (its backend stopped answering): the cloud was not called for them.
+    pub unrecorded: Vec<String>,
     /// Whether Ctrl-C ended the run early.
     pub interrupted: bool,
     /// Wall time.
@@ -79,7 +82,7 @@ impl Report {
 
     /// True when every change was made.
     pub fn complete(&self) -> bool {
-        self.failures.is_empty() && self.skipped.is_empty() && self.not_started == 0 && !self.interrupted
+        self.failures.is_empty() && self.skipped.is_empty() && self.unrecorded.is_empty() && self.not_started == 0 && !self.interrupted
     }
 }
 
@@ -89,6 +92,8 @@ enum Outcome {
     Updated(Value, Value),
     Deleted,
     Failed(String),
+    /// Not started: its intent could not be made durable.
+    Unrecorded,
 }
 
 /// Writes one event to the in-memory state and the journal.
@@ -373,7 +378,7 @@ fn dispatch(
             let ticket = record(state, journal, Event::Put(intent));
             Ok(Box::pin(async move {
                 if waiter.wait(ticket).await.is_err() {
-                    return Outcome::Failed(NOT_RECORDED.replace("{verb}", "created"));
+                    return Outcome::Unrecorded;
                 }
                 match retry.run(|| kind.create(&ctx, &token, &config)).await {
                     Ok(created) => Outcome::Created(created, config),
@@ -409,7 +414,7 @@ fn dispatch(
             );
             Ok(Box::pin(async move {
                 if waiter.wait(ticket).await.is_err() {
-                    return Outcome::Failed(NOT_RECORDED.replace("{verb}", "deleted"));
+                    return Outcome::Unrecorded;
                 }
                 let id = match (&prior.id, &prior.token) {
                     (Some(id), _) => id.clone(),
@@ -449,6 +454,12 @@ fn finish(
         Outcome::Failed(message) => {
             observer.finished(&address, phase, elapsed, Some(&message));
             fail(plan, graph, report, op, message);
+            return;
+        }
+        Outcome::Unrecorded => {
+            // Left unfinished in the graph: the run is stopping, and the next one starts it.
+            observer.finished(&address, phase, elapsed, Some(NOT_RECORDED));
+            report.unrecorded.push(address);
             return;
         }
         Outcome::Created(created, config) => {

@@ -12,7 +12,7 @@ use std::path::Path;
 pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
     let (stack, graph) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
-    let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "destroy")?;
+    let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "destroy")?;
     let plan = crate::plan::plan(
         &stack,
         &graph,

@@ -51,7 +51,7 @@ pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option
             }
         },
     };
-    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "kubeconfig")?;
+    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "kubeconfig")?;
     let record = loaded
         .state
         .resources

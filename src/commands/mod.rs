@@ -121,6 +121,17 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
 }
 
+/// The first five of `items`, and how many more there are.
+fn sample(items: impl ExactSizeIterator<Item = String>) -> String {
+    let more = items.len().saturating_sub(5);
+    let shown: Vec<String> = items.take(5).collect();
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
 /// A run's state that its remote store would not take (down, throttled, or changed by someone
 /// else): written whole to the local rescue file, so the run never ends with state only in
 /// memory, and the error says how to push it. A local state's error is returned as it is.
@@ -272,7 +283,14 @@ impl Session {
 
     /// Takes the state lock and loads the state, reporting a stale lock taken over. A write
     /// (`Exclusive`) is refused while an earlier run's rescue file waits to be pushed.
-    pub fn open_state(&self, settings: &StateSettings, stack: &str, mode: LockMode, operation: &str) -> Result<(Store, Held, Loaded)> {
+    pub fn open_state(
+        &self,
+        settings: &StateSettings,
+        stack: &str,
+        file: &str,
+        mode: LockMode,
+        operation: &str,
+    ) -> Result<(Store, Held, Loaded)> {
         let store = Store::open(settings)?;
         let (lock, stale) = store.lock(mode, operation, self.global.lock_timeout)?;
         if let Some(info) = stale
@@ -290,7 +308,7 @@ impl Session {
                     settings.location(),
                     settings.path.display()
                 ),
-                "move it to the bucket with `forge state push FILE`, or keep `[state] backend = \"local\"` for this stack",
+                format!("move it to the bucket with `forge state push {file}`, or keep `[state] backend = \"local\"` for this stack"),
             )
             .into());
         }
@@ -304,7 +322,7 @@ impl Session {
                     rescue.display()
                 ),
                 format!(
-                    "push it first: `forge state push FILE --from {}` (it is removed once pushed); remove it by hand only if it is stale",
+                    "push it first: `forge state push {file} --from {}` (it is removed once pushed); remove it by hand only if it is stale",
                     rescue.display()
                 ),
             )
@@ -412,18 +430,18 @@ impl Session {
             );
         }
         if !report.skipped.is_empty() {
-            let sample: Vec<String> = report
-                .skipped
-                .iter()
-                .take(5)
-                .map(|(a, cause)| format!("`{a}` (after `{cause}`)"))
-                .collect();
-            let more = report.skipped.len().saturating_sub(sample.len());
+            let causes = report.skipped.iter().map(|(a, cause)| format!("`{a}` (after `{cause}`)"));
             self.printer.info(&format!(
-                "skipped {} resource(s) whose dependencies failed: {}{}",
+                "skipped {} resource(s) whose dependencies failed: {}",
                 report.skipped.len(),
-                sample.join(", "),
-                if more > 0 { format!(" and {more} more") } else { String::new() }
+                sample(causes)
+            ));
+        }
+        if !report.unrecorded.is_empty() {
+            self.printer.info(&format!(
+                "not started: {} change(s) whose intent the state could not store first, so the cloud was not called for them: {} (the error below says why)",
+                report.unrecorded.len(),
+                sample(report.unrecorded.iter().map(|a| format!("`{a}`")))
             ));
         }
         saved?;

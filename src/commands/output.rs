@@ -15,7 +15,7 @@ use std::path::Path;
 pub fn run(session: &Session, file: &Path, name: Option<&str>, json: bool) -> Result<Exit> {
     let (stack, _) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
-    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "output")?;
+    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "output")?;
     let outputs = &loaded.state.outputs;
     let Some(name) = name else {
         if json {

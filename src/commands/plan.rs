@@ -19,7 +19,7 @@ pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit
     } = options;
     let (stack, graph) = session.load_checked(file, !destroy)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
-    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "plan")?;
+    let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
     let drift = if *refresh && !destroy {
         session.refresh(&loaded.state, &stack)?

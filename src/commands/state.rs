@@ -14,7 +14,8 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
         StateCommand::List { file } => {
             let (stack, _) = session.load(&file)?;
             session.announce(&stack.name, &stack.source.name, &stack.state);
-            let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "state list")?;
+            let (_store, _lock, loaded) =
+                session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "state list")?;
             for r in loaded.state.resources.values() {
                 println!(
                     "{}\t{}\t{}\t{}",
@@ -29,7 +30,8 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
         StateCommand::Show { file, address } => {
             let (stack, _) = session.load(&file)?;
             session.announce(&stack.name, &stack.source.name, &stack.state);
-            let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Shared, "state show")?;
+            let (_store, _lock, loaded) =
+                session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "state show")?;
             let record = find(&loaded.state, &address)?;
             println!("{}", serde_json::to_string_pretty(record).expect("json"));
             Ok(Exit::Ok)
@@ -37,7 +39,8 @@ pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
         StateCommand::Rm { file, address } => {
             let (stack, _) = session.load(&file)?;
             session.announce(&stack.name, &stack.source.name, &stack.state);
-            let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "state rm")?;
+            let (store, _lock, loaded) =
+                session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "state rm")?;
             let mut state = loaded.state;
             let id = find(&state, &address)?.id.clone();
             store.record(&mut state, vec![Event::Remove(address.clone())])?;

@@ -11,7 +11,7 @@ use std::path::Path;
 pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool) -> Result<Exit> {
     if let Some(plan) = read_saved_plan(file)? {
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
-        let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, LockMode::Exclusive, "up")?;
+        let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, &plan.stack_file, LockMode::Exclusive, "up")?;
         let lineage = loaded.existed.then_some(loaded.state.lineage);
         if lineage != plan.state_lineage || loaded.state.serial != plan.state_serial {
             return Err(CommandError::new(
@@ -31,7 +31,7 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool) -> R
     }
     let (stack, graph) = session.load_checked(file, true)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
-    let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, LockMode::Exclusive, "up")?;
+    let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "up")?;
     let drift = if refresh {
         session.refresh(&loaded.state, &stack)?
     } else {
