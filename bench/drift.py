@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from emulator import ROOT, calls, control, emit, start
+from emulator import ROOT, calls, control, emit, s3_bucket, start
 ACCOUNT = "210987654321"
 # The longest chain of calls one kind's read makes one after the other.
 ROUNDS = 2
@@ -47,11 +47,7 @@ def main():
         env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
-        subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-c",
-                        "import boto3, sys; boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-west-2', "
-                        "aws_access_key_id=sys.argv[2], aws_secret_access_key='x').create_bucket(Bucket=sys.argv[3], "
-                        "CreateBucketConfiguration={'LocationConstraint': 'us-west-2'})",
-                        url, ACCOUNT, "ml-platform-forge-state"], check=True)
+        s3_bucket(url, ACCOUNT, "ml-platform-forge-state", "us-west-2")
         seeds = [f for f in sorted(glob.glob("stacks/*.toml", root_dir=work)) if "\n[aws]" in open(os.path.join(work, f)).read()]
         files = seeds + ["examples/aws-network.toml", "examples/vpc.toml",
                                                                     "examples/efa-launch-template.toml", "examples/eks-iam.toml",

@@ -1,5 +1,6 @@
 """What the emulator benchmarks share: a release build of forge, the launcher (moto and the
-Google emulators on one port) started on a free port, and its control paths."""
+Google emulators on one port) started on a free port, its control paths, and the state buckets
+a stack keeps its state in."""
 
 import json
 import os
@@ -22,6 +23,23 @@ def start(phase_seconds):
     )
     url = "http://127.0.0.1:" + launcher.stdout.readline().strip().split("=", 1)[1]
     return os.path.join(ROOT, "target", "release", "forge"), launcher, url
+
+
+def s3_bucket(url, account, name, region):
+    """Creates the S3 bucket `name` of `account` in `region` on the emulator (through the venv's
+    boto3)."""
+    where = "" if region == "us-east-1" else f", CreateBucketConfiguration={{'LocationConstraint': '{region}'}}"
+    subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-c",
+                    "import boto3, sys; boto3.client('s3', endpoint_url=sys.argv[1], region_name=sys.argv[4], "
+                    f"aws_access_key_id=sys.argv[2], aws_secret_access_key='x').create_bucket(Bucket=sys.argv[3]{where})",
+                    url, account, name, region], check=True)
+
+
+def gcs_bucket(url, project, name):
+    """Creates the Cloud Storage bucket `name` of `project` on the emulator."""
+    request = urllib.request.Request(f"{url}/storage/v1/b?project={project}", data=json.dumps({"name": name}).encode(), method="POST")
+    with urllib.request.urlopen(request):
+        pass
 
 
 def control(url, method, path, body=None):

@@ -16,15 +16,13 @@ Usage: bench/gcp.py [--operation-seconds 1] [--latency-ms 20] [--out bench/gcp-r
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-import urllib.request
 
-from emulator import ROOT, calls, control, emit, start
+from emulator import ROOT, calls, control, emit, gcs_bucket, start
 PROJECT = "forge-bench"
 # stack file, its project line, how many operations deep `up` and `destroy` are
 STACKS = (("examples/gcp-vpc.toml", 'project = "my-project"', 2, 2),
@@ -45,8 +43,7 @@ def main():
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
         # The NeMo stack's state bucket, in the bench's project.
-        urllib.request.urlopen(urllib.request.Request(f"{url}/storage/v1/b?project={PROJECT}", method="POST",
-                                                      data=json.dumps({"name": "nemo-training-forge-state"}).encode()))
+        gcs_bucket(url, PROJECT, "nemo-training-forge-state")
         control(url, "POST", "/_forge/latency", [{"account": PROJECT, "match": "*", "ms": args.latency_ms}])
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulator: forge's Compute, GKE and Filestore "
                  f"emulators, operations of {args.operation_seconds} s, {args.latency_ms} ms on every call."]

@@ -19,15 +19,13 @@ Usage: bench/state.py [--sizes 1000,10000] [--latency-ms 20] [--parallelism 1000
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-import urllib.request
 
-from emulator import ROOT, calls, control, emit, start
+from emulator import calls, control, emit, gcs_bucket, s3_bucket, start
 
 ACCOUNT = "123456789012"
 BUCKET = "forge-bench-state"
@@ -63,11 +61,8 @@ def main():
         env = dict(os.environ, AWS_ENDPOINT_URL=url, STORAGE_EMULATOR_HOST=url, GOOGLE_OAUTH_ACCESS_TOKEN="bench", AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
-        subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-c",
-                        "import boto3, sys; boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', "
-                        "aws_access_key_id=sys.argv[2], aws_secret_access_key='x').create_bucket(Bucket=sys.argv[3])",
-                        url, ACCOUNT, BUCKET], check=True)
-        urllib.request.urlopen(urllib.request.Request(f"{url}/storage/v1/b?project={ACCOUNT}", data=json.dumps({"name": BUCKET}).encode(), method="POST"))
+        s3_bucket(url, ACCOUNT, BUCKET, "us-east-1")
+        gcs_bucket(url, ACCOUNT, BUCKET)
         control(url, "POST", "/_forge/latency", [{"account": ACCOUNT, "match": "s3:*", "ms": args.latency_ms},
                                                  {"account": ACCOUNT, "match": "storage:*", "ms": args.latency_ms}])
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. S3: moto behind the launcher; GCS: the launcher's JSON API "

@@ -1787,18 +1787,7 @@ fn the_ml_platform_stack_round_trips() {
     // Its state is in S3: this account's own bucket.
     let bucket = format!("forge-state-{}", aws.account);
     let s3 = aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(&aws.sdk_config()).force_path_style(true).build());
-    runtime()
-        .block_on(
-            s3.create_bucket()
-                .bucket(&bucket)
-                .create_bucket_configuration(
-                    aws_sdk_s3::types::CreateBucketConfiguration::builder()
-                        .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::UsWest2)
-                        .build(),
-                )
-                .send(),
-        )
-        .unwrap();
+    runtime().block_on(support::s3_bucket(&s3, &bucket));
     aws.write(
         "platform.toml",
         &include_str!("../stacks/ml-platform-eks.toml").replace("ml-platform-forge-state", &bucket),

@@ -574,8 +574,7 @@ fn a_destroy_while_an_interrupted_insert_still_runs_leaves_nothing() {
 /// The NeMo-on-GKE seed stack with this test's project, and its state bucket
 /// (`<project>-forge-state`, made here if this test has none yet).
 fn seed_stack(gcp: &Gcp) -> String {
-    let body = format!("{{\"name\": \"{}-forge-state\"}}", gcp.project);
-    let (status, answer) = support::request("POST", &format!("/storage/v1/b?project={}", gcp.project), &body);
+    let (status, answer) = support::gcs_bucket(&gcp.project, &format!("{}-forge-state", gcp.project));
     assert!(status == 200 || status == 409, "{answer}");
     include_str!("../stacks/nemo-gke-a3.toml").replace("nemo-training", &gcp.project)
 }

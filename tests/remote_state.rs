@@ -46,24 +46,9 @@ impl Bucket {
             aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(&config).force_path_style(true).build())
         });
         match backend {
-            Backend::S3 => runtime.block_on(async {
-                s3.create_bucket()
-                    .bucket(&name)
-                    .create_bucket_configuration(
-                        aws_sdk_s3::types::CreateBucketConfiguration::builder()
-                            .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::UsWest2)
-                            .build(),
-                    )
-                    .send()
-                    .await
-                    .unwrap();
-            }),
+            Backend::S3 => runtime.block_on(support::s3_bucket(&s3, &name)),
             Backend::Gcs => {
-                let (status, body) = support::request(
-                    "POST",
-                    &format!("/storage/v1/b?project={account}"),
-                    &format!("{{\"name\": \"{name}\"}}"),
-                );
+                let (status, body) = support::gcs_bucket(&account, &name);
                 assert_eq!(status, 200, "{body}");
             }
         }

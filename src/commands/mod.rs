@@ -139,13 +139,7 @@ fn rescue(store: &Store, state: &crate::state::State, error: StateError, stack_f
     let Some(path) = store.rescue_path() else {
         return error.into();
     };
-    let kept = match path.parent().filter(|d| !d.as_os_str().is_empty()).map(std::fs::create_dir_all) {
-        Some(Err(e)) => Err(StateError::Write {
-            path: path.to_owned(),
-            message: e.to_string(),
-        }),
-        _ => LocalStore::new(path).compact(state),
-    };
+    let kept = LocalStore::new(path).compact(state);
     let push = format!("`forge state push {stack_file} --from {}`", path.display());
     let (lead, hint) = match (kept, &error) {
         (Ok(()), StateError::Conflict { .. }) => (

@@ -549,6 +549,8 @@ impl Loader<'_> {
         )?;
         self.known_keys("state", table, STATE_KEYS)?;
         let mut settings = StateSettings::local(PathBuf::from(format!("state/{stack_name}.json")));
+        // GCS's `prefix`: it only names the key.
+        let mut prefix = None;
         for (key, value) in table.iter() {
             let DeValue::String(s) = value.get_ref() else {
                 return Err(self.err(
@@ -582,7 +584,7 @@ impl Loader<'_> {
                 "key" => settings.key = text,
                 "region" => settings.region = text,
                 "kms_key_id" => settings.kms_key_id = text,
-                "prefix" => settings.prefix = text,
+                "prefix" => prefix = text,
                 "kms_key_name" => settings.kms_key_name = text,
                 "lease" if humantime::parse_duration(s).is_err() => {
                     return Err(self.err(
@@ -642,7 +644,7 @@ impl Loader<'_> {
                     "add `bucket = \"my-team-forge-state\"`: an existing bucket, with versioning on to keep every snapshot",
                 ));
             }
-            let key = match settings.prefix.as_deref() {
+            let key = match prefix.as_deref() {
                 Some(prefix) => format!("{}/state.json", prefix.trim_end_matches('/')),
                 None => format!("{stack_name}/state.json"),
             };

@@ -71,9 +71,6 @@ pub struct StateSettings {
     /// default), GCS's `<prefix>/state.json` (prefix `<stack>` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// A GCS state's prefix (`<stack>` by default): its snapshot is `<prefix>/state.json`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix: Option<String>,
     /// The bucket's region (default `[aws] region`, else the environment's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
@@ -102,7 +99,6 @@ impl StateSettings {
             path,
             bucket: None,
             key: None,
-            prefix: None,
             region: None,
             kms_key_id: None,
             kms_key_name: None,

@@ -156,6 +156,14 @@ impl LocalStore {
         self.sibling(".journal")
     }
 
+    /// Makes the directory the state file is in, if it is missing.
+    fn make_dir(&self) -> Result<(), (PathBuf, std::io::Error)> {
+        match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => fs::create_dir_all(dir).map_err(|e| (dir.to_owned(), e)),
+            None => Ok(()),
+        }
+    }
+
     fn write_err(&self, path: &Path, e: impl std::fmt::Display) -> StateError {
         StateError::Write {
             path: path.to_owned(),
@@ -165,12 +173,10 @@ impl LocalStore {
 
     /// Takes the lock: `Exclusive` for commands that write, `Shared` for readers.
     pub fn lock(&self, mode: LockMode, operation: &str, timeout: Duration) -> Result<(StateLock, Option<LockInfo>), LockError> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| LockError::Io {
-                path: dir.to_owned(),
-                message: e.to_string(),
-            })?;
-        }
+        self.make_dir().map_err(|(path, e)| LockError::Io {
+            path,
+            message: e.to_string(),
+        })?;
         lock::acquire(&self.lock_path(), mode, operation, timeout)
     }
 
@@ -222,6 +228,7 @@ impl LocalStore {
     pub fn compact(&self, state: &State) -> Result<(), StateError> {
         let mut bytes = serde_json::to_vec_pretty(state).expect("state serializes");
         bytes.push(b'\n');
+        self.make_dir().map_err(|(dir, e)| self.write_err(&dir, e))?;
         let tmp = self.sibling(".tmp");
         let write = |path: &Path, bytes: &[u8]| -> std::io::Result<()> {
             let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;

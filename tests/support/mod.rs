@@ -78,3 +78,28 @@ pub fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Comm
         .args(args);
     cmd
 }
+
+/// Creates the S3 bucket `name` in us-west-2 (where every test's stack is) on the emulator.
+#[cfg(feature = "aws")]
+pub async fn s3_bucket(s3: &aws_sdk_s3::Client, name: &str) {
+    s3.create_bucket()
+        .bucket(name)
+        .create_bucket_configuration(
+            aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::UsWest2)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Asks the emulator's Cloud Storage for the bucket `name` in `project`: the HTTP status (409
+/// when it exists) and the answer.
+pub fn gcs_bucket(project: &str, name: &str) -> (u16, String) {
+    request(
+        "POST",
+        &format!("/storage/v1/b?project={project}"),
+        &format!("{{\"name\": \"{name}\"}}"),
+    )
+}
