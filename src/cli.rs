@@ -91,6 +91,12 @@ pub enum Command {
         /// `--refresh=false` plans from the state alone.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
         refresh: bool,
+        /// Do not wait for the clusters to be ready for work. By default `up` ends by waiting
+        /// (per cluster, `kubernetes = { wait_ready = "30m" }`) until every node of each GPU
+        /// group reports its GPUs, EFA or Neuron devices and every shared-storage claim is
+        /// Bound, and prints what it found.
+        #[arg(long)]
+        no_wait_ready: bool,
     },
     /// Delete every resource the state holds, dependents first.
     Destroy {

@@ -8,7 +8,6 @@ use aws_sdk_ec2::types::Filter;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 mod support;
 use support::launcher_url as moto_url;
@@ -21,11 +20,8 @@ struct Aws {
 
 impl Aws {
     fn new() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let account = format!("{:06}{:06}", std::process::id() % 1_000_000, n);
         Aws {
-            account,
+            account: support::fresh_account(),
             dir: tempfile::tempdir().unwrap(),
         }
     }

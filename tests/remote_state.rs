@@ -7,7 +7,6 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 mod support;
@@ -31,9 +30,7 @@ struct Bucket {
 
 impl Bucket {
     fn new(backend: Backend) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(500);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let account = format!("{:06}{:06}", std::process::id() % 1_000_000, n);
+        let account = support::fresh_account();
         let name = format!("forge-state-{account}");
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let s3 = runtime.block_on(async {

@@ -70,6 +70,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
             yes,
             allow_data_loss,
             refresh,
+            no_wait_ready,
         } => up::run(
             &session,
             &file,
@@ -78,6 +79,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
                 data_loss: allow_data_loss,
             },
             refresh,
+            !no_wait_ready,
         ),
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
         Command::Drift {
@@ -113,7 +115,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
 const WORKER_STACK_BYTES: usize = 8 << 20;
 
 /// The async runtime the cloud calls run on.
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(WORKER_STACK_BYTES)

@@ -7,8 +7,8 @@ use crate::state::lock::LockMode;
 use miette::Result;
 use std::path::Path;
 
-/// Runs `forge up`.
-pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool) -> Result<Exit> {
+/// Runs `forge up`; with `wait_ready`, ends by waiting until the clusters are ready for work.
+pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait_ready: bool) -> Result<Exit> {
     if let Some(plan) = read_saved_plan(file)? {
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
         let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, &plan.stack_file, LockMode::Exclusive, "up")?;
@@ -46,7 +46,60 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool) -> R
         &session.registry,
         &drift,
     )?;
-    session.apply(&plan, &store, loaded, consent)
+    let exit = session.apply(&plan, &store, loaded, consent)?;
+    if exit != Exit::Ok || !wait_ready || stack.readiness.is_empty() {
+        return Ok(exit);
+    }
+    let state = store.load(&stack.name)?.state;
+    wait_until_ready(session, &stack, &state)
+}
+
+/// Waits for the stack's readiness checks, evaluated against the applied state, and prints
+/// what each cluster reports; fails naming what is missing where.
+#[cfg(any(feature = "aws", feature = "gcp"))]
+fn wait_until_ready(session: &Session, stack: &crate::stack::Stack, state: &crate::state::State) -> Result<Exit> {
+    let mut checks = Vec::new();
+    for template in &stack.readiness {
+        let value = crate::apply::evaluate(state, template)
+            .map_err(|e| CommandError::new(format!("cannot evaluate a readiness check: {e}"), "run `forge up` again"))?;
+        let check: crate::provider::k8s::ready::Check = serde_json::from_value(value).map_err(|e| {
+            CommandError::new(
+                format!("a readiness check is malformed: {e}"),
+                "this is a bug in forge; please report it",
+            )
+        })?;
+        checks.push(check);
+    }
+    let checks = crate::provider::k8s::ready::by_cluster(checks);
+    session.printer.info(&format!(
+        "Waiting until {} cluster(s) are ready for work (skip with --no-wait-ready)",
+        checks.len()
+    ));
+    let cloud = crate::provider::Cloud::new(stack.providers.clone());
+    let printer = &session.printer;
+    let status = |line: &str| printer.detail(line);
+    let runtime = super::runtime()?;
+    let found = runtime.block_on(crate::provider::k8s::ready::wait(&cloud, &checks, &status));
+    runtime.shutdown_background();
+    match found {
+        Ok(lines) => {
+            for line in lines {
+                session.printer.info(&format!("Ready: {line}"));
+            }
+            Ok(Exit::Ok)
+        }
+        Err(e) => Err(CommandError::new(
+            e.message,
+            "the cloud objects are applied; see why the devices or claims are missing (`kubectl describe node`, the device plugin pods' logs), then run `forge up` again to re-check",
+        )
+        .into()),
+    }
+}
+
+/// Without a cloud, no cluster to wait for.
+#[cfg(not(any(feature = "aws", feature = "gcp")))]
+fn wait_until_ready(_: &Session, _: &crate::stack::Stack, _: &crate::state::State) -> Result<Exit> {
+    Ok(Exit::Ok)
 }
 
 /// A saved plan, or `None` when the file is a stack file (`.toml`).

@@ -4,7 +4,7 @@
 //! gives its node role the EFS CSI policy and installs the EFS CSI driver (see `eks`). Its
 //! `pv_yaml` output is a PersistentVolume and claim for that driver.
 
-use super::{Component, ComponentError, Expansion, Input, Part};
+use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
@@ -14,6 +14,7 @@ pub const COMPONENT: Component = Component {
     schema: &[
         Field::required("vpc", FieldType::String),
         Field::optional("clients", FieldType::List),
+        Field::optional("kubernetes", FieldType::Table),
         Field::optional("performance_mode", FieldType::String),
         Field::optional("throughput_mode", FieldType::String),
         Field::optional("encrypted", FieldType::Bool),
@@ -100,14 +101,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         outputs.insert(key.into(), reference("file_system", key));
     }
     outputs.insert("security_group_id".into(), reference("security_group", "id"));
-    let volume = super::persistent_volume(
-        &format!("efs-{name}"),
-        CLAIM_GIB,
-        "efs.csi.aws.com",
-        &format!("${{{file_system_address}.id}}"),
-        &[],
-        &[],
-    );
-    outputs.insert("pv_yaml".into(), json!(volume));
-    Ok(Expansion { parts, outputs })
+    let volume = kubernetes::SharedVolume {
+        driver: "efs.csi.aws.com",
+        capacity_gib: CLAIM_GIB,
+        handle: json!(format!("${{{file_system_address}.id}}")),
+        attributes: Map::new(),
+        mount_options: &[],
+    };
+    let mounted = kubernetes::mount(address, input.config.get("kubernetes"), &clients, volume, kubernetes::eks_cluster)?;
+    Ok(mounted.expansion(parts, outputs))
 }

@@ -5,7 +5,7 @@
 //! traffic from and to itself) and a launch template with one EFA interface per network card;
 //! then the managed node group in its zone's single private subnet.
 
-use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part};
+use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, kubernetes};
 use crate::facts::Lookup;
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
@@ -24,6 +24,7 @@ pub const COMPONENT: Component = Component {
         Field::optional("logging", FieldType::List),
         Field::optional("addons", FieldType::List),
         Field::required("nodegroups", FieldType::Table),
+        Field::optional("kubernetes", FieldType::Table),
         Field::optional("timeouts", FieldType::Table),
         Field::optional("tags", FieldType::Table),
     ],
@@ -56,6 +57,7 @@ const NODEGROUP_KEYS: &[&str] = &[
     "taints",
     "volume_gib",
     "ami_type",
+    "kubernetes",
     "timeouts",
 ];
 
@@ -305,6 +307,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     };
     let mut nodegroup_outputs = Map::new();
     let mut nodegroup_addresses = Vec::new();
+    let mut served_by = Vec::new();
     for (ng, body) in nodegroups {
         let key = |k: &str| format!("nodegroups.{ng}.{k}");
         let Some(body) = body.as_object() else {
@@ -489,12 +492,22 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 
         let local = |what: &str| format!("nodegroups.{ng}.{what}");
         let resource_name = format!("{cluster_name}-{ng}");
+        let ami = text("ami_type").unwrap_or_else(|| ami_type(types[0]));
+        served_by.push(ServedGroup {
+            name: ng.clone(),
+            types: types.iter().map(|t| (*t).to_owned()).collect(),
+            taints: body.get("taints").and_then(Value::as_array).cloned().unwrap_or_default(),
+            nodes: scaling["desired"].as_i64().unwrap_or(0),
+            efa: efa.then(|| efa_count.unwrap_or(0)),
+            plugins: group_plugins(body.get("kubernetes"), &key("kubernetes"), ami, efa)?,
+            address: format!("{address}.{}", local("nodegroup")),
+        });
         let mut nodegroup = json!({
             "cluster_name": reference("cluster", "name"),
             "name": ng,
             "node_role_arn": reference("node_role", "arn"),
             "subnet_ids": subnets,
-            "ami_type": text("ami_type").unwrap_or_else(|| ami_type(types[0])),
+            "ami_type": ami,
             "capacity_type": capacity_type,
             "scaling": scaling,
             "labels": body.get("labels").cloned().unwrap_or_else(|| json!({})),
@@ -588,6 +601,33 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         ));
     }
 
+    let settings = config.get("kubernetes");
+    kubernetes::check_keys(settings, "kubernetes", kubernetes::CLUSTER_SETTINGS)?;
+    let region = providers
+        .get("aws")
+        .and_then(|a| a.get("region"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .unwrap_or_else(|| "us-east-1".into());
+    let cluster_ref = kubernetes::eks_cluster(address);
+    parts.extend(device_plugins(address, settings, &served_by, &region, &cluster_ref)?);
+    // On destroy, before the node groups and add-ons go: the load balancers and volumes that
+    // Kubernetes made in the VPC.
+    let teardown_after = nodegroup_addresses
+        .iter()
+        .cloned()
+        .chain(addons.iter().map(|a| format!("{address}.addon.{a}")))
+        .collect();
+    parts.push(part(
+        "k8s.teardown",
+        "k8s_teardown",
+        json!({ "cluster": cluster_ref }),
+        teardown_after,
+    ));
+    let ready = readiness(settings, &served_by, &cluster_ref)?;
+
     let mut outputs = Map::new();
     for key in [
         "name",
@@ -608,7 +648,143 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         providers.get("aws").and_then(|a| a.get("region")).cloned().unwrap_or(Value::Null),
     );
     outputs.insert("nodegroups".into(), Value::Object(nodegroup_outputs));
-    Ok(Expansion { parts, outputs })
+    Ok(Expansion { parts, outputs, ready })
+}
+
+/// What the device plugins and the readiness checks need of one node group.
+struct ServedGroup {
+    name: String,
+    types: Vec<String>,
+    taints: Vec<Value>,
+    nodes: i64,
+    /// Its EFA interfaces per node, when it has EFA.
+    efa: Option<u32>,
+    /// The device plugins it gets (their keys).
+    plugins: Vec<&'static str>,
+    address: String,
+}
+
+/// The device plugins a node group gets: by default NVIDIA's on an NVIDIA AMI, EFA's with EFA,
+/// Neuron's on a Neuron AMI; its `kubernetes = { <plugin> = false }` leaves one out, `true`
+/// adds one.
+fn group_plugins(settings: Option<&Value>, path: &str, ami: &str, efa: bool) -> Result<Vec<&'static str>, ComponentError> {
+    let keys: Vec<&str> = kubernetes::DEVICE_PLUGINS.iter().map(|p| p.key).collect();
+    kubernetes::check_keys(settings, path, &keys)?;
+    let mut plugins = Vec::new();
+    for plugin in kubernetes::DEVICE_PLUGINS {
+        let default = match plugin.key {
+            "nvidia_device_plugin" => ami.contains("NVIDIA"),
+            "efa_device_plugin" => efa,
+            _ => ami.contains("NEURON"),
+        };
+        let on = match kubernetes::switch(settings, path, plugin.key)? {
+            kubernetes::Switch::Default => default,
+            kubernetes::Switch::Off => false,
+            kubernetes::Switch::On(None) => true,
+            kubernetes::Switch::On(Some(_)) => {
+                return Err(ComponentError::at(
+                    format!("{path}.{}", plugin.key),
+                    "a node group turns a device plugin on or off; its version is the cluster's",
+                    format!(
+                        "write `{} = true` here, and the version in the cluster's `kubernetes` table",
+                        plugin.key
+                    ),
+                ));
+            }
+        };
+        if on {
+            plugins.push(plugin.key);
+        }
+    }
+    Ok(plugins)
+}
+
+/// One DaemonSet per device plugin that any node group gets (unless the cluster's `kubernetes`
+/// table turns it off), scheduled on those groups only; the Neuron plugin with its RBAC.
+fn device_plugins(
+    address: &str,
+    settings: Option<&Value>,
+    groups: &[ServedGroup],
+    region: &str,
+    cluster: &str,
+) -> Result<Vec<Part>, ComponentError> {
+    let mut parts = Vec::new();
+    for plugin in kubernetes::DEVICE_PLUGINS {
+        let version = match kubernetes::switch(settings, "kubernetes", plugin.key)? {
+            kubernetes::Switch::Off => continue,
+            kubernetes::Switch::On(Some(v)) => v,
+            _ => plugin.version.to_owned(),
+        };
+        let mut served = kubernetes::Served::default();
+        for g in groups.iter().filter(|g| g.plugins.contains(&plugin.key)) {
+            served.groups.push(g.name.clone());
+            served.instance_types.extend(
+                g.types
+                    .iter()
+                    .filter(|t| !served.instance_types.contains(t))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+            served.tolerations.extend(g.taints.iter().map(kubernetes::toleration));
+        }
+        if served.groups.is_empty() {
+            continue;
+        }
+        let image = match plugin.key {
+            "nvidia_device_plugin" => format!("nvcr.io/nvidia/k8s-device-plugin:{version}"),
+            "efa_device_plugin" => format!("{}/eks/aws-efa-k8s-device-plugin:{version}", kubernetes::eks_registry(region)),
+            _ => format!("public.ecr.aws/neuron/neuron-device-plugin:{version}"),
+        };
+        let local = format!("k8s.{}", plugin.key);
+        let mut after = Vec::new();
+        if plugin.key == kubernetes::NEURON.key {
+            for (part, manifest) in kubernetes::neuron_rbac() {
+                let rbac_local = format!("{local}.{part}");
+                after.push(format!("{address}.{rbac_local}"));
+                parts.push(kubernetes::object(rbac_local, cluster, manifest, vec![]));
+            }
+        }
+        let manifest = kubernetes::device_plugin(plugin, &image, "eks.amazonaws.com/nodegroup", &served);
+        parts.push(kubernetes::object(format!("{local}.daemonset"), cluster, manifest, after));
+    }
+    Ok(parts)
+}
+
+/// The readiness check of the cluster: every node of each group that gets a device plugin
+/// reports the plugin's device (EFA: as many as the group's interfaces), unless
+/// `kubernetes = { wait_ready = false }`; `wait_ready = "45m"` sets how long `up` waits.
+fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str) -> Result<Vec<Value>, ComponentError> {
+    let timeout = match settings.and_then(|s| s.get("wait_ready")) {
+        None | Some(Value::Bool(true)) => Value::Null,
+        Some(Value::Bool(false)) => return Ok(vec![]),
+        Some(Value::String(t)) if humantime::parse_duration(t).is_ok() => json!(t),
+        Some(other) => {
+            return Err(ComponentError::at(
+                "kubernetes.wait_ready",
+                format!(
+                    "`wait_ready` must be true, false or a duration, not {}",
+                    crate::schema::describe(other)
+                ),
+                "write `wait_ready = \"45m\"`, or `wait_ready = false` to skip the readiness check",
+            ));
+        }
+    };
+    let node_groups: Vec<Value> = groups
+        .iter()
+        .filter(|g| !g.plugins.is_empty() && g.nodes > 0)
+        .map(|g| {
+            let devices: Map<String, Value> = kubernetes::DEVICE_PLUGINS
+                .iter()
+                .filter(|p| g.plugins.contains(&p.key))
+                .map(|p| (p.resource.to_owned(), json!(if p.key == kubernetes::EFA.key { g.efa.unwrap_or(0) } else { 0 })))
+                .collect();
+            json!({ "label": "eks.amazonaws.com/nodegroup", "name": format!("${{{}.name}}", g.address), "nodes": g.nodes, "devices": devices })
+        })
+        .collect();
+    if node_groups.is_empty() {
+        return Ok(vec![]);
+    }
+    Ok(vec![json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_groups })])
 }
 
 /// A node group's `timeouts` (the loader checks the block's own).

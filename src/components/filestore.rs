@@ -4,7 +4,7 @@
 //! PersistentVolume and claim for that driver.
 
 use super::gcp_vpc::{region_of, valid_name};
-use super::{Component, ComponentError, Expansion, Input, Part};
+use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
@@ -22,6 +22,7 @@ pub const COMPONENT: Component = Component {
         Field::optional("clients", FieldType::List),
         Field::optional("labels", FieldType::Table),
         Field::optional("deletion_protection", FieldType::Bool),
+        Field::optional("kubernetes", FieldType::Table),
         Field::optional("timeouts", FieldType::Table),
     ],
     expand,
@@ -151,7 +152,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             ));
         }
     };
-    input.clients("gke")?;
+    let clients = input.clients("gke")?;
     let share = input.text("share").map_or_else(|| "share".to_owned(), str::to_owned);
     let valid_share = share.len() <= 16
         && share.starts_with(|c: char| c.is_ascii_lowercase())
@@ -189,16 +190,20 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     for key in ["ip_address", "share", "capacity_gib", "id", "name"] {
         outputs.insert(key.into(), reference(key));
     }
-    let volume = super::persistent_volume(
-        &format!("{block}-pv").replace('_', "-"),
-        capacity,
-        DRIVER,
-        &format!("modeInstance/{location}/{name}/{share}"),
-        &[("ip", format!("${{{address}.instance.ip_address}}")), ("volume", share.clone())],
-        &[],
-    );
-    outputs.insert("pv_yaml".into(), json!(volume));
-    Ok(Expansion { parts, outputs })
+    let volume = kubernetes::SharedVolume {
+        driver: DRIVER,
+        capacity_gib: capacity,
+        handle: json!(format!("modeInstance/{location}/{name}/{share}")),
+        attributes: [
+            ("ip".to_owned(), json!(format!("${{{address}.instance.ip_address}}"))),
+            ("volume".to_owned(), json!(share)),
+        ]
+        .into_iter()
+        .collect(),
+        mount_options: &[],
+    };
+    let mounted = kubernetes::mount(address, input.config.get("kubernetes"), &clients, volume, kubernetes::gke_cluster)?;
+    Ok(mounted.expansion(parts, outputs))
 }
 
 /// Capacity within the tier's range and, on the tiers that are not basic, in its steps

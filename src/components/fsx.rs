@@ -5,7 +5,7 @@
 //! `eks` block gives its node role the FSx CSI policy and installs the FSx CSI driver (see
 //! `eks`). Its `pv_yaml` output is a PersistentVolume and claim for that driver.
 
-use super::{Component, ComponentError, Expansion, Input, Part};
+use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
@@ -23,6 +23,7 @@ pub const COMPONENT: Component = Component {
         Field::optional("clients", FieldType::List),
         Field::optional("s3", FieldType::Table),
         Field::optional("final_backup", FieldType::Bool),
+        Field::optional("kubernetes", FieldType::Table),
         Field::optional("timeouts", FieldType::Table),
         Field::optional("tags", FieldType::Table),
     ],
@@ -270,19 +271,20 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         outputs.insert(key.into(), reference("file_system", key));
     }
     outputs.insert("security_group_id".into(), reference("security_group", "id"));
-    let volume = super::persistent_volume(
-        &format!("fsx-{name}"),
-        capacity,
-        "fsx.csi.aws.com",
-        &format!("${{{file_system_address}.id}}"),
-        &[
-            ("dnsname", format!("${{{file_system_address}.dns_name}}")),
-            ("mountname", format!("${{{file_system_address}.mount_name}}")),
-        ],
-        &["flock"],
-    );
-    outputs.insert("pv_yaml".into(), json!(volume));
-    Ok(Expansion { parts, outputs })
+    let volume = kubernetes::SharedVolume {
+        driver: "fsx.csi.aws.com",
+        capacity_gib: capacity,
+        handle: json!(format!("${{{file_system_address}.id}}")),
+        attributes: [
+            ("dnsname".to_owned(), json!(format!("${{{file_system_address}.dns_name}}"))),
+            ("mountname".to_owned(), json!(format!("${{{file_system_address}.mount_name}}"))),
+        ]
+        .into_iter()
+        .collect(),
+        mount_options: &["flock"],
+    };
+    let mounted = kubernetes::mount(address, input.config.get("kubernetes"), &clients, volume, kubernetes::eks_cluster)?;
+    Ok(mounted.expansion(parts, outputs))
 }
 
 #[cfg(test)]

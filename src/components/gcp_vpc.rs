@@ -161,7 +161,11 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     outputs.insert("subnetwork_self_link".into(), reference("subnetwork", "self_link"));
     outputs.insert("pods_range".into(), json!(PODS_RANGE));
     outputs.insert("services_range".into(), json!(SERVICES_RANGE));
-    Ok(Expansion { parts, outputs })
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
 }
 
 /// The region of a zone (`us-central1-c` → `us-central1`); a region is its own.

@@ -305,7 +305,11 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         })
         .collect();
     outputs.insert("node_pools".into(), Value::Object(by_pool));
-    Ok(Expansion { parts, outputs })
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
 }
 
 fn part(local: &str, kind: &'static str, config: Value) -> Part {

@@ -16,6 +16,10 @@ pub mod filestore;
 pub mod gcp_vpc;
 #[cfg(feature = "gcp")]
 pub mod gke;
+#[cfg(any(feature = "aws", feature = "gcp"))]
+pub mod k8s_manifest;
+#[cfg(any(feature = "aws", feature = "gcp"))]
+pub mod kubernetes;
 pub mod null_layers;
 #[cfg(feature = "aws")]
 pub mod vpc;
@@ -45,6 +49,9 @@ pub struct Expansion {
     pub parts: Vec<Part>,
     /// Outputs readable as `${<component address>.<name>}`: templates over the parts.
     pub outputs: Map<String, Value>,
+    /// Readiness checks `up` makes at the end (templates over the parts): see
+    /// `provider::k8s::ready::Check`.
+    pub ready: Vec<Value>,
 }
 
 /// What a component's expansion sees.
@@ -252,37 +259,6 @@ pub fn client_rules(group: &Value, clients: &[&str], ports: &[(u16, u16)]) -> Ve
         .collect()
 }
 
-/// A Kubernetes PersistentVolume named `name` for the CSI `driver` and a claim bound to it:
-/// what a storage component's `pv_yaml` output holds (its values may be `${…}` templates).
-pub fn persistent_volume(
-    name: &str,
-    capacity_gib: i64,
-    driver: &str,
-    handle: &str,
-    attributes: &[(&str, String)],
-    mount_options: &[&str],
-) -> String {
-    let mut volume = format!(
-        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {name}\nspec:\n  capacity:\n    storage: {capacity_gib}Gi\n  volumeMode: Filesystem\n  accessModes:\n    - ReadWriteMany\n  persistentVolumeReclaimPolicy: Retain\n"
-    );
-    if !mount_options.is_empty() {
-        volume.push_str("  mountOptions:\n");
-        for option in mount_options {
-            volume.push_str(&format!("    - {option}\n"));
-        }
-    }
-    volume.push_str(&format!("  csi:\n    driver: {driver}\n    volumeHandle: {handle}\n"));
-    if !attributes.is_empty() {
-        volume.push_str("    volumeAttributes:\n");
-        for (key, value) in attributes {
-            volume.push_str(&format!("      {key}: {value}\n"));
-        }
-    }
-    format!(
-        "{volume}---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {name}\nspec:\n  accessModes:\n    - ReadWriteMany\n  storageClassName: \"\"\n  resources:\n    requests:\n      storage: {capacity_gib}Gi\n  volumeName: {name}\n"
-    )
-}
-
 /// Expands one component block (see [`Component::expand`]).
 pub type ExpandFn = fn(&Input) -> Result<Expansion, ComponentError>;
 
@@ -314,6 +290,8 @@ pub fn builtin() -> &'static [Component] {
         gke::COMPONENT,
         #[cfg(feature = "gcp")]
         filestore::COMPONENT,
+        #[cfg(any(feature = "aws", feature = "gcp"))]
+        k8s_manifest::COMPONENT,
     ]
 }
 

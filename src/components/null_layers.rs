@@ -60,7 +60,11 @@ fn layers(address: &str, config: &Map<String, Value>) -> Result<Expansion, Strin
         .collect();
     let mut outputs = Map::new();
     outputs.insert("last_ids".into(), Value::Array(last));
-    Ok(Expansion { parts, outputs })
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -214,7 +214,11 @@ fn network(address: &str, config: &Map<String, Value>, providers: &BTreeMap<Stri
     );
     outputs.insert("public_subnets_by_zone".into(), by_zone("public"));
     outputs.insert("private_subnets_by_zone".into(), by_zone("private"));
-    Ok(Expansion { parts, outputs })
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
 }
 
 #[cfg(test)]

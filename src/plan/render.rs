@@ -51,7 +51,21 @@ fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: 
         };
         let _ = writeln!(out, "      {symbol} {path} = {text}{note}");
     };
+    let long_table = |v: &Value| matches!(v, Value::Object(m) if !m.is_empty()) && value(v).len() > 100;
     match (before, after) {
+        // A long table made or removed whole (a Kubernetes manifest): key by key.
+        (None, Some(a)) if long_table(a) => {
+            for (key, inner) in a.as_object().into_iter().flatten() {
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                attribute_lines(out, &child, None, Some(inner), forcing);
+            }
+        }
+        (Some(b), None) if long_table(b) => {
+            for (key, inner) in b.as_object().into_iter().flatten() {
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                attribute_lines(out, &child, Some(inner), None, forcing);
+            }
+        }
         (Some(Value::Object(b)), Some(Value::Object(a))) => {
             for key in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
                 let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
@@ -66,8 +80,24 @@ fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: 
     }
 }
 
+/// What a change's header names in parentheses: its kind, or for a Kubernetes object the
+/// object itself (`k8s: DaemonSet kube-system/nvidia-device-plugin`).
+fn kind_label(c: &Change) -> String {
+    let manifest = c.after.as_ref().or(c.before.as_ref()).and_then(|a| a.get("manifest"));
+    match (c.kind.as_str(), manifest) {
+        ("k8s_object", Some(m)) => {
+            let text = |p: &str| m.pointer(p).and_then(Value::as_str).unwrap_or("?");
+            match m.pointer("/metadata/namespace").and_then(Value::as_str) {
+                Some(ns) => format!("k8s: {} {ns}/{}", text("/kind"), text("/metadata/name")),
+                None => format!("k8s: {} {}", text("/kind"), text("/metadata/name")),
+            }
+        }
+        _ => c.kind.clone(),
+    }
+}
+
 fn change_block(out: &mut String, c: &Change) {
-    let mut header = format!("  {} {} ({})", c.action.symbol(), c.address, c.kind);
+    let mut header = format!("  {} {} ({})", c.action.symbol(), c.address, kind_label(c));
     if !c.replace_because.is_empty() {
         let _ = write!(header, ", replaced because {} changed", c.replace_because.join(", "));
     }

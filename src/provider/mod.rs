@@ -6,6 +6,8 @@
 pub mod aws;
 #[cfg(feature = "gcp")]
 pub mod gcp;
+#[cfg(any(feature = "aws", feature = "gcp"))]
+pub mod k8s;
 pub mod null;
 pub mod retry;
 pub mod wait;
@@ -108,6 +110,9 @@ pub struct Cloud {
     aws: tokio::sync::OnceCell<aws::Clients>,
     #[cfg(feature = "gcp")]
     gcp: tokio::sync::OnceCell<Result<gcp::Clients, ProviderError>>,
+    /// The Kubernetes clusters reached so far.
+    #[cfg(any(feature = "aws", feature = "gcp"))]
+    kubernetes: k8s::Connections,
 }
 
 impl Cloud {
@@ -321,6 +326,8 @@ impl Registry {
         let registry = aws::register(registry);
         #[cfg(feature = "gcp")]
         let registry = gcp::register(registry);
+        #[cfg(any(feature = "aws", feature = "gcp"))]
+        let registry = registry.with(k8s::object::K8sObject).with(k8s::teardown::K8sTeardown);
         registry
     }
 

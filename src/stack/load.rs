@@ -400,10 +400,12 @@ impl Loader<'_> {
             .iter()
             .map(|p| (p.address.clone(), p.config.as_object().cloned().unwrap_or_default()))
             .collect();
+        let mut readiness = Vec::new();
         for p in pending {
-            let (parts, outputs) = self.expand(p, providers, &written, facts)?;
-            components.insert(p.address.clone(), outputs);
-            blocks.extend(parts);
+            let expanded = self.expand(p, providers, &written, facts)?;
+            components.insert(p.address.clone(), expanded.outputs);
+            blocks.extend(expanded.blocks);
+            readiness.extend(expanded.ready);
         }
 
         // The effective tags and labels are part of each resource's attributes, so a change of
@@ -456,6 +458,7 @@ impl Loader<'_> {
             outputs,
             resources,
             component_outputs: components.into_iter().collect(),
+            readiness,
         })
     }
 
@@ -970,7 +973,7 @@ impl Loader<'_> {
         providers: &BTreeMap<String, Value>,
         components: &BTreeMap<String, Map<String, Value>>,
         facts: &Facts,
-    ) -> Result<(Vec<Block>, Map<String, Value>), StackError> {
+    ) -> Result<Expanded, StackError> {
         let PendingComponent {
             component,
             address,
@@ -1021,7 +1024,11 @@ impl Loader<'_> {
                 generated: true,
             })
             .collect();
-        Ok((blocks, expansion.outputs))
+        Ok(Expanded {
+            blocks,
+            outputs: expansion.outputs,
+            ready: expansion.ready,
+        })
     }
 }
 
@@ -1222,4 +1229,10 @@ fn parse_var(raw: &str) -> Value {
         .and_then(|t| t.get("v").cloned())
         .and_then(|v| serde_json::to_value(v).ok())
         .unwrap_or_else(|| Value::String(raw.to_owned()))
+}
+/// A component block expanded: its resources as blocks, its outputs and readiness checks.
+struct Expanded {
+    blocks: Vec<Block>,
+    outputs: Map<String, Value>,
+    ready: Vec<Value>,
 }

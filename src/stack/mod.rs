@@ -37,6 +37,9 @@ pub struct Stack {
     pub resources: Vec<Resource>,
     /// Each component's outputs by its address (`fsx.data`): templates over its resources.
     pub component_outputs: BTreeMap<String, serde_json::Map<String, Value>>,
+    /// What `up` checks at the end before it calls the clusters ready: the components'
+    /// readiness checks, templates over their resources (see `provider::k8s::ready`).
+    pub readiness: Vec<Value>,
 }
 
 /// One resource the stack declares.

@@ -42,6 +42,14 @@ pub fn launcher_url() -> &'static str {
     })
 }
 
+/// A 12-digit AWS account no other test of any binary uses (the launcher keeps each account's
+/// objects apart, so tests run in parallel on one emulator).
+pub fn fresh_account() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("{:06}{:06}", std::process::id() % 1_000_000, n)
+}
+
 /// `METHOD path` with a JSON body to the launcher: the HTTP status and the body.
 pub fn request(method: &str, path: &str, body: &str) -> (u16, String) {
     let url = launcher_url().strip_prefix("http://").unwrap();

@@ -61,7 +61,7 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const LOG_TYPES: &[&str] = &["api", "audit", "authenticator", "controllerManager", "scheduler"];
 
 /// The cluster named `name`, if it exists.
-async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, ProviderError> {
+pub async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, ProviderError> {
     match aws.eks.describe_cluster().name(name).send().await {
         Ok(out) => Ok(out.cluster().cloned()),
         Err(e) if super::code(&e) == Some(NOT_FOUND) => Ok(None),

@@ -163,6 +163,7 @@ mod security_group_ingress;
 mod subnet;
 mod vpc;
 
+pub use eks_cluster::describe as describe_eks_cluster;
 pub use fsx_lustre::DEFAULT_DEPLOYMENT as FSX_DEFAULT_DEPLOYMENT;
 
 pub use crate::provider::{Poll, wait_gone, wait_until};
@@ -219,6 +220,9 @@ pub struct Clients {
     /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
     /// endpoint is obvious.
     pub context: String,
+    /// The loaded configuration (region, credentials), for what forge signs itself: the EKS
+    /// cluster token.
+    pub sdk: aws_config::SdkConfig,
 }
 
 impl Clients {
@@ -252,6 +256,7 @@ impl Clients {
             efs: aws_sdk_efs::Client::new(&config),
             cloudformation: aws_sdk_cloudformation::Client::new(&config),
             context,
+            sdk: config,
         }
     }
 }

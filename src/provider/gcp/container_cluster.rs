@@ -72,7 +72,7 @@ fn yes() -> bool {
 }
 
 /// The cluster `id` names, or `None`.
-async fn get(gcp: &Clients, id: &str) -> Result<Option<Cluster>, ProviderError> {
+pub async fn get(gcp: &Clients, id: &str) -> Result<Option<Cluster>, ProviderError> {
     match gcp.container.get_cluster().set_name(id).send().await {
         Ok(c) => Ok(Some(c)),
         Err(e) if not_found(&e) => Ok(None),

@@ -18,6 +18,8 @@ mod resumable;
 mod router;
 mod subnetwork;
 
+pub use container_cluster::get as get_cluster;
+
 use super::{Cloud, ProviderError, Registry};
 use google_cloud_compute_v1::client::{
     Firewalls, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, Routers, Subnetworks,
@@ -69,6 +71,8 @@ pub struct Clients {
     pub container_context: String,
     /// The same for Filestore's endpoint.
     pub filestore_context: String,
+    /// The credentials every client uses; their access token is forge's GKE bearer token too.
+    pub credentials: google_cloud_auth::credentials::Credentials,
 }
 
 /// The first of `[gcp] key` and these environment variables that is set and not empty.
@@ -214,7 +218,29 @@ impl Clients {
             context,
             container_context,
             filestore_context,
+            credentials,
         })
+    }
+
+    /// The access token of [`Clients::credentials`]: what a GKE cluster's API server takes as
+    /// a bearer token.
+    pub async fn access_token(&self) -> Result<String, ProviderError> {
+        use google_cloud_auth::credentials::CacheableResource;
+        let fail = |message: String| ProviderError {
+            message: format!("{message} ({})", self.container_context),
+            retryable: false,
+        };
+        let headers = match self.credentials.headers(http::Extensions::new()).await {
+            Ok(CacheableResource::New { data, .. }) => data,
+            Ok(CacheableResource::NotModified) => return Err(fail("the Google credentials gave no access token".into())),
+            Err(e) => return Err(fail(format!("cannot get a Google access token: {e}"))),
+        };
+        headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_owned)
+            .ok_or_else(|| fail("the Google credentials gave no bearer token".into()))
     }
 
     /// The region of a regional object: its block's `region`, else the provider's.

@@ -12,6 +12,7 @@ import random
 from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models.nat_gateways import NatGateway, NatGatewayBackend
 from moto.ec2.models.security_groups import SecurityGroupBackend
+from moto.ec2.models.vpcs import VPCBackend
 from moto.ec2.responses import EC2Response
 from moto.moto_api._internal.managed_state_model import ManagedState
 
@@ -129,6 +130,23 @@ def create_security_group(self, name, description, vpc_id=None, tags=None, force
 
 
 SecurityGroupBackend.create_security_group = create_security_group
+
+
+# --- A VPC with security groups left in it cannot be deleted ---------------------------------
+# EC2 refuses DeleteVpc while any group but the default one remains (a leaked load balancer's,
+# say); moto deletes the VPC and its groups with it.
+
+_moto_delete_vpc = VPCBackend.delete_vpc
+
+
+def delete_vpc(self, vpc_id):
+    left = [g for g in self.describe_security_groups() if g.vpc_id == vpc_id and g.name != "default"]
+    if left:
+        raise EC2ClientError("DependencyViolation", f"The vpc '{vpc_id}' has dependencies and cannot be deleted.")
+    return _moto_delete_vpc(self, vpc_id)
+
+
+VPCBackend.delete_vpc = delete_vpc
 
 
 # --- NAT gateway phases ----------------------------------------------------------------------

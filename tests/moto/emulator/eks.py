@@ -74,6 +74,27 @@ def cluster_security_group(ec2, vpc_id, cluster):
     cluster._forge_ec2 = ec2
 
 
+def leak_load_balancers(cluster):
+    """A cluster deleted while Services of type LoadBalancer remain leaves their load balancers
+    behind, with nobody left to delete them: each keeps its security group (`k8s-elb-…`) in the
+    VPC, so the VPC cannot be deleted — the failure a destroy meets on AWS."""
+    vpc_id = cluster.resources_vpc_config.get("vpcId")
+    if not vpc_id or "_forge_ec2" not in cluster.__dict__:
+        return
+    try:
+        services = kubernetes.load_balancers(api_server_of(cluster))
+    except KeyError:
+        return
+    for namespace, name, uid in services:
+        cluster._forge_ec2.create_security_group(
+            f"k8s-elb-{uid.replace('-', '')[:20]}", f"Security group for Kubernetes ELB {uid} ({namespace}/{name})", vpc_id=vpc_id,
+            tags={f"kubernetes.io/cluster/{cluster.name}": "owned"})
+
+
+def api_server_of(cluster):
+    return f"eks/{cluster._forge_account}/{cluster._forge_region}/{cluster.name}"
+
+
 def drop_cluster_security_group(cluster):
     group = cluster.resources_vpc_config.get("clusterSecurityGroupId")
     if group and "_forge_ec2" in cluster.__dict__:
@@ -139,6 +160,8 @@ def publish_nodes(backend, cluster_name, nodegroup, count=None):
 def drop_deleted(backend):
     with DROPPING:
         for cluster in [c for c in backend.clusters.values() if is_gone(c)]:
+            cluster._forge_account, cluster._forge_region = backend.account_id, backend.region_name
+            leak_load_balancers(cluster)
             drop_cluster_security_group(cluster)
             kubernetes.forget(api_server(backend, cluster.name))
         backend.cluster_count -= _drop_gone(backend.clusters)

@@ -14,7 +14,7 @@ engine and the machine's kubectl:
     absent from discovery); a webhook that is not ready for a group (`webhook_down(key, group,
     seconds)`) answers 500 "failed calling webhook" to writes of its resources, as an API server
     whose admission webhook has no endpoints yet;
-  * status that becomes ready: a DaemonSet is scheduled on the Nodes its nodeSelector and
+  * status that becomes ready: a DaemonSet is scheduled on the Nodes its nodeSelector, required node affinity and
     tolerations allow and ready after ROLLOUT_SECONDS; a Deployment's replicas are ready after
     ROLLOUT_SECONDS; a PersistentVolumeClaim naming a PersistentVolume (`volumeName`) binds to it;
   * Nodes, made by the cloud's node groups (`set_nodes(key, nodes)`), whose allocatable gains a
@@ -66,13 +66,42 @@ KINDS = [
     ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"]),
 ]
 VERBS = ["create", "delete", "get", "list", "patch", "update"]
-# A device plugin's image (a substring) -> the extended resource it advertises and the node
-# label that tells how many devices a node has.
+# A device plugin's image repository (its last path segment) -> the extended resource it
+# advertises and the node label that tells how many devices a node has.
 DEVICE_PLUGINS = [
     ("k8s-device-plugin", "nvidia.com/gpu", "forge.emulator/gpus"),
-    ("efa-k8s-device-plugin", "vpc.amazonaws.com/efa", "forge.emulator/efa"),
+    ("aws-efa-k8s-device-plugin", "vpc.amazonaws.com/efa", "forge.emulator/efa"),
     ("neuron-device-plugin", "aws.amazon.com/neuron", "forge.emulator/neuron"),
 ]
+
+
+def repository(image):
+    """`nvcr.io/nvidia/k8s-device-plugin:v0.20.0` -> `k8s-device-plugin`."""
+    return image.rsplit("/", 1)[-1].split("@")[0].split(":")[0]
+
+
+def matches(labels, requirement):
+    """One node selector requirement (In, NotIn, Exists, DoesNotExist) against a node's labels."""
+    key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values") or []
+    if operator == "In":
+        return labels.get(key) in values
+    if operator == "NotIn":
+        return labels.get(key) not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return False
+
+
+def affinity_allows(labels, pod_spec):
+    """The pod's required node affinity: any term whose expressions all match."""
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms")
+    if not terms:
+        return True
+    return any(all(matches(labels, r) for r in term.get("matchExpressions") or []) for term in terms)
 
 
 def now():
@@ -304,11 +333,13 @@ class Cluster:
             self.node_devices(obj)
 
     def nodes_for(self, pod_spec):
-        """The Nodes a pod template schedules on: its nodeSelector, and taints it tolerates."""
+        """The Nodes a pod template schedules on: its nodeSelector and required node affinity, and taints it tolerates."""
         chosen = []
         for node in self.list_of("", "nodes", None):
             labels = node["metadata"].get("labels", {})
             if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
+                continue
+            if not affinity_allows(labels, pod_spec):
                 continue
             tolerations = pod_spec.get("tolerations") or []
             taints = node.get("spec", {}).get("taints") or []
@@ -328,7 +359,7 @@ class Cluster:
             pod = ds.get("spec", {}).get("template", {}).get("spec", {})
             if node not in self.nodes_for(pod):
                 continue
-            images = " ".join(c.get("image", "") for c in pod.get("containers", []))
+            images = {repository(c.get("image", "")) for c in pod.get("containers", [])}
             for image, resource, count_label in DEVICE_PLUGINS:
                 if image in images and labels.get(count_label, "0") != "0":
                     allocatable[resource] = labels[count_label]
@@ -575,6 +606,14 @@ def forget(key):
         cluster = CLUSTERS.pop(key, None)
     if cluster is not None:
         cluster.stop()
+
+
+def load_balancers(key):
+    """The Services of type LoadBalancer in cluster `key`: (namespace, name, uid)."""
+    cluster = cluster_of(key)
+    return [(o["metadata"].get("namespace"), o["metadata"]["name"], o["metadata"]["uid"])
+            for (g, p, _, _), o in list(cluster.objects.items())
+            if (g, p) == ("", "services") and (o.get("spec") or {}).get("type") == "LoadBalancer"]
 
 
 def cluster_of(key):

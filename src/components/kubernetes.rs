@@ -1,0 +1,429 @@
+//! What forge applies inside a cluster so that the first job finds its devices and its data:
+//! device plugin DaemonSets for the node groups that need them, the shared file system's
+//! PersistentVolume and bound claim, and the readiness checks `up` makes at the end. Data
+//! only — manifests built from facts (images, arguments, mounts, tolerations) — made into
+//! `k8s_object` parts here; the engine that applies them is `provider::k8s`.
+
+use super::{ComponentError, Part};
+use serde_json::{Map, Value, json};
+
+/// A device plugin forge can install: its setting key, the DaemonSet's name and image, and
+/// its default version.
+pub struct DevicePlugin {
+    /// The key in `kubernetes = { … }` (`nvidia_device_plugin`).
+    pub key: &'static str,
+    /// The DaemonSet's name in `kube-system`.
+    pub name: &'static str,
+    /// The version installed when the stack pins none.
+    pub version: &'static str,
+    /// The extended resource its nodes advertise once it runs.
+    pub resource: &'static str,
+}
+
+/// NVIDIA's device plugin (NVIDIA AMIs): `nvidia.com/gpu`.
+pub const NVIDIA: DevicePlugin = DevicePlugin {
+    key: "nvidia_device_plugin",
+    name: "nvidia-device-plugin",
+    version: "v0.20.0",
+    resource: "nvidia.com/gpu",
+};
+
+/// AWS's EFA device plugin (EFA node groups): `vpc.amazonaws.com/efa`.
+pub const EFA: DevicePlugin = DevicePlugin {
+    key: "efa_device_plugin",
+    name: "aws-efa-k8s-device-plugin",
+    version: "v0.5.6",
+    resource: "vpc.amazonaws.com/efa",
+};
+
+/// AWS Neuron's device plugin (Trainium, Inferentia): `aws.amazon.com/neuron`.
+pub const NEURON: DevicePlugin = DevicePlugin {
+    key: "neuron_device_plugin",
+    name: "neuron-device-plugin",
+    version: "2.23.30.0",
+    resource: "aws.amazon.com/neuron",
+};
+
+/// The device plugins, in the order their settings are documented.
+pub const DEVICE_PLUGINS: [&DevicePlugin; 3] = [&NVIDIA, &EFA, &NEURON];
+
+/// The settings a `kubernetes = { … }` table of a cluster block takes.
+pub const CLUSTER_SETTINGS: &[&str] = &["nvidia_device_plugin", "efa_device_plugin", "neuron_device_plugin", "wait_ready"];
+
+/// Regions whose EKS images live in another registry account than 602401143452 (AWS's
+/// "Amazon container image registries for Amazon EKS add-ons").
+const EKS_REGISTRY_ACCOUNTS: &[(&str, &str)] = &[
+    ("af-south-1", "877085696533"),
+    ("ap-east-1", "800184023465"),
+    ("ap-southeast-3", "296578399912"),
+    ("ap-south-2", "900889452093"),
+    ("ap-southeast-4", "491585149902"),
+    ("ap-southeast-5", "151610086707"),
+    ("ap-southeast-7", "121268973566"),
+    ("cn-north-1", "918309763551"),
+    ("cn-northwest-1", "961992271922"),
+];
+
+/// The EKS image registry of `region`.
+pub fn eks_registry(region: &str) -> String {
+    let account = EKS_REGISTRY_ACCOUNTS
+        .iter()
+        .find(|(r, _)| *r == region)
+        .map_or("602401143452", |(_, a)| a);
+    let domain = if region.starts_with("cn-") {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    format!("{account}.dkr.ecr.{region}.{domain}")
+}
+
+/// One plugin setting: `true`/`false`, or a version string (on, pinned).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Switch {
+    /// Not set: the node group's default.
+    Default,
+    /// Off.
+    Off,
+    /// On, at the default version or the one given.
+    On(Option<String>),
+}
+
+/// Reads `<key>` of a `kubernetes` table at `path` (for errors).
+pub fn switch(table: Option<&Value>, path: &str, key: &str) -> Result<Switch, ComponentError> {
+    match table.and_then(|t| t.get(key)) {
+        None => Ok(Switch::Default),
+        Some(Value::Bool(false)) => Ok(Switch::Off),
+        Some(Value::Bool(true)) => Ok(Switch::On(None)),
+        Some(Value::String(v)) if !v.is_empty() => Ok(Switch::On(Some(v.clone()))),
+        Some(other) => Err(ComponentError::at(
+            format!("{path}.{key}"),
+            format!("`{key}` must be true, false or a version, not {}", crate::schema::describe(other)),
+            format!(
+                "write `{key} = false` to leave it out, or `{key} = \"{}\"` to pin a version",
+                plugin(key).map_or("…", |p| p.version)
+            ),
+        )),
+    }
+}
+
+fn plugin(key: &str) -> Option<&'static DevicePlugin> {
+    DEVICE_PLUGINS.into_iter().find(|p| p.key == key)
+}
+
+/// Checks a `kubernetes` table's keys against `allowed`.
+pub fn check_keys(table: Option<&Value>, path: &str, allowed: &[&str]) -> Result<(), ComponentError> {
+    let Some(table) = table else { return Ok(()) };
+    let Some(map) = table.as_object() else {
+        return Err(ComponentError::at(
+            path,
+            format!("`{path}` must be a table"),
+            "e.g. `kubernetes = { nvidia_device_plugin = false }`",
+        ));
+    };
+    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(extra) => Err(ComponentError::at(
+            format!("{path}.{extra}"),
+            format!("`{path}` has no setting `{extra}`"),
+            crate::schema::suggestion(extra, allowed),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The node groups one plugin serves in a cluster: their names, instance types and taints.
+#[derive(Debug, Default)]
+pub struct Served {
+    /// Node group names (the value of the cloud's node group label).
+    pub groups: Vec<String>,
+    /// Their instance types.
+    pub instance_types: Vec<String>,
+    /// Tolerations for their taints.
+    pub tolerations: Vec<Value>,
+}
+
+/// A toleration of an EKS taint (`{ key, value, effect = "NO_SCHEDULE" }`).
+pub fn toleration(taint: &Value) -> Value {
+    let effect = match taint.get("effect").and_then(Value::as_str).unwrap_or("NO_SCHEDULE") {
+        "NO_EXECUTE" | "NoExecute" => "NoExecute",
+        "PREFER_NO_SCHEDULE" | "PreferNoSchedule" => "PreferNoSchedule",
+        _ => "NoSchedule",
+    };
+    json!({ "key": taint.get("key").cloned().unwrap_or(Value::Null), "operator": "Exists", "effect": effect })
+}
+
+/// A `k8s_object` part in `cluster` (a `${…}` template of `eks/<name>` or `gke/<id>`).
+pub fn object(local: String, cluster: &str, manifest: Value, depends_on: Vec<String>) -> Part {
+    Part {
+        local,
+        kind: "k8s_object",
+        config: json!({ "cluster": cluster, "manifest": manifest }),
+        depends_on,
+    }
+}
+
+fn labels(name: &str) -> Value {
+    json!({ "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "forge" })
+}
+
+/// The DaemonSet of `plugin` at `image` for the node groups in `served`, labelled by the
+/// cloud with `group_label` (`eks.amazonaws.com/nodegroup`).
+pub fn device_plugin(plugin: &DevicePlugin, image: &str, group_label: &str, served: &Served) -> Value {
+    let mut tolerations = vec![
+        json!({ "key": "CriticalAddonsOnly", "operator": "Exists" }),
+        json!({ "key": plugin.resource, "operator": "Exists", "effect": "NoSchedule" }),
+    ];
+    for t in &served.tolerations {
+        if !tolerations.contains(t) {
+            tolerations.push(t.clone());
+        }
+    }
+    let mut container = json!({
+        "name": plugin.name,
+        "image": image,
+        "securityContext": { "allowPrivilegeEscalation": false, "capabilities": { "drop": ["ALL"] } },
+        "volumeMounts": [{ "name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins" }],
+    });
+    let mut volumes = vec![json!({ "name": "device-plugin", "hostPath": { "path": "/var/lib/kubelet/device-plugins" } })];
+    let mut pod = json!({});
+    match plugin.key {
+        "nvidia_device_plugin" => {
+            container["env"] = json!([{ "name": "FAIL_ON_INIT_ERROR", "value": "false" }]);
+        }
+        "efa_device_plugin" => {
+            pod["hostNetwork"] = json!(true);
+            container["volumeMounts"]
+                .as_array_mut()
+                .expect("made above")
+                .push(json!({ "name": "infiniband", "mountPath": "/dev/infiniband" }));
+            volumes.push(json!({ "name": "infiniband", "hostPath": { "path": "/dev/infiniband" } }));
+        }
+        _ => {
+            pod["serviceAccountName"] = json!(plugin.name);
+            container["env"] = json!([{ "name": "KUBECONFIG", "value": "/etc/kubernetes/kubelet.conf" },
+                                      { "name": "NODE_NAME", "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } } }]);
+        }
+    }
+    let mut expressions = vec![json!({ "key": group_label, "operator": "In", "values": served.groups })];
+    if !served.instance_types.is_empty() {
+        expressions.push(json!({ "key": "node.kubernetes.io/instance-type", "operator": "In", "values": served.instance_types }));
+    }
+    let spec = pod.as_object_mut().expect("made above");
+    spec.insert("priorityClassName".into(), json!("system-node-critical"));
+    spec.insert("tolerations".into(), Value::Array(tolerations));
+    spec.insert(
+        "affinity".into(),
+        json!({ "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{ "matchExpressions": expressions }] } } }),
+    );
+    spec.insert("containers".into(), json!([container]));
+    spec.insert("volumes".into(), Value::Array(volumes));
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": { "name": plugin.name, "namespace": "kube-system", "labels": labels(plugin.name) },
+        "spec": {
+            "selector": { "matchLabels": { "app.kubernetes.io/name": plugin.name } },
+            "updateStrategy": { "type": "RollingUpdate" },
+            "template": { "metadata": { "labels": labels(plugin.name) }, "spec": pod },
+        },
+    })
+}
+
+/// The Neuron plugin's identity: a ServiceAccount and the node access it needs (it reads its
+/// node and the pods bound to it, and records events).
+pub fn neuron_rbac() -> Vec<(&'static str, Value)> {
+    let name = NEURON.name;
+    vec![
+        (
+            "service_account",
+            json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": name, "namespace": "kube-system", "labels": labels(name) } }),
+        ),
+        (
+            "cluster_role",
+            json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": { "name": name, "labels": labels(name) },
+                    "rules": [
+                        { "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"] },
+                        { "apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"] },
+                        { "apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "update", "patch"] },
+                        { "apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"] },
+                    ] }),
+        ),
+        (
+            "cluster_role_binding",
+            json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": { "name": name, "labels": labels(name) },
+                    "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+                    "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": "kube-system" }] }),
+        ),
+    ]
+}
+
+/// A shared file system as Kubernetes mounts it: a statically provisioned ReadWriteMany
+/// volume for a CSI driver.
+pub struct SharedVolume<'a> {
+    /// The CSI driver (`fsx.csi.aws.com`).
+    pub driver: &'a str,
+    /// The size the volume and claim state.
+    pub capacity_gib: i64,
+    /// The driver's volume handle (a `${…}` template).
+    pub handle: Value,
+    /// The driver's volume attributes.
+    pub attributes: Map<String, Value>,
+    /// Mount options (`flock` for Lustre).
+    pub mount_options: &'a [&'a str],
+}
+
+/// What a storage block puts into its client clusters: parts, readiness checks, and the same
+/// objects as YAML for its `pv_yaml` output.
+pub struct Mounted {
+    /// A volume and its claim per client cluster.
+    pub parts: Vec<Part>,
+    /// Per client cluster: its claim is Bound.
+    pub ready: Vec<Value>,
+    /// The volume and claim as one YAML stream.
+    pub yaml: Value,
+}
+
+impl Mounted {
+    /// A storage component's expansion: its own `parts` and `outputs`, and these volumes,
+    /// claims, readiness checks and `pv_yaml`.
+    pub fn expansion(self, mut parts: Vec<Part>, mut outputs: Map<String, Value>) -> super::Expansion {
+        parts.extend(self.parts);
+        outputs.insert("pv_yaml".into(), self.yaml);
+        super::Expansion {
+            parts,
+            outputs,
+            ready: self.ready,
+        }
+    }
+}
+
+/// The volume and a claim bound to it in each of `clients` (cluster blocks; `cluster_ref`
+/// makes a client's `k8s_object` cluster reference). The claim is the block's
+/// `kubernetes = { claim = "…", namespace = "…" }`, by default `<block name>-pvc` in
+/// `default`; the volume is `<namespace>-<claim>` (volumes are cluster-wide).
+pub fn mount(
+    address: &str,
+    settings: Option<&Value>,
+    clients: &[&str],
+    volume: SharedVolume,
+    cluster_ref: fn(&str) -> String,
+) -> Result<Mounted, ComponentError> {
+    check_keys(settings, "kubernetes", &["claim", "namespace"])?;
+    let get = |key: &str| settings.and_then(|t| t.get(key)).and_then(Value::as_str).map(str::to_owned);
+    let block = address.split_once('.').map_or(address, |(_, n)| n);
+    let claim_name = get("claim").unwrap_or_else(|| format!("{block}-pvc").replace('_', "-"));
+    let namespace = get("namespace").unwrap_or_else(|| "default".into());
+    let volume_name = format!("{namespace}-{claim_name}");
+    let storage = json!(format!("{}Gi", volume.capacity_gib));
+    let mut spec = json!({
+        "capacity": { "storage": storage },
+        "volumeMode": "Filesystem",
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        "csi": { "driver": volume.driver, "volumeHandle": volume.handle, "volumeAttributes": volume.attributes },
+    });
+    if !volume.mount_options.is_empty() {
+        spec["mountOptions"] = json!(volume.mount_options);
+    }
+    let pv = json!({ "apiVersion": "v1", "kind": "PersistentVolume", "metadata": { "name": volume_name, "labels": labels(&claim_name) }, "spec": spec });
+    let pvc = json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": { "name": claim_name, "namespace": namespace, "labels": labels(&claim_name) },
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": volume_name,
+            "resources": { "requests": { "storage": storage } },
+        },
+    });
+    let mut mounted = Mounted {
+        parts: Vec::new(),
+        ready: Vec::new(),
+        yaml: Value::String(format!(
+            "{}---\n{}",
+            serde_yaml_ng::to_string(&pv).unwrap_or_default(),
+            serde_yaml_ng::to_string(&pvc).unwrap_or_default()
+        )),
+    };
+    for client in clients {
+        let cluster = cluster_ref(client);
+        let local = format!("k8s.{}", client.split_once('.').map_or(*client, |(_, n)| n));
+        mounted.parts.push(object(format!("{local}.volume"), &cluster, pv.clone(), vec![]));
+        mounted.parts.push(object(
+            format!("{local}.claim"),
+            &cluster,
+            pvc.clone(),
+            vec![format!("{address}.{local}.volume")],
+        ));
+        mounted
+            .ready
+            .push(json!({ "cluster": cluster, "claims": [{ "namespace": namespace, "name": claim_name }] }));
+    }
+    Ok(mounted)
+}
+
+/// How a `k8s_object` names an `eks` block's cluster.
+pub fn eks_cluster(block: &str) -> String {
+    format!("eks/${{{block}.cluster.name}}")
+}
+
+/// How a `k8s_object` names a `gke` block's cluster.
+pub fn gke_cluster(block: &str) -> String {
+    format!("gke/${{{block}.cluster.id}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registries_follow_the_region() {
+        assert_eq!(eks_registry("us-west-2"), "602401143452.dkr.ecr.us-west-2.amazonaws.com");
+        assert_eq!(eks_registry("ap-east-1"), "800184023465.dkr.ecr.ap-east-1.amazonaws.com");
+        assert_eq!(eks_registry("cn-north-1"), "918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn");
+    }
+
+    #[test]
+    fn switches_take_booleans_and_versions() {
+        let t = json!({ "nvidia_device_plugin": false, "efa_device_plugin": "v0.5.7", "neuron_device_plugin": 3 });
+        assert_eq!(switch(Some(&t), "kubernetes", "nvidia_device_plugin").unwrap(), Switch::Off);
+        assert_eq!(
+            switch(Some(&t), "kubernetes", "efa_device_plugin").unwrap(),
+            Switch::On(Some("v0.5.7".into()))
+        );
+        assert_eq!(switch(None, "kubernetes", "efa_device_plugin").unwrap(), Switch::Default);
+        let err = switch(Some(&t), "kubernetes", "neuron_device_plugin").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("kubernetes.neuron_device_plugin"));
+    }
+
+    #[test]
+    fn device_plugins_select_their_groups_and_tolerate_their_taints() {
+        let served = Served {
+            groups: vec!["gpu".into()],
+            instance_types: vec!["p5.48xlarge".into()],
+            tolerations: vec![toleration(
+                &json!({ "key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE" }),
+            )],
+        };
+        let ds = device_plugin(
+            &EFA,
+            "registry/eks/aws-efa-k8s-device-plugin:v0.5.6",
+            "eks.amazonaws.com/nodegroup",
+            &served,
+        );
+        let pod = &ds["spec"]["template"]["spec"];
+        assert_eq!(pod["hostNetwork"], json!(true));
+        let terms =
+            &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"];
+        assert_eq!(terms[0]["values"], json!(["gpu"]));
+        assert_eq!(terms[1]["values"], json!(["p5.48xlarge"]));
+        assert!(
+            pod["tolerations"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({ "key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule" }))
+        );
+    }
+}

@@ -1,0 +1,401 @@
+//! `k8s_object`: one Kubernetes object in a cluster forge reaches (see the module doc). Created
+//! and updated by server-side apply with field manager `forge`; a kind the cluster does not serve
+//! yet (a CRD not Established) and an admission webhook not serving yet are waited for, never
+//! slept on; a CRD is waited for until Established, a DaemonSet or Deployment until rolled out.
+//! The object carries forge's stack, address and token annotations: a resumed create adopts
+//! only the object with its own token, and an object someone else made is never taken over.
+
+use super::{ADDRESS_ANNOTATION, ClusterRef, Connection, FIELD_MANAGER, Identity, STACK_ANNOTATION, TOKEN_ANNOTATION, Target};
+use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, prior_output, timeout, wait_until};
+use crate::schema::attributes;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The `k8s_object` kind.
+pub struct K8sObject;
+
+attributes! {
+    spec "k8s_object", outputs ["id", "uid"], extra [timeouts];
+    struct Config {
+        /// `eks/<name>` or `gke/projects/…/clusters/<name>`.
+        cluster: String [replace],
+        /// The object as written (`apiVersion`, `kind`, `metadata`, …).
+        manifest: BTreeMap<String, Value>,
+    }
+}
+
+const APPLY_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+fn fail(message: String) -> ProviderError {
+    ProviderError { message, retryable: false }
+}
+
+/// A config's cluster, object identity and manifest.
+fn parts(ctx: &Ctx, config: &Value) -> Result<(ClusterRef, Identity, Value), ProviderError> {
+    let Config { cluster, manifest } = crate::provider::parse(ctx, config)?;
+    let manifest = Value::Object(manifest.into_iter().collect());
+    let identity = Identity::of(&manifest).map_err(|e| fail(format!("`{}`: {e}", ctx.address)))?;
+    Ok((ClusterRef::parse(&cluster)?, identity, manifest))
+}
+
+/// The id: `<cluster>: <apiVersion> <kind> [<namespace>/]<name>`.
+fn id_of(cluster: &ClusterRef, identity: &Identity) -> String {
+    let place = match &identity.namespace {
+        Some(ns) => format!("{ns}/{}", identity.name),
+        None => identity.name.clone(),
+    };
+    format!("{cluster}: {} {} {place}", identity.api_version, identity.kind)
+}
+
+/// Reads an id back.
+fn parse_id(id: &str) -> Result<(ClusterRef, Identity), ProviderError> {
+    let bad = || {
+        fail(format!(
+            "`{id}` is not a Kubernetes object id (`<cluster>: <apiVersion> <kind> [<namespace>/]<name>`)"
+        ))
+    };
+    let (cluster, rest) = id.split_once(": ").ok_or_else(bad)?;
+    let mut words = rest.split(' ');
+    let (Some(api_version), Some(kind), Some(place), None) = (words.next(), words.next(), words.next(), words.next()) else {
+        return Err(bad());
+    };
+    let (namespace, name) = match place.split_once('/') {
+        Some((ns, name)) => (Some(ns.to_owned()), name.to_owned()),
+        None => (None, place.to_owned()),
+    };
+    Ok((
+        ClusterRef::parse(cluster)?,
+        Identity {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace,
+            name,
+        },
+    ))
+}
+
+/// The connection to the cluster, which must exist for a create or update.
+async fn reach(cloud: &Cloud, cluster: &ClusterRef) -> Result<Arc<Connection>, ProviderError> {
+    super::connect(cloud, cluster)
+        .await?
+        .ok_or_else(|| fail(format!("cluster `{cluster}` does not exist (any more)")))
+}
+
+/// An object's forge annotations, if it has them: (stack, address, token).
+fn marks(obj: &DynamicObject) -> (Option<&str>, Option<&str>, Option<&str>) {
+    let get = |key: &str| obj.metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
+    (get(STACK_ANNOTATION), get(ADDRESS_ANNOTATION), get(TOKEN_ANNOTATION))
+}
+
+/// The manifest with forge's annotations added.
+fn marked(ctx: &Ctx, token: &str, manifest: &Value) -> Value {
+    let mut manifest = manifest.clone();
+    let annotations = &mut manifest["metadata"]["annotations"];
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    annotations[STACK_ANNOTATION] = json!(ctx.stack);
+    annotations[ADDRESS_ANNOTATION] = json!(ctx.address);
+    annotations[TOKEN_ANNOTATION] = json!(token);
+    manifest
+}
+
+/// The live object, or `None`.
+async fn get(cluster: &ClusterRef, target: &Target) -> Result<Option<DynamicObject>, ProviderError> {
+    target
+        .api
+        .get_opt(&target.name)
+        .await
+        .map_err(|e| super::error(cluster, &format!("get {}", target.name), e))
+}
+
+/// Server-side applies the manifest (with forge's marks for `token`) once the cluster serves
+/// its kind and its webhooks answer, refusing an object forge did not make; then waits for
+/// what the kind needs to be usable.
+async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, ProviderError> {
+    let (cluster, identity, manifest) = parts(ctx, config)?;
+    let connection = reach(&ctx.cloud, &cluster).await?;
+    let limit = timeout(config, if token.is_some() { "create" } else { "update" }, APPLY_TIMEOUT);
+    let label = identity.label();
+    let applied = wait_until(ctx, limit, || async {
+        let Some(target) = connection.target(&identity).await.map_err(|e| super::error(&cluster, "discovery", e))? else {
+            return Ok(Poll::Pending(format!("waiting for the cluster to serve {} {}", identity.api_version, identity.kind)));
+        };
+        let live = get(&cluster, &target).await?;
+        let token = match (&live, token) {
+            (Some(obj), _) => {
+                let (stack, address, live_token) = marks(obj);
+                let ours = stack == Some(ctx.stack.as_str()) && address == Some(ctx.address.as_str());
+                match (ours, live_token, token) {
+                    (true, Some(t), Some(mine)) if t == mine => mine.to_owned(),
+                    (true, Some(t), None) => t.to_owned(),
+                    _ => {
+                        return Ok(Poll::Failed(format!(
+                            "{label} already exists in cluster `{cluster}` and forge did not make it for `{}`; delete it, or leave it out of the stack",
+                            ctx.address
+                        )));
+                    }
+                }
+            }
+            (None, Some(mine)) => mine.to_owned(),
+            (None, None) => uuid::Uuid::new_v4().to_string(),
+        };
+        let body = marked(ctx, &token, &manifest);
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        match target.api.patch(&target.name, &params, &Patch::Apply(&body)).await {
+            Ok(obj) => Ok(Poll::Done(obj)),
+            Err(e) if super::is_webhook_not_ready(&e) => Ok(Poll::Pending("waiting for its admission webhook".into())),
+            Err(e) => Err(super::error(&cluster, &format!("apply {label}"), e)),
+        }
+    })
+    .await?;
+    settle(ctx, &connection, &cluster, &identity, limit).await?;
+    Ok(json!({
+        "id": id_of(&cluster, &identity),
+        "uid": applied.metadata.uid,
+    }))
+}
+
+/// Waits until the object is usable: a CRD Established (so its kind is served), a DaemonSet
+/// or Deployment rolled out on the nodes it targets.
+async fn settle(
+    ctx: &Ctx,
+    connection: &Connection,
+    cluster: &ClusterRef,
+    identity: &Identity,
+    limit: Duration,
+) -> Result<(), ProviderError> {
+    let check: fn(&Value) -> Option<String> = match identity.kind.as_str() {
+        "CustomResourceDefinition" => established,
+        "DaemonSet" | "Deployment" => rolled_out,
+        _ => return Ok(()),
+    };
+    let Some(target) = connection
+        .target(identity)
+        .await
+        .map_err(|e| super::error(cluster, "discovery", e))?
+    else {
+        return Ok(());
+    };
+    wait_until(ctx, limit, || async {
+        let Some(obj) = get(cluster, &target).await? else {
+            return Ok(Poll::Failed(format!("{} was deleted while forge waited for it", identity.label())));
+        };
+        let obj = serde_json::to_value(&obj).unwrap_or_default();
+        Ok(match check(&obj) {
+            None => Poll::Done(()),
+            Some(waiting) => Poll::Pending(waiting),
+        })
+    })
+    .await
+}
+
+/// `None` once a CRD is Established, else what it waits for.
+fn established(crd: &Value) -> Option<String> {
+    let conditions = crd.pointer("/status/conditions").and_then(Value::as_array);
+    let ok = conditions
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    (!ok).then(|| "waiting until Established".to_owned())
+}
+
+/// `None` once a DaemonSet or Deployment has rolled out its current generation, else where it is.
+fn rolled_out(obj: &Value) -> Option<String> {
+    let number = |path: &str| obj.pointer(path).and_then(Value::as_i64).unwrap_or(0);
+    if number("/status/observedGeneration") < number("/metadata/generation") {
+        return Some("waiting for its controller".into());
+    }
+    let (want, updated, available) = match obj["kind"].as_str() {
+        Some("DaemonSet") => (
+            number("/status/desiredNumberScheduled"),
+            number("/status/updatedNumberScheduled"),
+            number("/status/numberAvailable"),
+        ),
+        _ => (
+            obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1),
+            number("/status/updatedReplicas"),
+            number("/status/availableReplicas"),
+        ),
+    };
+    (updated < want || available < want).then(|| format!("rolling out: {available} of {want} available"))
+}
+
+/// A live object as drift compares it: without status and the fields the server keeps for
+/// itself (uid, versions, managed fields, forge's own marks).
+fn comparable_live(obj: &DynamicObject) -> Value {
+    let mut value = serde_json::to_value(obj).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.remove("status");
+    }
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|k, _| matches!(k.as_str(), "name" | "namespace" | "labels" | "annotations"));
+        if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+            annotations.retain(|k, _| !k.starts_with("forge.dev/"));
+        }
+    }
+    value
+}
+
+impl Resource for K8sObject {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
+        if attribute != "manifest" {
+            return self.spec().replaces(attribute);
+        }
+        // Another name, namespace or kind is another object; the group's version is not.
+        let identity = |v: Option<&Value>| {
+            v.and_then(|m| Identity::of(m).ok()).map(|i| {
+                let group = i.api_version.rsplit_once('/').map(|(g, _)| g.to_owned()).unwrap_or_default();
+                (group, i.kind, i.namespace, i.name)
+            })
+        };
+        identity(before) != identity(after)
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let id = config
+            .get("cluster")
+            .and_then(Value::as_str)
+            .and_then(|c| ClusterRef::parse(c).ok())
+            .zip(config.get("manifest").and_then(|m| Identity::of(m).ok()))
+            .map(|(c, i)| json!(id_of(&c, &i)));
+        json!({ "id": id.unwrap_or_else(|| prior_output(prior, "id")), "uid": prior_output(prior, "uid") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let outputs = apply(ctx, config, Some(token)).await?;
+        Ok(Created {
+            id: outputs["id"].as_str().unwrap_or_default().to_owned(),
+            outputs,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let mut seen = Vec::new();
+        for id in ids {
+            let (cluster, identity) = parse_id(id)?;
+            let Some(connection) = super::connect(cloud, &cluster).await? else {
+                continue;
+            };
+            let Some(target) = connection
+                .target(&identity)
+                .await
+                .map_err(|e| super::error(&cluster, "discovery", e))?
+            else {
+                continue;
+            };
+            if let Some(obj) = get(&cluster, &target).await? {
+                let (tagged_stack, address, _) = marks(&obj);
+                seen.push(Observed {
+                    id: id.clone(),
+                    address: address.filter(|_| tagged_stack == Some(stack)).map(str::to_owned),
+                    attributes: json!({ "manifest": comparable_live(&obj) }),
+                });
+            }
+        }
+        Ok(seen)
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let (cluster, identity, _) = parts(ctx, config)?;
+        let Some(connection) = super::connect(&ctx.cloud, &cluster).await? else {
+            return Ok(None);
+        };
+        let Some(target) = connection
+            .target(&identity)
+            .await
+            .map_err(|e| super::error(&cluster, "discovery", e))?
+        else {
+            return Ok(None);
+        };
+        let mine = get(&cluster, &target)
+            .await?
+            .is_some_and(|obj| marks(&obj) == (Some(ctx.stack.as_str()), Some(ctx.address.as_str()), Some(token)));
+        Ok(mine.then(|| id_of(&cluster, &identity)))
+    }
+
+    async fn update(&self, ctx: &Ctx, _id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        apply(ctx, new, None).await
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let (cluster, identity) = parse_id(id)?;
+        let Some(connection) = super::connect(&ctx.cloud, &cluster).await? else {
+            return Ok(());
+        };
+        let Some(target) = connection
+            .target(&identity)
+            .await
+            .map_err(|e| super::error(&cluster, "discovery", e))?
+        else {
+            return Ok(());
+        };
+        match target.api.delete(&target.name, &DeleteParams::background()).await {
+            Err(e) if super::is_not_found(&e) => return Ok(()),
+            Err(e) => return Err(super::error(&cluster, &format!("delete {}", identity.label()), e)),
+            Ok(_) => {}
+        }
+        crate::provider::wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            Ok(get(&cluster, &target).await?.map(|_| "deleting".to_owned()))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_read_back() {
+        let identity = Identity {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            namespace: Some("kube-system".into()),
+            name: "nvidia-device-plugin".into(),
+        };
+        let cluster = ClusterRef::Gke("projects/p/locations/us-central1/clusters/a3".into());
+        let id = id_of(&cluster, &identity);
+        assert_eq!(
+            id,
+            "gke/projects/p/locations/us-central1/clusters/a3: apps/v1 DaemonSet kube-system/nvidia-device-plugin"
+        );
+        assert_eq!(parse_id(&id).unwrap(), (cluster, identity));
+        assert!(parse_id("eks/x: v1 Namespace").is_err());
+    }
+
+    #[test]
+    fn rollouts_count_the_current_generation_only() {
+        let ds = |generation: i64, observed: i64, available: i64| {
+            json!({ "kind": "DaemonSet", "metadata": { "generation": generation },
+                    "status": { "observedGeneration": observed, "desiredNumberScheduled": 2, "updatedNumberScheduled": available, "numberAvailable": available } })
+        };
+        assert_eq!(rolled_out(&ds(2, 2, 2)), None);
+        assert!(rolled_out(&ds(2, 1, 2)).is_some());
+        assert_eq!(rolled_out(&ds(1, 1, 1)).as_deref(), Some("rolling out: 1 of 2 available"));
+    }
+
+    #[test]
+    fn only_identity_changes_replace() {
+        let m = |name: &str, version: &str| json!({ "apiVersion": version, "kind": "Network", "metadata": { "name": name } });
+        let kind = K8sObject;
+        assert!(!kind.forces_replacement(
+            "manifest",
+            Some(&m("vpc1", "networking.gke.io/v1")),
+            Some(&m("vpc1", "networking.gke.io/v1beta1"))
+        ));
+        assert!(kind.forces_replacement(
+            "manifest",
+            Some(&m("vpc1", "networking.gke.io/v1")),
+            Some(&m("vpc2", "networking.gke.io/v1"))
+        ));
+    }
+}

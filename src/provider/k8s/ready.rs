@@ -1,0 +1,225 @@
+//! "Ready means ready": the checks `up` makes after the apply, before it calls a cluster ready
+//! for its first job. Every node of each GPU group reports its devices as allocatable (a
+//! DaemonSet's rollout is vacuously complete while there are no nodes: allocatable is the
+//! real signal), found by the label the cloud puts on a group's nodes; every claim is Bound.
+//! The checks are data the components write (see [`Check`]); this module only reads the
+//! clusters, polling until all hold or the check's time is up.
+
+use super::ClusterRef;
+use crate::provider::{Cloud, ProviderError};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
+use kube::api::{Api, ListParams};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How long `up` waits for a cluster that names no time of its own.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// One cluster's readiness check, as a component writes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// `eks/<name>` or `gke/projects/…`.
+    pub cluster: String,
+    /// How long to wait (`"30m"`); a cluster's checks take the longest any of them gives,
+    /// [`DEFAULT_TIMEOUT`] when none gives one.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Node groups whose nodes must report devices.
+    #[serde(default)]
+    pub node_groups: Vec<NodeGroup>,
+    /// Claims that must be Bound.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+}
+
+/// A node group's expected nodes and devices.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeGroup {
+    /// The node label the cloud sets (`eks.amazonaws.com/nodegroup`).
+    pub label: String,
+    /// The group's name, that label's value.
+    pub name: String,
+    /// How many nodes it should have.
+    pub nodes: i64,
+    /// Allocatable each node must report: at least this many (0: at least one).
+    pub devices: BTreeMap<String, i64>,
+}
+
+/// A claim that must be Bound.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// What one look at a cluster found: what holds (for the summary) and what does not yet.
+#[derive(Debug, Default)]
+struct Look {
+    holds: Vec<String>,
+    missing: Vec<String>,
+}
+
+fn fail(message: String) -> ProviderError {
+    ProviderError { message, retryable: false }
+}
+
+/// Checks one cluster once.
+async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
+    let cluster = ClusterRef::parse(&check.cluster)?;
+    let Some(connection) = super::connect(cloud, &cluster).await? else {
+        return Err(fail(format!("cluster `{cluster}` does not exist")));
+    };
+    let mut found = Look::default();
+    let nodes: Api<Node> = Api::all(connection.client.clone());
+    for group in &check.node_groups {
+        let selector = format!("{}={}", group.label, group.name);
+        let listed = nodes
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| super::error(&cluster, "list nodes", e))?;
+        let count = listed.items.len() as i64;
+        if count < group.nodes {
+            found
+                .missing
+                .push(format!("node group `{}` has {count} of {} nodes", group.name, group.nodes));
+        }
+        let mut short = Vec::new();
+        for node in &listed.items {
+            let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+            for (resource, wanted) in &group.devices {
+                let have: i64 = allocatable
+                    .and_then(|a| a.get(resource))
+                    .and_then(|q| q.0.parse().ok())
+                    .unwrap_or(0);
+                if have < (*wanted).max(1) {
+                    let name = node.metadata.name.as_deref().unwrap_or("?");
+                    short.push(format!(
+                        "node `{name}` of group `{}` reports {resource} {have} (wants {})",
+                        group.name,
+                        if *wanted > 0 { wanted.to_string() } else { "at least 1".into() }
+                    ));
+                }
+            }
+        }
+        if short.is_empty() && count >= group.nodes {
+            let devices: Vec<String> = group
+                .devices
+                .keys()
+                .map(|resource| {
+                    let each = listed
+                        .items
+                        .first()
+                        .and_then(|n| n.status.as_ref()?.allocatable.as_ref()?.get(resource).map(|q| q.0.clone()))
+                        .unwrap_or_default();
+                    format!("{resource} {each}")
+                })
+                .collect();
+            found
+                .holds
+                .push(format!("node group `{}`: {count} nodes, each {}", group.name, devices.join(", ")));
+        }
+        found.missing.extend(short);
+    }
+    for claim in &check.claims {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(connection.client.clone(), &claim.namespace);
+        let live = claims
+            .get_opt(&claim.name)
+            .await
+            .map_err(|e| super::error(&cluster, "get claim", e))?;
+        let phase = live.as_ref().and_then(|c| c.status.as_ref()?.phase.clone());
+        match phase.as_deref() {
+            Some("Bound") => found.holds.push(format!("claim {}/{} Bound", claim.namespace, claim.name)),
+            Some(other) => found.missing.push(format!("claim {}/{} is {other}", claim.namespace, claim.name)),
+            None => found
+                .missing
+                .push(format!("claim {}/{} does not exist", claim.namespace, claim.name)),
+        }
+    }
+    Ok(found)
+}
+
+/// The checks of each cluster as one (the components each write their own): node groups and
+/// claims together, with the longest time any of them allows.
+pub fn by_cluster(checks: Vec<Check>) -> Vec<Check> {
+    let mut merged: Vec<Check> = Vec::new();
+    for check in checks {
+        match merged.iter_mut().find(|m| m.cluster == check.cluster) {
+            Some(m) => {
+                let length = |t: &Option<String>| t.as_deref().and_then(|t| humantime::parse_duration(t).ok());
+                if length(&check.timeout) > length(&m.timeout) {
+                    m.timeout = check.timeout;
+                }
+                m.node_groups.extend(check.node_groups);
+                m.claims.extend(check.claims);
+            }
+            None => merged.push(check),
+        }
+    }
+    merged
+}
+
+/// Waits until every check holds, reporting progress through `status`; returns one summary
+/// line per cluster, or an error naming what is still missing where when a check's time is up.
+pub async fn wait(cloud: &Cloud, checks: &[Check], status: &(dyn Fn(&str) + Sync)) -> Result<Vec<String>, ProviderError> {
+    futures::future::try_join_all(checks.iter().map(|check| wait_one(cloud, check, status))).await
+}
+
+/// [`wait`] for one cluster.
+async fn wait_one(cloud: &Cloud, check: &Check, status: &(dyn Fn(&str) + Sync)) -> Result<String, ProviderError> {
+    let limit = check
+        .timeout
+        .as_deref()
+        .and_then(|t| humantime::parse_duration(t).ok())
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let started = Instant::now();
+    let mut interval = Duration::from_millis(200);
+    loop {
+        let found = look(cloud, check).await?;
+        if found.missing.is_empty() {
+            return Ok(format!("{}: {}", check.cluster, found.holds.join("; ")));
+        }
+        if started.elapsed() >= limit {
+            return Err(fail(format!(
+                "`{}` is not ready after {}s: {}",
+                check.cluster,
+                started.elapsed().as_secs(),
+                found.missing.join("; ")
+            )));
+        }
+        status(&format!("{}: waiting: {}", check.cluster, found.missing[0]));
+        tokio::time::sleep(interval).await;
+        interval = (interval * 2).min(Duration::from_secs(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_of_one_cluster_merge() {
+        let check = |cluster: &str, timeout: Option<&str>, claim: &str| Check {
+            cluster: cluster.into(),
+            timeout: timeout.map(str::to_owned),
+            node_groups: vec![],
+            claims: vec![Claim {
+                namespace: "default".into(),
+                name: claim.into(),
+            }],
+        };
+        let merged = by_cluster(vec![
+            check("eks/a", None, "x"),
+            check("eks/b", Some("1m"), "y"),
+            check("eks/a", Some("2s"), "z"),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].timeout.as_deref(), Some("2s"));
+        assert_eq!(merged[0].claims.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["x", "z"]);
+    }
+}
