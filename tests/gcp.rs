@@ -955,3 +955,67 @@ fn a_change_refused_while_someone_elses_operation_runs_is_retried() {
     gcp.ok(&["destroy", "small.toml", "--yes"]);
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
+
+/// The NeMo-on-GKE stack comes up ready for work: in the cluster, the `GKENetworkParamSet` and
+/// `Network` pair of each GPU network (`vpc1`…`vpc4`, the names TCPX workloads use), the TCPX
+/// NCCL installer and its config, the NRI device injector and the Filestore claim, Bound; `up`
+/// waits until the A3 nodes report their 8 GPUs each. forge reaches the API server at the
+/// endpoint and CA GKE reports, with the Google access token.
+#[test]
+fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
+    use kube::api::{Api, DynamicObject};
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    let stderr = gcp.ok(&["up", "nemo.toml", "--yes"]);
+    assert!(stderr.contains("node group `a3`: 4 nodes, each nvidia.com/gpu 8"), "{stderr}");
+    assert!(stderr.contains("claim default/shared-pvc Bound"), "{stderr}");
+    let cluster = gcp.located("container", "us-central1/clusters/nemo");
+    let endpoint = format!("https://{}", cluster["endpoint"].as_str().unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut config = kube::Config::new(endpoint.parse().unwrap());
+        config.accept_invalid_certs = true;
+        config.auth_info.token = Some("test-reader".to_owned().into());
+        let client = kube::Client::try_from(config).unwrap();
+        let read = |kind: &str| {
+            let client = client.clone();
+            let gvk = kube::api::GroupVersionKind::gvk("networking.gke.io", "v1", kind);
+            async move {
+                let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+                let api: Api<DynamicObject> = Api::all_with(client, &resource);
+                api.list(&Default::default()).await.unwrap().items
+            }
+        };
+        let params = read("GKENetworkParamSet").await;
+        let names: Vec<&str> = params.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+        assert_eq!(names, ["vpc1", "vpc2", "vpc3", "vpc4"]);
+        assert_eq!(params[0].data["spec"], json!({ "vpc": "nemo-gpu-1", "vpcSubnet": "nemo-gpu-1-subnet", "deviceMode": "NetDevice" }));
+        let networks = read("Network").await;
+        assert_eq!(networks.len(), 4);
+        assert_eq!(networks[3].data["spec"]["parametersRef"]["name"], "vpc4");
+        let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client.clone(), "kube-system");
+        let installer = daemonsets.get("nccl-tcpx-installer").await.unwrap();
+        let affinity = serde_json::to_value(installer.spec.template.spec.unwrap().affinity).unwrap();
+        assert_eq!(
+            affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"],
+            json!(["nvidia-h100-80gb"])
+        );
+        assert!(daemonsets.get_opt("nri-device-injector").await.unwrap().is_some());
+        let configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+        let nccl = configs.get("nccl-tcpx-config").await.unwrap().data.unwrap();
+        assert_eq!(nccl["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"], "eth1,eth2,eth3,eth4");
+    });
+    let (_, log) = support::request(
+        "GET",
+        &format!("/_forge/kubernetes/requests?cluster=gke/{}/us-central1/nemo", gcp.project),
+        "",
+    );
+    let log: Value = serde_json::from_str(&log).unwrap();
+    let tokens: std::collections::BTreeSet<&str> = log.as_array().unwrap().iter().filter_map(|r| r["token"].as_str()).collect();
+    assert_eq!(
+        tokens,
+        ["emulator-token", "test-reader"].into_iter().collect(),
+        "forge's calls carry the Google access token"
+    );
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+}

@@ -754,20 +754,8 @@ fn device_plugins(
 /// reports the plugin's device (EFA: as many as the group's interfaces), unless
 /// `kubernetes = { wait_ready = false }`; `wait_ready = "45m"` sets how long `up` waits.
 fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str) -> Result<Vec<Value>, ComponentError> {
-    let timeout = match settings.and_then(|s| s.get("wait_ready")) {
-        None | Some(Value::Bool(true)) => Value::Null,
-        Some(Value::Bool(false)) => return Ok(vec![]),
-        Some(Value::String(t)) if humantime::parse_duration(t).is_ok() => json!(t),
-        Some(other) => {
-            return Err(ComponentError::at(
-                "kubernetes.wait_ready",
-                format!(
-                    "`wait_ready` must be true, false or a duration, not {}",
-                    crate::schema::describe(other)
-                ),
-                "write `wait_ready = \"45m\"`, or `wait_ready = false` to skip the readiness check",
-            ));
-        }
+    let Some(timeout) = kubernetes::wait_ready(settings)? else {
+        return Ok(vec![]);
     };
     let node_groups: Vec<Value> = groups
         .iter()

@@ -12,7 +12,7 @@
 
 use super::cidr::Cidr;
 use super::gcp_vpc::{region_of, valid_name};
-use super::{Component, ComponentError, Expansion, Input, Part};
+use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
 use crate::schema::{Field, FieldType, did_you_mean};
 use serde_json::{Map, Value, json};
 
@@ -277,7 +277,22 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         }
     }
     parts.push(part("cluster", "google_container_cluster", cluster));
+    let pool_addresses: Vec<String> = pools.iter().map(|p| format!("{address}.node_pools.{}", p.name)).collect();
     parts.extend(pool_parts);
+    let settings = input.config.get("kubernetes");
+    kubernetes::check_keys(settings, "kubernetes", kubernetes::GKE_SETTINGS)?;
+    let cluster_ref = kubernetes::gke_cluster(address);
+    if settings.and_then(|s| s.get("gpudirect")) != Some(&Value::Bool(false)) {
+        parts.extend(gpudirect_objects(&pools, &cluster_ref, &reference));
+    }
+    // On destroy, before the pools go: the load balancers and disks Kubernetes made.
+    parts.push(Part {
+        local: "k8s.teardown".into(),
+        kind: "k8s_teardown",
+        config: json!({ "cluster": cluster_ref }),
+        depends_on: pool_addresses,
+    });
+    let ready = readiness(settings, &pools, &cluster_ref)?;
 
     let mut outputs = Map::new();
     for key in [
@@ -305,11 +320,95 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         })
         .collect();
     outputs.insert("node_pools".into(), Value::Object(by_pool));
-    Ok(Expansion {
-        parts,
-        outputs,
-        ready: Vec::new(),
-    })
+    Ok(Expansion { parts, outputs, ready })
+}
+
+/// For the pools wired for GPUDirect: a `GKENetworkParamSet` and `Network` per GPU network
+/// (`vpc1`…`vpcN`), the NCCL plugin installer and its config for each GPUDirect flavour the
+/// pools use, and the NRI device injector.
+fn gpudirect_objects(pools: &[Pool], cluster: &str, reference: &dyn Fn(&str, &str) -> Value) -> Vec<Part> {
+    let networks = pools.iter().map(|p| p.networks).max().unwrap_or(0);
+    if networks == 0 {
+        return Vec::new();
+    }
+    let mut parts = Vec::new();
+    for n in 1..=networks {
+        let (params, network) = kubernetes::gpu_network(
+            n,
+            reference(&format!("gpu_network_{n}"), "name"),
+            reference(&format!("gpu_subnetwork_{n}"), "name"),
+        );
+        parts.push(kubernetes::object(format!("k8s.gpudirect.vpc{n}.params"), cluster, params, vec![]));
+        parts.push(kubernetes::object(
+            format!("k8s.gpudirect.vpc{n}.network"),
+            cluster,
+            network,
+            vec![],
+        ));
+    }
+    let mut all = Vec::new();
+    for direct in [&kubernetes::TCPX, &kubernetes::TCPXO] {
+        let wired = if direct.flavour == "tcpx" { 4 } else { 8 };
+        let accelerators: Vec<String> = pools
+            .iter()
+            .filter(|p| p.networks == wired)
+            .filter_map(|p| p.gpus.map(|g| g.0.to_owned()))
+            .fold(Vec::new(), |mut v, a| {
+                if !v.contains(&a) {
+                    v.push(a);
+                }
+                v
+            });
+        if accelerators.is_empty() {
+            continue;
+        }
+        let (installer, config) = kubernetes::nccl_installer(direct, &accelerators, wired);
+        parts.push(kubernetes::object(
+            format!("k8s.gpudirect.{}_installer", direct.flavour),
+            cluster,
+            installer,
+            vec![],
+        ));
+        parts.push(kubernetes::object(
+            format!("k8s.gpudirect.{}_config", direct.flavour),
+            cluster,
+            config,
+            vec![],
+        ));
+        all.extend(accelerators);
+    }
+    parts.push(kubernetes::object(
+        "k8s.gpudirect.nri_injector".into(),
+        cluster,
+        kubernetes::nri_injector(&all),
+        vec![],
+    ));
+    parts
+}
+
+/// The readiness check of the cluster: every node of each GPU pool reports its GPUs (GKE
+/// installs the driver and its device plugin itself), unless `wait_ready = false`.
+fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str) -> Result<Vec<Value>, ComponentError> {
+    let Some(timeout) = kubernetes::wait_ready(settings)? else {
+        return Ok(vec![]);
+    };
+    let driver_off = |p: &Pool| p.config.get("gpu_driver").and_then(Value::as_str) == Some("disabled");
+    let node_pools: Vec<Value> = pools
+        .iter()
+        .filter(|p| !driver_off(p))
+        .filter_map(|p| {
+            let (_, gpus) = p.gpus?;
+            let nodes = match p.config.get("size") {
+                Some(Value::Object(range)) => range.get("min").cloned().unwrap_or(json!(0)),
+                other => other.cloned().unwrap_or(json!(0)),
+            };
+            Some(json!({ "label": "cloud.google.com/gke-nodepool", "name": p.name, "nodes": nodes, "devices": { "nvidia.com/gpu": gpus } }))
+        })
+        .collect();
+    if node_pools.is_empty() {
+        return Ok(vec![]);
+    }
+    Ok(vec![json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_pools })])
 }
 
 fn part(local: &str, kind: &'static str, config: Value) -> Part {

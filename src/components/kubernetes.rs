@@ -166,6 +166,20 @@ fn labels(name: &str) -> Value {
     json!({ "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "forge" })
 }
 
+/// A DaemonSet `name` in `kube-system` running `pod` (a pod spec), labelled as forge's.
+fn daemon_set(name: &str, pod: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": { "name": name, "namespace": "kube-system", "labels": labels(name) },
+        "spec": {
+            "selector": { "matchLabels": { "app.kubernetes.io/name": name } },
+            "updateStrategy": { "type": "RollingUpdate" },
+            "template": { "metadata": { "labels": labels(name) }, "spec": pod },
+        },
+    })
+}
+
 /// The DaemonSet of `plugin` at `image` for the node groups in `served`, labelled by the
 /// cloud with `group_label` (`eks.amazonaws.com/nodegroup`).
 pub fn device_plugin(plugin: &DevicePlugin, image: &str, group_label: &str, served: &Served) -> Value {
@@ -217,16 +231,7 @@ pub fn device_plugin(plugin: &DevicePlugin, image: &str, group_label: &str, serv
     );
     spec.insert("containers".into(), json!([container]));
     spec.insert("volumes".into(), Value::Array(volumes));
-    json!({
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": { "name": plugin.name, "namespace": "kube-system", "labels": labels(plugin.name) },
-        "spec": {
-            "selector": { "matchLabels": { "app.kubernetes.io/name": plugin.name } },
-            "updateStrategy": { "type": "RollingUpdate" },
-            "template": { "metadata": { "labels": labels(plugin.name) }, "spec": pod },
-        },
-    })
+    daemon_set(plugin.name, pod)
 }
 
 /// The Neuron plugin's identity: a ServiceAccount and the node access it needs (it reads its
@@ -255,6 +260,156 @@ pub fn neuron_rbac() -> Vec<(&'static str, Value)> {
                     "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": "kube-system" }] }),
         ),
     ]
+}
+
+/// GPUDirect on GKE: TCPX (A3 High and Edge, 4 GPU networks) or TCPXO (A3 Mega, 8).
+pub struct GpuDirect {
+    /// `tcpx` or `tcpxo`: names the installer (`nccl-tcpx-installer`) and its config map.
+    pub flavour: &'static str,
+    /// The NCCL plugin image the installer copies onto the node.
+    pub installer_image: &'static str,
+}
+
+/// GPUDirect-TCPX's NCCL plugin (A3 High, A3 Edge).
+pub const TCPX: GpuDirect = GpuDirect {
+    flavour: "tcpx",
+    installer_image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+};
+
+/// GPUDirect-TCPXO's NCCL plugin (A3 Mega).
+pub const TCPXO: GpuDirect = GpuDirect {
+    flavour: "tcpxo",
+    installer_image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+};
+
+/// GKE's NRI device injector, which hands a pod's containers the GPU devices its annotations
+/// name (the TCPX receive daemon needs them), pinned by digest.
+const NRI_INJECTOR_IMAGE: &str =
+    "gcr.io/gke-release/nri-device-injector@sha256:7704e2bd74b8edbb76b6913c7904cc2362f1fa887c4d4aba7b19778ea353537c";
+
+/// The settings a `kubernetes = { … }` table of a `gke` block takes.
+pub const GKE_SETTINGS: &[&str] = &["gpudirect", "wait_ready"];
+
+/// The `GKENetworkParamSet` and `Network` that make GPU network `n` (its VPC and subnetwork
+/// names, `${…}` templates) a device network pods name `vpc<n>` in their
+/// `networking.gke.io/interfaces` annotation.
+pub fn gpu_network(n: usize, vpc: Value, subnetwork: Value) -> (Value, Value) {
+    let name = format!("vpc{n}");
+    let params = json!({
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": { "name": name, "labels": labels("gpudirect") },
+        "spec": { "vpc": vpc, "vpcSubnet": subnetwork, "deviceMode": "NetDevice" },
+    });
+    let network = json!({
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "Network",
+        "metadata": { "name": name, "labels": labels("gpudirect") },
+        "spec": { "type": "Device", "parametersRef": { "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name } },
+    });
+    (params, network)
+}
+
+/// Node affinity on the GPU types GKE labels its nodes with.
+fn on_accelerators(accelerators: &[String]) -> Value {
+    json!({ "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [
+        { "matchExpressions": [{ "key": "cloud.google.com/gke-accelerator", "operator": "In", "values": accelerators }] }
+    ] } } })
+}
+
+/// The DaemonSet that installs the NCCL plugin of `direct` on the nodes with `accelerators`
+/// (a privileged init container copies it into `/home/kubernetes/bin/nvidia/lib64`), and the
+/// NCCL settings workloads read from the `nccl-<flavour>-config` config map.
+pub fn nccl_installer(direct: &GpuDirect, accelerators: &[String], networks: usize) -> (Value, Value) {
+    let name = format!("nccl-{}-installer", direct.flavour);
+    let mut pod = on_gpu_nodes(accelerators);
+    pod["volumes"] = json!([
+        { "name": "var-lib", "hostPath": { "path": "/var/lib" } },
+        { "name": "library-dir-host", "hostPath": { "path": "/home/kubernetes/bin" } },
+    ]);
+    pod["initContainers"] = json!([{
+        "name": "nccl-plugin-installer",
+        "image": direct.installer_image,
+        "command": ["/scripts/container_entry.sh", "install", "--install-nccl"],
+        "securityContext": { "privileged": true },
+        "volumeMounts": [
+            { "name": "var-lib", "mountPath": "/var/lib" },
+            { "name": "library-dir-host", "mountPath": "/usr/local" },
+        ],
+    }]);
+    pod["containers"] = json!([{ "name": "pause", "image": "registry.k8s.io/pause:3.10" }]);
+    let installer = daemon_set(&name, pod);
+    let interfaces: Vec<String> = (1..=networks).map(|n| format!("eth{n}")).collect();
+    let prefix = if direct.flavour == "tcpx" {
+        "NCCL_GPUDIRECTTCPX"
+    } else {
+        "NCCL_FASTRAK"
+    };
+    let mut data = Map::new();
+    data.insert("NCCL_SOCKET_IFNAME".into(), json!("eth0"));
+    let ifname = if direct.flavour == "tcpx" {
+        format!("{prefix}_SOCKET_IFNAME")
+    } else {
+        format!("{prefix}_IFNAME")
+    };
+    data.insert(ifname, json!(interfaces.join(",")));
+    data.insert(format!("{prefix}_CTRL_DEV"), json!("eth0"));
+    data.insert("NCCL_CROSS_NIC".into(), json!("0"));
+    data.insert("NCCL_ALGO".into(), json!("Ring,Tree"));
+    data.insert("NCCL_PROTO".into(), json!("Simple"));
+    data.insert("NCCL_NET_GDR_LEVEL".into(), json!("PIX"));
+    data.insert("NCCL_P2P_PXN_LEVEL".into(), json!("0"));
+    data.insert("LD_LIBRARY_PATH".into(), json!("/usr/local/nvidia/lib64"));
+    let config = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": { "name": format!("nccl-{}-config", direct.flavour), "namespace": "default", "labels": labels(&name) },
+        "data": data,
+    });
+    (installer, config)
+}
+
+/// GKE's NRI device injector on the nodes with `accelerators`.
+pub fn nri_injector(accelerators: &[String]) -> Value {
+    let mut pod = on_gpu_nodes(accelerators);
+    pod["containers"] = json!([{
+        "name": "device-injector",
+        "image": NRI_INJECTOR_IMAGE,
+        "securityContext": { "privileged": true },
+        "volumeMounts": [{ "name": "nri", "mountPath": "/var/run/nri" }],
+    }]);
+    pod["volumes"] = json!([{ "name": "nri", "hostPath": { "path": "/var/run/nri" } }]);
+    daemon_set("nri-device-injector", pod)
+}
+
+/// The pod spec a GPU node's system daemon starts from: on the nodes with `accelerators`,
+/// tolerating everything, in the host's network and process namespaces.
+fn on_gpu_nodes(accelerators: &[String]) -> Value {
+    json!({
+        "priorityClassName": "system-node-critical",
+        "affinity": on_accelerators(accelerators),
+        "tolerations": [{ "operator": "Exists" }],
+        "hostNetwork": true,
+        "hostPID": true,
+    })
+}
+
+/// The readiness wait a cluster block's `kubernetes = { wait_ready = … }` asks for: `None` to
+/// skip it, else the time (`null`: the default).
+pub fn wait_ready(settings: Option<&Value>) -> Result<Option<Value>, ComponentError> {
+    match settings.and_then(|s| s.get("wait_ready")) {
+        None | Some(Value::Bool(true)) => Ok(Some(Value::Null)),
+        Some(Value::Bool(false)) => Ok(None),
+        Some(Value::String(t)) if humantime::parse_duration(t).is_ok() => Ok(Some(json!(t))),
+        Some(other) => Err(ComponentError::at(
+            "kubernetes.wait_ready",
+            format!(
+                "`wait_ready` must be true, false or a duration, not {}",
+                crate::schema::describe(other)
+            ),
+            "write `wait_ready = \"45m\"`, or `wait_ready = false` to skip the readiness check",
+        )),
+    }
 }
 
 /// A shared file system as Kubernetes mounts it: a statically provisioned ReadWriteMany

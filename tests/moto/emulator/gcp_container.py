@@ -235,7 +235,11 @@ def publish_nodes(project, cluster, pool_name, pool):
     nodes = []
     if pool is not None and pool.get("status") == "RUNNING":
         config = pool.get("config", {})
-        gpus = sum(int(a.get("acceleratorCount", 0)) for a in config.get("accelerators", []))
+        accelerators = config.get("accelerators", [])
+        gpus = sum(int(a.get("acceleratorCount", 0)) for a in accelerators)
+        # GKE installs the driver and runs its own device plugin unless the pool turns it off.
+        driver = all((a.get("gpuDriverInstallationConfig") or {}).get("gpuDriverVersion", "INSTALLATION_DISABLED")
+                     != "INSTALLATION_DISABLED" for a in accelerators)
         taints = [{"key": t["key"], "value": t.get("value", ""), "effect": TAINT_EFFECTS.get(t.get("effect"), t.get("effect"))}
                   for t in config.get("taints", [])]
         if gpus:
@@ -244,8 +248,13 @@ def publish_nodes(project, cluster, pool_name, pool):
             for i in range(pool["_size"]):
                 labels = {**config.get("labels", {}), "node.kubernetes.io/instance-type": config.get("machineType", ""),
                           "topology.kubernetes.io/zone": zone, "forge.emulator/gpus": str(gpus)}
+                allocatable = {"cpu": "208", "memory": "1800Gi", "pods": "110"}
+                if gpus:
+                    labels["cloud.google.com/gke-accelerator"] = accelerators[0].get("acceleratorType", "")
+                    if driver:
+                        allocatable["nvidia.com/gpu"] = str(gpus)
                 name = f"gke-{cluster['name'][:12]}-{pool_name[:12]}-{zone[-1]}{i:03d}"
-                nodes.append((name, labels, taints, {"cpu": "208", "memory": "1800Gi", "pods": "110"}))
+                nodes.append((name, labels, taints, allocatable))
     try:
         kubernetes.set_nodes(api_server(project, cluster["location"], cluster["name"]), "cloud.google.com/gke-nodepool", pool_name, nodes)
     except KeyError:

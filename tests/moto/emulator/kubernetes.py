@@ -65,6 +65,11 @@ KINDS = [
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"]),
     ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"]),
 ]
+# What GKE serves besides: multi-networking's objects.
+GKE_KINDS = [
+    ("networking.gke.io", "v1", "gkenetworkparamsets", "GKENetworkParamSet", False, ["gnp"]),
+    ("networking.gke.io", "v1", "networks", "Network", False, []),
+]
 VERBS = ["create", "delete", "get", "list", "patch", "update"]
 # A device plugin's image repository (its last path segment) -> the extended resource it
 # advertises and the node label that tells how many devices a node has.
@@ -232,8 +237,9 @@ class Cluster:
     # --- kinds ----------------------------------------------------------------------------------
 
     def kinds(self):
-        """Every kind served now: the built-in ones and the custom resources of Established CRDs."""
-        served = list(KINDS)
+        """Every kind served now: the built-in ones (GKE's own on a GKE cluster) and the custom
+        resources of Established CRDs."""
+        served = list(KINDS) + (GKE_KINDS if self.key.startswith("gke/") else [])
         for crd in self.list_of("apiextensions.k8s.io", "customresourcedefinitions", None):
             if not self.established(crd):
                 continue
