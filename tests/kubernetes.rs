@@ -175,7 +175,7 @@ fn bert_on_trn1_gets_the_neuron_plugin_with_its_rbac_and_efa() {
 }
 
 #[test]
-fn drift_sees_a_deleted_daemonset_and_up_brings_it_back_and_a_removed_plugin_is_pruned() {
+fn drift_sees_a_deleted_or_changed_daemonset_and_up_brings_it_back_and_a_removed_plugin_is_pruned() {
     let w = World::new();
     w.write("nemo.toml", NEMO);
     w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
@@ -191,6 +191,31 @@ fn drift_sees_a_deleted_daemonset_and_up_brings_it_back_and_a_removed_plugin_is_
     assert!(deleted.contains("eks.nemo.k8s.nvidia_device_plugin.daemonset"), "{deleted}");
     w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
     assert!(rt.block_on(daemonsets.get_opt("nvidia-device-plugin")).unwrap().is_some());
+
+    // Someone swaps the plugin's image: drift names the field, and `up` puts forge's back.
+    let swap = serde_json::json!({ "spec": { "template": { "spec": { "containers": [{ "name": "nvidia-device-plugin", "image": "example.com/other:v1" }] } } } });
+    rt.block_on(daemonsets.patch(
+        "nvidia-device-plugin",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&swap),
+    ))
+    .unwrap();
+    let (code, report, _) = w.forge(&["drift", "nemo.toml", "--json"]);
+    assert_eq!(code, 2);
+    assert!(report.contains("manifest.spec.template.spec.containers.0.image"), "{report}");
+    assert!(report.contains("example.com/other:v1"), "{report}");
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    let image = rt
+        .block_on(daemonsets.get("nvidia-device-plugin"))
+        .unwrap()
+        .spec
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("nvcr.io/nvidia/k8s-device-plugin:v0.20.0"));
 
     // Turning the EFA plugin off removes its DaemonSet.
     w.write(
@@ -391,4 +416,49 @@ fn the_machines_kubectl_sees_what_forge_applied() {
         assert!(listed.contains(name), "{name} in {listed}");
     }
     w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
+
+#[test]
+fn a_run_killed_after_its_apply_took_effect_is_adopted_by_the_next() {
+    let w = World::new();
+    let without = MANIFEST_STACK.replace("[k8s_manifest.queue]\ncluster = \"eks.train\"\nfile = \"queue.yaml\"\n", "");
+    w.write("queues.toml", &without);
+    w.ok(&["up", "queues.toml", "--yes"]);
+    let facts_only =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-facts\n  namespace: default\ndata:\n  cluster: ${eks.train.name}\n";
+    w.write("queue.yaml", facts_only);
+    w.write("queues.toml", MANIFEST_STACK);
+    let cluster = format!("eks/{}/us-west-2/train", w.account);
+    let stall = |seconds: u32| {
+        let body = format!(r#"{{"cluster": "{cluster}", "path": "configmaps/cluster-facts", "seconds": {seconds}}}"#);
+        assert_eq!(support::request("POST", "/_forge/kubernetes/stall", &body).0, 200);
+    };
+    // The apply takes effect, its answer is held back, and forge is killed meanwhile.
+    stall(60);
+    let mut run = support::aws_forge(w.dir.path(), &w.account, &["up", "queues.toml", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !w
+        .requests("train")
+        .iter()
+        .any(|r| r["method"] == "PATCH" && r["path"].as_str().unwrap_or("").contains("configmaps/cluster-facts"))
+    {
+        assert!(started.elapsed().as_secs() < 60, "forge never applied the config map");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    stall(0);
+    // The next run finds the object its interrupted create made (its token) and adopts it,
+    // instead of refusing an object it does not know.
+    let stderr = w.ok(&["up", "queues.toml", "--yes"]);
+    assert!(!stderr.contains("already exists"), "{stderr}");
+    let (code, _, stderr) = w.forge(&["plan", "queues.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, list, _) = w.forge(&["state", "list", "queues.toml"]);
+    assert!(list.contains("k8s_manifest.queue.configmap.default.cluster_facts"), "{list}");
+    w.ok(&["destroy", "queues.toml", "--yes"]);
 }

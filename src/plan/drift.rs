@@ -269,23 +269,33 @@ fn covers(rule: &str, attribute: &str) -> bool {
 }
 
 /// Appends the differences between an applied value and the live one: tables key by key (only
-/// the keys the stack set), anything else as a whole.
+/// the keys the stack set), lists of tables of the same length item by item (so what a server
+/// fills into each item — a container's defaults — never counts), anything else as a whole.
 fn differences(path: Vec<String>, applied: &Value, live: &Value, out: &mut Vec<AttributeDrift>) {
-    if let Value::Object(applied) = applied {
-        let empty = serde_json::Map::new();
-        let live = live.as_object().unwrap_or(&empty);
-        for (key, value) in applied {
-            let mut inner = path.clone();
-            inner.push(key.clone());
-            differences(inner, value, live.get(key).unwrap_or(&Value::Null), out);
+    match (applied, live) {
+        (Value::Object(applied), _) => {
+            let empty = serde_json::Map::new();
+            let live = live.as_object().unwrap_or(&empty);
+            for (key, value) in applied {
+                let mut inner = path.clone();
+                inner.push(key.clone());
+                differences(inner, value, live.get(key).unwrap_or(&Value::Null), out);
+            }
         }
-    } else if applied != live {
-        out.push(AttributeDrift {
+        (Value::Array(applied), Value::Array(items)) if applied.len() == items.len() && applied.iter().all(Value::is_object) => {
+            for (i, (value, now)) in applied.iter().zip(items).enumerate() {
+                let mut inner = path.clone();
+                inner.push(i.to_string());
+                differences(inner, value, now, out);
+            }
+        }
+        _ if applied != live => out.push(AttributeDrift {
             attribute: path.join("."),
             applied: applied.clone(),
             live: live.clone(),
             path,
-        });
+        }),
+        _ => {}
     }
 }
 
@@ -294,7 +304,16 @@ fn set_path(value: &mut Value, path: &[String], to: &Value) {
     let (last, parents) = path.split_last().expect("paths are never empty");
     let mut cur = value;
     for segment in parents {
-        if !cur.get(segment).is_some_and(Value::is_object) {
+        // An item of a list (drift compares lists of tables item by item).
+        if let Some(i) = segment
+            .parse::<usize>()
+            .ok()
+            .filter(|i| cur.as_array().is_some_and(|a| *i < a.len()))
+        {
+            cur = &mut cur[i];
+            continue;
+        }
+        if !cur.get(segment).is_some_and(|v| v.is_object() || v.is_array()) {
             cur[segment.as_str()] = Value::Object(Default::default());
         }
         cur = &mut cur[segment.as_str()];
@@ -312,6 +331,24 @@ fn set_path(value: &mut Value, path: &[String], to: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lists_of_tables_compare_item_by_item() {
+        let applied = json!({ "containers": [{ "name": "plugin", "image": "a:1" }] });
+        let defaulted = json!({ "containers": [{ "name": "plugin", "image": "a:1", "imagePullPolicy": "IfNotPresent" }] });
+        let mut out = Vec::new();
+        differences(vec!["spec".into()], &applied, &defaulted, &mut out);
+        assert!(out.is_empty(), "what the server fills in is no drift: {out:?}");
+        let changed = json!({ "containers": [{ "name": "plugin", "image": "a:2" }] });
+        differences(vec!["spec".into()], &applied, &changed, &mut out);
+        assert_eq!(out[0].attribute, "spec.containers.0.image");
+        let mut live = applied.clone();
+        set_path(&mut live, &out[0].path[1..], &out[0].live);
+        assert_eq!(live, changed, "the live value lands in the list's item");
+        let mut more = Vec::new();
+        differences(vec!["spec".into()], &applied, &json!({ "containers": [] }), &mut more);
+        assert_eq!(more[0].attribute, "spec.containers", "another length: the list as a whole");
+    }
 
     #[test]
     fn only_declared_keys_of_tables_compare() {

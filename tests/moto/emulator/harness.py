@@ -26,7 +26,8 @@
     /_forge/kubernetes/clusters {"cluster"} starts one and answers its endpoint and CA; POST
     /_forge/kubernetes/nodes sets a node group's Nodes; GET /_forge/kubernetes/requests?cluster=
     lists what it answered, with each bearer token; POST /_forge/kubernetes/webhook makes a
-    group's admission webhook unavailable for some seconds;
+    group's admission webhook unavailable for some seconds; POST /_forge/kubernetes/stall makes
+    writes to matching paths answer only after some seconds (they take effect at once);
   * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
     as for faults), as a server that ignores or widens a filter would: what forge's ownership
     checks must not rely on.
@@ -225,6 +226,9 @@ class Harness:
             elif path == "/_forge/kubernetes/requests":
                 cluster = query.get("cluster", [""])[0]
                 result = [{"method": m, "path": p, "token": t} for m, p, t in kubernetes.requests(cluster)]
+            elif path == "/_forge/kubernetes/stall":
+                kubernetes.stall(payload["cluster"], payload["path"], float(payload["seconds"]))
+                result = {}
             elif path == "/_forge/kubernetes/webhook":
                 kubernetes.webhook_down(payload["cluster"], payload["group"], float(payload["seconds"]))
                 result = {}

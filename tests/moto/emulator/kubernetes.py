@@ -133,6 +133,26 @@ def not_found(plural, group, name):
     return ApiError(404, "NotFound", f'{resource} "{name}" not found', {"name": name, "group": group, "kind": plural})
 
 
+def defaults(kind, obj):
+    """What a real API server fills into a workload it stores, as drift checks meet it."""
+    if kind not in ("DaemonSet", "Deployment"):
+        return
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("revisionHistoryLimit", 10)
+    if kind == "Deployment":
+        spec.setdefault("replicas", 1)
+    pod = spec.setdefault("template", {}).setdefault("spec", {})
+    for key, value in (("restartPolicy", "Always"), ("dnsPolicy", "ClusterFirst"), ("schedulerName", "default-scheduler"),
+                       ("terminationGracePeriodSeconds", 30), ("securityContext", {})):
+        pod.setdefault(key, value)
+    for container in pod.get("initContainers", []) + pod.get("containers", []):
+        image = container.get("image", "")
+        container.setdefault("imagePullPolicy", "Always" if image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1] else "IfNotPresent")
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        container.setdefault("resources", {})
+
+
 def leaves(value, prefix=()):
     """The leaf paths of an object's fields (lists are atomic), as managed fields track them."""
     if isinstance(value, dict) and value:
@@ -217,6 +237,7 @@ class Cluster:
         self.version = 1
         self.log = []  # (method, path, bearer token)
         self.webhooks = {}  # group -> when it becomes ready (epoch seconds)
+        self.stalls = {}  # path substring -> seconds a write to it waits before its answer
         self.ca, cert, key_pem = certificates()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.cluster = self
@@ -296,6 +317,7 @@ class Cluster:
             if ready is not None and time.time() < ready:
                 raise ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "validate.{group}": failed to call '
                                f'webhook: Post "https://webhook-service.{group}.svc:443/validate?timeout=10s": no endpoints available for service')
+        defaults(kind_name, obj)
         meta = obj["metadata"]
         if created or obj.get("spec") != meta.get("_spec"):
             meta["generation"] = meta.get("generation", 0) + 1
@@ -419,6 +441,10 @@ class Handler(BaseHTTPRequestHandler):
                 status, body = route(cluster, method, path.rstrip("/") or "/", query, raw, self.headers.get("Content-Type", ""))
             except ApiError as e:
                 status, body = e.code, e.body()
+            stall = next((seconds for part, seconds in cluster.stalls.items() if method != "GET" and part in path), 0)
+        # A stalled write has taken effect; its answer comes late (a client killed meanwhile
+        # never learns of it).
+        time.sleep(stall)
         self.answer(status, body)
 
 
@@ -648,6 +674,13 @@ def requests(key):
     cluster = cluster_of(key)
     with cluster.lock:
         return list(cluster.log)
+
+
+def stall(key, path, seconds):
+    """Writes to paths containing `path` take effect at once and answer after `seconds`."""
+    cluster = cluster_of(key)
+    with cluster.lock:
+        cluster.stalls[path] = seconds
 
 
 def webhook_down(key, group, seconds):
