@@ -145,14 +145,23 @@ fn nemo_on_p5_comes_up_with_its_device_plugins_and_claim_and_waits_until_ready()
 }
 
 #[test]
-fn bert_on_trn1_gets_the_neuron_plugin_with_its_rbac_and_efa() {
+fn bert_on_trn1_gets_the_neuron_plugin_with_its_rbac_and_efa_and_its_claim_a_namespace() {
     let w = World::new();
-    w.write("bert.toml", BERT);
-    let stderr = w.ok(&["up", "bert.toml", "--yes"]);
+    // The claim in a namespace of its own, which the cluster block makes.
+    let stack = BERT.replace(
+        "clients = [\"eks.bert\"]",
+        "clients = [\"eks.bert\"]\nkubernetes = { claim = \"datasets\", namespace = \"training\" }",
+    );
+    assert_ne!(stack, BERT);
+    w.write("bert.toml", &stack);
+    // A saved plan waits for readiness as `up FILE` does.
+    w.ok(&["plan", "bert.toml", "--out", "bert.plan"]);
+    let stderr = w.ok(&["up", "bert.plan", "--yes"]);
     assert!(
         stderr.contains("node group `trn`: 2 nodes, each aws.amazon.com/neuron 16, vpc.amazonaws.com/efa 8"),
         "{stderr}"
     );
+    assert!(stderr.contains("claim training/datasets Bound"), "{stderr}");
     runtime().block_on(async {
         let client = w.cluster("bert.toml", "eks.bert").await;
         let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), "kube-system");
@@ -168,8 +177,10 @@ fn bert_on_trn1_gets_the_neuron_plugin_with_its_rbac_and_efa() {
             ["aws-efa-k8s-device-plugin", "neuron-device-plugin"],
             "no NVIDIA plugin on Trainium"
         );
-        let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client);
+        let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client.clone());
         assert!(bindings.get_opt("neuron-device-plugin").await.unwrap().is_some());
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+        assert!(namespaces.get_opt("training").await.unwrap().is_some());
     });
     w.ok(&["destroy", "bert.toml", "--yes"]);
 }

@@ -27,7 +27,8 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
             )
             .into());
         }
-        return session.apply(&plan, &store, loaded, Consent { yes: true, ..consent });
+        let exit = session.apply(&plan, &store, loaded, Consent { yes: true, ..consent })?;
+        return ready_after(session, exit, wait_ready, &plan, &store);
     }
     let (stack, graph) = session.load_checked(file, true)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
@@ -47,19 +48,24 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
         &drift,
     )?;
     let exit = session.apply(&plan, &store, loaded, consent)?;
-    if exit != Exit::Ok || !wait_ready || stack.readiness.is_empty() {
-        return Ok(exit);
-    }
-    let state = store.load(&stack.name)?.state;
-    wait_until_ready(session, &stack, &state)
+    ready_after(session, exit, wait_ready, &plan, &store)
 }
 
-/// Waits for the stack's readiness checks, evaluated against the applied state, and prints
+/// After a successful apply (and unless `--no-wait-ready`), the plan's readiness checks.
+fn ready_after(session: &Session, exit: Exit, wait_ready: bool, plan: &Plan, store: &crate::state::Store) -> Result<Exit> {
+    if exit != Exit::Ok || !wait_ready || plan.readiness.is_empty() {
+        return Ok(exit);
+    }
+    let state = store.load(&plan.stack)?.state;
+    wait_until_ready(session, plan, &state)
+}
+
+/// Waits for the plan's readiness checks, evaluated against the applied state, and prints
 /// what each cluster reports; fails naming what is missing where.
 #[cfg(any(feature = "aws", feature = "gcp"))]
-fn wait_until_ready(session: &Session, stack: &crate::stack::Stack, state: &crate::state::State) -> Result<Exit> {
+fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
     let mut checks = Vec::new();
-    for template in &stack.readiness {
+    for template in &plan.readiness {
         let value = crate::apply::evaluate(state, template)
             .map_err(|e| CommandError::new(format!("cannot evaluate a readiness check: {e}"), "run `forge up` again"))?;
         let check: crate::provider::k8s::ready::Check = serde_json::from_value(value).map_err(|e| {
@@ -75,7 +81,7 @@ fn wait_until_ready(session: &Session, stack: &crate::stack::Stack, state: &crat
         "Waiting until {} cluster(s) are ready for work (skip with --no-wait-ready)",
         checks.len()
     ));
-    let cloud = crate::provider::Cloud::new(stack.providers.clone());
+    let cloud = crate::provider::Cloud::new(plan.providers.clone());
     let printer = &session.printer;
     let status = |line: &str| printer.detail(line);
     let runtime = super::runtime()?;
@@ -98,7 +104,7 @@ fn wait_until_ready(session: &Session, stack: &crate::stack::Stack, state: &crat
 
 /// Without a cloud, no cluster to wait for.
 #[cfg(not(any(feature = "aws", feature = "gcp")))]
-fn wait_until_ready(_: &Session, _: &crate::stack::Stack, _: &crate::state::State) -> Result<Exit> {
+fn wait_until_ready(_: &Session, _: &Plan, _: &crate::state::State) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 

@@ -613,6 +613,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         .unwrap_or_else(|| "us-east-1".into());
     let cluster_ref = kubernetes::eks_cluster(address);
     parts.extend(device_plugins(address, settings, &served_by, &region, &cluster_ref)?);
+    parts.extend(kubernetes::namespaces(components, address, &cluster_ref));
     // On destroy, before the node groups and add-ons go: the load balancers and volumes that
     // Kubernetes made in the VPC.
     let teardown_after = nodegroup_addresses

@@ -282,6 +282,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let settings = input.config.get("kubernetes");
     kubernetes::check_keys(settings, "kubernetes", kubernetes::GKE_SETTINGS)?;
     let cluster_ref = kubernetes::gke_cluster(address);
+    parts.extend(kubernetes::namespaces(input.components, address, &cluster_ref));
     if settings.and_then(|s| s.get("gpudirect")) != Some(&Value::Bool(false)) {
         parts.extend(gpudirect_objects(&pools, &cluster_ref, &reference));
     }

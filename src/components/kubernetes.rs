@@ -6,6 +6,7 @@
 
 use super::{ComponentError, Part};
 use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A device plugin forge can install: its setting key, the DaemonSet's name and image, and
 /// its default version.
@@ -517,6 +518,39 @@ pub fn mount(
             .push(json!({ "cluster": cluster, "claims": [{ "namespace": namespace, "name": claim_name }] }));
     }
     Ok(mounted)
+}
+
+/// The namespaces other than `default` that the storage blocks listing the cluster block
+/// `address` as a client put their claims in: the cluster block makes them (one each, however
+/// many claims go there).
+pub fn claim_namespaces(components: &BTreeMap<String, Map<String, Value>>, address: &str) -> BTreeSet<String> {
+    components
+        .values()
+        .filter(|config| {
+            config
+                .get("clients")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|x| x.as_str() == Some(address)))
+        })
+        .filter_map(|config| config.get("kubernetes")?.get("namespace")?.as_str())
+        .filter(|ns| !BUILT_IN_NAMESPACES.contains(ns))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Namespaces every cluster has.
+const BUILT_IN_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The `k8s_object` parts of a cluster block (`address`) for the namespaces its clients' claims
+/// need (see [`claim_namespaces`]), at `k8s.namespace.<name>`.
+pub fn namespaces(components: &BTreeMap<String, Map<String, Value>>, address: &str, cluster: &str) -> Vec<Part> {
+    claim_namespaces(components, address)
+        .into_iter()
+        .map(|ns| {
+            let manifest = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns, "labels": labels(&ns) } });
+            object(format!("k8s.namespace.{ns}"), cluster, manifest, vec![])
+        })
+        .collect()
 }
 
 /// How a `k8s_object` names an `eks` block's cluster.

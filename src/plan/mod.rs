@@ -112,6 +112,10 @@ pub struct Plan {
     /// new ones, without a cloud call, so later deletes follow the stack's current order.
     #[serde(default)]
     pub dependency_updates: BTreeMap<String, Vec<String>>,
+    /// The readiness checks `up` makes after the apply (templates over the state; see
+    /// [`crate::stack::Stack::readiness`]), so a saved plan waits as `up FILE` does.
+    #[serde(default)]
+    pub readiness: Vec<Value>,
 }
 
 impl Plan {
@@ -267,6 +271,7 @@ pub fn plan(
         changes,
         unchanged,
         dependency_updates,
+        readiness: if mode == Mode::Apply { stack.readiness.clone() } else { Vec::new() },
     })
 }
 

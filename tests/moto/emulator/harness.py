@@ -225,7 +225,12 @@ class Harness:
                 result = {"nodes": len(nodes)}
             elif path == "/_forge/kubernetes/requests":
                 cluster = query.get("cluster", [""])[0]
-                result = [{"method": m, "path": p, "token": t} for m, p, t in kubernetes.requests(cluster)]
+                try:
+                    result = [{"method": m, "path": p, "token": t} for m, p, t in kubernetes.requests(cluster)]
+                except KeyError:
+                    body = json.dumps({"error": f"no cluster {cluster}"}).encode()
+                    start_response("404 Not Found", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+                    return [body]
             elif path == "/_forge/kubernetes/stall":
                 kubernetes.stall(payload["cluster"], payload["path"], float(payload["seconds"]))
                 result = {}
