@@ -23,10 +23,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-from emulator import ROOT, calls, control, emit, s3_bucket, start
+from emulator import ROOT, calls, control, emit, s3_bucket, running
 ACCOUNT = "210987654321"
 # The longest chain of calls one kind's read makes one after the other.
 ROUNDS = 2
@@ -39,11 +38,9 @@ def main():
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
 
-    work = tempfile.mkdtemp(prefix="forge-drift-bench-")
-    shutil.copytree(os.path.join(ROOT, "stacks"), os.path.join(work, "stacks"))
-    shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
-    forge, launcher, url = start(0.2)
-    try:
+    with running(0.2, "drift") as (forge, url, work):
+        shutil.copytree(os.path.join(ROOT, "stacks"), os.path.join(work, "stacks"))
+        shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
         env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
@@ -99,9 +96,6 @@ def main():
         lines.append(f"| model: one call per resource, one at a time | {per_resource:.2f} | {resources} |")
         lines.append(f"| model: one call per resource at Terraform's -parallelism=10 (not run: no provider offline) | {terraform_model:.2f} | {-(-resources // 10)} |")
         emit(lines, args.out)
-    finally:
-        launcher.terminate()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 Google emulators on one port) started on a free port, its control paths, and the state buckets
 a stack keeps its state in."""
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +26,19 @@ def start(phase_seconds):
     )
     url = "http://127.0.0.1:" + launcher.stdout.readline().strip().split("=", 1)[1]
     return os.path.join(ROOT, "target", "release", "forge"), launcher, url
+
+
+@contextlib.contextmanager
+def running(phase_seconds, name):
+    """A bench's run: forge and the launcher started (see `start`) and a working folder,
+    `(forge, url, work)`; the launcher stopped and the folder removed afterwards."""
+    work = tempfile.mkdtemp(prefix=f"forge-{name}-bench-")
+    forge, launcher, url = start(phase_seconds)
+    try:
+        yield forge, url, work
+    finally:
+        launcher.terminate()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def s3_bucket(url, account, name, region):

@@ -17,12 +17,10 @@ Usage: bench/gcp.py [--operation-seconds 1] [--latency-ms 20] [--out bench/gcp-r
 
 import argparse
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 
-from emulator import ROOT, calls, control, emit, gcs_bucket, start
+from emulator import ROOT, calls, control, emit, gcs_bucket, running
 PROJECT = "forge-bench"
 # stack file, its project line, how many operations deep `up` and `destroy` are
 STACKS = (("examples/gcp-vpc.toml", 'project = "my-project"', 2, 2),
@@ -36,9 +34,7 @@ def main():
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
 
-    work = tempfile.mkdtemp(prefix="forge-gcp-bench-")
-    forge, launcher, url = start(args.operation_seconds)
-    try:
+    with running(args.operation_seconds, "gcp") as (forge, url, work):
         env = dict(os.environ, CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
@@ -64,9 +60,6 @@ def main():
             lines += ["", f"`up` is {up_depth} operations deep ({up_depth * args.operation_seconds:.1f} s of operations on the critical "
                       f"path), `destroy` {destroy_depth} ({destroy_depth * args.operation_seconds:.1f} s); `plan` and `drift` write nothing."]
         emit(lines, args.out)
-    finally:
-        launcher.terminate()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

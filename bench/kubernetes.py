@@ -17,12 +17,10 @@ Usage: bench/kubernetes.py [--phase-seconds 1] [--out bench/kubernetes-results.m
 import argparse
 import collections
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 
-from emulator import ROOT, control, emit, gcs_bucket, start
+from emulator import ROOT, control, emit, gcs_bucket, running
 
 ACCOUNT = "314159265358"
 PROJECT = "forge-k8s-bench"
@@ -46,9 +44,7 @@ def main():
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
 
-    work = tempfile.mkdtemp(prefix="forge-k8s-bench-")
-    forge, launcher, url = start(args.phase_seconds)
-    try:
+    with running(args.phase_seconds, "k8s") as (forge, url, work):
         env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/",
@@ -82,9 +78,6 @@ def main():
                 if ready:
                     lines += [f"| | | {line} | |" for line in ready]
         emit(lines, args.out)
-    finally:
-        launcher.terminate()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

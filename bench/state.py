@@ -20,12 +20,10 @@ Usage: bench/state.py [--sizes 1000,10000] [--latency-ms 20] [--parallelism 1000
 
 import argparse
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 
-from emulator import calls, control, emit, gcs_bucket, s3_bucket, start
+from emulator import calls, control, emit, gcs_bucket, s3_bucket, running
 
 ACCOUNT = "123456789012"
 BUCKET = "forge-bench-state"
@@ -55,9 +53,7 @@ def main():
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
 
-    forge, launcher, url = start(0.1)
-    work = tempfile.mkdtemp(prefix="forge-state-bench-")
-    try:
+    with running(0.1, "state") as (forge, url, work):
         env = dict(os.environ, AWS_ENDPOINT_URL=url, STORAGE_EMULATOR_HOST=url, GOOGLE_OAUTH_ACCESS_TOKEN="bench", AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
@@ -99,9 +95,6 @@ def main():
                   f"(at most {per_layer:.1f} writes per layer here). S3's writes include one delete per folded segment; GCS "
                   "leaves them (the google-cloud-storage crate deletes only over gRPC)."]
         emit(lines, args.out)
-    finally:
-        launcher.terminate()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -77,10 +77,13 @@ fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State)
         checks.push(check);
     }
     let checks = crate::provider::k8s::ready::by_cluster(checks);
-    session.printer.info(&format!(
-        "Waiting until {} cluster(s) are ready for work (skip with --no-wait-ready)",
-        checks.len()
-    ));
+    let which = match checks.len() {
+        1 => "the cluster is".to_owned(),
+        n => format!("the {n} clusters are"),
+    };
+    session
+        .printer
+        .info(&format!("Waiting until {which} ready for work (skip with --no-wait-ready)"));
     let cloud = crate::provider::Cloud::new(plan.providers.clone());
     let printer = &session.printer;
     let status = |line: &str| printer.detail(line);
