@@ -967,7 +967,7 @@ fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
     let gcp = Gcp::new();
     gcp.write("nemo.toml", &seed_stack(&gcp));
     let stderr = gcp.ok(&["up", "nemo.toml", "--yes"]);
-    assert!(stderr.contains("node group `a3`: 4 nodes, each nvidia.com/gpu 8"), "{stderr}");
+    assert!(stderr.contains("node pool `a3`: 4 nodes, each nvidia.com/gpu 8"), "{stderr}");
     assert!(stderr.contains("claim default/shared-pvc Bound"), "{stderr}");
     let cluster = gcp.located("container", "us-central1/clusters/nemo");
     let endpoint = format!("https://{}", cluster["endpoint"].as_str().unwrap());

@@ -48,6 +48,17 @@ pub struct NodeGroup {
     pub devices: BTreeMap<String, i64>,
 }
 
+impl NodeGroup {
+    /// What the cloud calls it: a GKE node pool, else a node group.
+    fn noun(&self) -> &'static str {
+        if self.label == "cloud.google.com/gke-nodepool" {
+            "node pool"
+        } else {
+            "node group"
+        }
+    }
+}
+
 /// A claim that must be Bound.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +98,7 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
         if count < group.nodes {
             found
                 .missing
-                .push(format!("node group `{}` has {count} of {} nodes", group.name, group.nodes));
+                .push(format!("{} `{}` has {count} of {} nodes", group.noun(), group.name, group.nodes));
         }
         let mut short = Vec::new();
         for node in &listed.items {
@@ -120,9 +131,12 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
                     format!("{resource} {each}")
                 })
                 .collect();
-            found
-                .holds
-                .push(format!("node group `{}`: {count} nodes, each {}", group.name, devices.join(", ")));
+            found.holds.push(format!(
+                "{} `{}`: {count} nodes, each {}",
+                group.noun(),
+                group.name,
+                devices.join(", ")
+            ));
         }
         found.missing.extend(short);
     }
