@@ -176,6 +176,16 @@ pub struct ProviderError {
     pub retryable: bool,
 }
 
+impl ProviderError {
+    /// An error no retry mends (bad input, a missing setting): said once, not tried again.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        ProviderError {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
 /// A resource kind, e.g. `null` or `aws_vpc`, as its file writes it: a declaration, a few
 /// plain methods, and the cloud calls as `async fn`s. The engine holds kinds as [`Kind`]s.
 pub trait Resource: Send + Sync + 'static {

@@ -16,10 +16,6 @@ pub struct Access {
     pub token: String,
 }
 
-fn fail(message: String) -> ProviderError {
-    ProviderError { message, retryable: false }
-}
-
 /// The access to `cluster`, or `None` when the cloud no longer has it.
 pub async fn access(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Access>, ProviderError> {
     match cluster {
@@ -28,7 +24,9 @@ pub async fn access(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Access
         #[cfg(feature = "gcp")]
         ClusterRef::Gke(id) => gke(cloud, id).await,
         #[allow(unreachable_patterns)]
-        other => Err(fail(format!("this forge was built without the cloud of cluster `{other}`"))),
+        other => Err(ProviderError::permanent(format!(
+            "this forge was built without the cloud of cluster `{other}`"
+        ))),
     }
 }
 
@@ -40,7 +38,9 @@ pub async fn exists(cloud: &Cloud, cluster: &ClusterRef) -> Result<bool, Provide
         #[cfg(feature = "gcp")]
         ClusterRef::Gke(id) => Ok(crate::provider::gcp::get_cluster(cloud.gcp().await?, id).await?.is_some()),
         #[allow(unreachable_patterns)]
-        other => Err(fail(format!("this forge was built without the cloud of cluster `{other}`"))),
+        other => Err(ProviderError::permanent(format!(
+            "this forge was built without the cloud of cluster `{other}`"
+        ))),
     }
 }
 
@@ -76,14 +76,14 @@ async fn eks_token(aws: &crate::provider::aws::Clients, name: &str) -> Result<St
         .sdk
         .region()
         .map(|r| r.to_string())
-        .ok_or_else(|| fail("no AWS region: set `region` in `[aws]` or AWS_REGION".into()))?;
+        .ok_or_else(|| ProviderError::permanent("no AWS region: set `region` in `[aws]` or AWS_REGION"))?;
     let credentials = aws
         .sdk
         .credentials_provider()
-        .ok_or_else(|| fail("no AWS credentials to sign the cluster token with".into()))?
+        .ok_or_else(|| ProviderError::permanent("no AWS credentials to sign the cluster token with"))?
         .provide_credentials()
         .await
-        .map_err(|e| fail(format!("cannot load AWS credentials for the cluster token: {e} ({})", aws.context)))?;
+        .map_err(|e| ProviderError::permanent(format!("cannot load AWS credentials for the cluster token: {e} ({})", aws.context)))?;
     let identity = credentials.into();
     let mut settings = SigningSettings::default();
     settings.signature_location = SignatureLocation::QueryParams;
@@ -95,19 +95,19 @@ async fn eks_token(aws: &crate::provider::aws::Clients, name: &str) -> Result<St
         .time(std::time::SystemTime::now())
         .settings(settings)
         .build()
-        .map_err(|e| fail(format!("cannot sign the cluster token: {e}")))?
+        .map_err(|e| ProviderError::permanent(format!("cannot sign the cluster token: {e}")))?
         .into();
     let url = format!("https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15");
     let signable = SignableRequest::new("GET", &url, [("x-k8s-aws-id", name)].into_iter(), SignableBody::Bytes(&[]))
-        .map_err(|e| fail(format!("cannot sign the cluster token: {e}")))?;
+        .map_err(|e| ProviderError::permanent(format!("cannot sign the cluster token: {e}")))?;
     let (instructions, _) = sign(signable, &params)
-        .map_err(|e| fail(format!("cannot sign the cluster token: {e}")))?
+        .map_err(|e| ProviderError::permanent(format!("cannot sign the cluster token: {e}")))?
         .into_parts();
     let mut request = http::Request::builder()
         .uri(&url)
         .header("x-k8s-aws-id", name)
         .body(())
-        .map_err(|e| fail(format!("cannot sign the cluster token: {e}")))?;
+        .map_err(|e| ProviderError::permanent(format!("cannot sign the cluster token: {e}")))?;
     instructions.apply_to_request_http1x(&mut request);
     let presigned = request.uri().to_string();
     Ok(format!(

@@ -73,6 +73,8 @@ impl fmt::Display for ClusterRef {
 
 /// One cluster's client and the kinds discovery found served there.
 pub struct Connection {
+    /// The cluster it reaches (for errors).
+    pub cluster: ClusterRef,
     /// The client, with its bearer token.
     pub client: kube::Client,
     made: Instant,
@@ -107,6 +109,7 @@ pub async fn connect(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Arc<C
         .map_err(|e| fail(cluster, format!("cannot read its endpoint or CA: {e}")))?;
     let client = kube::Client::try_from(config).map_err(|e| fail(cluster, format!("cannot make its client: {e}")))?;
     let connection = Arc::new(Connection {
+        cluster: cluster.clone(),
         client,
         made: Instant::now(),
         kinds: Default::default(),
@@ -116,10 +119,7 @@ pub async fn connect(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Arc<C
 }
 
 fn fail(cluster: &ClusterRef, message: String) -> ProviderError {
-    ProviderError {
-        message: format!("cluster `{cluster}`: {message}"),
-        retryable: false,
-    }
+    ProviderError::permanent(format!("cluster `{cluster}`: {message}"))
 }
 
 /// Where one object lives: its API and name.
@@ -173,7 +173,7 @@ impl Identity {
 impl Connection {
     /// The API of `identity`'s kind and the object's name; `Ok(None)` while the cluster does
     /// not serve the kind (its CRD not yet Established).
-    pub async fn target(&self, identity: &Identity) -> Result<Option<Target>, kube::Error> {
+    pub async fn target(&self, identity: &Identity) -> Result<Option<Target>, ProviderError> {
         let key = (identity.api_version.clone(), identity.kind.clone());
         let known = self.kinds.lock().expect("no panics while held").get(&key).cloned();
         let (resource, capabilities) = match known {
@@ -188,7 +188,7 @@ impl Connection {
                     }
                     Err(kube::Error::Discovery(_)) => return Ok(None),
                     Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(error(&self.cluster, "discovery", e)),
                 }
             }
         };

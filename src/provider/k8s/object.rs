@@ -30,15 +30,11 @@ attributes! {
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
-fn fail(message: String) -> ProviderError {
-    ProviderError { message, retryable: false }
-}
-
 /// A config's cluster, object identity and manifest.
 fn parts(ctx: &Ctx, config: &Value) -> Result<(ClusterRef, Identity, Value), ProviderError> {
     let Config { cluster, manifest } = crate::provider::parse(ctx, config)?;
     let manifest = Value::Object(manifest.into_iter().collect());
-    let identity = Identity::of(&manifest).map_err(|e| fail(format!("`{}`: {e}", ctx.address)))?;
+    let identity = Identity::of(&manifest).map_err(|e| ProviderError::permanent(format!("`{}`: {e}", ctx.address)))?;
     Ok((ClusterRef::parse(&cluster)?, identity, manifest))
 }
 
@@ -54,7 +50,7 @@ fn id_of(cluster: &ClusterRef, identity: &Identity) -> String {
 /// Reads an id back.
 fn parse_id(id: &str) -> Result<(ClusterRef, Identity), ProviderError> {
     let bad = || {
-        fail(format!(
+        ProviderError::permanent(format!(
             "`{id}` is not a Kubernetes object id (`<cluster>: <apiVersion> <kind> [<namespace>/]<name>`)"
         ))
     };
@@ -82,7 +78,16 @@ fn parse_id(id: &str) -> Result<(ClusterRef, Identity), ProviderError> {
 async fn reach(cloud: &Cloud, cluster: &ClusterRef) -> Result<Arc<Connection>, ProviderError> {
     super::connect(cloud, cluster)
         .await?
-        .ok_or_else(|| fail(format!("cluster `{cluster}` does not exist (any more)")))
+        .ok_or_else(|| ProviderError::permanent(format!("cluster `{cluster}` does not exist (any more)")))
+}
+
+/// Where the object `identity` names lives in `cluster`; `None` when the cluster is gone or no
+/// longer serves its kind (then the object is gone too).
+async fn locate(cloud: &Cloud, cluster: &ClusterRef, identity: &Identity) -> Result<Option<Target>, ProviderError> {
+    match super::connect(cloud, cluster).await? {
+        Some(connection) => connection.target(identity).await,
+        None => Ok(None),
+    }
 }
 
 /// An object's forge annotations, if it has them: (stack, address, token).
@@ -122,7 +127,7 @@ async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, 
     let limit = timeout(config, if token.is_some() { "create" } else { "update" }, APPLY_TIMEOUT);
     let label = identity.label();
     let applied = wait_until(ctx, limit, || async {
-        let Some(target) = connection.target(&identity).await.map_err(|e| super::error(&cluster, "discovery", e))? else {
+        let Some(target) = connection.target(&identity).await? else {
             return Ok(Poll::Pending(format!("waiting for the cluster to serve {} {}", identity.api_version, identity.kind)));
         };
         let live = get(&cluster, &target).await?;
@@ -153,7 +158,7 @@ async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, 
         }
     })
     .await?;
-    settle(ctx, &connection, &cluster, &identity, limit).await?;
+    settle(ctx, &connection, &identity, limit).await?;
     Ok(json!({
         "id": id_of(&cluster, &identity),
         "uid": applied.metadata.uid,
@@ -162,27 +167,17 @@ async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, 
 
 /// Waits until the object is usable: a CRD Established (so its kind is served), a DaemonSet
 /// or Deployment rolled out on the nodes it targets.
-async fn settle(
-    ctx: &Ctx,
-    connection: &Connection,
-    cluster: &ClusterRef,
-    identity: &Identity,
-    limit: Duration,
-) -> Result<(), ProviderError> {
+async fn settle(ctx: &Ctx, connection: &Connection, identity: &Identity, limit: Duration) -> Result<(), ProviderError> {
     let check: fn(&Value) -> Option<String> = match identity.kind.as_str() {
         "CustomResourceDefinition" => established,
         "DaemonSet" | "Deployment" => rolled_out,
         _ => return Ok(()),
     };
-    let Some(target) = connection
-        .target(identity)
-        .await
-        .map_err(|e| super::error(cluster, "discovery", e))?
-    else {
+    let Some(target) = connection.target(identity).await? else {
         return Ok(());
     };
     wait_until(ctx, limit, || async {
-        let Some(obj) = get(cluster, &target).await? else {
+        let Some(obj) = get(&connection.cluster, &target).await? else {
             return Ok(Poll::Failed(format!("{} was deleted while forge waited for it", identity.label())));
         };
         let obj = serde_json::to_value(&obj).unwrap_or_default();
@@ -282,14 +277,7 @@ impl Resource for K8sObject {
         let mut seen = Vec::new();
         for id in ids {
             let (cluster, identity) = parse_id(id)?;
-            let Some(connection) = super::connect(cloud, &cluster).await? else {
-                continue;
-            };
-            let Some(target) = connection
-                .target(&identity)
-                .await
-                .map_err(|e| super::error(&cluster, "discovery", e))?
-            else {
+            let Some(target) = locate(cloud, &cluster, &identity).await? else {
                 continue;
             };
             if let Some(obj) = get(&cluster, &target).await? {
@@ -306,14 +294,7 @@ impl Resource for K8sObject {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let (cluster, identity, _) = parts(ctx, config)?;
-        let Some(connection) = super::connect(&ctx.cloud, &cluster).await? else {
-            return Ok(None);
-        };
-        let Some(target) = connection
-            .target(&identity)
-            .await
-            .map_err(|e| super::error(&cluster, "discovery", e))?
-        else {
+        let Some(target) = locate(&ctx.cloud, &cluster, &identity).await? else {
             return Ok(None);
         };
         let mine = get(&cluster, &target)
@@ -328,14 +309,7 @@ impl Resource for K8sObject {
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let (cluster, identity) = parse_id(id)?;
-        let Some(connection) = super::connect(&ctx.cloud, &cluster).await? else {
-            return Ok(());
-        };
-        let Some(target) = connection
-            .target(&identity)
-            .await
-            .map_err(|e| super::error(&cluster, "discovery", e))?
-        else {
+        let Some(target) = locate(&ctx.cloud, &cluster, &identity).await? else {
             return Ok(());
         };
         match target.api.delete(&target.name, &DeleteParams::background()).await {

@@ -76,15 +76,11 @@ struct Look {
     missing: Vec<String>,
 }
 
-fn fail(message: String) -> ProviderError {
-    ProviderError { message, retryable: false }
-}
-
 /// Checks one cluster once.
 async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
     let cluster = ClusterRef::parse(&check.cluster)?;
     let Some(connection) = super::connect(cloud, &cluster).await? else {
-        return Err(fail(format!("cluster `{cluster}` does not exist")));
+        return Err(ProviderError::permanent(format!("cluster `{cluster}` does not exist")));
     };
     let mut found = Look::default();
     let nodes: Api<Node> = Api::all(connection.client.clone());
@@ -199,7 +195,7 @@ async fn wait_one(cloud: &Cloud, check: &Check, status: &(dyn Fn(&str) + Sync)) 
             return Ok(format!("{}: {}", check.cluster, found.holds.join("; ")));
         }
         if started.elapsed() >= limit {
-            return Err(fail(format!(
+            return Err(ProviderError::permanent(format!(
                 "`{}` is not ready after {}s: {}",
                 check.cluster,
                 started.elapsed().as_secs(),

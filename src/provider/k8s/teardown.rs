@@ -27,8 +27,8 @@ attributes! {
 const DELETE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// The objects whose cloud resources must go first: (kind, namespace, name).
-async fn leftovers(cluster: &ClusterRef, connection: &Connection) -> Result<Vec<(&'static str, String, String)>, ProviderError> {
-    let client = connection.client.clone();
+async fn leftovers(connection: &Connection) -> Result<Vec<(&'static str, String, String)>, ProviderError> {
+    let (cluster, client) = (&connection.cluster, connection.client.clone());
     let place = |m: &kube::api::ObjectMeta| (m.namespace.clone().unwrap_or_default(), m.name.clone().unwrap_or_default());
     let mut found = Vec::new();
     let services: Api<Service> = Api::all(client.clone());
@@ -68,8 +68,8 @@ async fn leftovers(cluster: &ClusterRef, connection: &Connection) -> Result<Vec<
 }
 
 /// Deletes one leftover (gone already is fine).
-async fn delete_one(cluster: &ClusterRef, connection: &Connection, kind: &str, namespace: &str, name: &str) -> Result<(), ProviderError> {
-    let client = connection.client.clone();
+async fn delete_one(connection: &Connection, kind: &str, namespace: &str, name: &str) -> Result<(), ProviderError> {
+    let (cluster, client) = (&connection.cluster, connection.client.clone());
     let params = DeleteParams::background();
     let result = match kind {
         "Service" => Api::<Service>::namespaced(client, namespace)
@@ -133,12 +133,12 @@ impl Resource for K8sTeardown {
         let Some(connection) = super::connect(&ctx.cloud, &cluster).await? else {
             return Ok(());
         };
-        let found = leftovers(&cluster, &connection).await?;
+        let found = leftovers(&connection).await?;
         for (kind, namespace, name) in &found {
-            delete_one(&cluster, &connection, kind, namespace, name).await?;
+            delete_one(&connection, kind, namespace, name).await?;
         }
         crate::provider::wait_until(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-            let left = leftovers(&cluster, &connection).await?;
+            let left = leftovers(&connection).await?;
             Ok(match left.first() {
                 None => crate::provider::Poll::Done(()),
                 Some((kind, ns, name)) => {
