@@ -524,15 +524,8 @@ pub fn mount(
 /// `address` as a client put their claims in: the cluster block makes them (one each, however
 /// many claims go there).
 pub fn claim_namespaces(components: &BTreeMap<String, Map<String, Value>>, address: &str) -> BTreeSet<String> {
-    components
-        .values()
-        .filter(|config| {
-            config
-                .get("clients")
-                .and_then(Value::as_array)
-                .is_some_and(|c| c.iter().any(|x| x.as_str() == Some(address)))
-        })
-        .filter_map(|config| config.get("kubernetes")?.get("namespace")?.as_str())
+    super::blocks_serving(components, address)
+        .filter_map(|(_, config)| config.get("kubernetes")?.get("namespace")?.as_str())
         .filter(|ns| !BUILT_IN_NAMESPACES.contains(ns))
         .map(str::to_owned)
         .collect()

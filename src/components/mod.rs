@@ -214,19 +214,27 @@ impl Input<'_> {
     }
 }
 
-/// The storage blocks (`fsx.*`, `efs.*`) whose `clients` list the `eks` block at `address`:
-/// that cluster's nodes get the CSI driver and its IAM policy for each type.
-pub fn storage_for<'a>(components: &'a BTreeMap<String, Map<String, Value>>, address: &str) -> impl Iterator<Item = &'a str> + 'a {
-    let address = address.to_owned();
+/// The blocks (storage: `fsx.*`, `efs.*`, `filestore.*`) whose `clients` list the cluster block
+/// at `address`, with their attributes.
+pub fn blocks_serving<'a>(
+    components: &'a BTreeMap<String, Map<String, Value>>,
+    address: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a Map<String, Value>)> + 'a {
     components
         .iter()
         .filter(move |(_, config)| {
             config
                 .get("clients")
                 .and_then(Value::as_array)
-                .is_some_and(|c| c.iter().any(|x| x.as_str() == Some(address.as_str())))
+                .is_some_and(|c| c.iter().any(|x| x.as_str() == Some(address)))
         })
-        .map(|(block, _)| block.split('.').next().unwrap_or_default())
+        .map(|(block, config)| (block.as_str(), config))
+}
+
+/// The types of the storage blocks serving the cluster block at `address` (see
+/// [`blocks_serving`]): that cluster's nodes get the CSI driver and its IAM policy for each.
+pub fn storage_for<'a>(components: &'a BTreeMap<String, Map<String, Value>>, address: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    blocks_serving(components, address).map(|(block, _)| block.split('.').next().unwrap_or_default())
 }
 
 /// TCP rules for each port range, all from one source: `("self", true)` or
