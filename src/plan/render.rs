@@ -51,27 +51,24 @@ fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: 
         };
         let _ = writeln!(out, "      {symbol} {path} = {text}{note}");
     };
+    // Tables are walked key by key: two of them, or a long one made or removed whole (a
+    // Kubernetes manifest) against nothing.
+    let empty = serde_json::Map::new();
     let long_table = |v: &Value| matches!(v, Value::Object(m) if !m.is_empty()) && value(v).len() > 100;
+    let tables = match (before, after) {
+        (Some(Value::Object(b)), Some(Value::Object(a))) => Some((b, a)),
+        (None, Some(a @ Value::Object(m))) if long_table(a) => Some((&empty, m)),
+        (Some(b @ Value::Object(m)), None) if long_table(b) => Some((m, &empty)),
+        _ => None,
+    };
+    if let Some((b, a)) = tables {
+        for key in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
+            let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            attribute_lines(out, &child, b.get(key), a.get(key), forcing);
+        }
+        return;
+    }
     match (before, after) {
-        // A long table made or removed whole (a Kubernetes manifest): key by key.
-        (None, Some(a)) if long_table(a) => {
-            for (key, inner) in a.as_object().into_iter().flatten() {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                attribute_lines(out, &child, None, Some(inner), forcing);
-            }
-        }
-        (Some(b), None) if long_table(b) => {
-            for (key, inner) in b.as_object().into_iter().flatten() {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                attribute_lines(out, &child, Some(inner), None, forcing);
-            }
-        }
-        (Some(Value::Object(b)), Some(Value::Object(a))) => {
-            for key in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                attribute_lines(out, &child, b.get(key), a.get(key), forcing);
-            }
-        }
         (Some(b), Some(a)) if b == a && !a.is_null() => {}
         (Some(b), Some(a)) => mark(out, "~", format!("{} -> {}", value(b), value(a))),
         (None, Some(a)) => mark(out, "+", listed(a)),
