@@ -22,5 +22,6 @@ pub fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
         &session.registry,
         &Default::default(),
     )?;
-    session.apply(&plan, &store, loaded, Consent { yes, data_loss: true })
+    session.apply(&plan, &store, loaded, Consent { yes, data_loss: true })?;
+    Ok(Exit::Ok)
 }

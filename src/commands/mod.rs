@@ -341,12 +341,13 @@ impl Session {
         Ok((store, lock, loaded))
     }
 
-    /// Shows the plan, asks for confirmation, applies it and saves the state.
-    pub fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<Exit> {
+    /// Shows the plan, asks for confirmation, applies it and saves the state; returns the state
+    /// as saved (an error when anything failed).
+    pub fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<crate::state::State> {
         self.printer.plan(&crate::plan::render::render(plan));
         let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
         if plan.is_empty() && !state_only {
-            return Ok(Exit::Ok);
+            return Ok(loaded.state);
         }
         let losses: Vec<&str> = plan.data_losses().map(|c| c.address.as_str()).collect();
         if !losses.is_empty() && !consent.data_loss {
@@ -447,7 +448,7 @@ impl Session {
                     self.printer.info(&format!("  {name} = {}", crate::plan::render::value(value)));
                 }
             }
-            return Ok(Exit::Ok);
+            return Ok(state);
         }
         let message = if report.interrupted {
             format!("interrupted: {} change(s) not started", report.not_started)

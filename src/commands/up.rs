@@ -27,8 +27,8 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
             )
             .into());
         }
-        let exit = session.apply(&plan, &store, loaded, Consent { yes: true, ..consent })?;
-        return ready_after(session, exit, wait_ready, &plan, &store);
+        let state = session.apply(&plan, &store, loaded, Consent { yes: true, ..consent })?;
+        return ready_after(session, wait_ready, &plan, &state);
     }
     let (stack, graph) = session.load_checked(file, true)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
@@ -47,17 +47,17 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
         &session.registry,
         &drift,
     )?;
-    let exit = session.apply(&plan, &store, loaded, consent)?;
-    ready_after(session, exit, wait_ready, &plan, &store)
+    let state = session.apply(&plan, &store, loaded, consent)?;
+    ready_after(session, wait_ready, &plan, &state)
 }
 
-/// After a successful apply (and unless `--no-wait-ready`), the plan's readiness checks.
-fn ready_after(session: &Session, exit: Exit, wait_ready: bool, plan: &Plan, store: &crate::state::Store) -> Result<Exit> {
-    if exit != Exit::Ok || !wait_ready || plan.readiness.is_empty() {
-        return Ok(exit);
+/// After a successful apply (and unless `--no-wait-ready`), the plan's readiness checks,
+/// against the state the apply saved.
+fn ready_after(session: &Session, wait_ready: bool, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
+    if !wait_ready || plan.readiness.is_empty() {
+        return Ok(Exit::Ok);
     }
-    let state = store.load(&plan.stack)?.state;
-    wait_until_ready(session, plan, &state)
+    wait_until_ready(session, plan, state)
 }
 
 /// Waits for the plan's readiness checks, evaluated against the applied state, and prints
