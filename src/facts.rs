@@ -1,31 +1,39 @@
-//! Cloud facts, a stage of their own: what a parsed stack needs to know from the clouds
-//! ([`Needs`]) and what they said ([`Facts`]). Today that is EC2 instance types: how many EFA
-//! interfaces a type takes, whether the name exists, and which zones offer it. The facts come
-//! from AWS (`DescribeInstanceTypes`, `DescribeInstanceTypeOfferings`) when credentials work,
-//! else from a built-in table.
+//! Cloud facts, a stage of their own: what a parsed stack needs to know from outside
+//! ([`Needs`]) and what it was told ([`Facts`]). Two sorts:
+//! - EC2 instance types: how many EFA interfaces a type takes, whether the name exists, and
+//!   which zones offer it. They come from AWS (`DescribeInstanceTypes`,
+//!   `DescribeInstanceTypeOfferings`) when credentials work, else from a built-in table.
+//! - Kubernetes bundles: the YAML an upstream project publishes at a release URL (Kueue's
+//!   `manifests.yaml`), fetched once per load, with the sha256 of its bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The cloud facts a stack needs checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Needs {
     /// EC2 instance types its components name.
     pub instance_types: Vec<String>,
+    /// The URLs of the bundles its components apply.
+    pub bundles: Vec<String>,
 }
 
-impl Needs {
-    /// Whether no fact is needed.
-    pub fn is_empty(&self) -> bool {
-        self.instance_types.is_empty()
-    }
+/// A bundle as fetched: its text and the sha256 of its bytes (lowercase hex).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// The YAML documents.
+    pub text: Arc<str>,
+    /// The sha256 of the bytes, lowercase hex.
+    pub sha256: String,
 }
 
-/// One instance type's networking.
+/// One instance type's networking and accelerators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstanceType {
     /// Maximum EFA interfaces (0: no EFA): one per network card.
     pub efa_interfaces: u32,
+    /// Its GPUs, or its Neuron devices (0: none).
+    pub accelerators: u32,
 }
 
 /// What forge knows about a type name.
@@ -39,17 +47,18 @@ pub enum Lookup {
     Unchecked,
 }
 
-/// EFA interfaces per type, from the VPC CNI limits table and `DescribeInstanceTypes`
-/// (`EfaInfo.MaximumEfaInterfaces`, `MaximumNetworkCards`): the offline fallback.
-const EFA_TYPES: &[(&str, u32)] = &[
-    ("p4d.24xlarge", 4),
-    ("p4de.24xlarge", 4),
-    ("p5.48xlarge", 32),
-    ("p5e.48xlarge", 32),
-    ("p5en.48xlarge", 16),
-    ("trn1.32xlarge", 8),
-    ("trn1n.32xlarge", 16),
-    ("trn2.48xlarge", 16),
+/// EFA interfaces and accelerators (GPUs, Neuron devices) per type, from the VPC CNI limits
+/// table and `DescribeInstanceTypes` (`EfaInfo.MaximumEfaInterfaces`, `MaximumNetworkCards`,
+/// `GpuInfo`, `NeuronInfo`): the offline fallback.
+const EFA_TYPES: &[(&str, u32, u32)] = &[
+    ("p4d.24xlarge", 4, 8),
+    ("p4de.24xlarge", 4, 8),
+    ("p5.48xlarge", 32, 8),
+    ("p5e.48xlarge", 32, 8),
+    ("p5en.48xlarge", 16, 8),
+    ("trn1.32xlarge", 8, 16),
+    ("trn1n.32xlarge", 16, 16),
+    ("trn2.48xlarge", 16, 16),
 ];
 
 /// Families the built-in table knows to have no EFA at any size (system node groups).
@@ -78,6 +87,9 @@ pub struct LiveFacts {
 pub struct Facts {
     live: Option<LiveFacts>,
     asked: Mutex<BTreeSet<String>>,
+    bundles: BTreeMap<String, Bundle>,
+    /// The bundles asked for, with the digest the stack pins for each, if any.
+    wanted: Mutex<BTreeMap<String, Option<String>>>,
     /// Answers "unchecked" for names the built-in table does not know, so that an expansion
     /// goes on and asks about every type it names.
     probing: bool,
@@ -106,6 +118,37 @@ impl Facts {
         }
     }
 
+    /// These facts, with the bundles fetched for the stack.
+    pub fn with_bundles(self, bundles: BTreeMap<String, Bundle>) -> Facts {
+        Facts { bundles, ..self }
+    }
+
+    /// The bundle at `url`, which the stack pins to `pin` (a sha256) or not: `None` when it was
+    /// not fetched (a probe, or a command that leaves bundles out). The component checks the pin.
+    pub fn bundle(&self, url: &str, pin: Option<&str>) -> Option<&Bundle> {
+        self.wanted
+            .lock()
+            .expect("never poisoned")
+            .insert(url.to_owned(), pin.map(str::to_owned));
+        self.bundles.get(url)
+    }
+
+    /// The URLs of the bundles asked for so far.
+    pub fn bundles_asked(&self) -> Vec<String> {
+        self.wanted.lock().expect("never poisoned").keys().cloned().collect()
+    }
+
+    /// The digests of the bundles used without a pin: what the state records on first apply
+    /// and the next plans hold them to.
+    pub fn unpinned_digests(&self) -> BTreeMap<String, String> {
+        let wanted = self.wanted.lock().expect("never poisoned");
+        wanted
+            .iter()
+            .filter(|(_, pin)| pin.is_none())
+            .filter_map(|(url, _)| Some((url.clone(), self.bundles.get(url)?.sha256.clone())))
+            .collect()
+    }
+
     /// Whether these facts came from AWS.
     pub fn is_live(&self) -> bool {
         self.live.is_some()
@@ -132,15 +175,19 @@ impl Facts {
                 None => Lookup::Unknown(near(name)),
             };
         }
-        if let Some((_, efa)) = EFA_TYPES.iter().find(|(n, _)| *n == name) {
-            return Lookup::Known(InstanceType { efa_interfaces: *efa });
+        if let Some((_, efa, accelerators)) = EFA_TYPES.iter().find(|(n, ..)| *n == name) {
+            return Lookup::Known(InstanceType {
+                efa_interfaces: *efa,
+                accelerators: *accelerators,
+            });
         }
         match name.split_once('.') {
-            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => {
-                Lookup::Known(InstanceType { efa_interfaces: 0 })
-            }
+            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => Lookup::Known(InstanceType {
+                efa_interfaces: 0,
+                accelerators: 0,
+            }),
             Some((family, _))
-                if PLAIN_FAMILIES.contains(&family) || EFA_TYPES.iter().any(|(n, _)| n.starts_with(&format!("{family}."))) =>
+                if PLAIN_FAMILIES.contains(&family) || EFA_TYPES.iter().any(|(n, ..)| n.starts_with(&format!("{family}."))) =>
             {
                 Lookup::Unknown(near(name))
             }
@@ -167,7 +214,7 @@ fn near(name: &str) -> Option<String> {
     let plain = PLAIN_FAMILIES.iter().flat_map(|f| SIZES.iter().map(move |s| format!("{f}.{s}")));
     EFA_TYPES
         .iter()
-        .map(|(n, _)| (*n).to_owned())
+        .map(|(n, ..)| (*n).to_owned())
         .chain(plain)
         .map(|candidate| (strsim::jaro_winkler(name, &candidate), candidate))
         .filter(|(score, _)| *score > 0.85)
@@ -184,7 +231,10 @@ mod tests {
         let facts = Facts::builtin();
         assert_eq!(
             facts.instance_type("p5.48xlarge"),
-            Lookup::Known(InstanceType { efa_interfaces: 32 })
+            Lookup::Known(InstanceType {
+                efa_interfaces: 32,
+                accelerators: 8
+            })
         );
         assert!(matches!(facts.instance_type("c5.2xlarge"), Lookup::Known(t) if t.efa_interfaces == 0));
         assert_eq!(facts.instance_type("p5.48xlage"), Lookup::Unknown(Some("p5.48xlarge".into())));
@@ -204,7 +254,13 @@ mod tests {
     #[test]
     fn live_facts_are_exact() {
         let live = LiveFacts {
-            types: BTreeMap::from([("g5.48xlarge".to_owned(), InstanceType { efa_interfaces: 1 })]),
+            types: BTreeMap::from([(
+                "g5.48xlarge".to_owned(),
+                InstanceType {
+                    efa_interfaces: 1,
+                    accelerators: 8,
+                },
+            )]),
             zones: BTreeMap::from([("g5.48xlarge".to_owned(), BTreeSet::from(["us-west-2b".to_owned()]))]),
         };
         let facts = Facts::live(live);

@@ -34,7 +34,8 @@ impl Gcp {
         path
     }
 
-    /// `forge ARGS` pointed at the emulator through Google's standard environment only.
+    /// `forge ARGS` pointed at the emulator through Google's standard environment only, with
+    /// the emulator's mirror of the Kubernetes bundles' release hosts.
     fn command(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
         cmd.current_dir(self.dir.path())
@@ -57,6 +58,7 @@ impl Gcp {
             )
             .env_remove("STORAGE_EMULATOR_HOST")
             .env("GOOGLE_OAUTH_ACCESS_TOKEN", "emulator-token")
+            .env("FORGE_BUNDLE_MIRROR", format!("{}/_forge/bundles", support::launcher_url()))
             .env_remove("GOOGLE_CLOUD_PROJECT")
             .env_remove("CLOUDSDK_CORE_PROJECT")
             .env_remove("CLOUDSDK_COMPUTE_REGION")
@@ -969,6 +971,7 @@ fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
     let stderr = gcp.ok(&["up", "nemo.toml", "--yes"]);
     assert!(stderr.contains("node pool `a3`: 4 nodes, each nvidia.com/gpu 8"), "{stderr}");
     assert!(stderr.contains("claim default/shared-pvc Bound"), "{stderr}");
+    assert!(stderr.contains("queue `a3-queue` Active"), "{stderr}");
     let cluster = gcp.located("container", "us-central1/clusters/nemo");
     let endpoint = format!("https://{}", cluster["endpoint"].as_str().unwrap());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -977,15 +980,16 @@ fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
         config.accept_invalid_certs = true;
         config.auth_info.token = Some("test-reader".to_owned().into());
         let client = kube::Client::try_from(config).unwrap();
-        let read = |kind: &str| {
+        let read_group = |group: &str, version: &str, kind: &str| {
             let client = client.clone();
-            let gvk = kube::api::GroupVersionKind::gvk("networking.gke.io", "v1", kind);
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
             async move {
                 let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
                 let api: Api<DynamicObject> = Api::all_with(client, &resource);
                 api.list(&Default::default()).await.unwrap().items
             }
         };
+        let read = |kind: &str| read_group("networking.gke.io", "v1", kind);
         let params = read("GKENetworkParamSet").await;
         let names: Vec<&str> = params.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
         assert_eq!(names, ["vpc1", "vpc2", "vpc3", "vpc4"]);
@@ -1001,9 +1005,22 @@ fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
             json!(["nvidia-h100-80gb"])
         );
         assert!(daemonsets.get_opt("nri-device-injector").await.unwrap().is_some());
-        let configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+        let configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), "default");
         let nccl = configs.get("nccl-tcpx-config").await.unwrap().data.unwrap();
         assert_eq!(nccl["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"], "eth1,eth2,eth3,eth4");
+        // Kueue from its release bundle, and a3-queue with the a3 pool's 4 × 8 GPUs as quota.
+        let queues = read_group("kueue.x-k8s.io", "v1beta1", "ClusterQueue").await;
+        assert_eq!(queues.len(), 1);
+        let flavors = &queues[0].data["spec"]["resourceGroups"][0]["flavors"];
+        assert_eq!(flavors[0]["name"], "a3-queue-a3");
+        assert_eq!(flavors[0]["resources"][2], json!({ "name": "nvidia.com/gpu", "nominalQuota": 32 }));
+        let flavor = &read_group("kueue.x-k8s.io", "v1beta1", "ResourceFlavor").await[0];
+        assert_eq!(flavor.data["spec"]["nodeLabels"], json!({ "cloud.google.com/gke-nodepool": "a3" }));
+        let local = &read_group("kueue.x-k8s.io", "v1beta1", "LocalQueue").await[0];
+        assert_eq!((local.metadata.namespace.as_deref(), &local.data["spec"]["clusterQueue"]), (Some("default"), &json!("a3-queue")));
+        let kueue_configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), "kueue-system");
+        let manager = kueue_configs.get("kueue-manager-config").await.unwrap().data.unwrap();
+        assert!(manager["controller_manager_config.yaml"].contains("${NAMESPACE}"), "a bundle's text is applied as it is");
     });
     let (_, log) = support::request(
         "GET",

@@ -14,7 +14,7 @@ use crate::template;
 use ops::OpGraph;
 pub use ops::Phase;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -165,6 +165,15 @@ pub async fn run(
                 }),
             );
         }
+    }
+    let unrecorded: BTreeMap<String, String> = plan
+        .bundles
+        .iter()
+        .filter(|(url, sha256)| state.bundles.get(*url) != Some(*sha256))
+        .map(|(url, sha256)| (url.clone(), sha256.clone()))
+        .collect();
+    if !unrecorded.is_empty() {
+        record(state, journal, Event::Bundles(unrecorded));
     }
     let run = Run {
         plan,

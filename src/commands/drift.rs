@@ -159,7 +159,7 @@ struct Loaded {
 
 /// The stack, its state and the ignore rules.
 fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
-    let (stack, graph) = session.load(file)?;
+    let (stack, graph) = session.load_checked(file, false)?;
     // A remote store makes its own blocking calls: off this runtime's async workers.
     let (store, loaded) =
         tokio::task::block_in_place(|| Store::open(&stack.state).and_then(|store| store.load(&stack.name).map(|l| (store, l))))?;

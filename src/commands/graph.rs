@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Runs `forge graph`.
 pub fn run(session: &Session, file: &Path, format: Format) -> Result<Exit> {
-    let (stack, graph) = session.load(file)?;
+    let (stack, graph) = session.load_checked(file, false)?;
     print!("{}", render(&stack, &graph, format));
     Ok(Exit::Ok)
 }

@@ -26,6 +26,7 @@ use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
 use crate::state::{Held, LocalStore, StateError, Store};
 use miette::Result;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -217,38 +218,70 @@ impl Session {
     }
 
     /// Loads and checks the stack file and builds its graph; instance types are checked
-    /// against forge's built-in table.
+    /// against forge's built-in table, and bundles are not fetched, so their objects are left
+    /// out: for the commands that work from the state (destroy, output, state, kubeconfig).
     pub fn load(&self, file: &Path) -> Result<(Stack, ResourceGraph)> {
         let stack = crate::stack::load(file, &self.global.vars, &self.registry, &Facts::builtin())?;
         let graph = crate::graph::build(&stack)?;
         Ok((stack, graph))
     }
 
-    /// Like [`Session::load`], but when `online` the cloud facts the stack's components ask
-    /// about (instance types: names, EFA interfaces, zones offering them) come from the cloud:
-    /// the file is read and parsed once, the facts it needs are gathered, then the checks that
-    /// need them run. Without working credentials it warns and keeps the built-in table.
+    /// Like [`Session::load`], but with the Kubernetes bundles the stack's components apply
+    /// fetched (see [`Session::fetch_bundles`]), and when `online` the cloud facts they ask about
+    /// (instance types: names, EFA interfaces, zones offering them) from the cloud: the file is
+    /// read and parsed once, the facts it needs are gathered, then the checks that need them
+    /// run. Without working credentials it warns and keeps the built-in table.
     pub fn load_checked(&self, file: &Path, online: bool) -> Result<(Stack, ResourceGraph)> {
         let parsed = crate::stack::parse(file, &self.global.vars, &self.registry)?;
-        let facts = match online {
-            true => self.gather_facts(&parsed)?,
+        let needs = parsed.needs(&self.registry);
+        let facts = match online && !needs.instance_types.is_empty() {
+            true => self.gather_facts(&parsed, &needs)?,
             false => Facts::builtin(),
         };
+        let facts = facts.with_bundles(self.fetch_bundles(&needs.bundles)?);
         let stack = parsed.finish(&self.registry, &facts)?;
         let graph = crate::graph::build(&stack)?;
         Ok((stack, graph))
     }
 
-    /// The facts `parsed` needs, from the clouds within 20 seconds, or the built-in table (with
-    /// a warning) when the cloud cannot be asked.
-    fn gather_facts(&self, parsed: &crate::stack::Parsed) -> Result<Facts> {
-        let needs = parsed.needs(&self.registry);
-        if needs.is_empty() {
-            return Ok(Facts::builtin());
+    /// The bundles at `urls`, fetched within two minutes; a bundle that cannot be fetched stops
+    /// the command (a stack without its objects would plan to delete them).
+    fn fetch_bundles(&self, urls: &[String]) -> Result<BTreeMap<String, crate::facts::Bundle>> {
+        if urls.is_empty() {
+            return Ok(BTreeMap::new());
         }
+        let started = std::time::Instant::now();
+        let fetched = async { tokio::time::timeout(std::time::Duration::from_secs(120), crate::provider::fetch_bundles(urls)).await };
+        // `drift` loads its stack from inside its runtime.
+        let answer = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => tokio::task::block_in_place(|| handle.block_on(fetched)),
+            Err(_) => runtime()?.block_on(fetched),
+        };
+        let bundles = match answer {
+            Ok(Ok(bundles)) => bundles,
+            Ok(Err(e)) => return Err(CommandError::new(e.message, "fetch it again, or pin another version").into()),
+            Err(_) => {
+                return Err(CommandError::new(
+                    format!("the bundles ({}) did not arrive within 2m", urls.join(", ")),
+                    "check the network, or set FORGE_BUNDLE_MIRROR to a mirror of their hosts",
+                )
+                .into());
+            }
+        };
+        self.printer.detail(&format!(
+            "bundles: {} fetched in {}",
+            urls.join(", "),
+            format_duration(started.elapsed())
+        ));
+        Ok(bundles)
+    }
+
+    /// The instance-type facts `parsed` needs, from AWS within 20 seconds, or the built-in
+    /// table (with a warning) when AWS cannot be asked.
+    fn gather_facts(&self, parsed: &crate::stack::Parsed, needs: &crate::facts::Needs) -> Result<Facts> {
         let cloud = crate::provider::Cloud::new(parsed.providers().clone());
         let started = std::time::Instant::now();
-        let gathered = crate::provider::gather_facts(&cloud, &needs);
+        let gathered = crate::provider::gather_facts(&cloud, needs);
         let answer = runtime()?.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(20), gathered).await });
         let asked = needs.instance_types.join(", ");
         match answer {

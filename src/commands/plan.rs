@@ -17,7 +17,10 @@ pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit
         destroy,
         refresh,
     } = options;
-    let (stack, graph) = session.load_checked(file, !destroy)?;
+    let (stack, graph) = match destroy {
+        true => session.load(file)?,
+        false => session.load_checked(file, true)?,
+    };
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };

@@ -5,7 +5,7 @@
 //! traffic from and to itself) and a launch template with one EFA interface per network card;
 //! then the managed node group in its zone's single private subnet.
 
-use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, kubernetes};
+use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, kubernetes};
 use crate::facts::Lookup;
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
@@ -372,9 +372,14 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             }
         };
         let mut efa_count = None;
+        let mut accelerators: Option<u32> = None;
         for t in &types {
             match facts.instance_type(t) {
-                Lookup::Known(info) => efa_count = efa_count.or(Some(info.efa_interfaces)),
+                Lookup::Known(info) => {
+                    efa_count = efa_count.or(Some(info.efa_interfaces));
+                    // Mixed types: the quota counts the fewest.
+                    accelerators = Some(accelerators.map_or(info.accelerators, |a| a.min(info.accelerators)));
+                }
                 Lookup::Unknown(near) => {
                     let source = if facts.is_live() {
                         "AWS does not know it"
@@ -498,6 +503,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             types: types.iter().map(|t| (*t).to_owned()).collect(),
             taints: body.get("taints").and_then(Value::as_array).cloned().unwrap_or_default(),
             nodes: scaling["desired"].as_i64().unwrap_or(0),
+            devices: scaling["max"].as_i64().unwrap_or(0) * i64::from(accelerators.unwrap_or(0)),
             efa: efa.then(|| efa_count.unwrap_or(0)),
             plugins: group_plugins(body.get("kubernetes"), &key("kubernetes"), ami, efa)?,
             address: format!("{address}.{}", local("nodegroup")),
@@ -627,7 +633,25 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         json!({ "cluster": cluster_ref }),
         teardown_after,
     ));
-    let ready = readiness(settings, &served_by, &cluster_ref)?;
+    let gpu_groups: Vec<batch::GpuGroup> = served_by
+        .iter()
+        .filter(|g| g.devices > 0)
+        .map(|g| batch::GpuGroup {
+            label: "eks.amazonaws.com/nodegroup",
+            name: json!(format!("${{{}.name}}", g.address)),
+            key: g.name.clone(),
+            resource: if g.plugins.contains(&kubernetes::NEURON.key) {
+                kubernetes::NEURON.resource
+            } else {
+                kubernetes::NVIDIA.resource
+            },
+            devices: g.devices,
+            tolerations: g.taints.iter().map(kubernetes::toleration).collect(),
+        })
+        .collect();
+    let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
+    parts.extend(batch.parts);
+    let ready = readiness(settings, &served_by, &cluster_ref, batch.queues)?;
 
     let mut outputs = Map::new();
     for key in [
@@ -658,6 +682,8 @@ struct ServedGroup {
     types: Vec<String>,
     taints: Vec<Value>,
     nodes: i64,
+    /// Its GPUs or Neuron devices at its largest: the most nodes × each node's.
+    devices: i64,
     /// Its EFA interfaces per node, when it has EFA.
     efa: Option<u32>,
     /// The device plugins it gets (their keys).
@@ -754,7 +780,7 @@ fn device_plugins(
 /// The readiness check of the cluster: every node of each group that gets a device plugin
 /// reports the plugin's device (EFA: as many as the group's interfaces), unless
 /// `kubernetes = { wait_ready = false }`; `wait_ready = "45m"` sets how long `up` waits.
-fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str) -> Result<Vec<Value>, ComponentError> {
+fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, queues: Vec<String>) -> Result<Vec<Value>, ComponentError> {
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
@@ -770,10 +796,12 @@ fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str) ->
             json!({ "label": "eks.amazonaws.com/nodegroup", "name": format!("${{{}.name}}", g.address), "nodes": g.nodes, "devices": devices })
         })
         .collect();
-    if node_groups.is_empty() {
+    if node_groups.is_empty() && queues.is_empty() {
         return Ok(vec![]);
     }
-    Ok(vec![json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_groups })])
+    Ok(vec![
+        json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_groups, "queues": queues }),
+    ])
 }
 
 /// A node group's `timeouts` (the loader checks the block's own).

@@ -12,7 +12,7 @@
 
 use super::cidr::Cidr;
 use super::gcp_vpc::{region_of, valid_name};
-use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
+use super::{Component, ComponentError, Expansion, Input, Part, batch, kubernetes};
 use crate::schema::{Field, FieldType, did_you_mean};
 use serde_json::{Map, Value, json};
 
@@ -36,6 +36,7 @@ pub const COMPONENT: Component = Component {
         Field::optional("gpu_networks_cidr", FieldType::String),
         Field::optional("labels", FieldType::Table),
         Field::optional("timeouts", FieldType::Table),
+        Field::optional("kubernetes", FieldType::Table),
     ],
     expand,
 };
@@ -293,7 +294,27 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         config: json!({ "cluster": cluster_ref }),
         depends_on: pool_addresses,
     });
-    let ready = readiness(settings, &pools, &cluster_ref)?;
+    let gpu_groups: Vec<batch::GpuGroup> = pools
+        .iter()
+        .filter_map(|p| {
+            let (_, per_node) = p.gpus?;
+            let nodes = match p.config.get("size") {
+                Some(Value::Object(range)) => range.get("max").and_then(Value::as_i64).unwrap_or(0),
+                other => other.and_then(Value::as_i64).unwrap_or(0),
+            };
+            Some(batch::GpuGroup {
+                label: "cloud.google.com/gke-nodepool",
+                name: json!(p.name),
+                key: p.name.to_owned(),
+                resource: "nvidia.com/gpu",
+                devices: nodes * per_node,
+                tolerations: vec![],
+            })
+        })
+        .collect();
+    let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
+    parts.extend(batch.parts);
+    let ready = readiness(settings, &pools, &cluster_ref, batch.queues)?;
 
     let mut outputs = Map::new();
     for key in [
@@ -388,8 +409,9 @@ fn gpudirect_objects(pools: &[Pool], cluster: &str, reference: &dyn Fn(&str, &st
 }
 
 /// The readiness check of the cluster: every node of each GPU pool reports its GPUs (GKE
-/// installs the driver and its device plugin itself), unless `wait_ready = false`.
-fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str) -> Result<Vec<Value>, ComponentError> {
+/// installs the driver and its device plugin itself) and its Kueue queue is Active, unless
+/// `wait_ready = false`.
+fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Vec<String>) -> Result<Vec<Value>, ComponentError> {
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
@@ -406,10 +428,12 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str) -> Result<
             Some(json!({ "label": "cloud.google.com/gke-nodepool", "name": p.name, "nodes": nodes, "devices": { "nvidia.com/gpu": gpus } }))
         })
         .collect();
-    if node_pools.is_empty() {
+    if node_pools.is_empty() && queues.is_empty() {
         return Ok(vec![]);
     }
-    Ok(vec![json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_pools })])
+    Ok(vec![
+        json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_pools, "queues": queues }),
+    ])
 }
 
 fn part(local: &str, kind: &'static str, config: Value) -> Part {

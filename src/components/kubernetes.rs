@@ -49,7 +49,15 @@ pub const NEURON: DevicePlugin = DevicePlugin {
 pub const DEVICE_PLUGINS: [&DevicePlugin; 3] = [&NVIDIA, &EFA, &NEURON];
 
 /// The settings a `kubernetes = { … }` table of a cluster block takes.
-pub const CLUSTER_SETTINGS: &[&str] = &["nvidia_device_plugin", "efa_device_plugin", "neuron_device_plugin", "wait_ready"];
+pub const CLUSTER_SETTINGS: &[&str] = &[
+    "nvidia_device_plugin",
+    "efa_device_plugin",
+    "neuron_device_plugin",
+    "wait_ready",
+    "kueue",
+    "mpi_operator",
+    "training_operator",
+];
 
 /// Regions whose EKS images live in another registry account than 602401143452 (AWS's
 /// "Amazon container image registries for Amazon EKS add-ons").
@@ -289,7 +297,7 @@ const NRI_INJECTOR_IMAGE: &str =
     "gcr.io/gke-release/nri-device-injector@sha256:7704e2bd74b8edbb76b6913c7904cc2362f1fa887c4d4aba7b19778ea353537c";
 
 /// The settings a `kubernetes = { … }` table of a `gke` block takes.
-pub const GKE_SETTINGS: &[&str] = &["gpudirect", "wait_ready"];
+pub const GKE_SETTINGS: &[&str] = &["gpudirect", "wait_ready", "kueue", "mpi_operator", "training_operator"];
 
 /// The `GKENetworkParamSet` and `Network` that make GPU network `n` (its VPC and subnetwork
 /// names, `${…}` templates) a device network pods name `vpc<n>` in their
@@ -520,24 +528,33 @@ pub fn mount(
     Ok(mounted)
 }
 
-/// The namespaces other than `default` that the storage blocks listing the cluster block
-/// `address` as a client put their claims in: the cluster block makes them (one each, however
-/// many claims go there).
-pub fn claim_namespaces(components: &BTreeMap<String, Map<String, Value>>, address: &str) -> BTreeSet<String> {
+/// The namespaces the cluster block `address` makes: those (other than the ones every cluster
+/// has) where the storage blocks listing it as a client put their claims, and where its Kueue
+/// LocalQueue goes; one each, however many objects go there.
+fn made_namespaces(components: &BTreeMap<String, Map<String, Value>>, address: &str) -> BTreeSet<String> {
+    let queue = components
+        .get(address)
+        .and_then(|c| c.get("kubernetes")?.get("kueue")?.get("namespace")?.as_str());
     super::blocks_serving(components, address)
         .filter_map(|(_, config)| config.get("kubernetes")?.get("namespace")?.as_str())
-        .filter(|ns| !BUILT_IN_NAMESPACES.contains(ns))
+        .chain(queue)
+        .filter(|ns| made_namespace(ns))
         .map(str::to_owned)
         .collect()
+}
+
+/// Whether a cluster block makes namespace `name` (every cluster has the built-in ones).
+pub fn made_namespace(name: &str) -> bool {
+    !BUILT_IN_NAMESPACES.contains(&name)
 }
 
 /// Namespaces every cluster has.
 const BUILT_IN_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
-/// The `k8s_object` parts of a cluster block (`address`) for the namespaces its clients' claims
-/// need (see [`claim_namespaces`]), at `k8s.namespace.<name>`.
+/// The `k8s_object` parts of a cluster block (`address`) for the namespaces it makes (see
+/// [`made_namespaces`]), at `k8s.namespace.<name>`.
 pub fn namespaces(components: &BTreeMap<String, Map<String, Value>>, address: &str, cluster: &str) -> Vec<Part> {
-    claim_namespaces(components, address)
+    made_namespaces(components, address)
         .into_iter()
         .map(|ns| {
             let manifest = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns, "labels": labels(&ns) } });

@@ -3,6 +3,8 @@
 //! The stack loader expands them; the ones built into forge are listed here, one file each.
 
 #[cfg(any(feature = "aws", feature = "gcp"))]
+pub mod batch;
+#[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod cidr;
 #[cfg(feature = "aws")]
 pub mod efs;
@@ -20,6 +22,8 @@ pub mod gke;
 pub mod k8s_manifest;
 #[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod kubernetes;
+#[cfg(any(feature = "aws", feature = "gcp"))]
+pub mod manifests;
 pub mod null_layers;
 #[cfg(feature = "aws")]
 pub mod vpc;

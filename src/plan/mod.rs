@@ -116,6 +116,9 @@ pub struct Plan {
     /// [`crate::stack::Stack::readiness`]), so a saved plan waits as `up FILE` does.
     #[serde(default)]
     pub readiness: Vec<Value>,
+    /// The digests of the stack's unpinned bundles, by URL, that apply records in the state.
+    #[serde(default)]
+    pub bundles: BTreeMap<String, String>,
 }
 
 impl Plan {
@@ -185,6 +188,9 @@ pub fn plan(
     registry: &Registry,
     drift: &drift::Drift,
 ) -> Result<Plan, StackError> {
+    if mode == Mode::Apply {
+        check_bundles(stack, state)?;
+    }
     let gone = drift.gone();
     let mut changes = Vec::new();
     let mut unchanged = 0;
@@ -272,7 +278,33 @@ pub fn plan(
         unchanged,
         dependency_updates,
         readiness: if mode == Mode::Apply { stack.readiness.clone() } else { Vec::new() },
+        bundles: if mode == Mode::Apply {
+            stack.bundles.clone()
+        } else {
+            BTreeMap::new()
+        },
     })
+}
+
+/// Refuses a bundle whose contents changed since the state recorded its digest (an upstream
+/// release re-tagged, a mirror serving something else): trust on first use, as a lock file.
+fn check_bundles(stack: &Stack, state: &State) -> Result<(), StackError> {
+    for (url, sha256) in &stack.bundles {
+        match state.bundles.get(url) {
+            Some(recorded) if recorded != sha256 => {
+                return Err(stack.source.error(
+                    None,
+                    format!("the bundle at {url} changed since it was first applied: sha256 {sha256}, recorded {recorded}"),
+                    "",
+                    Some(format!(
+                        "if the new contents are expected, pin them in the stack: `sha256 = \"{sha256}\"` beside the bundle's url or version"
+                    )),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Deletes for recorded resources the stack no longer declares (all of them when destroying),

@@ -322,6 +322,18 @@ pub async fn gather_facts(cloud: &Cloud, needs: &crate::facts::Needs) -> Result<
     Ok(crate::facts::Facts::builtin())
 }
 
+/// The Kubernetes bundles at `urls`, fetched over HTTPS (see `k8s::bundle`); a build without
+/// a cloud has no component that asks for one.
+pub async fn fetch_bundles(urls: &[String]) -> Result<BTreeMap<String, crate::facts::Bundle>, ProviderError> {
+    #[cfg(any(feature = "aws", feature = "gcp"))]
+    return k8s::bundle::fetch(urls).await;
+    #[cfg(not(any(feature = "aws", feature = "gcp")))]
+    {
+        let _ = urls;
+        Ok(BTreeMap::new())
+    }
+}
+
 /// All kinds forge knows, by block type.
 #[derive(Clone)]
 pub struct Registry {

@@ -150,6 +150,7 @@ impl Parsed {
         let _ = self.finish(registry, &probe);
         Needs {
             instance_types: probe.asked(),
+            bundles: probe.bundles_asked(),
         }
     }
 
@@ -459,6 +460,7 @@ impl Loader<'_> {
             resources,
             component_outputs: components.into_iter().collect(),
             readiness,
+            bundles: facts.unpinned_digests(),
         })
     }
 

@@ -40,6 +40,9 @@ pub struct Stack {
     /// What `up` checks at the end before it calls the clusters ready: the components'
     /// readiness checks, templates over their resources (see `provider::k8s::ready`).
     pub readiness: Vec<Value>,
+    /// The sha256 of each bundle its components apply without a pinned digest, by URL: the
+    /// state records them on the first apply, and a later plan refuses a bundle that changed.
+    pub bundles: BTreeMap<String, String>,
 }
 
 /// One resource the stack declares.

@@ -24,6 +24,8 @@ pub enum Event {
     Remove(String),
     /// Replace the stack outputs.
     Outputs(Map<String, Value>),
+    /// Record the digests of bundles (by URL), beside those recorded before.
+    Bundles(std::collections::BTreeMap<String, String>),
 }
 
 /// A journal line: the event and the serial it brings the state to.

@@ -41,6 +41,10 @@ pub struct State {
     /// The stack's `[outputs]` as of the last apply.
     #[serde(default)]
     pub outputs: Map<String, Value>,
+    /// The sha256 of each unpinned bundle (by URL) as first applied: later plans refuse a bundle
+    /// whose contents changed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bundles: BTreeMap<String, String>,
     /// One record per resource, by address (a list in the file).
     #[serde(serialize_with = "records_as_list", deserialize_with = "records_from_list")]
     pub resources: BTreeMap<String, ResourceRecord>,
@@ -91,6 +95,7 @@ impl State {
             serial: 0,
             stack: stack.to_owned(),
             outputs: Map::new(),
+            bundles: BTreeMap::new(),
             resources: BTreeMap::new(),
         }
     }
@@ -106,6 +111,7 @@ impl State {
                 self.resources.remove(&address);
             }
             Event::Outputs(outputs) => self.outputs = outputs,
+            Event::Bundles(bundles) => self.bundles.extend(bundles),
         }
     }
 }

@@ -70,12 +70,14 @@ pub fn request(method: &str, path: &str, body: &str) -> (u16, String) {
 }
 
 /// `forge ARGS` run in `dir`, pointed at the emulator through the standard AWS environment
-/// only, as the 12-digit `account` (the launcher keeps each account's objects apart).
+/// only, as the 12-digit `account` (the launcher keeps each account's objects apart), with the
+/// emulator's mirror of the Kubernetes bundles' release hosts.
 pub fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
     cmd.current_dir(dir)
         .env("NO_COLOR", "1")
         .env("AWS_ENDPOINT_URL", launcher_url())
+        .env("FORGE_BUNDLE_MIRROR", format!("{}/_forge/bundles", launcher_url()))
         .env("AWS_ACCESS_KEY_ID", account)
         .env("AWS_SECRET_ACCESS_KEY", "secret")
         .env("AWS_REGION", "us-west-2")

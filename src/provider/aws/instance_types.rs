@@ -1,5 +1,5 @@
 //! The instance-type facts a stack is checked against at plan time: which names exist, how
-//! many EFA interfaces each takes, and which zones offer it — two calls for all
+//! many EFA interfaces and accelerators each has, and which zones offer it — two calls for all
 //! the types a stack names (`DescribeInstanceTypes`, `DescribeInstanceTypeOfferings`).
 
 use super::error;
@@ -21,8 +21,13 @@ pub async fn lookup(cloud: &Cloud, names: &[String]) -> Result<LiveFacts, Provid
                         continue;
                     };
                     let efa = network.efa_info().and_then(|e| e.maximum_efa_interfaces()).unwrap_or(0);
+                    let gpus: i32 = t.gpu_info().map_or(0, |g| g.gpus().iter().filter_map(|d| d.count()).sum());
+                    let neuron: i32 = t
+                        .neuron_info()
+                        .map_or(0, |n| n.neuron_devices().iter().filter_map(|d| d.count()).sum());
                     let info = InstanceType {
                         efa_interfaces: u32::try_from(efa).unwrap_or(0),
+                        accelerators: u32::try_from(gpus + neuron).unwrap_or(0),
                     };
                     facts.types.insert(name.as_str().to_owned(), info);
                 }

@@ -8,6 +8,7 @@
 //! at the end.
 
 mod access;
+pub mod bundle;
 pub mod object;
 pub mod ready;
 pub mod teardown;

@@ -1,7 +1,8 @@
 //! "Ready means ready": the checks `up` makes after the apply, before it calls a cluster ready
 //! for its first job. Every node of each GPU group reports its devices as allocatable (a
 //! DaemonSet's rollout is vacuously complete while there are no nodes: allocatable is the
-//! real signal), found by the label the cloud puts on a group's nodes; every claim is Bound.
+//! real signal), found by the label the cloud puts on a group's nodes; every claim is Bound;
+//! every Kueue ClusterQueue is Active (its flavors exist and Kueue's controller took it up).
 //! The checks are data the components write (see [`Check`]); this module only reads the
 //! clusters, polling until all hold or the check's time is up.
 
@@ -32,6 +33,9 @@ pub struct Check {
     /// Claims that must be Bound.
     #[serde(default)]
     pub claims: Vec<Claim>,
+    /// Kueue ClusterQueues that must be Active.
+    #[serde(default)]
+    pub queues: Vec<String>,
 }
 
 /// A node group's expected nodes and devices.
@@ -151,7 +155,49 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
                 .push(format!("claim {}/{} does not exist", claim.namespace, claim.name)),
         }
     }
+    for queue in &check.queues {
+        let condition = cluster_queue_active(&connection.client, queue)
+            .await
+            .map_err(|e| super::error(&cluster, "get cluster queue", e))?;
+        match condition {
+            Some((true, _)) => found.holds.push(format!("queue `{queue}` Active")),
+            Some((false, why)) => found.missing.push(format!("queue `{queue}` is not Active: {why}")),
+            None => found.missing.push(format!("queue `{queue}` does not exist yet")),
+        }
+    }
     Ok(found)
+}
+
+/// Whether the ClusterQueue `name` is Active, and Kueue's reason when it is not; `None` while
+/// the queue (or Kueue's API) does not exist.
+async fn cluster_queue_active(client: &kube::Client, name: &str) -> Result<Option<(bool, String)>, kube::Error> {
+    let resource = kube::discovery::ApiResource {
+        group: "kueue.x-k8s.io".into(),
+        version: "v1beta1".into(),
+        api_version: "kueue.x-k8s.io/v1beta1".into(),
+        kind: "ClusterQueue".into(),
+        plural: "clusterqueues".into(),
+    };
+    let queues: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
+    let live = match queues.get_opt(name).await {
+        Ok(live) => live,
+        Err(e) if super::is_not_found(&e) => None,
+        Err(e) => return Err(e),
+    };
+    Ok(live.map(|queue| {
+        let conditions = queue
+            .data
+            .pointer("/status/conditions")
+            .and_then(|c| c.as_array())
+            .cloned()
+            .unwrap_or_default();
+        let active = conditions.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Active"));
+        let text = |c: Option<&serde_json::Value>, key: &str| c.and_then(|c| c.get(key)?.as_str().map(str::to_owned));
+        match text(active, "status").as_deref() {
+            Some("True") => (true, String::new()),
+            _ => (false, text(active, "message").unwrap_or_else(|| "Kueue has not taken it up".into())),
+        }
+    }))
 }
 
 /// The checks of each cluster as one (the components each write their own): node groups and
@@ -167,6 +213,7 @@ pub fn by_cluster(checks: Vec<Check>) -> Vec<Check> {
                 }
                 m.node_groups.extend(check.node_groups);
                 m.claims.extend(check.claims);
+                m.queues.extend(check.queues);
             }
             None => merged.push(check),
         }
@@ -218,6 +265,7 @@ mod tests {
             cluster: cluster.into(),
             timeout: timeout.map(str::to_owned),
             node_groups: vec![],
+            queues: vec![],
             claims: vec![Claim {
                 namespace: "default".into(),
                 name: claim.into(),

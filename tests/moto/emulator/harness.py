@@ -28,6 +28,9 @@
     lists what it answered, with each bearer token; POST /_forge/kubernetes/webhook makes a
     group's admission webhook unavailable for some seconds; POST /_forge/kubernetes/stall makes
     writes to matching paths answer only after some seconds (they take effect at once);
+  * mirrors the release hosts of Kubernetes bundles (bundles.py): GET /_forge/bundles/<host>/<path>,
+    as forge's FORGE_BUNDLE_MIRROR reaches them; POST /_forge/bundles {"path", "text"} serves a
+    test's own text at a path;
   * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
     as for faults), as a server that ignores or widens a filter would: what forge's ownership
     checks must not rely on.
@@ -47,7 +50,7 @@ from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
 from .gcs import Storage
-from . import kubernetes
+from . import bundles, kubernetes
 from .phases import set_phase_seconds
 
 
@@ -189,6 +192,11 @@ class Harness:
 
     def control(self, environ, start_response):
         path = environ["PATH_INFO"]
+        if path.startswith("/_forge/bundles/"):
+            text = bundles.serve(path[len("/_forge/bundles/"):])
+            status, body = ("200 OK", text.encode()) if text is not None else ("404 Not Found", b"no such bundle on the mirror")
+            start_response(status, [("Content-Type", "application/yaml"), ("Content-Length", str(len(body)))])
+            return [body]
         query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
         length = int(environ.get("CONTENT_LENGTH") or 0)
         payload = json.loads(environ["wsgi.input"].read(length) or b"null") if length else None
@@ -236,6 +244,9 @@ class Harness:
                 result = {}
             elif path == "/_forge/kubernetes/webhook":
                 kubernetes.webhook_down(payload["cluster"], payload["group"], float(payload["seconds"]))
+                result = {}
+            elif path == "/_forge/bundles":
+                bundles.put(payload["path"], payload["text"])
                 result = {}
             elif path == "/_forge/phases":
                 set_phase_seconds(float(payload.get("seconds", 0)))

@@ -64,6 +64,8 @@ KINDS = [
     ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"]),
     ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"]),
+    ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False, []),
+    ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False, []),
 ]
 # What GKE serves besides: multi-networking's objects.
 GKE_KINDS = [
@@ -312,7 +314,7 @@ class Cluster:
         if namespaced and namespace and kind_name != "Namespace" and (("", "namespaces", None, namespace) not in self.objects):
             raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
         if group and group not in ("apps", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
-                                   "storage.k8s.io", "networking.k8s.io"):
+                                   "storage.k8s.io", "networking.k8s.io", "admissionregistration.k8s.io"):
             ready = self.webhooks.get(group)
             if ready is not None and time.time() < ready:
                 raise ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "validate.{group}": failed to call '
@@ -359,6 +361,23 @@ class Cluster:
             obj["status"] = {"phase": "Bound" if bound or claim else "Available"}
         elif kind == "Node":
             self.node_devices(obj)
+        elif kind == "ClusterQueue":
+            obj["status"] = {"conditions": [self.queue_condition(spec)]}
+
+    def queue_condition(self, spec):
+        """A ClusterQueue's Active condition as Kueue's controller sets it: once the controller runs
+        (a rolled-out Deployment of the `kueue` image) and every flavor it names exists."""
+        running = any(repository(c.get("image", "")) == "kueue" and time.time() >= d["metadata"].get("_changed", 0) + ROLLOUT_SECONDS
+                      for d in self.list_of("apps", "deployments", None)
+                      for c in d.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []))
+        if not running:
+            return {"type": "Active", "status": "False", "reason": "Pending", "message": "no Kueue controller has taken it up"}
+        names = [f["name"] for g in spec.get("resourceGroups", []) for f in g.get("flavors", [])]
+        missing = [n for n in names if ("kueue.x-k8s.io", "resourceflavors", None, n) not in self.objects]
+        if missing:
+            return {"type": "Active", "status": "False", "reason": "FlavorNotFound",
+                    "message": f"Can't admit new workloads: references missing ResourceFlavor(s): {missing}."}
+        return {"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}
 
     def nodes_for(self, pod_spec):
         """The Nodes a pod template schedules on: its nodeSelector and required node affinity, and taints it tolerates."""
