@@ -473,3 +473,141 @@ fn a_run_killed_after_its_apply_took_effect_is_adopted_by_the_next() {
     assert!(list.contains("k8s_manifest.queue.configmap.default.cluster_facts"), "{list}");
     w.ok(&["destroy", "queues.toml", "--yes"]);
 }
+
+/// A Kubeflow training operator as `kubectl kustomize` renders the standalone overlay: its
+/// namespace, CRDs for its job kinds (MPIJob among them) and its controller.
+const TRAINING_OPERATOR: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: kubeflow}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: mpijobs.kubeflow.org}
+spec: {group: kubeflow.org, scope: Namespaced, names: {kind: MPIJob, plural: mpijobs}, versions: [{name: v1, served: true, storage: true}]}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pytorchjobs.kubeflow.org}
+spec: {group: kubeflow.org, scope: Namespaced, names: {kind: PyTorchJob, plural: pytorchjobs}, versions: [{name: v1, served: true, storage: true}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: training-operator, namespace: kubeflow}
+spec:
+  selector: {matchLabels: {control-plane: kubeflow-training-operator}}
+  template:
+    metadata: {labels: {control-plane: kubeflow-training-operator}}
+    spec:
+      containers:
+      - {name: training-operator, image: kubeflow/training-operator:v1-855e096, args: [--zap-log-level=info]}
+";
+
+/// Serves `text` on the emulator's bundle mirror as `https://<path>`.
+fn mirror(path: &str, text: &str) {
+    let body = serde_json::json!({ "path": path, "text": text }).to_string();
+    let (status, answer) = support::request("POST", "/_forge/bundles", &body);
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[test]
+fn bert_on_trn1_gets_a_queue_of_its_neuron_devices_and_both_operators_without_the_mpijobs_clash() {
+    let w = World::new();
+    let host = format!("artifacts.{}.example/training-operator-v1.9.3.yaml", w.account);
+    mirror(&host, TRAINING_OPERATOR);
+    let stack = BERT.replace(
+        "[eks.bert]\n",
+        &format!(
+            "[eks.bert]\nkubernetes = {{ kueue = {{ queue = \"trn-queue\", namespace = \"bert\" }}, mpi_operator = true, training_operator = {{ url = \"https://{host}\" }} }}\n"
+        ),
+    );
+    assert_ne!(stack, BERT);
+    w.write("bert.toml", &stack);
+    let stderr = w.ok(&["up", "bert.toml", "--yes"]);
+    assert!(stderr.contains("queue `trn-queue` Active"), "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("bert.toml", "eks.bert").await;
+        let read = |group: &str, version: &str, kind: &str| {
+            let client = client.clone();
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            async move {
+                let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+                let api: Api<kube::api::DynamicObject> = Api::all_with(client, &resource);
+                api.list(&Default::default()).await.unwrap().items
+            }
+        };
+        // Two trn1.32xlarge (16 Neuron devices each, from DescribeInstanceTypes) at most.
+        let queue = &read("kueue.x-k8s.io", "v1beta1", "ClusterQueue").await[0];
+        let group = &queue.data["spec"]["resourceGroups"][0];
+        assert_eq!(
+            group["coveredResources"],
+            serde_json::json!(["cpu", "memory", "aws.amazon.com/neuron"])
+        );
+        assert_eq!(group["flavors"][0]["resources"][2]["nominalQuota"], 32);
+        let flavor = &read("kueue.x-k8s.io", "v1beta1", "ResourceFlavor").await[0];
+        assert_eq!(flavor.data["spec"]["nodeLabels"]["eks.amazonaws.com/nodegroup"], "trn");
+        let local = &read("kueue.x-k8s.io", "v1beta1", "LocalQueue").await[0];
+        assert_eq!(
+            local.metadata.namespace.as_deref(),
+            Some("bert"),
+            "the cluster block made the namespace"
+        );
+        // The MPI operator's v2beta1 MPIJob, not the training operator's v1.
+        let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+            Api::all(client.clone());
+        let mpijobs = crds.get("mpijobs.kubeflow.org").await.unwrap();
+        assert_eq!(mpijobs.spec.versions[0].name, "v2beta1");
+        assert!(crds.get_opt("pytorchjobs.kubeflow.org").await.unwrap().is_some());
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "kubeflow");
+        let operator = deployments.get("training-operator").await.unwrap();
+        let args = operator.spec.template.spec.unwrap().containers[0].args.clone().unwrap();
+        assert_eq!(args, ["--zap-log-level=info", "--enable-scheme=pytorchjob"]);
+    });
+    w.ok(&["destroy", "bert.toml", "--yes"]);
+}
+
+#[test]
+fn a_bundle_is_held_to_its_pinned_or_first_applied_digest() {
+    let w = World::new();
+    let path = format!("bundles.{}.example/queue.yaml", w.account);
+    let first = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: queue, namespace: default}\ndata: {size: \"1\"}\n";
+    mirror(&path, first);
+    let manifest = |pin: &str| format!("\n[k8s_manifest.queue]\ncluster = \"eks.nemo\"\nurl = \"https://{path}\"\n{pin}");
+    w.write("nemo.toml", &format!("{NEMO}{}", manifest("")));
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    // The same URL serves other bytes: the plan refuses them, naming both digests.
+    let second = first.replace("\"1\"", "\"2\"");
+    mirror(&path, &second);
+    // The error as one line, whatever the terminal's width.
+    let flat = |stderr: &str| stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let (code, _, stderr) = w.forge(&["plan", "nemo.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let stderr = flat(&stderr);
+    assert!(stderr.contains("changed since it was first applied"), "{stderr}");
+    let digest = |text: &str| {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
+    };
+    assert!(stderr.contains(&digest(&second)) && stderr.contains(&digest(first)), "{stderr}");
+    // A pin that does not match is an error at its line; the right pin lets the change through.
+    w.write(
+        "nemo.toml",
+        &format!("{NEMO}{}", manifest(&format!("sha256 = \"{}\"\n", digest(first)))),
+    );
+    let (code, _, stderr) = w.forge(&["plan", "nemo.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let stderr = flat(&stderr);
+    assert!(stderr.contains("not the pinned") && stderr.contains("nemo.toml"), "{stderr}");
+    w.write(
+        "nemo.toml",
+        &format!("{NEMO}{}", manifest(&format!("sha256 = \"{}\"\n", digest(&second)))),
+    );
+    let stderr = w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    assert!(stderr.contains("k8s_manifest.queue.configmap.default.queue"), "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("nemo.toml", "eks.nemo").await;
+        let configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+        assert_eq!(configs.get("queue").await.unwrap().data.unwrap()["size"], "2");
+    });
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
