@@ -611,3 +611,33 @@ fn a_bundle_is_held_to_its_pinned_or_first_applied_digest() {
     });
     w.ok(&["destroy", "nemo.toml", "--yes"]);
 }
+
+#[test]
+fn where_the_cluster_exists_the_plan_asks_its_api_server_with_a_dry_run() {
+    let w = World::new();
+    w.write("nemo.toml", NEMO);
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    // A name the API server refuses: the plan says so, and `up` applies nothing.
+    let bad = "\n[k8s_manifest.facts]\ncluster = \"eks.nemo\"\nobjects = [{ apiVersion = \"v1\", kind = \"ConfigMap\", metadata = { name = \"Queue_Config\", namespace = \"default\" } }]\n";
+    w.write("nemo.toml", &format!("{NEMO}{bad}"));
+    let flat = |stderr: &str| stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    for command in [&["plan", "nemo.toml"][..], &["up", "nemo.toml", "--yes"][..]] {
+        let (code, _, stderr) = w.forge(command);
+        assert_eq!(code, 1, "{stderr}");
+        let stderr = flat(&stderr);
+        assert!(
+            stderr.contains("refuses 1 of the planned objects (server-side dry run)"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("k8s_manifest.facts.configmap.default.queue_config"), "{stderr}");
+        assert!(stderr.contains("metadata.name: Invalid value: \"Queue_Config\""), "{stderr}");
+    }
+    let (_, state, _) = w.forge(&["state", "list", "nemo.toml"]);
+    assert!(!state.contains("k8s_manifest.facts"), "{state}");
+    // Fixed, it goes through: the dry run stored nothing, the apply does.
+    w.write("nemo.toml", &format!("{NEMO}{}", bad.replace("Queue_Config", "queue-config")));
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    let (_, state, _) = w.forge(&["state", "list", "nemo.toml"]);
+    assert!(state.contains("k8s_manifest.facts.configmap.default.queue_config"), "{state}");
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}

@@ -124,6 +124,16 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
 }
 
+/// Whether a planned value holds a `null`: a value known only after apply.
+fn has_unknowns(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Null => true,
+        serde_json::Value::Array(items) => items.iter().any(has_unknowns),
+        serde_json::Value::Object(map) => map.values().any(has_unknowns),
+        _ => false,
+    }
+}
+
 /// The first five of `items`, and how many more there are.
 fn sample(items: impl ExactSizeIterator<Item = String>) -> String {
     let more = items.len().saturating_sub(5);
@@ -196,6 +206,51 @@ impl Session {
             self.printer.plan(&crate::plan::render::drift(&drift));
         }
         Ok(drift)
+    }
+
+    /// Asks the APIs that have a dry run (Kubernetes) whether they would take the plan's creates
+    /// and updates whose values are all known, `--parallelism` at once; a refusal fails the
+    /// command before anything is applied, naming the resource and the API's reason. An API
+    /// that cannot be asked is a warning: the apply will tell.
+    pub fn dry_run(&self, plan: &Plan) -> Result<()> {
+        // A cloud of its own: the Kubernetes clients a refresh made live on the refresh's runtime.
+        let cloud = Arc::new(crate::provider::Cloud::new(plan.providers.clone()));
+        let checks = plan.changes.iter().filter_map(|change| {
+            let after = change.after.as_ref().filter(|a| !has_unknowns(a))?;
+            let kind = self.registry.get(&change.kind)?.clone();
+            let ctx = crate::provider::Ctx {
+                stack: plan.stack.clone(),
+                address: change.address.clone(),
+                status: Arc::new(|_: &str| {}),
+                cloud: cloud.clone(),
+            };
+            Some(async move { (ctx.address.clone(), kind.dry_run(&ctx, after).await) })
+        });
+        let parallelism = usize::from(self.global.parallelism);
+        let answers: Vec<(String, std::result::Result<Option<String>, crate::provider::ProviderError>)> = runtime()?.block_on(
+            futures::StreamExt::collect(futures::StreamExt::buffer_unordered(futures::stream::iter(checks), parallelism)),
+        );
+        let mut refused: Vec<String> = Vec::new();
+        for (address, answer) in answers {
+            match answer {
+                Ok(None) => {}
+                Ok(Some(why)) => refused.push(format!("`{address}`: {why}")),
+                Err(e) => self.printer.warn(&format!("could not dry-run `{address}`: {}", e.message)),
+            }
+        }
+        if refused.is_empty() {
+            return Ok(());
+        }
+        refused.sort();
+        Err(CommandError::new(
+            format!(
+                "the API server refuses {} of the planned objects (server-side dry run):\n{}",
+                refused.len(),
+                refused.join("\n")
+            ),
+            "fix them in the stack; nothing was applied",
+        )
+        .into())
     }
 
     /// The cloud of these provider settings, made on first use.

@@ -35,6 +35,9 @@ pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit
     } else {
         session.printer.plan(&render::render(&plan));
     }
+    if *refresh && !destroy {
+        session.dry_run(&plan)?;
+    }
     if let Some(out) = out {
         write_plan(out, &plan)?;
         session.printer.info(&format!(

@@ -47,6 +47,9 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
         &session.registry,
         &drift,
     )?;
+    if refresh {
+        session.dry_run(&plan)?;
+    }
     let state = session.apply(&plan, &store, loaded, consent)?;
     ready_after(session, wait_ready, &plan, &state)
 }

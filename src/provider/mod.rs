@@ -239,6 +239,13 @@ pub trait Resource: Send + Sync + 'static {
     fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> impl Future<Output = Result<Value, ProviderError>> + Send;
     /// Deletes the object; an object that is already gone is a success.
     fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> impl Future<Output = Result<(), ProviderError>> + Send;
+    /// At plan time, asks the API whether it would take `config` (a create or update whose
+    /// values are all known) without changing anything: `Some(why)` when it refuses, `None`
+    /// when it takes it or cannot tell yet (what it needs does not exist). Most APIs have no
+    /// such call.
+    fn dry_run(&self, _ctx: &Ctx, _config: &Value) -> impl Future<Output = Result<Option<String>, ProviderError>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// A kind as the engine holds it, behind `dyn` in one [`Registry`]: every [`Resource`] is one,
@@ -268,6 +275,8 @@ pub trait Kind: Send + Sync + 'static {
     fn update<'a>(&'a self, ctx: &'a Ctx, id: &'a str, old: &'a Value, new: &'a Value) -> BoxFuture<'a, Result<Value, ProviderError>>;
     /// [`Resource::delete`].
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>>;
+    /// [`Resource::dry_run`].
+    fn dry_run<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;
 }
 
 impl<R: Resource> Kind for R {
@@ -306,6 +315,9 @@ impl<R: Resource> Kind for R {
     }
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(Resource::delete(self, ctx, id, config))
+    }
+    fn dry_run<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
+        Box::pin(Resource::dry_run(self, ctx, config))
     }
 }
 

@@ -165,6 +165,24 @@ async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, 
     }))
 }
 
+/// Server-side applies the manifest as a dry run (`dryRun=All`): the API server's own
+/// validation and admission, nothing stored. `None` while the cluster or its kind does not
+/// exist yet, the object's namespace is still to be made, or its webhook does not answer.
+async fn dry_run(ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderError> {
+    let (cluster, identity, manifest) = parts(ctx, config)?;
+    let Some(target) = locate(&ctx.cloud, &cluster, &identity).await? else {
+        return Ok(None);
+    };
+    let body = marked(ctx, "dry-run", &manifest);
+    let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+    match target.api.patch(&target.name, &params, &Patch::Apply(&body)).await {
+        Ok(_) => Ok(None),
+        Err(e) if super::is_webhook_not_ready(&e) || super::is_not_found(&e) => Ok(None),
+        Err(kube::Error::Api(status)) if matches!(status.code, 400 | 403 | 422) => Ok(Some(status.message)),
+        Err(e) => Err(super::error(&cluster, &format!("dry-run {}", identity.label()), e)),
+    }
+}
+
 /// Waits until the object is usable: a CRD Established (so its kind is served), a DaemonSet
 /// or Deployment rolled out on the nodes it targets.
 async fn settle(ctx: &Ctx, connection: &Connection, identity: &Identity, limit: Duration) -> Result<(), ProviderError> {
@@ -321,6 +339,10 @@ impl Resource for K8sObject {
             Ok(get(&cluster, &target).await?.map(|_| "deleting".to_owned()))
         })
         .await
+    }
+
+    async fn dry_run(&self, ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderError> {
+        dry_run(ctx, config).await
     }
 }
 

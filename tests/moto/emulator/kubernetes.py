@@ -73,6 +73,8 @@ GKE_KINDS = [
     ("networking.gke.io", "v1", "networks", "Network", False, []),
 ]
 VERBS = ["create", "delete", "get", "list", "patch", "update"]
+# What metadata.name may be: a lowercase RFC 1123 subdomain.
+NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 # A device plugin's image repository (its last path segment) -> the extended resource it
 # advertises and the node label that tells how many devices a node has.
 DEVICE_PLUGINS = [
@@ -309,8 +311,14 @@ class Cluster:
         obj["apiVersion"] = f"{group}/{version}" if group else version
         obj["kind"] = kind_name
 
-    def store(self, kind, namespace, name, obj, created):
+    def store(self, kind, namespace, name, obj, created, dry_run=False):
+        """Validates and admits `obj`, then stores it unless this is a dry run (`dryRun=All`),
+        which answers as the store would without changing anything."""
         group, _, plural, kind_name, namespaced, _ = kind
+        if not NAME.fullmatch(name or "") or len(name) > 253:
+            raise ApiError(422, "Invalid", f'{kind_name} "{name}" is invalid: metadata.name: Invalid value: "{name}": a lowercase RFC 1123 '
+                           "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+                           "alphanumeric character", {"name": name, "kind": kind_name})
         if namespaced and namespace and kind_name != "Namespace" and (("", "namespaces", None, namespace) not in self.objects):
             raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
         if group and group not in ("apps", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
@@ -319,6 +327,11 @@ class Cluster:
             if ready is not None and time.time() < ready:
                 raise ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "validate.{group}": failed to call '
                                f'webhook: Post "https://webhook-service.{group}.svc:443/validate?timeout=10s": no endpoints available for service')
+        if dry_run:
+            shown = copy.deepcopy(obj)
+            self.stamp(shown, kind, namespace, name)
+            self.version -= 1
+            return shown
         defaults(kind_name, obj)
         meta = obj["metadata"]
         if created or obj.get("spec") != meta.get("_spec"):
@@ -588,10 +601,12 @@ def apply(cluster, kind, key, namespace, name, applied, query):
         raise ApiError(400, "BadRequest", f"the name of the object ({body_name}) does not match the name on the URL ({name})")
     entry = managed(manager, "Apply", applied)
     mine = owned(entry)
+    dry_run = query.get("dryRun") == "All"
     if current is None:
         obj = copy.deepcopy(applied)
         obj["metadata"]["managedFields"] = [entry]
-        return 201, cluster.visible(cluster.store(kind, namespace, name, obj, True))
+        stored = cluster.store(kind, namespace, name, obj, True, dry_run)
+        return 201, stored if dry_run else cluster.visible(stored)
     conflicts = []
     others = []
     for other in current["metadata"].get("managedFields", []):
@@ -620,7 +635,8 @@ def apply(cluster, kind, key, namespace, name, applied, query):
     merge(obj, {k: v for k, v in applied.items() if k != "metadata"})
     obj["metadata"] = meta
     obj["metadata"]["managedFields"] = others + [entry]
-    return 200, cluster.visible(cluster.store(kind, namespace, name, obj, False))
+    stored = cluster.store(kind, namespace, name, obj, False, dry_run)
+    return 200, stored if dry_run else cluster.visible(stored)
 
 
 def fields_of(paths):
