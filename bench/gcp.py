@@ -37,7 +37,8 @@ def main():
     with running(args.operation_seconds, "gcp") as (forge, url, work):
         env = dict(os.environ, CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/",
-                   CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
+                   CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench",
+                   FORGE_BUNDLE_MIRROR=f"{url}/_forge/bundles", NO_COLOR="1")
         # The NeMo stack's state bucket, in the bench's project.
         gcs_bucket(url, PROJECT, "nemo-training-forge-state")
         control(url, "POST", "/_forge/latency", [{"account": PROJECT, "match": "*", "ms": args.latency_ms}])

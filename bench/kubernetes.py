@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What making a cluster workload-ready costs: the NeMo stacks on EKS (p5) and GKE (A3) on the
-local emulators, `forge up` with and without the readiness wait, a no-op `plan` and `destroy`,
+local emulators (the GKE one with Kueue and its queue, Kueue's bundle from the emulator's mirror
+of its release host), `forge up` with and without the readiness wait, a no-op `plan` and `destroy`,
 with the requests each cluster's Kubernetes API server answered (by method) beside the wall
 time. Each emulated cluster runs its own API server over TLS; its Nodes appear when their node
 group or pool is up, and their devices once the device plugin's DaemonSet has rolled out
@@ -49,7 +50,7 @@ def main():
                    AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/",
                    CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/",
-                   GOOGLE_OAUTH_ACCESS_TOKEN="bench", NO_COLOR="1")
+                   GOOGLE_OAUTH_ACCESS_TOKEN="bench", FORGE_BUNDLE_MIRROR=f"{url}/_forge/bundles", NO_COLOR="1")
         env.pop("AWS_PROFILE", None)
         gcs_bucket(url, PROJECT, "nemo-training-forge-state")
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulators: moto with forge's EKS phases and "
