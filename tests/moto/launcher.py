@@ -21,6 +21,11 @@ or what it emulates:
                                     retries, "No updates", template and parameter checks, tags);
   emulator/cloudformation_types.py  resource types: security groups and their rules, launch
                                     templates, placement groups, EKS node groups;
+  emulator/kubernetes.py            a Kubernetes API server per emulated EKS or GKE cluster;
+  emulator/pcs.py                   AWS Parallel Computing Service (moto has none): clusters,
+                                    compute node groups, queues, checked against botocore's
+                                    model and moto's EC2 and IAM;
+  emulator/bundles.py               a mirror of the Kubernetes bundles' release hosts;
   emulator/gcp.py                   what the Google APIs share: projects, error bodies,
                                     operations, requestId replay, names, labels, pages, enums;
   emulator/gcp_compute.py           Compute Engine: networks, subnetworks, firewalls, routers

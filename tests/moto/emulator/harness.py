@@ -28,6 +28,8 @@
     lists what it answered, with each bearer token; POST /_forge/kubernetes/webhook makes a
     group's admission webhook unavailable for some seconds; POST /_forge/kubernetes/stall makes
     writes to matching paths answer only after some seconds (they take effect at once);
+  * sends the SigV4 service `pcs` (AWS Parallel Computing Service, which moto lacks) to pcs.py;
+    POST /_forge/pcs/failures makes matching compute node groups fail their create;
   * mirrors the release hosts of Kubernetes bundles (bundles.py): GET /_forge/bundles/<host>/<path>,
     as forge's FORGE_BUNDLE_MIRROR reaches them; POST /_forge/bundles {"path", "text"} serves a
     test's own text at a path;
@@ -50,13 +52,14 @@ from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
 from .gcs import Storage
-from . import bundles, kubernetes
+from . import bundles, kubernetes, pcs
 from .phases import set_phase_seconds
 
 
 DEFAULT_ACCOUNT = "123456789012"
 COMPUTE = Compute()
 GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE), Storage()]  # served instead of moto below their path prefix
+PCS = pcs.Pcs()  # served instead of moto for the SigV4 service `pcs`, which moto lacks
 
 
 # --- the middleware: accounts, request counter, faults, latency ------------------------------
@@ -69,6 +72,7 @@ THROTTLE = {
     "eks": (429, "application/json", '{"message":"Rate exceeded"}'),
     "elasticfilesystem": (429, "application/json", '{"ErrorCode":"ThrottlingException","Message":"Rate exceeded"}'),
     "s3": (503, "application/xml", "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"),
+    "pcs": (400, "application/x-amz-json-1.0", '{"__type":"ThrottlingException","message":"Rate exceeded"}'),
 }
 SERVER_ERROR = {
     "ec2": (500, "text/xml", "<Response><Errors><Error><Code>InternalError</Code><Message>An internal error has occurred.</Message></Error></Errors><RequestID>forge-fault</RequestID></Response>"),
@@ -78,6 +82,7 @@ SERVER_ERROR = {
     "eks": (500, "application/json", '{"message":"Internal server error"}'),
     "elasticfilesystem": (500, "application/json", '{"ErrorCode":"InternalServerError","Message":"Internal server error"}'),
     "s3": (500, "application/xml", "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>"),
+    "pcs": (500, "application/x-amz-json-1.0", '{"__type":"InternalServerException","message":"Internal server error"}'),
 }
 # REST-JSON services name the error in a header.
 ERROR_TYPE_HEADERS = {"eks": {429: "ThrottlingException", 500: "ServerException"}, "elasticfilesystem": {429: "ThrottlingException", 500: "InternalServerError"}}
@@ -138,7 +143,7 @@ class Harness:
             key, service = match.groups() if match else ("", "")
             account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
             environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
-            name, mutation, app = f"{service}:{operation(service, environ, body)}", False, self.app
+            name, mutation, app = f"{service}:{operation(service, environ, body)}", False, PCS if service == "pcs" else self.app
             if any(self.applies(r, account, name) for r in self.ignore_filters):
                 body = without_filters(body)
                 environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
@@ -245,6 +250,9 @@ class Harness:
             elif path == "/_forge/kubernetes/webhook":
                 kubernetes.webhook_down(payload["cluster"], payload["group"], float(payload["seconds"]))
                 result = {}
+            elif path == "/_forge/pcs/failures":
+                pcs.FAILURES[:] = payload or []
+                result = {"failures": len(pcs.FAILURES)}
             elif path == "/_forge/bundles":
                 bundles.put(payload["path"], payload["text"])
                 result = {}

@@ -25,6 +25,7 @@ PHASE_MODELS = (
     "forge::efs_file_system_create", "forge::efs_file_system_delete",
     "forge::efs_mount_target_create", "forge::efs_mount_target_delete",
     "forge::cfn_create", "forge::cfn_update", "forge::cfn_delete",
+    "forge::pcs_create", "forge::pcs_update", "forge::pcs_delete",
     "forge::gcp_operation",
 )
 GCP_OPERATION = PHASE_MODELS[-1]  # not a moto model: how long Google operations last (gcp.py)
