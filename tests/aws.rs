@@ -113,6 +113,10 @@ impl Aws {
         aws_sdk_cloudformation::Client::new(&self.sdk_config())
     }
 
+    fn pcs(&self) -> aws_sdk_pcs::Client {
+        aws_sdk_pcs::Client::new(&self.sdk_config())
+    }
+
     /// The API calls this test's account made so far, without clearing the counter.
     fn peek_calls(&self) -> BTreeMap<String, u64> {
         serde_json::from_str(&self.control("GET", &format!("/_forge/calls?account={}", self.account), "")).unwrap()
@@ -2111,4 +2115,148 @@ fn an_answer_that_is_not_the_apis_reads_as_one_line() {
         !stderr.contains("headers") && !stderr.contains("ServiceError"),
         "no debug dump: {stderr}"
     );
+}
+
+/// A Slurm cluster on AWS PCS declared kind by kind: the cluster, a node group launched from a
+/// launch template at a numeric version with an `AWSPCS…` role, and a queue over it.
+const PCS_KINDS: &str = r#"
+[stack]
+name = "pcs-kinds"
+
+[aws]
+region = "us-west-2"
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a"]
+
+[aws_security_group.slurm]
+name = "pcs-kinds-slurm"
+vpc_id = "${vpc.main.vpc_id}"
+ingress = [{ self = true }]
+egress = [{ cidr_blocks = ["0.0.0.0/0"] }]
+
+[aws_iam_role.nodes]
+name = "AWSPCS-pcs-kinds-nodes"
+assume_role_policy = { Version = "2012-10-17", Statement = [{ Effect = "Allow", Principal = { Service = "ec2.amazonaws.com" }, Action = "sts:AssumeRole" }] }
+managed_policy_arns = ["arn:aws:iam::aws:policy/AWSPCSComputeNodePolicy"]
+
+[aws_iam_instance_profile.nodes]
+name = "pcs-kinds-nodes"
+role = "${aws_iam_role.nodes.name}"
+
+[aws_launch_template.gpu]
+name = "pcs-kinds-gpu"
+network_interfaces = [{ network_card_index = 0, device_index = 0, security_groups = ["${aws_security_group.slurm.id}"] }]
+
+[aws_pcs_cluster.slurm]
+name = "pcs-kinds"
+slurm_version = "25.05"
+size = "SMALL"
+subnet_id = "${vpc.main.private_subnets_by_zone.us-west-2a}"
+security_group_ids = ["${aws_security_group.slurm.id}"]
+slurm_settings = { SelectTypeParameters = "CR_Core_Memory" }
+
+[aws_pcs_compute_node_group.gpu]
+cluster_id = "${aws_pcs_cluster.slurm.id}"
+name = "gpu"
+instance_types = ["p5.48xlarge"]
+subnet_ids = ["${vpc.main.private_subnets_by_zone.us-west-2a}"]
+instance_profile_arn = "${aws_iam_instance_profile.nodes.arn}"
+launch_template_id = "${aws_launch_template.gpu.id}"
+launch_template_version = "${aws_launch_template.gpu.latest_version}"
+scaling = { min = 0, max = 2 }
+
+[aws_pcs_queue.gpu]
+cluster_id = "${aws_pcs_cluster.slurm.id}"
+name = "gpu"
+compute_node_group_ids = ["${aws_pcs_compute_node_group.gpu.group_id}"]
+"#;
+
+#[test]
+fn pcs_kinds_make_a_slurm_cluster_update_in_place_and_go_in_order() {
+    let aws = Aws::new();
+    aws.write("pcs.toml", PCS_KINDS);
+    aws.ok(&["up", "pcs.toml", "--yes"]);
+    let pcs = aws.pcs();
+    let ids = aws.ids("pcs.toml");
+    let cluster = ids["aws_pcs_cluster.slurm"].clone();
+    runtime().block_on(async {
+        let live = pcs.get_cluster().cluster_identifier(&cluster).send().await.unwrap();
+        let live = live.cluster().unwrap();
+        assert_eq!(live.status().as_str(), "ACTIVE");
+        assert_eq!(live.name(), "pcs-kinds");
+        let tags = pcs.list_tags_for_resource().resource_arn(live.arn()).send().await.unwrap();
+        assert_eq!(tags.tags().unwrap()["forge:address"], "aws_pcs_cluster.slurm");
+        let groups = pcs.list_compute_node_groups().cluster_identifier(&cluster).send().await.unwrap();
+        let group = &groups.compute_node_groups()[0];
+        let queue = pcs.list_queues().cluster_identifier(&cluster).send().await.unwrap();
+        let queue = pcs
+            .get_queue()
+            .cluster_identifier(&cluster)
+            .queue_identifier(queue.queues()[0].id())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            queue.queue().unwrap().compute_node_group_configurations()[0].compute_node_group_id(),
+            Some(group.id()),
+            "the queue runs on the node group"
+        );
+    });
+    // A scaling change updates the node group in place.
+    aws.write(
+        "pcs.toml",
+        &PCS_KINDS.replace("scaling = { min = 0, max = 2 }", "scaling = { min = 1, max = 2 }"),
+    );
+    let (code, _) = aws.forge(&["plan", "pcs.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 2);
+    let stderr = aws.ok(&["up", "pcs.toml", "--yes"]);
+    assert!(stderr.contains("1 changed, 0 destroyed"), "{stderr}");
+    assert_eq!(
+        aws.ids("pcs.toml")["aws_pcs_compute_node_group.gpu"],
+        ids["aws_pcs_compute_node_group.gpu"]
+    );
+    runtime().block_on(async {
+        let (cluster_id, group_id) = ids["aws_pcs_compute_node_group.gpu"].split_once('/').unwrap();
+        let group = pcs
+            .get_compute_node_group()
+            .cluster_identifier(cluster_id)
+            .compute_node_group_identifier(group_id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            group
+                .compute_node_group()
+                .unwrap()
+                .scaling_configuration()
+                .unwrap()
+                .min_instance_count(),
+            1
+        );
+    });
+    aws.ok(&["destroy", "pcs.toml", "--yes"]);
+    let left = runtime().block_on(pcs.list_clusters().send()).unwrap();
+    assert!(left.clusters().is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_pcs_node_group_that_fails_reports_pcs_error_info() {
+    let aws = Aws::new();
+    let rule = format!(
+        r#"[{{"account": "{}", "match": "gpu", "code": "InsufficientInstanceCapacity", "message": "no p5 capacity in us-west-2a"}}]"#,
+        aws.account
+    );
+    aws.control("POST", "/_forge/pcs/failures", &rule);
+    aws.write("pcs.toml", PCS_KINDS);
+    let (code, stderr) = aws.forge(&["up", "pcs.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    let flat = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("PCS compute node group `gpu` is CREATE_FAILED: InsufficientInstanceCapacity: no p5 capacity in us-west-2a"),
+        "{stderr}"
+    );
+    aws.control("POST", "/_forge/pcs/failures", "[]");
+    aws.ok(&["destroy", "pcs.toml", "--yes"]);
 }

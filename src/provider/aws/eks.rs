@@ -1,7 +1,7 @@
 //! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt the object its first try made, and the wait for an EKS update to finish.
 
-use super::{Clients, Poll, child_id, error, made_by, wait_gone, wait_until};
+use super::{Clients, Poll, child_id, error, made_by, wait_until};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
@@ -15,7 +15,7 @@ use std::time::Duration;
 pub const NOT_FOUND: &str = "ResourceNotFoundException";
 
 /// EKS's error code for a name that is taken (or an object still in use).
-const IN_USE: &str = "ResourceInUseException";
+pub const IN_USE: &str = "ResourceInUseException";
 
 /// The tags an EKS object is created with (see [`super::create_tags`]).
 pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
@@ -149,41 +149,4 @@ pub fn planned_child_id(config: &Value) -> Value {
         (Some(cluster), Some(name)) => Value::String(child_id(cluster, name)),
         _ => Value::Null,
     }
-}
-
-/// Deletes an EKS object and waits until it is gone. `status` reads its status (`None`: gone);
-/// `delete` sends the delete, which is skipped when the object is gone or already DELETING
-/// (after a run that ran out of time). "In use" — a cluster whose node groups are still
-/// going, an object mid-update — is retried with backoff.
-pub async fn delete_and_wait<S, SFut, T, E, D, DFut>(
-    ctx: &Ctx,
-    aws: &Clients,
-    operation: &str,
-    limit: Duration,
-    status: S,
-    delete: D,
-) -> Result<(), ProviderError>
-where
-    S: Fn() -> SFut,
-    SFut: Future<Output = Result<Option<String>, ProviderError>>,
-    D: FnOnce() -> DFut,
-    DFut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    match status().await?.as_deref() {
-        None => return Ok(()),
-        Some("DELETING") => {}
-        Some(_) => match delete().await {
-            Ok(_) => {}
-            Err(e) if super::code(&e) == Some(NOT_FOUND) => return Ok(()),
-            Err(e) if super::code(&e) == Some(IN_USE) => {
-                return Err(ProviderError {
-                    retryable: true,
-                    ..error(aws, operation, e)
-                });
-            }
-            Err(e) => return Err(error(aws, operation, e)),
-        },
-    }
-    wait_gone(ctx, limit, status).await
 }

@@ -3,7 +3,7 @@
 //! cluster's Kubernetes version) or left out (EKS's default for that version). Creation waits
 //! CREATING → ACTIVE; version, service account role and configuration change in place.
 
-use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
+use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, live_children, split};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
@@ -219,7 +219,7 @@ impl Resource for EksAddon {
                 .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
         };
         let limit = timeout(config, "delete", DELETE_TIMEOUT);
-        delete_and_wait(ctx, aws, "DeleteAddon", limit, status, || {
+        super::delete_and_wait(ctx, aws, "DeleteAddon", IN_USE, limit, status, || {
             aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send()
         })
         .await

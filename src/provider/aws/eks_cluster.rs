@@ -4,7 +4,7 @@
 //! same cluster. Version, endpoint access, authentication mode and logging change in place, one
 //! EKS update at a time; deletion waits until the cluster is gone.
 
-use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, sync_tags, wait_update};
+use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
 use crate::schema::attributes;
@@ -294,7 +294,7 @@ impl Resource for EksCluster {
                 .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
         };
         let limit = timeout(config, "delete", DELETE_TIMEOUT);
-        delete_and_wait(ctx, aws, "DeleteCluster", limit, status, || {
+        super::delete_and_wait(ctx, aws, "DeleteCluster", IN_USE, limit, status, || {
             aws.eks.delete_cluster().name(id).send()
         })
         .await

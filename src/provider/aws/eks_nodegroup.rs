@@ -4,7 +4,7 @@
 //! followed to its end with DescribeUpdate. Deletion waits until the group is gone, so the
 //! cluster after it can be deleted.
 
-use super::eks::{NOT_FOUND, Scope, create_tags, created_or_own, delete_and_wait, owned, planned_child_id, sync_tags, wait_update};
+use super::eks::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
 use super::{Clients, Poll, error, parse, wait_until};
 use super::{child_id, split};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, Spec, prior_output, timeout};
@@ -362,7 +362,7 @@ impl Resource for EksNodegroup {
                 .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
         };
         let limit = timeout(config, "delete", DELETE_TIMEOUT);
-        delete_and_wait(ctx, aws, "DeleteNodegroup", limit, status, || {
+        super::delete_and_wait(ctx, aws, "DeleteNodegroup", IN_USE, limit, status, || {
             aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send()
         })
         .await

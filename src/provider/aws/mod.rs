@@ -101,6 +101,23 @@ macro_rules! eks_names {
     }};
 }
 
+/// The ids a PCS list call returns for one cluster, all pages; `None` when the cluster is
+/// gone: `pcs_members!(aws, list_queues, queues, cluster)`.
+macro_rules! pcs_members {
+    ($aws:expr, $call:ident, $items:ident, $cluster:expr) => {{
+        let mut ids = Vec::new();
+        let mut pages = $aws.pcs.$call().cluster_identifier($cluster).into_paginator().send();
+        loop {
+            match pages.next().await {
+                None => break Ok(Some(ids)),
+                Some(Ok(page)) => ids.extend(page.$items().iter().map(|item| item.id().to_owned())),
+                Some(Err(e)) if $crate::provider::aws::code(&e) == Some($crate::provider::aws::pcs::NOT_FOUND) => break Ok(None),
+                Some(Err(e)) => break Err($crate::provider::aws::error($aws, stringify!($call), e)),
+            }
+        }
+    }};
+}
+
 /// Removes and sets tags with a service's own two calls, each skipped when it has nothing to
 /// do: `retag!(aws, eks, untag_resource, tag_resource, resource_arn(arn), removed, set)`, with
 /// `removed` the keys to remove and `set` `Some(tags)` when tags are to be set.
@@ -156,6 +173,10 @@ pub mod instance_types;
 mod internet_gateway;
 mod launch_template;
 mod nat_gateway;
+mod pcs;
+mod pcs_cluster;
+mod pcs_compute_node_group;
+mod pcs_queue;
 mod placement_group;
 mod route_table;
 mod security_group;
@@ -201,6 +222,9 @@ pub fn register(registry: Registry) -> Registry {
         .with(efs_file_system::EfsFileSystem)
         .with(efs_mount_target::EfsMountTarget)
         .with(cloudformation_stack::CloudFormationStack)
+        .with(pcs_cluster::PcsCluster)
+        .with(pcs_compute_node_group::PcsComputeNodeGroup)
+        .with(pcs_queue::PcsQueue)
 }
 
 /// The SDK clients of one run.
@@ -217,6 +241,8 @@ pub struct Clients {
     pub efs: aws_sdk_efs::Client,
     /// CloudFormation.
     pub cloudformation: aws_sdk_cloudformation::Client,
+    /// Parallel Computing Service.
+    pub pcs: aws_sdk_pcs::Client,
     /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
     /// endpoint is obvious.
     pub context: String,
@@ -255,6 +281,7 @@ impl Clients {
             fsx: aws_sdk_fsx::Client::new(&config),
             efs: aws_sdk_efs::Client::new(&config),
             cloudformation: aws_sdk_cloudformation::Client::new(&config),
+            pcs: aws_sdk_pcs::Client::new(&config),
             context,
             sdk: config,
         }
@@ -320,6 +347,45 @@ where
         ),
         retryable: transport || RETRYABLE.contains(&code.as_str()),
     }
+}
+
+/// Deletes an object of a service that shows a status (EKS, PCS) and waits until it is gone.
+/// `status` reads its status (`None`: gone); `delete` sends the delete, which is skipped when
+/// the object is gone or already DELETING (after a run that ran out of time). `busy` is the
+/// service's code for "still in use" — a cluster whose node groups are still going, an object
+/// mid-update —, retried with backoff; `ResourceNotFoundException` is success.
+pub async fn delete_and_wait<S, SFut, T, E, D, DFut>(
+    ctx: &Ctx,
+    aws: &Clients,
+    operation: &str,
+    busy: &str,
+    limit: std::time::Duration,
+    status: S,
+    delete: D,
+) -> Result<(), ProviderError>
+where
+    S: Fn() -> SFut,
+    SFut: std::future::Future<Output = Result<Option<String>, ProviderError>>,
+    D: FnOnce() -> DFut,
+    DFut: std::future::Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match status().await?.as_deref() {
+        None => return Ok(()),
+        Some("DELETING") => {}
+        Some(_) => match delete().await {
+            Ok(_) => {}
+            Err(e) if code(&e) == Some("ResourceNotFoundException") => return Ok(()),
+            Err(e) if code(&e) == Some(busy) => {
+                return Err(ProviderError {
+                    retryable: true,
+                    ..error(aws, operation, e)
+                });
+            }
+            Err(e) => return Err(error(aws, operation, e)),
+        },
+    }
+    wait_gone(ctx, limit, status).await
 }
 
 /// A call whose listed error codes mean "already so" — deleting what is gone, attaching what
