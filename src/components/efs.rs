@@ -34,7 +34,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let address = input.address;
     let name = address.split_once('.').map_or(address, |(_, n)| n);
     let vpc = input.named_vpc("vpc")?;
-    let clients = input.clients("eks")?;
+    let clients = input.clients(&["eks"])?;
     let choice = |key: &str, allowed: &[&str], default: &'static str| -> Result<Value, ComponentError> {
         match input.text(key) {
             None => Ok(json!(default)),

@@ -5,8 +5,7 @@
 //! traffic from and to itself) and a launch template with one EFA interface per network card;
 //! then the managed node group in its zone's single private subnet.
 
-use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, kubernetes};
-use crate::facts::Lookup;
+use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, instances, kubernetes};
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
@@ -142,21 +141,6 @@ pub fn ami_type(instance_type: &str) -> &'static str {
         (_, true) => "AL2023_ARM_64_STANDARD",
         _ => "AL2023_x86_64_STANDARD",
     }
-}
-
-/// The EFA interfaces of a launch template: one per network card, card 0 device 0 (the
-/// primary), every further card device 1 — the layout that keeps p5's 32 cards valid.
-pub fn efa_interfaces(count: u32, security_groups: &Value) -> Vec<Value> {
-    (0..count)
-        .map(|card| {
-            json!({
-                "network_card_index": card,
-                "device_index": if card == 0 { 0 } else { 1 },
-                "interface_type": "efa",
-                "security_groups": security_groups,
-            })
-        })
-        .collect()
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
@@ -371,34 +355,16 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
                 ));
             }
         };
-        let mut efa_count = None;
-        let mut accelerators: Option<u32> = None;
-        for t in &types {
-            match facts.instance_type(t) {
-                Lookup::Known(info) => {
-                    efa_count = efa_count.or(Some(info.efa_interfaces));
-                    // Mixed types: the quota counts the fewest.
-                    accelerators = Some(accelerators.map_or(info.accelerators, |a| a.min(info.accelerators)));
-                }
-                Lookup::Unknown(near) => {
-                    let source = if facts.is_live() {
-                        "AWS does not know it"
-                    } else {
-                        "forge's built-in table does not know it"
-                    };
-                    return Err(ComponentError::at(
-                        key(if instance_type.is_some() {
-                            "instance_type"
-                        } else {
-                            "instance_types"
-                        }),
-                        format!("`{t}` is not an EC2 instance type ({source})"),
-                        near.map_or("check the name, e.g. `p5.48xlarge`".to_owned(), |n| format!("did you mean `{n}`?")),
-                    ));
-                }
-                Lookup::Unchecked => {}
-            }
-        }
+        let looked = instances::look_up(
+            facts,
+            &key(if instance_type.is_some() {
+                "instance_type"
+            } else {
+                "instance_types"
+            }),
+            &types,
+        )?;
+        let (efa_count, accelerators) = (looked.efa_interfaces, looked.accelerators);
         let supports_efa = efa_count.unwrap_or(0) > 0;
         let efa = match body.get("efa") {
             None => supports_efa && instance_type.is_some(),
@@ -567,7 +533,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
                     reference(&local("efa_security_group"), "id"),
                     reference("cluster", "cluster_security_group_id")
                 ]);
-                template["network_interfaces"] = Value::Array(efa_interfaces(count, &groups));
+                template["network_interfaces"] = Value::Array(instances::efa_interfaces(count, &groups));
             }
             if let Some(reservation) = reservation {
                 template["capacity_reservation_id"] = json!(reservation);
@@ -839,21 +805,6 @@ mod tests {
         assert_eq!(ami_type("inf2.48xlarge"), "AL2023_x86_64_NEURON");
         assert_eq!(ami_type("c7g.2xlarge"), "AL2023_ARM_64_STANDARD");
         assert_eq!(ami_type("c5.2xlarge"), "AL2023_x86_64_STANDARD");
-    }
-
-    #[test]
-    fn efa_layout_is_card_zero_device_zero_then_device_one() {
-        let nics = efa_interfaces(32, &json!(["sg-1"]));
-        assert_eq!(nics.len(), 32);
-        assert_eq!(
-            (nics[0]["network_card_index"].clone(), nics[0]["device_index"].clone()),
-            (json!(0), json!(0))
-        );
-        for (card, nic) in nics.iter().enumerate().skip(1) {
-            assert_eq!(nic["network_card_index"], json!(card));
-            assert_eq!(nic["device_index"], json!(1));
-            assert_eq!(nic["interface_type"], json!("efa"));
-        }
     }
 
     #[test]

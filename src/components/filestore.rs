@@ -152,7 +152,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             ));
         }
     };
-    let clients = input.clients("gke")?;
+    let clients = input.clients(&["gke"])?;
     let share = input.text("share").map_or_else(|| "share".to_owned(), str::to_owned);
     let valid_share = share.len() <= 16
         && share.starts_with(|c: char| c.is_ascii_lowercase())

@@ -24,6 +24,7 @@ pub const COMPONENT: Component = Component {
         Field::optional("s3", FieldType::Table),
         Field::optional("final_backup", FieldType::Bool),
         Field::optional("kubernetes", FieldType::Table),
+        Field::optional("mount_point", FieldType::String),
         Field::optional("timeouts", FieldType::Table),
         Field::optional("tags", FieldType::Table),
     ],
@@ -87,7 +88,7 @@ fn node_zones(input: &Input, client: &str) -> Vec<String> {
     let groups = input
         .components
         .get(client)
-        .and_then(|c| c.get("nodegroups"))
+        .and_then(|c| c.get("nodegroups").or_else(|| c.get("queues")))
         .and_then(Value::as_object);
     let mut zones: Vec<String> = groups
         .into_iter()
@@ -153,7 +154,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let vpc = input.named_vpc("vpc")?;
     let zone = input.text("zone").unwrap_or_default();
     let subnet = vpc.private_subnet("zone", zone)?;
-    let clients = input.clients("eks")?;
+    let clients = input.clients(&["eks", "slurm"])?;
     for client in &clients {
         let zones = node_zones(input, client);
         if !zones.is_empty() && !zones.iter().any(|z| z == zone) {
@@ -283,7 +284,15 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         .collect(),
         mount_options: &["flock"],
     };
-    let mounted = kubernetes::mount(address, input.config.get("kubernetes"), &clients, volume, kubernetes::eks_cluster)?;
+    // Slurm clusters mount it on their nodes themselves (their user data); EKS ones get a volume.
+    let kubernetes_clients: Vec<&str> = clients.iter().copied().filter(|c| c.starts_with("eks.")).collect();
+    let mounted = kubernetes::mount(
+        address,
+        input.config.get("kubernetes"),
+        &kubernetes_clients,
+        volume,
+        kubernetes::eks_cluster,
+    )?;
     Ok(mounted.expansion(parts, outputs))
 }
 

@@ -18,6 +18,8 @@ pub mod filestore;
 pub mod gcp_vpc;
 #[cfg(feature = "gcp")]
 pub mod gke;
+#[cfg(feature = "aws")]
+pub mod instances;
 #[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod k8s_manifest;
 #[cfg(any(feature = "aws", feature = "gcp"))]
@@ -25,6 +27,8 @@ pub mod kubernetes;
 #[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod manifests;
 pub mod null_layers;
+#[cfg(feature = "aws")]
+pub mod slurm;
 #[cfg(feature = "aws")]
 pub mod vpc;
 
@@ -185,15 +189,12 @@ impl Input<'_> {
         }
     }
 
-    /// The cluster blocks of type `cluster` (`eks`, `gke`) listed in `clients`, checked to exist.
-    pub fn clients(&self, cluster: &str) -> Result<Vec<&str>, ComponentError> {
-        let prefix = format!("{cluster}.");
-        let known: Vec<&str> = self
-            .components
-            .keys()
-            .filter(|k| k.starts_with(&prefix))
-            .map(String::as_str)
-            .collect();
+    /// The cluster blocks of the types `clusters` (`eks`, `gke`, `slurm`) listed in `clients`,
+    /// checked to exist.
+    pub fn clients(&self, clusters: &[&str]) -> Result<Vec<&str>, ComponentError> {
+        let of_type = |k: &str| clusters.iter().any(|c| k.split_once('.').is_some_and(|(kind, _)| kind == *c));
+        let known: Vec<&str> = self.components.keys().map(String::as_str).filter(|k| of_type(k)).collect();
+        let cluster = clusters.join("` or `");
         let mut clients = Vec::new();
         for item in self.config.get("clients").and_then(Value::as_array).into_iter().flatten() {
             match item.as_str() {
@@ -209,7 +210,7 @@ impl Input<'_> {
                     return Err(ComponentError::at(
                         "clients",
                         format!("`clients` lists `{cluster}` blocks by address"),
-                        format!("e.g. `clients = [\"{cluster}.train\"]`"),
+                        format!("e.g. `clients = [\"{}.train\"]`", clusters[0]),
                     ));
                 }
             }
@@ -302,6 +303,8 @@ pub fn builtin() -> &'static [Component] {
         gke::COMPONENT,
         #[cfg(feature = "gcp")]
         filestore::COMPONENT,
+        #[cfg(feature = "aws")]
+        slurm::COMPONENT,
         #[cfg(any(feature = "aws", feature = "gcp"))]
         k8s_manifest::COMPONENT,
     ]

@@ -7,7 +7,8 @@ use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Sp
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{
     CapacityReservationTarget, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
-    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateInstanceMarketOptionsRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState, LaunchTemplateInstanceMarketOptionsRequest,
+    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatePlacementRequest, LaunchTemplateTagSpecificationRequest,
     MarketType, RequestLaunchTemplateData, ResourceType, Tag, VolumeType,
 };
@@ -32,6 +33,7 @@ attributes! {
         #[serde(default)] network_interfaces: Vec<Interface>,
         #[serde(default)] block_devices: Vec<BlockDevice>,
         #[serde(default)] instance_tags: Map<String, Value>,
+        imds_hop_limit: Option<i32>,
     }
 }
 
@@ -49,6 +51,7 @@ struct Interface {
     subnet_id: Option<String>,
     #[serde(default = "yes")]
     delete_on_termination: bool,
+    associate_public_ip_address: Option<bool>,
 }
 
 /// `{ device_name = "/dev/xvda", volume_size = 500, volume_type = "gp3" }`
@@ -79,6 +82,7 @@ fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
             .set_groups(Some(i.security_groups.clone()))
             .set_subnet_id(i.subnet_id.clone())
             .delete_on_termination(i.delete_on_termination)
+            .set_associate_public_ip_address(i.associate_public_ip_address)
             .build()
     });
     let devices = cfg.block_devices.iter().map(|d| {
@@ -125,6 +129,16 @@ fn data(ctx: &Ctx, cfg: &Config) -> RequestLaunchTemplateData {
         builder = builder.capacity_reservation_specification(
             LaunchTemplateCapacityReservationSpecificationRequest::builder()
                 .capacity_reservation_target(target)
+                .build(),
+        );
+    }
+    if let Some(hops) = cfg.imds_hop_limit {
+        // IMDSv2 only; containers on the instance are one hop further away than its processes.
+        builder = builder.metadata_options(
+            LaunchTemplateInstanceMetadataOptionsRequest::builder()
+                .http_tokens(LaunchTemplateHttpTokensState::Required)
+                .http_put_response_hop_limit(hops)
+                .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::Enabled)
                 .build(),
         );
     }
