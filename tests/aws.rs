@@ -2260,3 +2260,174 @@ fn a_pcs_node_group_that_fails_reports_pcs_error_info() {
     aws.control("POST", "/_forge/pcs/failures", "[]");
     aws.ok(&["destroy", "pcs.toml", "--yes"]);
 }
+
+/// The PCS objects of the account: (cluster names, node group names and scaling (min, max) by
+/// name, queues with the ids of their node groups).
+type PcsObjects = (Vec<String>, BTreeMap<String, (i32, i32)>, Vec<(String, Vec<String>)>);
+
+fn pcs_objects(aws: &Aws) -> (PcsObjects, BTreeMap<String, String>) {
+    let pcs = aws.pcs();
+    runtime().block_on(async {
+        let clusters = pcs.list_clusters().send().await.unwrap();
+        let mut groups = BTreeMap::new();
+        let mut group_ids = BTreeMap::new();
+        let mut queues = Vec::new();
+        for cluster in clusters.clusters() {
+            for summary in pcs
+                .list_compute_node_groups()
+                .cluster_identifier(cluster.id())
+                .send()
+                .await
+                .unwrap()
+                .compute_node_groups()
+            {
+                let group = pcs
+                    .get_compute_node_group()
+                    .cluster_identifier(cluster.id())
+                    .compute_node_group_identifier(summary.id())
+                    .send()
+                    .await
+                    .unwrap();
+                let scaling = group.compute_node_group().unwrap().scaling_configuration().unwrap();
+                groups.insert(
+                    summary.name().to_owned(),
+                    (scaling.min_instance_count(), scaling.max_instance_count()),
+                );
+                group_ids.insert(summary.id().to_owned(), summary.name().to_owned());
+            }
+            for summary in pcs.list_queues().cluster_identifier(cluster.id()).send().await.unwrap().queues() {
+                let queue = pcs
+                    .get_queue()
+                    .cluster_identifier(cluster.id())
+                    .queue_identifier(summary.id())
+                    .send()
+                    .await
+                    .unwrap();
+                let on: Vec<String> = queue
+                    .queue()
+                    .unwrap()
+                    .compute_node_group_configurations()
+                    .iter()
+                    .filter_map(|c| c.compute_node_group_id().map(str::to_owned))
+                    .collect();
+                queues.push((summary.name().to_owned(), on));
+            }
+        }
+        let names = clusters.clusters().iter().map(|c| c.name().to_owned()).collect();
+        ((names, groups, queues), group_ids)
+    })
+}
+
+/// The NeMo Slurm stack on PCS: SIGKILLed `up`s converge to exactly one of everything; the GPU
+/// queue's launch template has the EFA layout AWS documents, the placement group and IMDSv2;
+/// the nodes' user data mounts the file system at /fsx; the node role follows PCS's naming
+/// rule; a scaling change updates in place; destroy leaves nothing.
+#[test]
+fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
+    let aws = Aws::new();
+    aws.write("slurm.toml", include_str!("../stacks/nemo-slurm-p5.toml"));
+    let (code, plan) = aws.forge(&["plan", "slurm.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    insta::assert_snapshot!("nemo_slurm_p5_plan", plan);
+    let mut seed: u64 = 0x51_0e_2a;
+    for round in 0..4 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = aws
+            .command(&["up", "slurm.toml", "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200 + (seed >> 33) % 1500));
+        let _ = child.kill();
+        child.wait().unwrap();
+        if round == 2 {
+            aws.ok(&["destroy", "slurm.toml", "--yes"]);
+        }
+    }
+    aws.ok(&["up", "slurm.toml", "--yes"]);
+    let ((clusters, groups, queues), group_ids) = pcs_objects(&aws);
+    assert_eq!(clusters, ["nemo"], "exactly one cluster");
+    assert_eq!(groups, BTreeMap::from([("gpu".to_owned(), (0, 2)), ("login".to_owned(), (1, 1))]));
+    assert_eq!(queues.len(), 1, "exactly one queue: {queues:?}");
+    assert_eq!(queues[0].0, "gpu");
+    assert_eq!(
+        queues[0].1.iter().map(|id| group_ids[id].as_str()).collect::<Vec<_>>(),
+        ["gpu"],
+        "the queue runs on the GPU group"
+    );
+    let (code, stderr) = aws.forge(&["plan", "slurm.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the state matches the cloud: {stderr}");
+
+    // The GPU nodes' launch template: 32 EFA interfaces, card 0 device 0 and the others device
+    // 1, the cluster's group on each; the placement group; IMDSv2 with a hop for containers.
+    let (_, _, groups) = tagged(&aws, "nemo-slurm-p5");
+    let slurm_group = groups
+        .iter()
+        .find(|g| g.group_name() == Some("nemo-slurm"))
+        .unwrap()
+        .group_id()
+        .unwrap()
+        .to_owned();
+    let layout = efa_layout(&aws, "nemo-gpu");
+    assert_eq!(layout.len(), 32);
+    assert_eq!(layout[0], (0, 0, "efa".to_owned(), vec![slurm_group.clone()]));
+    assert!(
+        layout[1..]
+            .iter()
+            .enumerate()
+            .all(|(i, l)| *l == (i as i32 + 1, 1, "efa".to_owned(), vec![slurm_group.clone()]))
+    );
+    let ec2 = aws.ec2();
+    let data = runtime().block_on(async {
+        let versions = ec2
+            .describe_launch_template_versions()
+            .launch_template_name("nemo-gpu")
+            .versions("$Latest")
+            .send()
+            .await
+            .unwrap();
+        versions.launch_template_versions()[0].launch_template_data().unwrap().clone()
+    });
+    assert_eq!(data.placement().and_then(|p| p.group_name()), Some("nemo-gpu"));
+    let metadata = data.metadata_options().unwrap();
+    assert_eq!(metadata.http_tokens().map(|t| t.as_str()), Some("required"));
+    assert_eq!(metadata.http_put_response_hop_limit(), Some(2));
+    use base64::Engine;
+    let user_data = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data.user_data().unwrap()).unwrap()).unwrap();
+    let fsx = runtime().block_on(aws.fsx().describe_file_systems().send()).unwrap();
+    let fs = &fsx.file_systems()[0];
+    let mount = format!(
+        "mount -t lustre -o relatime,flock {}@tcp:/{} /fsx",
+        fs.dns_name().unwrap(),
+        fs.lustre_configuration().unwrap().mount_name().unwrap()
+    );
+    assert!(user_data.contains(&mount), "{user_data}");
+    assert!(
+        user_data.contains("Content-Type: multipart/mixed") && user_data.contains("Content-Type: text/x-shellscript"),
+        "{user_data}"
+    );
+    // The node role: named AWSPCS…, with PCS's node policy.
+    let attached = runtime()
+        .block_on(aws.iam().list_attached_role_policies().role_name("AWSPCS-nemo-nodes").send())
+        .unwrap();
+    assert!(
+        attached
+            .attached_policies()
+            .iter()
+            .any(|p| p.policy_name() == Some("AWSPCSComputeNodePolicy"))
+    );
+
+    // More GPU nodes: the node group changes in place, the queue stays.
+    let ids = aws.ids("slurm.toml");
+    let stderr = aws.ok(&["up", "slurm.toml", "--yes", "--var", "gpu_nodes=4"]);
+    assert!(stderr.contains("0 added, 1 changed, 0 destroyed"), "{stderr}");
+    assert_eq!(aws.ids("slurm.toml"), ids);
+    assert_eq!(pcs_objects(&aws).0.1["gpu"], (0, 4));
+
+    aws.ok(&["destroy", "slurm.toml", "--yes", "--var", "gpu_nodes=4"]);
+    let ((clusters, groups, queues), _) = pcs_objects(&aws);
+    assert!(clusters.is_empty() && groups.is_empty() && queues.is_empty());
+    let (vpcs, subnets, groups) = tagged(&aws, "nemo-slurm-p5");
+    assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
+}

@@ -830,6 +830,56 @@ fn storage_component_errors() {
     }
 }
 
+#[test]
+#[cfg(feature = "aws")]
+fn slurm_component_errors() {
+    let d = Dir::new();
+    let stack = |slurm: &str, queue: &str| {
+        format!(
+            "[stack]\nname = \"s\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\ncidr = \"10.0.0.0/16\"\nzones = [\"us-west-2a\", \"us-west-2b\"]\n[slurm.nemo]\nvpc = \"vpc.main\"\n{slurm}\n[slurm.nemo.queues.gpu]\n{queue}\n"
+        )
+    };
+    let ok_slurm = "version = \"25.05\"\nami_id = \"ami-0123456789abcdef0\"";
+    let ok_queue = "instance_type = \"p5.48xlarge\"\nnodes = { min = 0, max = 2 }\nzone = \"us-west-2a\"";
+    let cases = [
+        (
+            "slurm_efa_queue_without_zone",
+            stack(ok_slurm, "instance_type = \"p5.48xlarge\"\nnodes = 2"),
+        ),
+        (
+            "slurm_zone_outside_the_vpc",
+            stack(ok_slurm, &ok_queue.replace("us-west-2a", "us-west-2d")),
+        ),
+        (
+            "slurm_unknown_instance_type",
+            stack(ok_slurm, &ok_queue.replace("p5.48xlarge", "p5.48xlage")),
+        ),
+        (
+            "slurm_nodes_out_of_order",
+            stack(ok_slurm, &ok_queue.replace("min = 0, max = 2", "min = 3, max = 2")),
+        ),
+        (
+            "slurm_reservation_with_spot",
+            stack(
+                ok_slurm,
+                &format!("{ok_queue}\ncapacity_type = \"SPOT\"\ncapacity_reservation_id = \"cr-0123\""),
+            ),
+        ),
+        ("slurm_unsupported_version", stack(&ok_slurm.replace("25.05", "23.11"), ok_queue)),
+        ("slurm_missing_ami", stack("version = \"25.05\"", ok_queue)),
+        (
+            "slurm_too_many_nodes_for_the_size",
+            stack(&format!("{ok_slurm}\nsize = \"SMALL\""), &ok_queue.replace("max = 2", "max = 40")),
+        ),
+    ];
+    for (name, text) in cases {
+        d.write("s.toml", &text);
+        let (code, _, stderr) = d.run(&["validate", "s.toml"]);
+        assert_eq!(code, 1, "{name}: {stderr}");
+        insta::assert_snapshot!(format!("error_{name}"), stderr);
+    }
+}
+
 /// `forge drift` without a cloud (`null` resources exist as recorded): 0 when the file matches
 /// what was applied, 3 when it only has unapplied edits, the worst code of several stacks, 1
 /// with every stack still reported when one does not load; Markdown and JSON for CI.

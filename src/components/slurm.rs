@@ -107,7 +107,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         ));
     };
     let vpc = input.named_vpc("vpc")?;
-    let queues = queues(input)?;
+    let queues = queues(input, &vpc)?;
     let login = input.config.get("login").map(|l| l.as_object().cloned().unwrap_or_default());
     if let Some(login) = &login {
         check_keys(login, "login", LOGIN_KEYS)?;
@@ -358,8 +358,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 }
 
 /// The `queues` tables, checked: a type that exists, nodes in order, EFA (by default where the
-/// type has it) only in one zone of the VPC, a reservation not with SPOT.
-fn queues<'a>(input: &'a Input) -> Result<Vec<Queue<'a>>, ComponentError> {
+/// type has it) only in one zone, a zone of the VPC, a reservation not with SPOT.
+fn queues<'a>(input: &'a Input, vpc: &super::NamedVpc) -> Result<Vec<Queue<'a>>, ComponentError> {
     let tables = input.config.get("queues").and_then(Value::as_object);
     let Some(tables) = tables.filter(|t| !t.is_empty()) else {
         return Err(ComponentError::at(
@@ -450,6 +450,9 @@ fn queues<'a>(input: &'a Input) -> Result<Vec<Queue<'a>>, ComponentError> {
             }
         };
         let zone = body.get("zone").and_then(Value::as_str);
+        if let Some(zone) = zone {
+            vpc.private_subnet(&key("zone"), zone)?;
+        }
         if efa.is_some() && zone.is_none() {
             return Err(ComponentError::at(
                 format!("queues.{name}"),
