@@ -2418,8 +2418,20 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
             .any(|p| p.policy_name() == Some("AWSPCSComputeNodePolicy"))
     );
 
-    // More GPU nodes: the node group changes in place, the queue stays.
+    // How to reach the login node: SSH to the instance of its node group.
     let ids = aws.ids("slurm.toml");
+    let out = Command::from_std(aws.command(&["output", "slurm.toml", "slurm.nemo.login"]))
+        .output()
+        .unwrap();
+    let login = String::from_utf8_lossy(&out.stdout);
+    let login_group = ids["slurm.nemo.login.node_group"].split_once('/').unwrap().1;
+    assert!(
+        login.starts_with("ssh ec2-user@$(aws ec2 describe-instances --region us-west-2"),
+        "{login}"
+    );
+    assert!(login.contains(&format!("Values={login_group} ")), "{login}");
+
+    // More GPU nodes: the node group changes in place, the queue stays.
     let stderr = aws.ok(&["up", "slurm.toml", "--yes", "--var", "gpu_nodes=4"]);
     assert!(stderr.contains("0 added, 1 changed, 0 destroyed"), "{stderr}");
     assert_eq!(aws.ids("slurm.toml"), ids);

@@ -281,6 +281,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             ),
         );
         outputs.insert("login_node_group_id".into(), reference("login.node_group", "group_id"));
+        outputs.insert("login".into(), json!(login_command(input, address, public)));
     }
 
     let mut by_queue = Map::new();
@@ -355,6 +356,26 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         outputs,
         ready: Vec::new(),
     })
+}
+
+/// How to reach the login node: its instance, found by the tag PCS puts on a node group's
+/// instances, then SSH to its public address (with `ssh_cidrs`) or an SSM session.
+fn login_command(input: &Input, address: &str, public: bool) -> String {
+    let region = input
+        .providers
+        .get("aws")
+        .and_then(|a| a.get("region"))
+        .and_then(Value::as_str)
+        .map(|r| format!(" --region {r}"))
+        .unwrap_or_default();
+    let (field, run) = if public {
+        ("PublicIpAddress", "ssh ec2-user@")
+    } else {
+        ("InstanceId", "aws ssm start-session --target ")
+    };
+    format!(
+        "{run}$(aws ec2 describe-instances{region} --filters Name=tag:aws:pcs:compute-node-group-id,Values=${{{address}.login.node_group.group_id}} Name=instance-state-name,Values=running --query 'Reservations[0].Instances[0].{field}' --output text)"
+    )
 }
 
 /// The `queues` tables, checked: a type that exists, nodes in order, EFA (by default where the
