@@ -2348,12 +2348,15 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
     aws.ok(&["up", "slurm.toml", "--yes"]);
     let ((clusters, groups, queues), group_ids) = pcs_objects(&aws);
     assert_eq!(clusters, ["nemo"], "exactly one cluster");
-    assert_eq!(groups, BTreeMap::from([("gpu".to_owned(), (0, 2)), ("login".to_owned(), (1, 1))]));
+    assert_eq!(
+        groups,
+        BTreeMap::from([("gpu-p5-48xlarge".to_owned(), (0, 2)), ("login".to_owned(), (1, 1))])
+    );
     assert_eq!(queues.len(), 1, "exactly one queue: {queues:?}");
     assert_eq!(queues[0].0, "gpu");
     assert_eq!(
         queues[0].1.iter().map(|id| group_ids[id].as_str()).collect::<Vec<_>>(),
-        ["gpu"],
+        ["gpu-p5-48xlarge"],
         "the queue runs on the GPU group"
     );
     let (code, stderr) = aws.forge(&["plan", "slurm.toml", "--detailed-exitcode"]);
@@ -2435,7 +2438,33 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
     let stderr = aws.ok(&["up", "slurm.toml", "--yes", "--var", "gpu_nodes=4"]);
     assert!(stderr.contains("0 added, 1 changed, 0 destroyed"), "{stderr}");
     assert_eq!(aws.ids("slurm.toml"), ids);
-    assert_eq!(pcs_objects(&aws).0.1["gpu"], (0, 4));
+    assert_eq!(pcs_objects(&aws).0.1["gpu-p5-48xlarge"], (0, 4));
+
+    // Another instance type: a new group, taken into the queue, then the old one goes; the
+    // queue stays (PCS refuses to delete a group a queue uses, so the order matters).
+    aws.write(
+        "slurm.toml",
+        &include_str!("../stacks/nemo-slurm-p5.toml").replace("instance_type = \"p5.48xlarge\"", "instance_type = \"p5e.48xlarge\""),
+    );
+    let (_, plan) = aws.forge(&["plan", "slurm.toml", "--var", "gpu_nodes=4"]);
+    for line in [
+        "+ slurm.nemo.queues.gpu.node_group_p5e_48xlarge",
+        "~ slurm.nemo.queues.gpu.queue",
+        "- slurm.nemo.queues.gpu.node_group_p5_48xlarge",
+    ] {
+        assert!(plan.contains(line), "{line}:\n{plan}");
+    }
+    aws.ok(&["up", "slurm.toml", "--yes", "--var", "gpu_nodes=4"]);
+    let ((_, groups, queues), group_ids) = pcs_objects(&aws);
+    assert_eq!(groups.keys().collect::<Vec<_>>(), ["gpu-p5e-48xlarge", "login"]);
+    assert_eq!(
+        queues[0].1.iter().map(|id| group_ids[id].as_str()).collect::<Vec<_>>(),
+        ["gpu-p5e-48xlarge"]
+    );
+    assert_eq!(
+        aws.ids("slurm.toml")["slurm.nemo.queues.gpu.queue"],
+        ids["slurm.nemo.queues.gpu.queue"]
+    );
 
     aws.ok(&["destroy", "slurm.toml", "--yes", "--var", "gpu_nodes=4"]);
     let ((clusters, groups, queues), _) = pcs_objects(&aws);

@@ -319,11 +319,15 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             template["placement_group"] = reference(&local("placement_group"), "name");
         }
         part(&local("launch_template"), "aws_launch_template", template);
+        // The group is named and addressed by its instance type: a new type is a new group,
+        // made and taken into the queue before the old one goes (PCS keeps a group a queue
+        // uses, so it cannot go first).
+        let (group_local, group_name) = group_of(q);
         part(
-            &local("node_group"),
+            &group_local,
             "aws_pcs_compute_node_group",
             node_group(
-                q.name,
+                &group_name,
                 json!([q.instance_type]),
                 subnets,
                 &local("launch_template"),
@@ -338,13 +342,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             json!({
                 "cluster_id": reference("cluster", "id"),
                 "name": q.name,
-                "compute_node_group_ids": [reference(&local("node_group"), "group_id")],
+                "compute_node_group_ids": [reference(&group_local, "group_id")],
                 "tags": tags,
             }),
         );
         by_queue.insert(
             q.name.to_owned(),
-            json!({ "node_group_id": reference(&local("node_group"), "group_id"), "queue_id": reference(&local("queue"), "queue_id"), "efa_interfaces": q.efa.unwrap_or(0) }),
+            json!({ "node_group_id": reference(&group_local, "group_id"), "queue_id": reference(&local("queue"), "queue_id"), "efa_interfaces": q.efa.unwrap_or(0) }),
         );
     }
     outputs.insert("cluster_id".into(), reference("cluster", "id"));
@@ -356,6 +360,26 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         outputs,
         ready: Vec::new(),
     })
+}
+
+/// A queue's node group: its address below the block (`queues.gpu.node_group_p5_48xlarge`)
+/// and its PCS name (`gpu-p5-48xlarge`, or the queue's name and a digest of the type where
+/// that passes PCS's 25 characters), both following the instance type.
+fn group_of(q: &Queue) -> (String, String) {
+    let segment: String = q
+        .instance_type
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let readable = format!("{}-{}", q.name, segment.replace('_', "-"));
+    let name = if readable.len() <= 25 {
+        readable
+    } else {
+        use sha2::Digest;
+        let digest = format!("{:x}", sha2::Sha256::digest(q.instance_type.as_bytes()));
+        format!("{}-{}", &q.name[..q.name.len().min(18)], &digest[..6])
+    };
+    (format!("queues.{}.node_group_{segment}", q.name), name)
 }
 
 /// How to reach the login node: its instance, found by the tag PCS puts on a node group's
