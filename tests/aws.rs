@@ -2204,7 +2204,29 @@ fn pcs_kinds_make_a_slurm_cluster_update_in_place_and_go_in_order() {
             "the queue runs on the node group"
         );
     });
-    // A scaling change updates the node group in place.
+    // A scaling change made outside forge is drift, attribute by attribute.
+    let (cluster_id, group_id) = ids["aws_pcs_compute_node_group.gpu"].split_once('/').unwrap();
+    runtime().block_on(async {
+        let scaling = aws_sdk_pcs::types::ScalingConfigurationRequest::builder()
+            .min_instance_count(0)
+            .max_instance_count(3)
+            .build();
+        pcs.update_compute_node_group()
+            .cluster_identifier(cluster_id)
+            .compute_node_group_identifier(group_id)
+            .scaling_configuration(scaling)
+            .send()
+            .await
+            .unwrap();
+    });
+    let (code, report) = aws.drift(&["pcs.toml"]);
+    assert_eq!(code, 2, "{report}");
+    let text = report.to_string();
+    assert!(
+        text.contains("aws_pcs_compute_node_group.gpu") && text.contains("scaling"),
+        "{report}"
+    );
+    // A scaling change in the stack updates the node group in place.
     aws.write(
         "pcs.toml",
         &PCS_KINDS.replace("scaling = { min = 0, max = 2 }", "scaling = { min = 1, max = 2 }"),
@@ -2218,7 +2240,6 @@ fn pcs_kinds_make_a_slurm_cluster_update_in_place_and_go_in_order() {
         ids["aws_pcs_compute_node_group.gpu"]
     );
     runtime().block_on(async {
-        let (cluster_id, group_id) = ids["aws_pcs_compute_node_group.gpu"].split_once('/').unwrap();
         let group = pcs
             .get_compute_node_group()
             .cluster_identifier(cluster_id)

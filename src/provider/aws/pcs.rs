@@ -3,7 +3,7 @@
 //! (PCS has no waiters): `*_FAILED` ends a wait with PCS's `errorInfo`.
 
 use super::{Clients, Poll, error, made_by, wait_until};
-use crate::provider::{Ctx, ProviderError};
+use crate::provider::{Ctx, Observed, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_pcs::types::{ErrorInfo, SlurmCustomSetting};
@@ -152,6 +152,32 @@ pub fn error_info(errors: &[ErrorInfo]) -> String {
     } else {
         lines.join("; ")
     }
+}
+
+/// The live members (`<cluster>/<id>`) of clusters as drift sees them: one Get each (PCS's
+/// lists carry no attributes), read with `get` and shown in the shape of their config by
+/// `attributes`.
+pub async fn observe<T, G, GFut>(
+    live: impl IntoIterator<Item = String>,
+    get: G,
+    attributes: fn(&T) -> Value,
+) -> Result<Vec<Observed>, ProviderError>
+where
+    G: Fn(String, String) -> GFut,
+    GFut: Future<Output = Result<Option<T>, ProviderError>>,
+{
+    let reads = live.into_iter().map(|id| {
+        let (cluster, member) = super::split(&id);
+        let found = get(cluster.to_owned(), member.to_owned());
+        async move {
+            Ok::<_, ProviderError>(found.await?.map(|object| Observed {
+                id,
+                address: None,
+                attributes: attributes(&object),
+            }))
+        }
+    });
+    Ok(futures::future::try_join_all(reads).await?.into_iter().flatten().collect())
 }
 
 /// What one look at a PCS object found: gone, its status (as PCS names it) with its error

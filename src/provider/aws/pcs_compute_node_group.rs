@@ -81,6 +81,22 @@ async fn look(aws: &Clients, cluster: &str, group: &str) -> Result<Option<Look<C
     }))
 }
 
+/// The live group in the shape of its config, for drift.
+fn attributes(g: &ComputeNodeGroup) -> Value {
+    let template = g.custom_launch_template();
+    json!({
+        "instance_types": g.instance_configs().iter().filter_map(|i| i.instance_type()).collect::<Vec<_>>(),
+        "subnet_ids": g.subnet_ids(),
+        "instance_profile_arn": g.iam_instance_profile_arn(),
+        "launch_template_id": template.map(|t| t.id()),
+        "launch_template_version": template.and_then(|t| t.version().parse::<i64>().ok()),
+        "ami_id": g.ami_id(),
+        "purchase_option": g.purchase_option().map(|p| p.as_str()),
+        "scaling": g.scaling_configuration().map(|s| json!({ "min": s.min_instance_count(), "max": s.max_instance_count() })),
+        "slurm_settings": pcs::settings_of(g.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default()),
+    })
+}
+
 fn outputs(g: &ComputeNodeGroup) -> Value {
     json!({ "id": child_id(g.cluster_id(), g.id()), "group_id": g.id(), "name": g.name(), "arn": g.arn() })
 }
@@ -172,14 +188,15 @@ impl Resource for PcsComputeNodeGroup {
         })
     }
 
-    /// One ListComputeNodeGroups (all pages) per cluster the ids name.
+    /// One ListComputeNodeGroups (all pages) per cluster the ids name, then a
+    /// GetComputeNodeGroup per live group (PCS lists no attributes) for drift.
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        live_children(ids, |cluster| async move {
+        let live = live_children(ids, |cluster| async move {
             pcs_members!(aws, list_compute_node_groups, compute_node_groups, &cluster)
         })
-        .await
-        .map(Observed::existing)
+        .await?;
+        pcs::observe(live, |cluster, member| async move { get(aws, &cluster, &member).await }, attributes).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

@@ -45,6 +45,14 @@ async fn look(aws: &Clients, cluster: &str, queue: &str) -> Result<Option<Look<Q
     }))
 }
 
+/// The live queue in the shape of its config, for drift.
+fn attributes(q: &Queue) -> Value {
+    json!({
+        "compute_node_group_ids": q.compute_node_group_configurations().iter().filter_map(|c| c.compute_node_group_id()).collect::<Vec<_>>(),
+        "slurm_settings": pcs::settings_of(q.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default()),
+    })
+}
+
 fn outputs(q: &Queue) -> Value {
     json!({ "id": child_id(q.cluster_id(), q.id()), "queue_id": q.id(), "name": q.name(), "arn": q.arn() })
 }
@@ -105,12 +113,12 @@ impl Resource for PcsQueue {
         })
     }
 
-    /// One ListQueues (all pages) per cluster the ids name.
+    /// One ListQueues (all pages) per cluster the ids name, then a GetQueue per live queue
+    /// (PCS lists no attributes) for drift.
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        live_children(ids, |cluster| async move { pcs_members!(aws, list_queues, queues, &cluster) })
-            .await
-            .map(Observed::existing)
+        let live = live_children(ids, |cluster| async move { pcs_members!(aws, list_queues, queues, &cluster) }).await?;
+        pcs::observe(live, |cluster, member| async move { get(aws, &cluster, &member).await }, attributes).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
