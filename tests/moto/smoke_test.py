@@ -87,6 +87,34 @@ class Launcher(Launched):
         self.control(f"/_forge/faults?account={account}", [])
         self.client("ec2", account).describe_vpcs()
 
+    def test_token_buckets_throttle_per_account_and_class_and_refill(self):
+        account = "121212121212"
+        ec2, other = self.client("ec2", account), self.client("ec2", "131313131313")
+        # EC2's non-mutating class, scaled: a burst of 3 and 5 tokens a second.
+        self.control("/_forge/buckets", [{"account": account, "match": "ec2:Describe*", "class": "ec2-describe", "burst": 3, "refill": 5}])
+        try:
+            answers = []
+            for _ in range(5):
+                try:
+                    ec2.describe_vpcs()
+                    answers.append("ok")
+                except ClientError as e:
+                    answers.append(e.response["Error"]["Code"])
+            self.assertEqual(answers[:3], ["ok"] * 3)
+            self.assertIn("RequestLimitExceeded", answers[3:])
+            # Another action of the class shares the bucket; another account has its own.
+            with self.assertRaises(ClientError):
+                ec2.describe_subnets()
+            other.describe_vpcs()
+            time.sleep(0.5)  # 2.5 tokens back
+            ec2.describe_vpcs()
+            ec2.describe_subnets()
+            counted = self.control(f"/_forge/calls?account={account}")
+            self.assertGreaterEqual(counted.get("throttled:ec2:DescribeVpcs", 0), 1)
+            self.assertEqual(counted.get("throttled:ec2:DescribeSubnets"), 1)
+        finally:
+            self.control("/_forge/buckets", [])
+
     def test_a_fault_after_the_work_keeps_the_work(self):
         account = "888888888888"
         ec2 = self.client("ec2", account)

@@ -9,6 +9,11 @@
     ids and ARNs in paths as {}; Google ones as `compute:networks.insert`,
     `container:clusters.nodePools.create`, `file:instances.create`, `storage:objects.insert`), and injected faults as
     `fault:service:Action` (GET /_forge/calls?account=ID);
+  * throttles as the clouds do, with token buckets (POST /_forge/buckets [{"account", "match",
+    "class", "burst", "refill"}]): each call takes a token from its account's bucket of the
+    first rule it matches (`match` on `service:Action`; the rule's `class` names the bucket, so
+    several patterns can share one), refilled at `refill` per second up to `burst`; an empty
+    bucket answers the service's own throttling error, counted as `throttled:service:Action`;
   * injects faults in each protocol's own error format and latency per operation
     (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets the call do
     its work and then answers with a server error, as when a response is lost; kind "html" is a
@@ -122,6 +127,8 @@ class Harness:
         self.latency = []
         self.operation_seconds = []
         self.ignore_filters = []
+        self.bucket_rules = []  # POST /_forge/buckets
+        self.buckets = {}  # (account, class) -> [tokens, when last refilled]
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -154,6 +161,9 @@ class Harness:
             fault = next((r for r in self.faults if self.applies(r, account, name, mutation) and r["rng"].random() < r["rate"]), None)
             if fault is not None:
                 self.calls[(account, f"fault:{name}")] += 1
+            elif not self.take_token(account, name):
+                fault = {"kind": "throttle"}
+                self.calls[(account, f"throttled:{name}")] += 1
         if delay:
             time.sleep(delay / 1000)
         if google is not None and seconds is not None:
@@ -187,6 +197,21 @@ class Harness:
             with self.conditional_s3:
                 return list(app(environ, start_response))
         return app(environ, start_response)
+
+    def take_token(self, account, name):
+        """Whether the call `name` of `account` may go: a token from the bucket of the first
+        rule it matches (each account has its own bucket per rule's class), refilled at the
+        rule's rate up to its burst; a call no rule matches always goes."""
+        rule = next((r for r in self.bucket_rules if self.applies(r, account, name)), None)
+        if rule is None:
+            return True
+        key = (account, rule.get("class", rule["match"]))
+        now = time.monotonic()
+        tokens, since = self.buckets.get(key, (float(rule["burst"]), now))
+        tokens = min(float(rule["burst"]), tokens + (now - since) * float(rule["refill"]))
+        allowed = tokens >= 1.0
+        self.buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        return allowed
 
     @staticmethod
     def applies(rule, account, name, mutation=False):
@@ -223,6 +248,10 @@ class Harness:
             elif path == "/_forge/ignore_filters":
                 self.ignore_filters = payload or []
                 result = {"ignore_filters": len(self.ignore_filters)}
+            elif path == "/_forge/buckets":
+                self.bucket_rules = payload or []
+                self.buckets = {}
+                result = {"buckets": len(self.bucket_rules)}
             elif path == "/_forge/latency":
                 self.latency = payload or []
                 result = {"latency": len(self.latency)}
