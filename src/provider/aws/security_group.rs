@@ -381,36 +381,36 @@ impl Resource for SecurityGroup {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        let id = match find_own(ctx, aws, token).await? {
-            Some(id) => id,
-            None => match aws
-                .ec2
-                .create_security_group()
-                .group_name(&cfg.name)
-                .description(&cfg.description)
-                .vpc_id(&cfg.vpc_id)
-                .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
-                .customize()
-                .config_override(super::once())
-                .send()
-                .await
-            {
-                Ok(out) => out.group_id().unwrap_or_default().to_owned(),
-                // The name is taken in this VPC: ours if an earlier attempt made it (its token).
-                Err(e) if super::code(&e) == Some("InvalidGroup.Duplicate") => match find_own(ctx, aws, token).await? {
-                    Some(id) => id,
-                    None => {
-                        return Err(ProviderError {
-                            message: format!(
-                                "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
-                                cfg.name, cfg.vpc_id, ctx.address
-                            ),
-                            retryable: false,
-                        });
-                    }
-                },
-                Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),
+        // No lookup first: the name is unique in its VPC, so a retry of a create whose answer
+        // was lost meets InvalidGroup.Duplicate and adopts the group by its token (a resumed
+        // create is looked up by `find` before it gets here).
+        let made = aws
+            .ec2
+            .create_security_group()
+            .group_name(&cfg.name)
+            .description(&cfg.description)
+            .vpc_id(&cfg.vpc_id)
+            .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
+            .customize()
+            .config_override(super::once())
+            .send()
+            .await;
+        let id = match made {
+            Ok(out) => out.group_id().unwrap_or_default().to_owned(),
+            // The name is taken in this VPC: ours if an earlier attempt made it (its token).
+            Err(e) if super::code(&e) == Some("InvalidGroup.Duplicate") => match find_own(ctx, aws, token).await? {
+                Some(id) => id,
+                None => {
+                    return Err(ProviderError {
+                        message: format!(
+                            "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
+                            cfg.name, cfg.vpc_id, ctx.address
+                        ),
+                        retryable: false,
+                    });
+                }
             },
+            Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),
         };
         let tags = rule_tags(ctx);
         sync_rules(aws, &tags, &id, Direction::Ingress, &BTreeSet::new(), &atoms(&cfg.ingress, &id)?).await?;
