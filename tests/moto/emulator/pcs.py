@@ -184,9 +184,12 @@ class Store:
             raise not_found(kind, identifier)
         return found
 
-    def active(self, cluster):
-        if cluster.status != "ACTIVE":
-            raise conflict(f"Cluster {cluster.fields['id']} is {cluster.status}; it must be ACTIVE.", cluster.fields["id"], "cluster")
+
+def active(resource):
+    """A ConflictException unless `resource` (a cluster, CNG or queue) is ACTIVE."""
+    if resource.status != "ACTIVE":
+        raise conflict(f"{resource.kind} {resource.fields['id']} is {resource.status}; it must be ACTIVE.", resource.fields["id"],
+                       resource.kind)
 
 
 def ec2(store):
@@ -287,7 +290,7 @@ def create_cluster(store, request):
 
 def create_group(store, request):
     cluster = store.cluster(request["clusterIdentifier"])
-    store.active(cluster)
+    active(cluster)
     name = request["computeNodeGroupName"]
     if any(g.fields["clusterId"] == cluster.fields["id"] and g.fields["name"] == name for g in store.groups.values()):
         raise conflict(f"A compute node group named {name} already exists.", name, "computeNodeGroup")
@@ -299,9 +302,7 @@ def create_group(store, request):
     check_launch_template(store, request.get("customLaunchTemplate"))
     check_instance_profile(store, request["iamInstanceProfileArn"])
     scaling = request["scalingConfiguration"]
-    if scaling["minInstanceCount"] > scaling["maxInstanceCount"]:
-        raise invalid("minInstanceCount must not exceed maxInstanceCount.", "scalingConfiguration")
-    check_size(store, cluster, scaling["maxInstanceCount"], None)
+    check_scaling(store, cluster, scaling, None)
     group_id = new_id()
     fields = {key: request[key] for key in ("amiId", "securityGroupIds", "sshKeyName", "purchaseOption", "customLaunchTemplate",
                                             "spotOptions", "launchTemplateMode") if key in request}
@@ -320,9 +321,12 @@ def create_group(store, request):
     return {"computeNodeGroup": group.shown()}
 
 
-def check_size(store, cluster, wanted, replacing):
-    """The CNGs' max counts, with `wanted` for the one being made or changed, within the size."""
-    total = wanted + sum(g.fields["scalingConfiguration"]["maxInstanceCount"] for g in store.groups.values()
+def check_scaling(store, cluster, scaling, replacing):
+    """A CNG's scaling, made or changed (`replacing` the CNG it was): min ≤ max, and the CNGs'
+    max counts together within the cluster's size."""
+    if scaling["minInstanceCount"] > scaling["maxInstanceCount"]:
+        raise invalid("minInstanceCount must not exceed maxInstanceCount.", "scalingConfiguration")
+    total = scaling["maxInstanceCount"] + sum(g.fields["scalingConfiguration"]["maxInstanceCount"] for g in store.groups.values()
                          if g.fields["clusterId"] == cluster.fields["id"] and g is not replacing and g.status != "DELETING")
     limit = SIZE_NODES[cluster.fields["size"]]
     if total > limit:
@@ -334,8 +338,7 @@ def check_size(store, cluster, wanted, replacing):
 def update_group(store, request):
     cluster = store.cluster(request["clusterIdentifier"])
     group = store.member(store.groups, "computeNodeGroup", cluster, request["computeNodeGroupIdentifier"])
-    if group.status != "ACTIVE":
-        raise conflict(f"Compute node group {group.fields['id']} is {group.status}.", group.fields["id"], "computeNodeGroup")
+    active(group)
     if "subnetIds" in request:
         subnets_vpc(store, request["subnetIds"], "subnetIds")
     check_groups(store, request.get("securityGroupIds"), "securityGroupIds")
@@ -343,10 +346,7 @@ def update_group(store, request):
     if "iamInstanceProfileArn" in request:
         check_instance_profile(store, request["iamInstanceProfileArn"])
     if "scalingConfiguration" in request:
-        scaling = request["scalingConfiguration"]
-        if scaling["minInstanceCount"] > scaling["maxInstanceCount"]:
-            raise invalid("minInstanceCount must not exceed maxInstanceCount.", "scalingConfiguration")
-        check_size(store, cluster, scaling["maxInstanceCount"], group)
+        check_scaling(store, cluster, request["scalingConfiguration"], group)
     for key in ("amiId", "securityGroupIds", "sshKeyName", "subnetIds", "customLaunchTemplate", "purchaseOption", "spotOptions",
                 "scalingConfiguration", "iamInstanceProfileArn", "slurmConfiguration", "launchTemplateMode"):
         if key in request:
@@ -365,7 +365,7 @@ def queue_groups(store, cluster, configurations):
 
 def create_queue(store, request):
     cluster = store.cluster(request["clusterIdentifier"])
-    store.active(cluster)
+    active(cluster)
     name = request["queueName"]
     if any(q.fields["clusterId"] == cluster.fields["id"] and q.fields["name"] == name for q in store.queues.values()):
         raise conflict(f"A queue named {name} already exists.", name, "queue")
@@ -383,8 +383,7 @@ def create_queue(store, request):
 def update_queue(store, request):
     cluster = store.cluster(request["clusterIdentifier"])
     queue = store.member(store.queues, "queue", cluster, request["queueIdentifier"])
-    if queue.status != "ACTIVE":
-        raise conflict(f"Queue {queue.fields['id']} is {queue.status}.", queue.fields["id"], "queue")
+    active(queue)
     if "computeNodeGroupConfigurations" in request:
         queue_groups(store, cluster, request["computeNodeGroupConfigurations"])
         queue.fields["computeNodeGroupConfigurations"] = request["computeNodeGroupConfigurations"]
@@ -397,8 +396,7 @@ def update_queue(store, request):
 
 def update_cluster(store, request):
     cluster = store.cluster(request["clusterIdentifier"])
-    if cluster.status != "ACTIVE":
-        raise conflict(f"Cluster {cluster.fields['id']} is {cluster.status}.", cluster.fields["id"], "cluster")
+    active(cluster)
     if "scheduler" in request:
         version = request["scheduler"].get("version", cluster.fields["scheduler"]["version"])
         if version not in SLURM_VERSIONS:
