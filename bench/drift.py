@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from emulator import ROOT, calls, control, emit, s3_bucket, running
+from emulator import ROOT, aws_env, calls, control, emit, s3_bucket, running
 ACCOUNT = "210987654321"
 # The longest chain of calls one kind's read makes one after the other.
 ROUNDS = 2
@@ -41,9 +41,7 @@ def main():
     with running(0.2, "drift") as (forge, url, work):
         shutil.copytree(os.path.join(ROOT, "stacks"), os.path.join(work, "stacks"))
         shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
-        env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
-                   AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
-        env.pop("AWS_PROFILE", None)
+        env = aws_env(url, ACCOUNT)
         s3_bucket(url, ACCOUNT, "ml-platform-forge-state", "us-west-2")
         seeds = [f for f in sorted(glob.glob("stacks/*.toml", root_dir=work)) if "\n[aws]" in open(os.path.join(work, f)).read()]
         files = seeds + ["examples/aws-network.toml", "examples/vpc.toml",

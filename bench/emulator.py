@@ -41,6 +41,16 @@ def running(phase_seconds, name):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def aws_env(url, account, region="us-west-2", **extra):
+    """forge's environment for the emulator as `account` in `region`: the standard AWS
+    variables only (no profile, no instance metadata), plain output, and `extra` besides."""
+    env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=account, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION=region,
+               AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1",
+               **extra)
+    env.pop("AWS_PROFILE", None)
+    return env
+
+
 def s3_bucket(url, account, name, region):
     """Creates the S3 bucket `name` of `account` in `region` on the emulator (through the venv's
     boto3)."""

@@ -21,7 +21,7 @@ import os
 import subprocess
 import time
 
-from emulator import ROOT, control, emit, gcs_bucket, running
+from emulator import ROOT, aws_env, control, emit, gcs_bucket, running
 
 ACCOUNT = "314159265358"
 PROJECT = "forge-k8s-bench"
@@ -46,12 +46,10 @@ def main():
     args = parser.parse_args()
 
     with running(args.phase_seconds, "k8s") as (forge, url, work):
-        env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
-                   AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
-                   CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/",
-                   CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/",
-                   GOOGLE_OAUTH_ACCESS_TOKEN="bench", FORGE_BUNDLE_MIRROR=f"{url}/_forge/bundles", NO_COLOR="1")
-        env.pop("AWS_PROFILE", None)
+        env = aws_env(url, ACCOUNT, CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=f"{url}/compute/v1/",
+                      CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"{url}/container/v1/", CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE=f"{url}/file/v1/",
+                      CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=f"{url}/storage/v1/", GOOGLE_OAUTH_ACCESS_TOKEN="bench",
+                      FORGE_BUNDLE_MIRROR=f"{url}/_forge/bundles")
         gcs_bucket(url, PROJECT, "nemo-training-forge-state")
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulators: moto with forge's EKS phases and "
                  f"forge's GKE, phases of {args.phase_seconds} s; one emulated Kubernetes API server per cluster."]

@@ -16,7 +16,7 @@ import os
 import subprocess
 import time
 
-from emulator import calls, emit, running
+from emulator import aws_env, calls, emit, running
 
 ACCOUNT = "161803398874"
 
@@ -63,9 +63,7 @@ def main():
     args = parser.parse_args()
 
     with running(0, "large") as (forge, url, work):
-        env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
-                   AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
-        env.pop("AWS_PROFILE", None)
+        env = aws_env(url, ACCOUNT)
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build, --parallelism {args.parallelism}. Emulator: moto, "
                  "no phases (objects exist at once); its answers share the machine with forge.", "",
                  "| N | command | wall s | calls | forge CPU s | forge share | forge peak MB | exit |",

@@ -19,7 +19,7 @@ import os
 import subprocess
 import time
 
-from emulator import ROOT, calls, emit, running
+from emulator import ROOT, aws_env, calls, emit, running
 
 ACCOUNT = "141421356237"
 UP_DEPTH, DESTROY_DEPTH = 3, 3
@@ -32,9 +32,7 @@ def main():
     args = parser.parse_args()
 
     with running(args.phase_seconds, "slurm") as (forge, url, work):
-        env = dict(os.environ, AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-west-2",
-                   AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
-        env.pop("AWS_PROFILE", None)
+        env = aws_env(url, ACCOUNT)
         with open(os.path.join(ROOT, "stacks/nemo-slurm-p5.toml")) as source, open(os.path.join(work, "slurm.toml"), "w") as stack:
             stack.write(source.read())
         lines = [f"Machine: {os.cpu_count()} cores. forge: release build. Emulator: moto with forge's PCS, phases of "

@@ -23,7 +23,7 @@ import os
 import subprocess
 import time
 
-from emulator import calls, control, emit, gcs_bucket, s3_bucket, running
+from emulator import aws_env, calls, control, emit, gcs_bucket, s3_bucket, running
 
 ACCOUNT = "123456789012"
 BUCKET = "forge-bench-state"
@@ -54,9 +54,7 @@ def main():
     args = parser.parse_args()
 
     with running(0.1, "state") as (forge, url, work):
-        env = dict(os.environ, AWS_ENDPOINT_URL=url, STORAGE_EMULATOR_HOST=url, GOOGLE_OAUTH_ACCESS_TOKEN="bench", AWS_ACCESS_KEY_ID=ACCOUNT, AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
-                   AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", NO_COLOR="1")
-        env.pop("AWS_PROFILE", None)
+        env = aws_env(url, ACCOUNT, "us-east-1", STORAGE_EMULATOR_HOST=url, GOOGLE_OAUTH_ACCESS_TOKEN="bench")
         s3_bucket(url, ACCOUNT, BUCKET, "us-east-1")
         gcs_bucket(url, ACCOUNT, BUCKET)
         control(url, "POST", "/_forge/latency", [{"account": ACCOUNT, "match": "s3:*", "ms": args.latency_ms},
