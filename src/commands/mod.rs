@@ -124,16 +124,6 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
 }
 
-/// Whether a planned value holds a `null`: a value known only after apply.
-fn has_unknowns(value: &serde_json::Value) -> bool {
-    match value {
-        serde_json::Value::Null => true,
-        serde_json::Value::Array(items) => items.iter().any(has_unknowns),
-        serde_json::Value::Object(map) => map.values().any(has_unknowns),
-        _ => false,
-    }
-}
-
 /// The first five of `items`, and how many more there are.
 fn sample(items: impl ExactSizeIterator<Item = String>) -> String {
     let more = items.len().saturating_sub(5);
@@ -216,7 +206,7 @@ impl Session {
         // A cloud of its own: the Kubernetes clients a refresh made live on the refresh's runtime.
         let cloud = Arc::new(crate::provider::Cloud::new(plan.providers.clone()));
         let checks = plan.changes.iter().filter_map(|change| {
-            let after = change.after.as_ref().filter(|a| !has_unknowns(a))?;
+            let after = change.after.as_ref().filter(|a| crate::template::is_known(a))?;
             let kind = self.registry.get(&change.kind)?.clone();
             let ctx = crate::provider::Ctx {
                 stack: plan.stack.clone(),
