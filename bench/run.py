@@ -83,9 +83,9 @@ def run_forge(forge, layers, width, delay_ms=0):
         f.write(forge_stack(layers, width, delay_ms))
     cmds = {
         "plan": [forge, "plan", "bench.toml"],
-        "apply": [forge, "up", "bench.toml", "--yes"],
+        "apply": [forge, "up", "bench.toml", "--yes", "--parallelism", "64"],
         "noop": [forge, "plan", "bench.toml"],
-        "destroy": [forge, "destroy", "bench.toml", "--yes"],
+        "destroy": [forge, "destroy", "bench.toml", "--yes", "--parallelism", "64"],
     }
     results = {k: measure(c, d) for k, c in cmds.items()}
     shutil.rmtree(d)

@@ -36,15 +36,22 @@ pub struct Global {
     /// read as TOML, so `4`, `true` and `[1, 2]` keep their types; anything else is a string).
     #[arg(long = "var", value_name = "NAME=VALUE", global = true, value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
-    /// Cloud calls in flight at once during apply and destroy, and kinds read at once by
-    /// refresh and `drift`.
-    #[arg(long, value_name = "N", default_value_t = 64, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    /// At most this many cloud calls in flight at once during apply and destroy, and kinds read
+    /// at once by refresh and `drift`: an upper bound; `--api-rate` paces the calls themselves.
+    #[arg(long, value_name = "N", default_value_t = 512, global = true, value_parser = clap::value_parser!(u16).range(1..))]
     pub parallelism: u16,
     /// How many times a cloud call that failed with a retryable error (throttling, 5xx, an object
     /// still in use while its dependents go) is tried, with exponential backoff, before the
     /// resource fails.
     #[arg(long, value_name = "N", default_value_t = 8, global = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: u32,
+    /// Pace cloud calls to each API's documented rate limit (EC2: 50 at once, then 5 a second
+    /// for each mutating action), one budget per account and API shared by every stack of this
+    /// run; it slows down when the cloud throttles and recovers after successes. A factor multiplies
+    /// the documented refill rates (`2` for an account whose limits were raised to twice the default);
+    /// `off` sends calls as fast as `--parallelism` lets them.
+    #[arg(long, value_name = "FACTOR|off", default_value = "1", global = true, env = "FORGE_API_RATE")]
+    pub api_rate: crate::provider::budget::Pacing,
     /// How long to wait for a state lock held by another run (`30s`, `5m`); 0 fails at once.
     #[arg(long, value_name = "DURATION", default_value = "0s", global = true, value_parser = humantime::parse_duration)]
     pub lock_timeout: Duration,

@@ -354,6 +354,52 @@ fn injected_throttling_still_converges_without_duplicates() {
     aws.ok(&["destroy", "net.toml", "--yes"]);
 }
 
+/// A stack of `n` placement groups: one `CreatePlacementGroup` each, all ready at once.
+fn placement_groups(stack: &str, n: usize) -> String {
+    let mut text = format!("[stack]\nname = \"{stack}\"\n");
+    for i in 0..n {
+        text.push_str(&format!("[aws_placement_group.p{i}]\nname = \"{stack}-{i}\"\n"));
+    }
+    text
+}
+
+#[test]
+fn paced_calls_fit_the_accounts_buckets_and_throttled_calls_never_fail() {
+    let (paced, unpaced) = (Aws::new(), Aws::new());
+    // EC2's bucket for a mutating action (50 at once, 5 a second), refilled 4 times faster.
+    let rule = |account: &str| {
+        format!(r#"{{"account": "{account}", "match": "ec2:*", "class": "mutating", "burst": 50, "refill": 20, "per_action": true}}"#)
+    };
+    aws_buckets(&format!("[{}, {}]", rule(&paced.account), rule(&unpaced.account)));
+    for aws in [&paced, &unpaced] {
+        aws.write("groups.toml", &placement_groups(&format!("groups-{}", aws.account), 90));
+    }
+    // Paced to the same bucket (`--api-rate 4`): at most 5% of the calls throttled (the
+    // bucket's edge: forge's clock and the emulator's start a connection apart), creating or
+    // deleting, and every group made and deleted once.
+    paced.ok(&["up", "groups.toml", "--yes", "--api-rate", "4"]);
+    paced.ok(&["destroy", "groups.toml", "--yes", "--api-rate", "4"]);
+    let calls = paced.calls();
+    for action in ["CreatePlacementGroup", "DeletePlacementGroup"] {
+        let throttled = calls.get(&format!("throttled:ec2:{action}")).copied().unwrap_or(0);
+        assert_eq!(calls.get(&format!("ec2:{action}")).copied(), Some(90 + throttled), "{calls:?}");
+        assert!(throttled * 20 <= 90, "{calls:?}");
+    }
+    // Unpaced, 64 at once: the emulator throttles, and with a single attempt allowed every
+    // throttled create is still tried again until it goes through.
+    unpaced.ok(&["up", "groups.toml", "--yes", "--api-rate", "off", "--max-attempts", "1"]);
+    let calls = unpaced.calls();
+    aws_buckets("[]");
+    assert!(calls.get("throttled:ec2:CreatePlacementGroup").is_some_and(|n| *n > 0), "{calls:?}");
+    assert_eq!(unpaced.ids("groups.toml").len(), 90);
+    unpaced.ok(&["destroy", "groups.toml", "--yes"]);
+}
+
+/// Sets the emulator's token buckets (one list for every test: only this file's pacing test sets any).
+fn aws_buckets(rules: &str) {
+    support::request("POST", "/_forge/buckets", rules);
+}
+
 #[test]
 fn a_permanent_error_names_the_resource_and_the_cloud_message() {
     let aws = Aws::new();

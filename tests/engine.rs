@@ -76,12 +76,14 @@ impl Recorder {
             return Err(ProviderError {
                 message: "Throttling: Rate exceeded".into(),
                 retryable: true,
+                throttled: false,
             });
         }
         if config.get("fail") == Some(&json!(true)) && what == "create" {
             return Err(ProviderError {
                 message: "InvalidParameterValue: the cloud said no".into(),
                 retryable: false,
+                throttled: false,
             });
         }
         Ok(())
@@ -191,6 +193,7 @@ impl Fixture {
                 attempts: 4,
                 base: Duration::from_millis(1),
                 max: Duration::from_millis(5),
+                patience: Duration::from_millis(100),
             },
         };
         let report = apply::run(

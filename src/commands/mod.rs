@@ -58,6 +58,7 @@ pub struct Session {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     let printer = Printer::new(cli.global.quiet, cli.global.verbose, cli.global.no_color);
+    crate::provider::budget::set_pacing(cli.global.api_rate);
     let session = Session {
         global: cli.global,
         printer,

@@ -4,6 +4,7 @@
 
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod budget;
 #[cfg(feature = "gcp")]
 pub mod gcp;
 #[cfg(any(feature = "aws", feature = "gcp"))]
@@ -56,6 +57,7 @@ pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, Provid
     serde_json::from_value(config.clone()).map_err(|e| ProviderError {
         message: format!("invalid attributes for `{}`: {e}", ctx.address),
         retryable: false,
+        throttled: false,
     })
 }
 
@@ -174,6 +176,9 @@ pub struct ProviderError {
     pub message: String,
     /// Throttling or a transient server error: the same call may succeed later.
     pub retryable: bool,
+    /// The cloud refused the call for its request rate and did nothing: the retry does not
+    /// count it as an attempt, and the rate budget paces the next try.
+    pub throttled: bool,
 }
 
 impl ProviderError {
@@ -182,6 +187,7 @@ impl ProviderError {
         ProviderError {
             message: message.into(),
             retryable: false,
+            throttled: false,
         }
     }
 }

@@ -30,6 +30,7 @@ where
                 return Err(ProviderError {
                     message: reason,
                     retryable: false,
+                    throttled: false,
                 });
             }
             Poll::Pending(state) if started.elapsed() >= timeout => {
@@ -39,6 +40,7 @@ where
                         started.elapsed().as_secs()
                     ),
                     retryable: false,
+                    throttled: false,
                 });
             }
             Poll::Pending(state) => (ctx.status)(&format!("{state} {}s", started.elapsed().as_secs())),

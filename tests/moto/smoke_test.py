@@ -87,7 +87,7 @@ class Launcher(Launched):
         self.control(f"/_forge/faults?account={account}", [])
         self.client("ec2", account).describe_vpcs()
 
-    def test_token_buckets_throttle_per_account_and_class_and_refill(self):
+    def test_token_buckets_throttle_per_account_and_class_or_action_and_refill(self):
         account = "121212121212"
         ec2, other = self.client("ec2", account), self.client("ec2", "131313131313")
         # EC2's non-mutating class, scaled: a burst of 3 and 5 tokens a second.
@@ -112,6 +112,17 @@ class Launcher(Launched):
             counted = self.control(f"/_forge/calls?account={account}")
             self.assertGreaterEqual(counted.get("throttled:ec2:DescribeVpcs", 0), 1)
             self.assertEqual(counted.get("throttled:ec2:DescribeSubnets"), 1)
+            # Per action, as EC2 throttles: each action has a bucket of the class's size.
+            self.control("/_forge/buckets", [{"account": account, "match": "ec2:Describe*", "class": "ec2-describe", "burst": 2,
+                                             "refill": 0.001, "per_action": True}])
+            answers = []
+            for call in (ec2.describe_vpcs, ec2.describe_vpcs, ec2.describe_subnets, ec2.describe_subnets, ec2.describe_vpcs):
+                try:
+                    call()
+                    answers.append("ok")
+                except ClientError as e:
+                    answers.append(e.response["Error"]["Code"])
+            self.assertEqual(answers, ["ok", "ok", "ok", "ok", "RequestLimitExceeded"])
         finally:
             self.control("/_forge/buckets", [])
 

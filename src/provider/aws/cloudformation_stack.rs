@@ -38,6 +38,7 @@ impl Config {
                     self.name
                 ),
                 retryable: false,
+                throttled: false,
             }),
         }
     }
@@ -162,6 +163,7 @@ async fn ended(aws: &Clients, id: &str, stack: &Stack) -> Result<ProviderError, 
             stack.stack_status().map_or("?", |s| s.as_str())
         ),
         retryable: false,
+        throttled: false,
     })
 }
 
@@ -170,6 +172,7 @@ fn disappeared(id: &str) -> ProviderError {
     ProviderError {
         message: format!("CloudFormation stack {id} disappeared while forge waited for it"),
         retryable: false,
+        throttled: false,
     }
 }
 
@@ -223,6 +226,7 @@ impl Resource for CloudFormationStack {
                             cfg.name, ctx.address, ctx.stack
                         ),
                         retryable: false,
+                        throttled: false,
                     });
                 }
             },

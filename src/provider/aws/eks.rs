@@ -71,6 +71,7 @@ fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
             ctx.address, ctx.stack
         ),
         retryable: false,
+        throttled: false,
     }
 }
 

@@ -96,6 +96,7 @@ async fn resolve_version(aws: &Clients, cluster: &str, name: &str, version: Opti
                 kubernetes.unwrap_or_default()
             ),
             retryable: false,
+            throttled: false,
         }),
     }
 }

@@ -129,6 +129,7 @@ fn logging(types: &[String]) -> Result<Logging, ProviderError> {
         return Err(ProviderError {
             message: format!("`logging` has `{bad}`; EKS control plane log types are {}", LOG_TYPES.join(", ")),
             retryable: false,
+            throttled: false,
         });
     }
     let disabled: Vec<LogType> = LOG_TYPES
@@ -153,6 +154,7 @@ fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> 
         other => Err(ProviderError {
             message: format!("`authentication_mode = \"{other}\"`: expected \"API\", \"API_AND_CONFIG_MAP\" or \"CONFIG_MAP\""),
             retryable: false,
+            throttled: false,
         }),
     }
 }

@@ -86,6 +86,7 @@ impl TaintConfig {
                     EFFECTS.join(", ")
                 ),
                 retryable: false,
+                throttled: false,
             });
         }
         Ok(Taint::builder()
@@ -158,6 +159,7 @@ fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
                 s.min, s.max, s.desired
             ),
             retryable: false,
+            throttled: false,
         });
     }
     Ok(NodegroupScalingConfig::builder()

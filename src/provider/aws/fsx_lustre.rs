@@ -128,6 +128,7 @@ async fn wait_usable(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Res
         return Err(ProviderError {
             message: failure(&fs),
             retryable: false,
+            throttled: false,
         });
     }
     Ok(fs)
@@ -165,6 +166,7 @@ async fn send_create(
     out.file_system().cloned().ok_or_else(|| ProviderError {
         message: "CreateFileSystem answered without a file system".into(),
         retryable: true,
+        throttled: false,
     })
 }
 
@@ -232,6 +234,7 @@ async fn update_once(
                 action.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
             ),
             retryable: false,
+            throttled: false,
         });
     }
     Ok(fs)
@@ -285,6 +288,7 @@ impl Resource for FsxLustre {
                     failure(&fs)
                 ),
                 retryable: false,
+                throttled: false,
             });
         }
         Ok(Created { id, outputs: outputs(&fs) })

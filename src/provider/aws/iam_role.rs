@@ -140,6 +140,7 @@ impl Resource for IamRole {
         let role = role.ok_or_else(|| ProviderError {
             message: "CreateRole returned no role".into(),
             retryable: false,
+            throttled: false,
         })?;
         sync_policies(aws, &cfg.name, &nothing_attached(), &cfg).await?;
         Ok(Created {

@@ -88,6 +88,7 @@ impl Resource for InternetGateway {
                             cfg.vpc_id
                         ),
                         retryable: false,
+                        throttled: false,
                     });
                 }
             }

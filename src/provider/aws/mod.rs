@@ -173,11 +173,13 @@ pub mod instance_types;
 mod internet_gateway;
 mod launch_template;
 mod nat_gateway;
+mod pacing;
 mod pcs;
 mod pcs_cluster;
 mod pcs_compute_node_group;
 mod pcs_queue;
 mod placement_group;
+mod rates;
 mod route_table;
 mod security_group;
 mod security_group_ingress;
@@ -254,11 +256,12 @@ pub struct Clients {
 impl Clients {
     /// Loads the AWS configuration: `region` and `profile` from `[aws]` when set, everything
     /// else from the standard chain; the SDK's standard retry mode (see [`once`] for the calls
-    /// it must not resend).
+    /// it must not resend); every call paced by its API's rate budget ([`pacing`]).
     pub async fn connect(settings: Option<&Value>) -> Clients {
         let setting = |key: &str| settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3));
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
+            .identity_cache(pacing::PacedIdentityCache::new());
         if let Some(region) = setting("region") {
             loader = loader.region(aws_config::Region::new(region));
         }
@@ -274,14 +277,21 @@ impl Clients {
                 .unwrap_or_else(|| "default".into()),
             config.endpoint_url().unwrap_or("AWS")
         );
+        let pacer = pacing::Pacer { scope: context.clone() };
+        // Each service's client with the pacer: `paced!(aws_sdk_ec2)`.
+        macro_rules! paced {
+            ($sdk:ident) => {
+                $sdk::Client::from_conf($sdk::config::Builder::from(&config).interceptor(pacer.clone()).build())
+            };
+        }
         Clients {
-            ec2: aws_sdk_ec2::Client::new(&config),
-            iam: aws_sdk_iam::Client::new(&config),
-            eks: aws_sdk_eks::Client::new(&config),
-            fsx: aws_sdk_fsx::Client::new(&config),
-            efs: aws_sdk_efs::Client::new(&config),
-            cloudformation: aws_sdk_cloudformation::Client::new(&config),
-            pcs: aws_sdk_pcs::Client::new(&config),
+            ec2: paced!(aws_sdk_ec2),
+            iam: paced!(aws_sdk_iam),
+            eks: paced!(aws_sdk_eks),
+            fsx: paced!(aws_sdk_fsx),
+            efs: paced!(aws_sdk_efs),
+            cloudformation: paced!(aws_sdk_cloudformation),
+            pcs: paced!(aws_sdk_pcs),
             context,
             sdk: config,
         }
@@ -296,12 +306,21 @@ pub fn once() -> aws_sdk_ec2::config::Builder {
     aws_sdk_ec2::config::Builder::default().retry_config(aws_config::retry::RetryConfig::disabled())
 }
 
-/// Error codes that a later call may not hit: throttling, server errors, and objects still in
-/// use while their dependents are being deleted.
-const RETRYABLE: &[&str] = &[
+/// Error codes for a call refused for its request rate (EC2's, the query APIs', the JSON
+/// APIs', S3's): nothing was done, and the rate budget paces the next try. Not
+/// `LimitExceededException`, which several services answer for a quota.
+const THROTTLING: &[&str] = &[
     "RequestLimitExceeded",
     "Throttling",
     "ThrottlingException",
+    "TooManyRequestsException",
+    "RequestThrottledException",
+    "SlowDown",
+];
+
+/// Error codes besides [`THROTTLING`] that a later call may not hit: server errors, and objects
+/// still in use while their dependents are being deleted.
+const RETRYABLE: &[&str] = &[
     "InternalError",
     "InternalFailure",
     "ServiceUnavailable",
@@ -327,6 +346,7 @@ where
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_)
     ) || err.raw_response().is_some_and(|r| r.status().as_u16() >= 500);
     let code = err.code().unwrap_or_default().to_owned();
+    let throttled = THROTTLING.contains(&code.as_str());
     let message = match (err.message(), err.raw_response()) {
         (Some(message), _) => message.to_owned(),
         // No code and no message: not the service's own answer (an HTML page from a proxy or a
@@ -345,7 +365,8 @@ where
             if code.is_empty() { String::new() } else { format!("{code}: ") },
             clients.context
         ),
-        retryable: transport || RETRYABLE.contains(&code.as_str()),
+        retryable: transport || throttled || RETRYABLE.contains(&code.as_str()),
+        throttled,
     }
 }
 
@@ -610,6 +631,7 @@ pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
             ctx.address, ctx.stack
         ),
         retryable: false,
+        throttled: false,
     }
 }
 

@@ -55,6 +55,7 @@ impl Resource for PlacementGroup {
                 return Err(ProviderError {
                     message: format!("`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""),
                     retryable: false,
+                    throttled: false,
                 });
             }
         };
@@ -79,6 +80,7 @@ impl Resource for PlacementGroup {
                             cfg.name, ctx.address
                         ),
                         retryable: false,
+                        throttled: false,
                     });
                 }
             },

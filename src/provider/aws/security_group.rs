@@ -188,6 +188,7 @@ pub(super) fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, Prov
                 return Err(ProviderError {
                     message: format!("a `{p}` rule needs `from_port` (and `to_port` for a range)"),
                     retryable: false,
+                    throttled: false,
                 });
             }
         };
@@ -202,6 +203,7 @@ pub(super) fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, Prov
             return Err(ProviderError {
                 message: "a rule needs a source: `cidr_blocks`, `security_groups` or `self = true`".into(),
                 retryable: false,
+                throttled: false,
             });
         }
         for (cidr, group) in sources {
@@ -407,6 +409,7 @@ impl Resource for SecurityGroup {
                             cfg.name, cfg.vpc_id, ctx.address
                         ),
                         retryable: false,
+                        throttled: false,
                     });
                 }
             },

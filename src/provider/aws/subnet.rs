@@ -59,6 +59,7 @@ impl Resource for Subnet {
                 .ok_or_else(|| ProviderError {
                     message: "CreateSubnet returned no subnet".into(),
                     retryable: false,
+                    throttled: false,
                 })?,
         };
         let id = subnet.subnet_id().unwrap_or_default().to_owned();

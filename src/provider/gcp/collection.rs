@@ -147,6 +147,7 @@ pub async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object,
             gcp.context
         ),
         retryable: true,
+        throttled: false,
     })
 }
 

@@ -393,5 +393,6 @@ fn gone(id: &str) -> ProviderError {
     ProviderError {
         message: format!("the GKE cluster `{name}` in {location} is gone; run `forge up` again to create it"),
         retryable: false,
+        throttled: false,
     }
 }

@@ -85,6 +85,7 @@ async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, lim
         Some(Outcome::Error(status)) => Err(ProviderError {
             message: format!("{what}: the operation failed: {} ({})", status.message, gcp.filestore_context),
             retryable: false,
+            throttled: false,
         }),
         _ => Ok(()),
     }
@@ -285,6 +286,7 @@ impl Resource for FilestoreInstance {
         let live = get(gcp, id).await?.ok_or_else(|| ProviderError {
             message: format!("the Filestore instance `{id}` is gone; run `forge up` again to create it"),
             retryable: false,
+            throttled: false,
         })?;
         let mut instance = Instance::new().set_name(id);
         let mut paths = Vec::new();

@@ -104,6 +104,7 @@ pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation,
             Err(ProviderError {
                 message: format!("{what}: the operation failed: {}{hint} ({})", status.message, gcp.container_context),
                 retryable: false,
+                throttled: false,
             })
         }
         _ => Ok(done),

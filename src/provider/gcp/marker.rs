@@ -56,6 +56,7 @@ pub fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
             ctx.address, ctx.stack
         ),
         retryable: false,
+        throttled: false,
     }
 }
 

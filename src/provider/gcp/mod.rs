@@ -174,7 +174,11 @@ impl Clients {
     /// `CLOUDSDK_CORE_PROJECT` and `CLOUDSDK_COMPUTE_REGION`; endpoints from [`endpoint`];
     /// credentials from [`credentials`].
     pub async fn connect(settings: Option<&Value>) -> Result<Clients, ProviderError> {
-        let fail = |message: String| ProviderError { message, retryable: false };
+        let fail = |message: String| ProviderError {
+            message,
+            retryable: false,
+            throttled: false,
+        };
         let project = setting(settings, "project", &["GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"])
             .ok_or_else(|| fail("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT".into()))?;
         let region = setting(settings, "region", &["CLOUDSDK_COMPUTE_REGION"]);
@@ -229,6 +233,7 @@ impl Clients {
         let fail = |message: String| ProviderError {
             message: format!("{message} ({})", self.container_context),
             retryable: false,
+            throttled: false,
         };
         let headers = match self.credentials.headers(http::Extensions::new()).await {
             Ok(CacheableResource::New { data, .. }) => data,
@@ -251,6 +256,7 @@ impl Clients {
             .ok_or_else(|| ProviderError {
                 message: "no region: set `region` on the block or in `[gcp]`, or CLOUDSDK_COMPUTE_REGION".into(),
                 retryable: false,
+                throttled: false,
             })
     }
 }
@@ -271,9 +277,12 @@ pub fn not_found(err: &google_cloud_compute_v1::Error) -> bool {
     err.http_status_code() == Some(404)
 }
 
-/// Error reasons of Compute's that a later try may not hit: rate limits (HTTP 403) and an object
-/// still in use by another (HTTP 400, the synchronous form of the failed "in use" operation).
-const RETRYABLE_REASONS: &[&str] = &["rateLimitExceeded", "userRateLimitExceeded", "resourceInUseByAnotherResource"];
+/// Error reasons of Compute's that a later try may not hit besides rate limits: an object still
+/// in use by another (HTTP 400, the synchronous form of the failed "in use" operation).
+const RETRYABLE_REASONS: &[&str] = &["resourceInUseByAnotherResource"];
+
+/// The `errors[].reason`s of a call refused for its request rate (with HTTP 403).
+const RATE_LIMIT_REASONS: &[&str] = &["rateLimitExceeded", "userRateLimitExceeded"];
 
 /// Maps a client error to a [`ProviderError`]: the service's message verbatim, or, for an
 /// answer that is not the service's own (an HTML page from a proxy or a wrong endpoint), one
@@ -291,11 +300,19 @@ pub fn error_in(context: &str, what: &str, err: google_cloud_compute_v1::Error) 
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .unwrap_or_default();
     // Compute names a rate limit (403) and an object in use (400) only in `errors[].reason`.
-    let reason = RETRYABLE_REASONS
-        .iter()
-        .any(|r| body.contains(&format!("\"reason\": \"{r}\"")) || body.contains(&format!("\"reason\":\"{r}\"")));
-    let retryable =
-        matches!(status, Some(429) | Some(500..)) || reason || err.is_transport() || err.is_timeout() || err.is_io() || err.is_connect();
+    let reason = |reasons: &[&str]| {
+        reasons
+            .iter()
+            .any(|r| body.contains(&format!("\"reason\": \"{r}\"")) || body.contains(&format!("\"reason\":\"{r}\"")))
+    };
+    let throttled = status == Some(429) || reason(RATE_LIMIT_REASONS);
+    let retryable = matches!(status, Some(500..))
+        || throttled
+        || reason(RETRYABLE_REASONS)
+        || err.is_transport()
+        || err.is_timeout()
+        || err.is_io()
+        || err.is_connect();
     let message = match (err.status(), status) {
         (Some(s), _) if !s.message.is_empty() => s.message.clone(),
         (_, Some(code)) => {
@@ -307,6 +324,7 @@ pub fn error_in(context: &str, what: &str, err: google_cloud_compute_v1::Error) 
     ProviderError {
         message: format!("{what}: {message} ({context})"),
         retryable,
+        throttled,
     }
 }
 

@@ -82,6 +82,7 @@ pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation,
     Err(ProviderError {
         message: format!("{what}: the operation failed: {}{hint} ({})", text.join("; "), gcp.context),
         retryable: codes.iter().any(|c| RETRYABLE.contains(c)),
+        throttled: false,
     })
 }
 

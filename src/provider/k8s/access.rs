@@ -55,6 +55,7 @@ async fn eks(cloud: &Cloud, name: &str) -> Result<Option<Access>, ProviderError>
         return Err(ProviderError {
             message: format!("EKS cluster `{name}` reports no endpoint or CA yet ({})", aws.context),
             retryable: true,
+            throttled: false,
         });
     };
     Ok(Some(Access {
@@ -133,6 +134,7 @@ async fn gke(cloud: &Cloud, id: &str) -> Result<Option<Access>, ProviderError> {
         return Err(ProviderError {
             message: format!("GKE cluster `{id}` reports no endpoint or CA yet ({})", gcp.container_context),
             retryable: true,
+            throttled: false,
         });
     }
     Ok(Some(Access {

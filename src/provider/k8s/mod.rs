@@ -58,6 +58,7 @@ impl ClusterRef {
                     "`{text}` names no cluster: write `eks/<name>` or `gke/projects/<project>/locations/<location>/clusters/<name>`"
                 ),
                 retryable: false,
+                throttled: false,
             }),
         }
     }
@@ -231,5 +232,6 @@ pub fn error(cluster: &ClusterRef, what: &str, err: kube::Error) -> ProviderErro
     ProviderError {
         message: format!("{what}: {message} (cluster `{cluster}`)"),
         retryable,
+        throttled: matches!(&err, kube::Error::Api(s) if s.code == 429),
     }
 }

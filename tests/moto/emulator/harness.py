@@ -10,9 +10,10 @@
     `container:clusters.nodePools.create`, `file:instances.create`, `storage:objects.insert`), and injected faults as
     `fault:service:Action` (GET /_forge/calls?account=ID);
   * throttles as the clouds do, with token buckets (POST /_forge/buckets [{"account", "match",
-    "class", "burst", "refill"}]): each call takes a token from its account's bucket of the
-    first rule it matches (`match` on `service:Action`; the rule's `class` names the bucket, so
-    several patterns can share one), refilled at `refill` per second up to `burst`; an empty
+    "class", "burst", "refill", "per_action"}]): each call takes a token from its account's
+    bucket of the first rule it matches (`match` on `service:Action`; the rule's `class` names
+    the bucket, so several patterns can share one; with "per_action", as EC2 does, each action
+    has a bucket of the class's size), refilled at `refill` per second up to `burst`; an empty
     bucket answers the service's own throttling error, counted as `throttled:service:Action`;
   * injects faults in each protocol's own error format and latency per operation
     (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets the call do
@@ -128,7 +129,7 @@ class Harness:
         self.operation_seconds = []
         self.ignore_filters = []
         self.bucket_rules = []  # POST /_forge/buckets
-        self.buckets = {}  # (account, class) -> [tokens, when last refilled]
+        self.buckets = {}  # (account, class[, action]) -> (tokens, when last refilled)
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -205,7 +206,7 @@ class Harness:
         rule = next((r for r in self.bucket_rules if self.applies(r, account, name)), None)
         if rule is None:
             return True
-        key = (account, rule.get("class", rule["match"]))
+        key = (account, rule.get("class", rule["match"])) + ((name,) if rule.get("per_action") else ())
         now = time.monotonic()
         tokens, since = self.buckets.get(key, (float(rule["burst"]), now))
         tokens = min(float(rule["burst"]), tokens + (now - since) * float(rule["refill"]))
