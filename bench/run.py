@@ -156,6 +156,10 @@ def main():
         print("makespan terraform...", file=sys.stderr)
         t = run_terraform(layers, width, delay)
         lines.append(f"| Terraform (-parallelism=10) | {t['apply'][0]:.2f} | {t['apply'][0]:.2f} | {100 * (t['apply'][0] / critical - 1):+.1f}% |")
+    lines += ["", "The benches on real kinds, each on the local emulators, report beside this file: large stacks "
+              "(large-results.md), the cloud's rate limits (throttle-results.md), drift (drift-results.md), remote state "
+              "(state-results.md), Google Cloud (gcp-results.md), Kubernetes readiness (kubernetes-results.md), Slurm on PCS "
+              "(slurm-results.md)."]
     report = "\n".join(lines) + "\n"
     print(report)
     if args.out:
