@@ -22,6 +22,7 @@ Usage: bench/throttle.py [--size 1000] [--scale 5] [--stacks 50] [--drift-size 1
 
 import argparse
 import collections
+import fnmatch
 import os
 import re
 import subprocess
@@ -49,7 +50,7 @@ def bucket_seconds(counted, scale):
             per_action[name.split(":", 1)[1]] -= n
     longest = 0.0
     for name, n in per_action.items():
-        _, burst, refill = next(c for c in EC2 if re.fullmatch(c[0].replace("*", ".*"), name))
+        _, burst, refill = next(c for c in EC2 if fnmatch.fnmatchcase(name, c[0]))
         longest = max(longest, max(0, n - burst) / (refill * scale))
     return longest
 

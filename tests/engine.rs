@@ -73,18 +73,10 @@ impl Recorder {
         }
         let flaky = config.get("flaky").and_then(Value::as_u64).unwrap_or(0) as usize;
         if flaky > 0 && log.attempts.fetch_add(1, Ordering::SeqCst) < flaky {
-            return Err(ProviderError {
-                message: "Throttling: Rate exceeded".into(),
-                retryable: true,
-                throttled: false,
-            });
+            return Err(ProviderError::transient("Throttling: Rate exceeded"));
         }
         if config.get("fail") == Some(&json!(true)) && what == "create" {
-            return Err(ProviderError {
-                message: "InvalidParameterValue: the cloud said no".into(),
-                retryable: false,
-                throttled: false,
-            });
+            return Err(ProviderError::permanent("InvalidParameterValue: the cloud said no"));
         }
         Ok(())
     }

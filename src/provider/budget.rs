@@ -172,7 +172,8 @@ impl Budget {
     }
 
     /// The rate handed out now, in calls per second.
-    pub fn per_second(&self) -> f64 {
+    #[cfg(test)]
+    fn per_second(&self) -> f64 {
         self.state().per_second
     }
 }

@@ -54,11 +54,7 @@ pub fn not_the_api(status: u16, body: &[u8]) -> String {
 
 /// Reads a kind's config (checked against its schema when the stack loaded).
 pub fn parse<T: DeserializeOwned>(ctx: &Ctx, config: &Value) -> Result<T, ProviderError> {
-    serde_json::from_value(config.clone()).map_err(|e| ProviderError {
-        message: format!("invalid attributes for `{}`: {e}", ctx.address),
-        retryable: false,
-        throttled: false,
-    })
+    serde_json::from_value(config.clone()).map_err(|e| ProviderError::permanent(format!("invalid attributes for `{}`: {e}", ctx.address)))
 }
 
 /// The tag that ties an object to the create that made it: only a create with the same token
@@ -188,6 +184,15 @@ impl ProviderError {
             message: message.into(),
             retryable: false,
             throttled: false,
+        }
+    }
+
+    /// An error a later try of the same call may not hit (an object still in use, a cloud
+    /// still settling): tried again with backoff, each try an attempt.
+    pub fn transient(message: impl Into<String>) -> Self {
+        ProviderError {
+            retryable: true,
+            ..ProviderError::permanent(message)
         }
     }
 }

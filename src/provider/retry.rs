@@ -112,11 +112,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn other_errors_still_count() {
-        let busy = ProviderError {
-            message: "DependencyViolation".into(),
-            retryable: true,
-            throttled: false,
-        };
+        let busy = ProviderError::transient("DependencyViolation");
         let (result, calls) = run(&policy(Duration::from_secs(600)), 0, Err(busy)).await;
         assert!(result.is_err());
         assert_eq!(calls, 2);

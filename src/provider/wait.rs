@@ -27,21 +27,13 @@ where
         match poll().await? {
             Poll::Done(seen) => return Ok(seen),
             Poll::Failed(reason) => {
-                return Err(ProviderError {
-                    message: reason,
-                    retryable: false,
-                    throttled: false,
-                });
+                return Err(ProviderError::permanent(reason));
             }
             Poll::Pending(state) if started.elapsed() >= timeout => {
-                return Err(ProviderError {
-                    message: format!(
-                        "still {state} after {}s; the cloud is still working: run `forge up` again to resume waiting",
-                        started.elapsed().as_secs()
-                    ),
-                    retryable: false,
-                    throttled: false,
-                });
+                return Err(ProviderError::permanent(format!(
+                    "still {state} after {}s; the cloud is still working: run `forge up` again to resume waiting",
+                    started.elapsed().as_secs()
+                )));
             }
             Poll::Pending(state) => (ctx.status)(&format!("{state} {}s", started.elapsed().as_secs())),
         }

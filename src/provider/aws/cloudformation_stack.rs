@@ -32,14 +32,10 @@ impl Config {
     fn template(&self) -> Result<&str, ProviderError> {
         match (&self.template_file, &self.template_body) {
             (Some(text), None) | (None, Some(text)) => Ok(text),
-            _ => Err(ProviderError {
-                message: format!(
-                    "CloudFormation stack `{}` needs exactly one of `template_file` and `template_body`",
-                    self.name
-                ),
-                retryable: false,
-                throttled: false,
-            }),
+            _ => Err(ProviderError::permanent(format!(
+                "CloudFormation stack `{}` needs exactly one of `template_file` and `template_body`",
+                self.name
+            ))),
         }
     }
 
@@ -157,23 +153,15 @@ async fn ended(aws: &Clients, id: &str, stack: &Stack) -> Result<ProviderError, 
     let cause = first_failure(aws, id)
         .await?
         .unwrap_or_else(|| "CloudFormation names no failed resource".into());
-    Ok(ProviderError {
-        message: format!(
-            "CloudFormation stack {id} ended {}: {cause}",
-            stack.stack_status().map_or("?", |s| s.as_str())
-        ),
-        retryable: false,
-        throttled: false,
-    })
+    Ok(ProviderError::permanent(format!(
+        "CloudFormation stack {id} ended {}: {cause}",
+        stack.stack_status().map_or("?", |s| s.as_str())
+    )))
 }
 
 /// The error for a stack that disappeared during a create or update.
 fn disappeared(id: &str) -> ProviderError {
-    ProviderError {
-        message: format!("CloudFormation stack {id} disappeared while forge waited for it"),
-        retryable: false,
-        throttled: false,
-    }
+    ProviderError::permanent(format!("CloudFormation stack {id} disappeared while forge waited for it"))
 }
 
 fn outputs(stack: &Stack) -> Value {
@@ -220,14 +208,10 @@ impl Resource for CloudFormationStack {
             Err(e) if super::code(&e) == Some("AlreadyExistsException") => match describe(aws, &cfg.name).await? {
                 Some(stack) if owned(ctx, token, &stack) => stack.stack_id().unwrap_or(&cfg.name).to_owned(),
                 _ => {
-                    return Err(ProviderError {
-                        message: format!(
-                            "a CloudFormation stack named `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-                            cfg.name, ctx.address, ctx.stack
-                        ),
-                        retryable: false,
-                        throttled: false,
-                    });
+                    return Err(ProviderError::permanent(format!(
+                        "a CloudFormation stack named `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+                        cfg.name, ctx.address, ctx.stack
+                    )));
                 }
             },
             Err(e) => return Err(error(aws, "CreateStack", e)),

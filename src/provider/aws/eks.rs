@@ -65,14 +65,10 @@ where
 
 /// The error for an EKS name taken by an object this resource did not create.
 fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError {
-        message: format!(
-            "an EKS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-            ctx.address, ctx.stack
-        ),
-        retryable: false,
-        throttled: false,
-    }
+    ProviderError::permanent(format!(
+        "an EKS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+        ctx.address, ctx.stack
+    ))
 }
 
 /// Brings an EKS object's tags from `old` to `new` config with one UntagResource and one

@@ -90,14 +90,10 @@ async fn resolve_version(aws: &Clients, cluster: &str, name: &str, version: Opti
         .max_by_key(|v| version_key(v));
     match newest {
         Some(v) => Ok(Some(v.to_owned())),
-        None => Err(ProviderError {
-            message: format!(
-                "EKS lists no version of add-on `{name}` for Kubernetes {}; check the add-on's name",
-                kubernetes.unwrap_or_default()
-            ),
-            retryable: false,
-            throttled: false,
-        }),
+        None => Err(ProviderError::permanent(format!(
+            "EKS lists no version of add-on `{name}` for Kubernetes {}; check the add-on's name",
+            kubernetes.unwrap_or_default()
+        ))),
     }
 }
 

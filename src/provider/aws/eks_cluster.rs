@@ -126,11 +126,10 @@ fn outputs(c: &Cluster) -> Value {
 
 fn logging(types: &[String]) -> Result<Logging, ProviderError> {
     if let Some(bad) = types.iter().find(|t| !LOG_TYPES.contains(&t.as_str())) {
-        return Err(ProviderError {
-            message: format!("`logging` has `{bad}`; EKS control plane log types are {}", LOG_TYPES.join(", ")),
-            retryable: false,
-            throttled: false,
-        });
+        return Err(ProviderError::permanent(format!(
+            "`logging` has `{bad}`; EKS control plane log types are {}",
+            LOG_TYPES.join(", ")
+        )));
     }
     let disabled: Vec<LogType> = LOG_TYPES
         .iter()
@@ -151,11 +150,9 @@ fn logging(types: &[String]) -> Result<Logging, ProviderError> {
 fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> {
     match mode {
         "API" | "API_AND_CONFIG_MAP" | "CONFIG_MAP" => Ok(AuthenticationMode::from(mode)),
-        other => Err(ProviderError {
-            message: format!("`authentication_mode = \"{other}\"`: expected \"API\", \"API_AND_CONFIG_MAP\" or \"CONFIG_MAP\""),
-            retryable: false,
-            throttled: false,
-        }),
+        other => Err(ProviderError::permanent(format!(
+            "`authentication_mode = \"{other}\"`: expected \"API\", \"API_AND_CONFIG_MAP\" or \"CONFIG_MAP\""
+        ))),
     }
 }
 

@@ -78,16 +78,12 @@ impl TaintConfig {
     fn to_sdk(&self) -> Result<Taint, ProviderError> {
         const EFFECTS: &[&str] = &["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"];
         if !EFFECTS.contains(&self.effect.as_str()) {
-            return Err(ProviderError {
-                message: format!(
-                    "taint `{}` has `effect = \"{}\"`; expected one of {}",
-                    self.key,
-                    self.effect,
-                    EFFECTS.join(", ")
-                ),
-                retryable: false,
-                throttled: false,
-            });
+            return Err(ProviderError::permanent(format!(
+                "taint `{}` has `effect = \"{}\"`; expected one of {}",
+                self.key,
+                self.effect,
+                EFFECTS.join(", ")
+            )));
         }
         Ok(Taint::builder()
             .key(&self.key)
@@ -153,14 +149,10 @@ fn outputs(cluster: &str, n: &Nodegroup) -> Value {
 
 fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
     if !(s.min <= s.desired && s.desired <= s.max) {
-        return Err(ProviderError {
-            message: format!(
-                "`scaling = {{ min = {}, max = {}, desired = {} }}`: min ≤ desired ≤ max must hold",
-                s.min, s.max, s.desired
-            ),
-            retryable: false,
-            throttled: false,
-        });
+        return Err(ProviderError::permanent(format!(
+            "`scaling = {{ min = {}, max = {}, desired = {} }}`: min ≤ desired ≤ max must hold",
+            s.min, s.max, s.desired
+        )));
     }
     Ok(NodegroupScalingConfig::builder()
         .min_size(s.min)

@@ -125,11 +125,7 @@ async fn wait_settled(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Re
 async fn wait_usable(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
     let fs = wait_settled(ctx, aws, id, limit).await?;
     if broken(&fs) {
-        return Err(ProviderError {
-            message: failure(&fs),
-            retryable: false,
-            throttled: false,
-        });
+        return Err(ProviderError::permanent(failure(&fs)));
     }
     Ok(fs)
 }
@@ -163,11 +159,9 @@ async fn send_create(
         .send()
         .await
         .map_err(|e| error(aws, "CreateFileSystem", e))?;
-    out.file_system().cloned().ok_or_else(|| ProviderError {
-        message: "CreateFileSystem answered without a file system".into(),
-        retryable: true,
-        throttled: false,
-    })
+    out.file_system()
+        .cloned()
+        .ok_or_else(|| ProviderError::transient("CreateFileSystem answered without a file system"))
 }
 
 /// Starts deleting a file system (a persistent one without a final backup unless asked).
@@ -228,14 +222,10 @@ async fn update_once(
         .map_err(|e| error(aws, "UpdateFileSystem", e))?;
     let fs = wait_usable(ctx, aws, id, limit).await?;
     if let Some(action) = last_update(&fs).filter(|a| a.status() == Some(&Status::Failed)) {
-        return Err(ProviderError {
-            message: format!(
-                "FSx could not update file system {id}: {}",
-                action.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
-            ),
-            retryable: false,
-            throttled: false,
-        });
+        return Err(ProviderError::permanent(format!(
+            "FSx could not update file system {id}: {}",
+            action.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
+        )));
     }
     Ok(fs)
 }
@@ -282,14 +272,10 @@ impl Resource for FsxLustre {
         let fs = wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
         if broken(&fs) {
             start_delete(aws, &id, cfg.persistent(), false).await?;
-            return Err(ProviderError {
-                message: format!(
-                    "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
-                    failure(&fs)
-                ),
-                retryable: false,
-                throttled: false,
-            });
+            return Err(ProviderError::permanent(format!(
+                "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
+                failure(&fs)
+            )));
         }
         Ok(Created { id, outputs: outputs(&fs) })
     }

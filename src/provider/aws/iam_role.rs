@@ -137,11 +137,7 @@ impl Resource for IamRole {
             }
             Err(e) => return Err(error(aws, "CreateRole", e)),
         };
-        let role = role.ok_or_else(|| ProviderError {
-            message: "CreateRole returned no role".into(),
-            retryable: false,
-            throttled: false,
-        })?;
+        let role = role.ok_or_else(|| ProviderError::permanent("CreateRole returned no role"))?;
         sync_policies(aws, &cfg.name, &nothing_attached(), &cfg).await?;
         Ok(Created {
             id: cfg.name.clone(),

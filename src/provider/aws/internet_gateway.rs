@@ -81,15 +81,11 @@ impl Resource for InternetGateway {
                     .filter_map(|a| a.vpc_id())
                     .collect();
                 if !vpcs.contains(&cfg.vpc_id.as_str()) {
-                    return Err(ProviderError {
-                        message: format!(
-                            "internet gateway {id} is attached to {} instead of {}; detach it or let forge replace it",
-                            vpcs.join(", "),
-                            cfg.vpc_id
-                        ),
-                        retryable: false,
-                        throttled: false,
-                    });
+                    return Err(ProviderError::permanent(format!(
+                        "internet gateway {id} is attached to {} instead of {}; detach it or let forge replace it",
+                        vpcs.join(", "),
+                        cfg.vpc_id
+                    )));
                 }
             }
             Ok(_) => {}

@@ -625,14 +625,10 @@ pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bo
 
 /// The error for an IAM name taken by an object this resource did not create.
 pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError {
-        message: format!(
-            "an IAM {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-            ctx.address, ctx.stack
-        ),
-        retryable: false,
-        throttled: false,
-    }
+    ProviderError::permanent(format!(
+        "an IAM {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+        ctx.address, ctx.stack
+    ))
 }
 
 /// What an IAM tag update does: the keys to remove, and the full tag set to apply when

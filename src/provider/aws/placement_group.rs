@@ -52,11 +52,9 @@ impl Resource for PlacementGroup {
         let strategy = match cfg.strategy.as_str() {
             "cluster" | "partition" | "spread" => PlacementStrategy::from(cfg.strategy.as_str()),
             other => {
-                return Err(ProviderError {
-                    message: format!("`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""),
-                    retryable: false,
-                    throttled: false,
-                });
+                return Err(ProviderError::permanent(format!(
+                    "`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""
+                )));
             }
         };
         let aws = ctx.cloud.aws().await;
@@ -74,14 +72,10 @@ impl Resource for PlacementGroup {
             Err(e) if super::code(&e) == Some("InvalidPlacementGroup.Duplicate") => match lookup(ctx, aws, &cfg.name, Some(token)).await? {
                 Some((id, true)) => id,
                 _ => {
-                    return Err(ProviderError {
-                        message: format!(
-                            "a placement group named `{}` already exists and was not created by `{}`",
-                            cfg.name, ctx.address
-                        ),
-                        retryable: false,
-                        throttled: false,
-                    });
+                    return Err(ProviderError::permanent(format!(
+                        "a placement group named `{}` already exists and was not created by `{}`",
+                        cfg.name, ctx.address
+                    )));
                 }
             },
             Err(e) => return Err(error(aws, "CreatePlacementGroup", e)),

@@ -185,11 +185,9 @@ pub(super) fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, Prov
             ("-1", _) => None,
             (_, Some(from)) => Some((from, rule.to_port.unwrap_or(from))),
             (p, None) => {
-                return Err(ProviderError {
-                    message: format!("a `{p}` rule needs `from_port` (and `to_port` for a range)"),
-                    retryable: false,
-                    throttled: false,
-                });
+                return Err(ProviderError::permanent(format!(
+                    "a `{p}` rule needs `from_port` (and `to_port` for a range)"
+                )));
             }
         };
         let groups = rule.security_groups.iter().cloned().chain(rule.itself.then(|| own_id.to_owned()));
@@ -200,11 +198,9 @@ pub(super) fn atoms(rules: &[Rule], own_id: &str) -> Result<BTreeSet<Atom>, Prov
             .chain(groups.map(|g| (None, Some(g))))
             .collect();
         if sources.is_empty() {
-            return Err(ProviderError {
-                message: "a rule needs a source: `cidr_blocks`, `security_groups` or `self = true`".into(),
-                retryable: false,
-                throttled: false,
-            });
+            return Err(ProviderError::permanent(
+                "a rule needs a source: `cidr_blocks`, `security_groups` or `self = true`",
+            ));
         }
         for (cidr, group) in sources {
             out.insert(Atom {
@@ -403,14 +399,10 @@ impl Resource for SecurityGroup {
             Err(e) if super::code(&e) == Some("InvalidGroup.Duplicate") => match find_own(ctx, aws, token).await? {
                 Some(id) => id,
                 None => {
-                    return Err(ProviderError {
-                        message: format!(
-                            "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
-                            cfg.name, cfg.vpc_id, ctx.address
-                        ),
-                        retryable: false,
-                        throttled: false,
-                    });
+                    return Err(ProviderError::permanent(format!(
+                        "a security group named `{}` already exists in {} and was not created by `{}`; pick another `name`",
+                        cfg.name, cfg.vpc_id, ctx.address
+                    )));
                 }
             },
             Err(e) => return Err(error(aws, "CreateSecurityGroup", e)),

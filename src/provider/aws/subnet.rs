@@ -56,11 +56,7 @@ impl Resource for Subnet {
                 .map_err(|e| error(aws, "CreateSubnet", e))?
                 .subnet()
                 .cloned()
-                .ok_or_else(|| ProviderError {
-                    message: "CreateSubnet returned no subnet".into(),
-                    retryable: false,
-                    throttled: false,
-                })?,
+                .ok_or_else(|| ProviderError::permanent("CreateSubnet returned no subnet"))?,
         };
         let id = subnet.subnet_id().unwrap_or_default().to_owned();
         if cfg.map_public_ip_on_launch {

@@ -140,14 +140,12 @@ pub async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Res
 /// The object `id` names, which a change just left: an error if it cannot be read.
 pub async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object, ProviderError> {
     let (scope, name) = Scope::of_id(id);
-    get::<C>(gcp, &scope, name).await?.ok_or_else(|| ProviderError {
-        message: format!(
+    get::<C>(gcp, &scope, name).await?.ok_or_else(|| {
+        ProviderError::transient(format!(
             "the {} `{name}` was changed but cannot be read back; run `forge up` again ({})",
             C::WHAT,
             gcp.context
-        ),
-        retryable: true,
-        throttled: false,
+        ))
     })
 }
 

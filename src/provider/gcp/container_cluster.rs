@@ -390,9 +390,7 @@ impl Resource for ContainerCluster {
 /// The error for a cluster that vanished under an update.
 fn gone(id: &str) -> ProviderError {
     let (location, name) = cluster_of(id);
-    ProviderError {
-        message: format!("the GKE cluster `{name}` in {location} is gone; run `forge up` again to create it"),
-        retryable: false,
-        throttled: false,
-    }
+    ProviderError::permanent(format!(
+        "the GKE cluster `{name}` in {location} is gone; run `forge up` again to create it"
+    ))
 }

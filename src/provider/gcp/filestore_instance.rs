@@ -82,11 +82,10 @@ async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, lim
     })
     .await?;
     match done.result {
-        Some(Outcome::Error(status)) => Err(ProviderError {
-            message: format!("{what}: the operation failed: {} ({})", status.message, gcp.filestore_context),
-            retryable: false,
-            throttled: false,
-        }),
+        Some(Outcome::Error(status)) => Err(ProviderError::permanent(format!(
+            "{what}: the operation failed: {} ({})",
+            status.message, gcp.filestore_context
+        ))),
         _ => Ok(()),
     }
 }
@@ -283,11 +282,9 @@ impl Resource for FilestoreInstance {
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
         let limit = timeout(new, "update", OPERATION_TIMEOUT);
-        let live = get(gcp, id).await?.ok_or_else(|| ProviderError {
-            message: format!("the Filestore instance `{id}` is gone; run `forge up` again to create it"),
-            retryable: false,
-            throttled: false,
-        })?;
+        let live = get(gcp, id)
+            .await?
+            .ok_or_else(|| ProviderError::permanent(format!("the Filestore instance `{id}` is gone; run `forge up` again to create it")))?;
         let mut instance = Instance::new().set_name(id);
         let mut paths = Vec::new();
         if cfg.capacity_gib != before.capacity_gib {

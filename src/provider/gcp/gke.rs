@@ -101,11 +101,10 @@ pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation,
             } else {
                 String::new()
             };
-            Err(ProviderError {
-                message: format!("{what}: the operation failed: {}{hint} ({})", status.message, gcp.container_context),
-                retryable: false,
-                throttled: false,
-            })
+            Err(ProviderError::permanent(format!(
+                "{what}: the operation failed: {}{hint} ({})",
+                status.message, gcp.container_context
+            )))
         }
         _ => Ok(done),
     }

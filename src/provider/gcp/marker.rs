@@ -50,14 +50,10 @@ pub fn made_by(ctx: &Ctx, token: &str, description: Option<&str>) -> bool {
 
 /// The error for a name taken by an object this resource did not create.
 pub fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError {
-        message: format!(
-            "a {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-            ctx.address, ctx.stack
-        ),
-        retryable: false,
-        throttled: false,
-    }
+    ProviderError::permanent(format!(
+        "a {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+        ctx.address, ctx.stack
+    ))
 }
 
 /// The list filter for the objects of `stack`: those whose description carries its marker.

@@ -174,11 +174,7 @@ impl Clients {
     /// `CLOUDSDK_CORE_PROJECT` and `CLOUDSDK_COMPUTE_REGION`; endpoints from [`endpoint`];
     /// credentials from [`credentials`].
     pub async fn connect(settings: Option<&Value>) -> Result<Clients, ProviderError> {
-        let fail = |message: String| ProviderError {
-            message,
-            retryable: false,
-            throttled: false,
-        };
+        let fail = |message: String| ProviderError::permanent(message);
         let project = setting(settings, "project", &["GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"])
             .ok_or_else(|| fail("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT".into()))?;
         let region = setting(settings, "region", &["CLOUDSDK_COMPUTE_REGION"]);
@@ -230,11 +226,7 @@ impl Clients {
     /// a bearer token.
     pub async fn access_token(&self) -> Result<String, ProviderError> {
         use google_cloud_auth::credentials::CacheableResource;
-        let fail = |message: String| ProviderError {
-            message: format!("{message} ({})", self.container_context),
-            retryable: false,
-            throttled: false,
-        };
+        let fail = |message: String| ProviderError::permanent(format!("{message} ({})", self.container_context));
         let headers = match self.credentials.headers(http::Extensions::new()).await {
             Ok(CacheableResource::New { data, .. }) => data,
             Ok(CacheableResource::NotModified) => return Err(fail("the Google credentials gave no access token".into())),
@@ -253,11 +245,7 @@ impl Clients {
         region
             .map(str::to_owned)
             .or_else(|| self.region.clone())
-            .ok_or_else(|| ProviderError {
-                message: "no region: set `region` on the block or in `[gcp]`, or CLOUDSDK_COMPUTE_REGION".into(),
-                retryable: false,
-                throttled: false,
-            })
+            .ok_or_else(|| ProviderError::permanent("no region: set `region` on the block or in `[gcp]`, or CLOUDSDK_COMPUTE_REGION"))
     }
 }
 

@@ -52,11 +52,10 @@ async fn eks(cloud: &Cloud, name: &str) -> Result<Option<Access>, ProviderError>
         return Ok(None);
     };
     let (Some(endpoint), Some(ca)) = (cluster.endpoint(), cluster.certificate_authority().and_then(|c| c.data())) else {
-        return Err(ProviderError {
-            message: format!("EKS cluster `{name}` reports no endpoint or CA yet ({})", aws.context),
-            retryable: true,
-            throttled: false,
-        });
+        return Err(ProviderError::transient(format!(
+            "EKS cluster `{name}` reports no endpoint or CA yet ({})",
+            aws.context
+        )));
     };
     Ok(Some(Access {
         endpoint: endpoint.to_owned(),
@@ -131,11 +130,10 @@ async fn gke(cloud: &Cloud, id: &str) -> Result<Option<Access>, ProviderError> {
         .map(|a| a.cluster_ca_certificate.clone())
         .unwrap_or_default();
     if cluster.endpoint.is_empty() || ca.is_empty() {
-        return Err(ProviderError {
-            message: format!("GKE cluster `{id}` reports no endpoint or CA yet ({})", gcp.container_context),
-            retryable: true,
-            throttled: false,
-        });
+        return Err(ProviderError::transient(format!(
+            "GKE cluster `{id}` reports no endpoint or CA yet ({})",
+            gcp.container_context
+        )));
     }
     Ok(Some(Access {
         endpoint: format!("https://{}", cluster.endpoint),

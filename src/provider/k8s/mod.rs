@@ -53,13 +53,9 @@ impl ClusterRef {
         match text.split_once('/') {
             Some(("eks", name)) if !name.is_empty() && !name.contains('/') => Ok(ClusterRef::Eks(name.to_owned())),
             Some(("gke", id)) if id.starts_with("projects/") && id.contains("/clusters/") => Ok(ClusterRef::Gke(id.to_owned())),
-            _ => Err(ProviderError {
-                message: format!(
-                    "`{text}` names no cluster: write `eks/<name>` or `gke/projects/<project>/locations/<location>/clusters/<name>`"
-                ),
-                retryable: false,
-                throttled: false,
-            }),
+            _ => Err(ProviderError::permanent(format!(
+                "`{text}` names no cluster: write `eks/<name>` or `gke/projects/<project>/locations/<location>/clusters/<name>`"
+            ))),
         }
     }
 }
