@@ -17,7 +17,12 @@ actions' buckets refill side by side — and the wall time as a multiple of it.
 Then `forge drift` over --stacks stacks at once (one process, one budget per action) under the
 same buckets: what pacing saves a nightly drift check of many stacks sharing an account.
 
+With --groups N, instead: a VPC and N security groups (one ingress rule each) at EC2's real
+rates (--scale 1), paced by forge's defaults, up and destroyed --repeat times: how close each run
+comes to the buckets' bound, with the throttled calls' retries served before the queue.
+
 Usage: bench/throttle.py [--size 1000] [--scale 5] [--stacks 50] [--drift-size 100] [--out bench/throttle-results.md]
+       bench/throttle.py --groups 150 --repeat 3 [--out FILE]
 """
 
 import argparse
@@ -55,6 +60,43 @@ def bucket_seconds(counted, scale):
     return longest
 
 
+def groups_stack(name, n):
+    """A VPC and n security groups, each with one ingress rule."""
+    lines = [f'[stack]\nname = "{name}"\n\n[aws]\nregion = "us-west-2"\n', '[aws_vpc.main]\ncidr_block = "10.0.0.0/16"\n']
+    for g in range(n):
+        lines.append(f'[aws_security_group.g{g}]\nname = "g{g}"\nvpc_id = "${{aws_vpc.main.id}}"\n'
+                     f'ingress = [{{ protocol = "tcp", from_port = {1000 + g}, to_port = {1000 + g}, cidr_blocks = ["10.0.0.0/16"] }}]\n')
+    return "\n".join(lines)
+
+
+def groups_rounds(forge, url, work, n, repeat):
+    """--groups: rounds of up and destroy of groups_stack at EC2's real rates, paced by forge's
+    defaults; each run's wall time against the buckets' bound and 1.15 x the bound + 1.5 s."""
+    control(url, "POST", "/_forge/buckets", bucket_rules(1))
+    lines = [f"Machine: {os.cpu_count()} cores. forge: release build, default pacing and --parallelism. Emulator: moto with "
+             f"EC2's buckets per account and action at their real rates (mutating 50 / 5 per s, non-mutating 100 / 20 per s). "
+             f"Stack: a VPC and {n} security groups, one ingress rule each.", "",
+             "| round | command | wall s | bucket s | wall / bucket | within 1.15× + 1.5 s | calls | throttled | exit |",
+             "|---:|---|---:|---:|---:|---|---:|---:|---:|"]
+    for r in range(repeat):
+        account, name = f"{161803398874 + r:012d}", f"groups{r}"
+        with open(os.path.join(work, name + ".toml"), "w") as f:
+            f.write(groups_stack(name, n))
+        env = aws_env(url, account)
+        calls(url, account)
+        for command in (["up", name + ".toml", "--yes"], ["destroy", name + ".toml", "--yes"]):
+            code, wall, _ = run(forge, command, work, env)
+            counted = calls(url, account)
+            throttled = sum(v for k, v in counted.items() if k.startswith("throttled:"))
+            made = sum(v for k, v in counted.items() if not k.startswith(("throttled:", "fault:")))
+            allowed = bucket_seconds(counted, 1)
+            within = "yes" if wall <= 1.15 * allowed + 1.5 else "**no**"
+            lines.append(f"| {r + 1} | `forge {command[0]}` | {wall:.1f} | {allowed:.1f} | {wall / allowed:.2f}× | {within} | "
+                         f"{made:,} | {throttled:,} | {code} |")
+        time.sleep(10)  # the next round's account has full buckets anyway; let the machine settle
+    return lines
+
+
 def run(forge, argv, cwd, env):
     """(exit code, wall s, resources failed) of one forge command."""
     started = time.monotonic()
@@ -74,8 +116,14 @@ def main():
     parser.add_argument("--paced-only", action="store_true", help="leave out the unpaced ways")
     parser.add_argument("--stacks", type=int, default=50, help="stacks checked at once by one `forge drift` (0: no drift run)")
     parser.add_argument("--drift-size", type=int, default=100, help="objects in each of those stacks")
+    parser.add_argument("--groups", type=int, help="instead: a VPC and this many security groups at EC2's real rates")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of up and destroy with --groups")
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     args = parser.parse_args()
+    if args.groups:
+        with running(0, "throttle") as (forge, url, work):
+            emit(groups_rounds(forge, url, work, args.groups, args.repeat), args.out)
+        return
 
     paced = ["--api-rate", f"{args.scale:g}"] + (["--parallelism", str(args.parallelism)] if args.parallelism else [])
     ways = [(f"paced, --parallelism {args.parallelism or 'default'}", paced),

@@ -249,6 +249,46 @@ pub fn mistyped<'f>(fields: &'f [Field], config: &Value) -> Option<&'f Field> {
     })
 }
 
+/// What is wrong with a block's attributes as its kind declares them (see [`misfit`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Misfit {
+    /// A key the kind does not accept.
+    Unknown(String),
+    /// A required attribute that is not set.
+    Missing(&'static str),
+    /// A known value of the wrong type: the attribute, its type and what was found.
+    Mistyped(&'static str, FieldType, &'static str),
+}
+
+impl std::fmt::Display for Misfit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Misfit::Unknown(key) => write!(f, "unknown key `{key}`"),
+            Misfit::Missing(key) => write!(f, "`{key}` is missing"),
+            Misfit::Mistyped(key, ty, found) => write!(f, "`{key}` must be {}, not {found}", ty.describe()),
+        }
+    }
+}
+
+/// The first thing wrong with the attributes `config` of a block of `spec`: a key it does not
+/// accept (besides `meta`, the engine's own keys), a required attribute missing, or a known
+/// value of the wrong type (references and values known only after apply are not checked).
+/// The loader holds the blocks components generate to it, as it holds written blocks to the
+/// same rules with their places in the file.
+pub fn misfit(spec: &'static Spec, meta: &[&str], config: &serde_json::Map<String, Value>) -> Option<Misfit> {
+    if let Some(key) = config
+        .keys()
+        .find(|k| !meta.contains(&k.as_str()) && !spec.fields.iter().any(|f| f.name == k.as_str()))
+    {
+        return Some(Misfit::Unknown(key.clone()));
+    }
+    if let Some(field) = spec.fields.iter().find(|f| f.required && !config.contains_key(f.name)) {
+        return Some(Misfit::Missing(field.name));
+    }
+    let config = Value::Object(config.clone());
+    mistyped(spec.fields, &config).map(|f| Misfit::Mistyped(f.name, f.ty, describe(&config[f.name])))
+}
+
 /// "an integer", "a string", … for messages about a value's type.
 pub fn describe(value: &Value) -> &'static str {
     match value {
@@ -329,5 +369,17 @@ mod tests {
         assert!(SPEC.replaces("name") && !SPEC.replaces("count"));
         let parsed: Config = serde_json::from_value(serde_json::json!({ "name": "a", "tags": {} })).unwrap();
         assert_eq!((parsed.name.as_str(), parsed.count, parsed.note, parsed.body), ("a", 0, None, None));
+    }
+
+    #[test]
+    fn misfit_finds_unknown_missing_and_mistyped_keys() {
+        let check = |config: serde_json::Value| misfit(&SPEC, &["depends_on"], config.as_object().unwrap());
+        assert_eq!(check(serde_json::json!({ "name": "a", "count": "${var.n}", "depends_on": [] })), None);
+        assert_eq!(check(serde_json::json!({ "name": "a", "cuont": 2 })), Some(Misfit::Unknown("cuont".into())));
+        assert_eq!(check(serde_json::json!({ "count": 2 })), Some(Misfit::Missing("name")));
+        assert_eq!(
+            check(serde_json::json!({ "name": "a", "count": "2" })),
+            Some(Misfit::Mistyped("count", FieldType::Integer, "a string"))
+        );
     }
 }

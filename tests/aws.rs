@@ -354,6 +354,34 @@ fn injected_throttling_still_converges_without_duplicates() {
     aws.ok(&["destroy", "net.toml", "--yes"]);
 }
 
+/// forge's retry is the only one: a call that always answers 500 is sent exactly
+/// `--max-attempts` times, a refresh's read as much as a create (the SDK's own retries, were
+/// they on, would multiply them).
+#[test]
+fn a_call_that_always_fails_is_sent_max_attempts_times() {
+    let aws = Aws::new();
+    aws.write("vpc.toml", "[stack]\nname = \"retries\"\n[aws_vpc.main]\ncidr_block = \"10.0.0.0/16\"\n");
+    aws.write("other.toml", "[stack]\nname = \"retries-2\"\n[aws_vpc.main]\ncidr_block = \"10.1.0.0/16\"\n");
+    aws.ok(&["up", "vpc.toml", "--yes"]);
+    let always_500 = |action: &str| {
+        let rule = serde_json::json!([{ "match": action, "rate": 1.0, "account": aws.account }]);
+        aws.control("POST", &format!("/_forge/faults?account={}", aws.account), &rule.to_string());
+        aws.calls();
+    };
+    always_500("ec2:DescribeVpcs");
+    let (code, stderr) = aws.forge(&["plan", "vpc.toml", "--max-attempts", "3"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("DescribeVpcs: InternalError"), "{stderr}");
+    assert_eq!(aws.calls().get("ec2:DescribeVpcs"), Some(&3), "{stderr}");
+    always_500("ec2:CreateVpc");
+    let (code, stderr) = aws.forge(&["up", "other.toml", "--yes", "--max-attempts", "3"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(aws.calls().get("ec2:CreateVpc"), Some(&3), "{stderr}");
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), "[]");
+    aws.ok(&["destroy", "vpc.toml", "--yes"]);
+    aws.ok(&["destroy", "other.toml", "--yes"]);
+}
+
 /// A stack of `n` placement groups: one `CreatePlacementGroup` each, all ready at once.
 fn placement_groups(stack: &str, n: usize) -> String {
     let mut text = format!("[stack]\nname = \"{stack}\"\n");

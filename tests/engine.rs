@@ -187,6 +187,7 @@ impl Fixture {
                 max: Duration::from_millis(5),
                 patience: Duration::from_millis(100),
             },
+            cloud: Arc::new(Cloud::default()),
         };
         let report = apply::run(
             &plan,

@@ -35,12 +35,14 @@ pub trait Observer: Send + Sync {
 }
 
 /// Apply settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     /// How many cloud calls may run at once.
     pub parallelism: usize,
     /// How retryable errors are retried.
     pub retry: RetryPolicy,
+    /// The clouds the kinds call: the command's, shared with its refresh and readiness.
+    pub cloud: Arc<Cloud>,
 }
 
 /// A resource that failed: the root cause of everything skipped behind it.
@@ -180,7 +182,7 @@ pub async fn run(
         registry,
         options,
         observer: observer.clone(),
-        cloud: Arc::new(Cloud::new(plan.providers.clone())),
+        cloud: options.cloud.clone(),
     };
 
     let mut lanes = Lanes::default();

@@ -2,7 +2,7 @@
 //! taken and nothing is written; stacks are checked concurrently and the exit code is the worst
 //! of them.
 
-use super::{Session, runtime};
+use super::Session;
 use crate::error::{CommandError, Exit};
 use crate::plan::drift::{Drift, IgnoreRules};
 use crate::plan::{Action, render};
@@ -106,9 +106,8 @@ struct Report<'a> {
 }
 
 /// Runs `forge drift`.
-pub fn run(session: &Session, files: &[PathBuf], format: Format, ignore: &[String]) -> Result<Exit> {
-    let runtime = runtime()?;
-    let mut reports: Vec<StackReport> = runtime.block_on(futures::future::join_all(files.iter().map(|f| check(session, f, ignore))));
+pub async fn run(session: &Session, files: &[PathBuf], format: Format, ignore: &[String]) -> Result<Exit> {
+    let mut reports: Vec<StackReport> = futures::future::join_all(files.iter().map(|f| check(session, f, ignore))).await;
     if let [only] = &mut reports[..]
         && let Some(failure) = only.failure.take()
     {
@@ -158,11 +157,10 @@ struct Loaded {
 }
 
 /// The stack, its state and the ignore rules.
-fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
-    let (stack, graph) = session.load_checked(file, false)?;
-    // A remote store makes its own blocking calls: off this runtime's async workers.
-    let (store, loaded) =
-        tokio::task::block_in_place(|| Store::open(&stack.state).and_then(|store| store.load(&stack.name).map(|l| (store, l))))?;
+async fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
+    let (stack, graph) = session.load_checked(file, false).await?;
+    let store = Store::open(&stack.state)?;
+    let loaded = store.load(&stack.name)?;
     let mut rules = IgnoreRules::of_stack(&stack);
     let addresses: Vec<&str> = stack
         .resources
@@ -233,11 +231,11 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
         state: loaded,
         rules,
         ignores_used,
-    } = load(session, file, ignore)?;
+    } = load(session, file, ignore).await?;
     report.stack = stack.name.clone();
     report.state = Some(format!("{} ({})", stack.state.location(), stack.state.backend));
     report.ignores_used = ignores_used;
-    report.apply_in_progress = tokio::task::block_in_place(|| store.holder()).map(|h| {
+    report.apply_in_progress = store.holder().map(|h| {
         format!(
             "apply in progress since {} (`{}` by {}, pid {})",
             h.started, h.operation, h.who, h.pid

@@ -7,8 +7,8 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge graph`.
-pub fn run(session: &Session, file: &Path, format: Format) -> Result<Exit> {
-    let (stack, graph) = session.load_checked(file, false)?;
+pub async fn run(session: &Session, file: &Path, format: Format) -> Result<Exit> {
+    let (stack, graph) = session.load_checked(file, false).await?;
     print!("{}", render(&stack, &graph, format));
     Ok(Exit::Ok)
 }

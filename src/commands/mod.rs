@@ -20,7 +20,8 @@ use crate::graph::ResourceGraph;
 use crate::output::{Printer, format_duration};
 use crate::plan::drift::{Drift, IgnoreRules, ReadError};
 use crate::plan::{Action, Mode, Plan};
-use crate::provider::Registry;
+use crate::provider::budget::Budgets;
+use crate::provider::{Cloud, Registry};
 use crate::stack::{Stack, StateSettings};
 use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
@@ -42,7 +43,7 @@ pub struct Consent {
     pub data_loss: bool,
 }
 
-/// What every command needs: the flags, the printer and the kinds.
+/// What every command needs: the flags, the printer, the kinds and the clouds.
 pub struct Session {
     /// Global flags.
     pub global: Global,
@@ -50,40 +51,40 @@ pub struct Session {
     pub printer: Printer,
     /// Resource kinds.
     pub registry: Registry,
-    /// The clouds made so far, by provider settings: stacks checked together with the same
-    /// `[aws]` share one set of SDK clients and their connections.
-    clouds: std::sync::Mutex<Vec<(Providers, Arc<crate::provider::Cloud>)>>,
+    /// The rate budgets every cloud of the command draws on (`--api-rate`).
+    budgets: Arc<Budgets>,
+    /// The clouds made so far, by provider settings: refresh, the dry run, facts, apply and
+    /// readiness share one, and stacks checked together with the same `[aws]` share one set of
+    /// SDK clients and their connections.
+    clouds: std::sync::Mutex<Vec<(Providers, Arc<Cloud>)>>,
 }
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli) -> Result<Exit> {
+/// Runs the parsed command line, on the runtime `main` built.
+pub async fn run(cli: Cli) -> Result<Exit> {
     let printer = Printer::new(cli.global.quiet, cli.global.verbose, cli.global.no_color);
-    crate::provider::budget::set_pacing(cli.global.api_rate);
     let session = Session {
+        budgets: Arc::new(Budgets::new(cli.global.api_rate)),
         global: cli.global,
         printer,
         registry: Registry::builtin(),
         clouds: Default::default(),
     };
     match cli.command {
-        Command::Plan { file, options } => plan::run(&session, &file, &options),
+        Command::Plan { file, options } => plan::run(&session, &file, &options).await,
         Command::Up {
             file,
             yes,
             allow_data_loss,
             refresh,
             no_wait_ready,
-        } => up::run(
-            &session,
-            &file,
-            Consent {
+        } => {
+            let consent = Consent {
                 yes,
                 data_loss: allow_data_loss,
-            },
-            refresh,
-            !no_wait_ready,
-        ),
-        Command::Destroy { file, yes } => destroy::run(&session, &file, yes),
+            };
+            up::run(&session, &file, consent, refresh, !no_wait_ready).await
+        }
+        Command::Destroy { file, yes } => destroy::run(&session, &file, yes).await,
         Command::Drift {
             files,
             json,
@@ -95,9 +96,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
                 (_, true) => drift::Format::Markdown,
                 _ => drift::Format::Text,
             };
-            drift::run(&session, &files, format, &ignore)
+            drift::run(&session, &files, format, &ignore).await
         }
-        Command::Graph { file, format } => graph::run(&session, &file, format),
+        Command::Graph { file, format } => graph::run(&session, &file, format).await,
         Command::Output { file, name, json } => output::run(&session, &file, name.as_deref(), json),
         Command::Kubeconfig {
             file,
@@ -109,20 +110,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::State(cmd) => state::run(&session, cmd),
         Command::Completions { shell } => completions::run(shell),
     }
-}
-
-/// How much stack each worker thread gets: the GKE client's request messages are large, and an
-/// unoptimized build keeps several of them on the stack of one poll (2 MiB, tokio's default,
-/// overflowed there).
-const WORKER_STACK_BYTES: usize = 8 << 20;
-
-/// The async runtime the cloud calls run on.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(WORKER_STACK_BYTES)
-        .build()
-        .map_err(|e| CommandError::new(format!("cannot start the async runtime: {e}"), "check system limits").into())
 }
 
 /// The first five of `items`, and how many more there are.
@@ -175,12 +162,12 @@ impl Session {
 
     /// Reads the live objects of the stack's kinds (one batched read per kind) and shows what
     /// changed or went outside forge; `plan` brings it back.
-    pub fn refresh(&self, state: &crate::state::State, stack: &Stack) -> Result<Drift> {
+    pub async fn refresh(&self, state: &crate::state::State, stack: &Stack) -> Result<Drift> {
         if state.resources.is_empty() {
             return Ok(Drift::default());
         }
         let started = std::time::Instant::now();
-        let drift = runtime()?.block_on(self.observe(state, stack, &IgnoreRules::of_stack(stack)))?;
+        let drift = self.observe(state, stack, &IgnoreRules::of_stack(stack)).await?;
         self.printer.detail(&format!(
             "refresh: {} resources of {} kinds read in {}",
             drift.resources_read,
@@ -203,9 +190,8 @@ impl Session {
     /// and updates whose values are all known, `--parallelism` at once; a refusal fails the
     /// command before anything is applied, naming the resource and the API's reason. An API
     /// that cannot be asked is a warning: the apply will tell.
-    pub fn dry_run(&self, plan: &Plan) -> Result<()> {
-        // A cloud of its own: the Kubernetes clients a refresh made live on the refresh's runtime.
-        let cloud = Arc::new(crate::provider::Cloud::new(plan.providers.clone()));
+    pub async fn dry_run(&self, plan: &Plan) -> Result<()> {
+        let cloud = self.cloud(&plan.providers);
         let checks = plan.changes.iter().filter_map(|change| {
             let after = change.after.as_ref().filter(|a| crate::template::is_known(a))?;
             let kind = self.registry.get(&change.kind)?.clone();
@@ -218,9 +204,8 @@ impl Session {
             Some(async move { (ctx.address.clone(), kind.dry_run(&ctx, after).await) })
         });
         let parallelism = usize::from(self.global.parallelism);
-        let answers: Vec<(String, std::result::Result<Option<String>, crate::provider::ProviderError>)> = runtime()?.block_on(
-            futures::StreamExt::collect(futures::StreamExt::buffer_unordered(futures::stream::iter(checks), parallelism)),
-        );
+        let answers: Vec<(String, std::result::Result<Option<String>, crate::provider::ProviderError>)> =
+            futures::StreamExt::collect(futures::StreamExt::buffer_unordered(futures::stream::iter(checks), parallelism)).await;
         let mut refused: Vec<String> = Vec::new();
         for (address, answer) in answers {
             match answer {
@@ -245,12 +230,12 @@ impl Session {
     }
 
     /// The cloud of these provider settings, made on first use.
-    fn cloud(&self, providers: &Providers) -> Arc<crate::provider::Cloud> {
+    pub fn cloud(&self, providers: &Providers) -> Arc<Cloud> {
         let mut clouds = self.clouds.lock().expect("no panics while the lock is held");
         if let Some((_, cloud)) = clouds.iter().find(|(settings, _)| settings == providers) {
             return cloud.clone();
         }
-        let cloud = Arc::new(crate::provider::Cloud::new(providers.clone()));
+        let cloud = Arc::new(Cloud::new(providers.clone(), self.budgets.clone()));
         clouds.push((providers.clone(), cloud.clone()));
         cloud
     }
@@ -277,14 +262,14 @@ impl Session {
     /// (instance types: names, EFA interfaces, zones offering them) from the cloud: the file is
     /// read and parsed once, the facts it needs are gathered, then the checks that need them
     /// run. Without working credentials it warns and keeps the built-in table.
-    pub fn load_checked(&self, file: &Path, online: bool) -> Result<(Stack, ResourceGraph)> {
+    pub async fn load_checked(&self, file: &Path, online: bool) -> Result<(Stack, ResourceGraph)> {
         let parsed = crate::stack::parse(file, &self.global.vars, &self.registry)?;
         let needs = parsed.needs(&self.registry);
         let facts = match online && !needs.instance_types.is_empty() {
-            true => self.gather_facts(&parsed, &needs)?,
+            true => self.gather_facts(&parsed, &needs).await,
             false => Facts::builtin(),
         };
-        let facts = facts.with_bundles(self.fetch_bundles(&needs.bundles)?);
+        let facts = facts.with_bundles(self.fetch_bundles(&needs.bundles).await?);
         let stack = parsed.finish(&self.registry, &facts)?;
         let graph = crate::graph::build(&stack)?;
         Ok((stack, graph))
@@ -292,17 +277,12 @@ impl Session {
 
     /// The bundles at `urls`, fetched within two minutes; a bundle that cannot be fetched stops
     /// the command (a stack without its objects would plan to delete them).
-    fn fetch_bundles(&self, urls: &[String]) -> Result<BTreeMap<String, crate::facts::Bundle>> {
+    async fn fetch_bundles(&self, urls: &[String]) -> Result<BTreeMap<String, crate::facts::Bundle>> {
         if urls.is_empty() {
             return Ok(BTreeMap::new());
         }
         let started = std::time::Instant::now();
-        let fetched = async { tokio::time::timeout(std::time::Duration::from_secs(120), crate::provider::fetch_bundles(urls)).await };
-        // `drift` loads its stack from inside its runtime.
-        let answer = match tokio::runtime::Handle::try_current() {
-            Ok(handle) => tokio::task::block_in_place(|| handle.block_on(fetched)),
-            Err(_) => runtime()?.block_on(fetched),
-        };
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(120), crate::provider::fetch_bundles(urls)).await;
         let bundles = match answer {
             Ok(Ok(bundles)) => bundles,
             Ok(Err(e)) => return Err(CommandError::new(e.message, "fetch it again, or pin another version").into()),
@@ -324,17 +304,16 @@ impl Session {
 
     /// The instance-type facts `parsed` needs, from AWS within 20 seconds, or the built-in
     /// table (with a warning) when AWS cannot be asked.
-    fn gather_facts(&self, parsed: &crate::stack::Parsed, needs: &crate::facts::Needs) -> Result<Facts> {
-        let cloud = crate::provider::Cloud::new(parsed.providers().clone());
+    async fn gather_facts(&self, parsed: &crate::stack::Parsed, needs: &crate::facts::Needs) -> Facts {
+        let cloud = self.cloud(parsed.providers());
         let started = std::time::Instant::now();
-        let gathered = crate::provider::gather_facts(&cloud, needs);
-        let answer = runtime()?.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(20), gathered).await });
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(20), crate::provider::gather_facts(&cloud, needs)).await;
         let asked = needs.instance_types.join(", ");
         match answer {
             Ok(Ok(facts)) => {
                 self.printer
                     .detail(&format!("instance types: {asked} checked with AWS in {}", format_duration(started.elapsed())));
-                return Ok(facts);
+                return facts;
             }
             Ok(Err(e)) => self.printer.warn(&format!(
                 "could not check instance types with AWS, so forge used its built-in table and did not check which zones offer them: {}",
@@ -344,7 +323,7 @@ impl Session {
                 "AWS did not answer about instance types within 20s, so forge used its built-in table and did not check which zones offer them",
             ),
         }
-        Ok(Facts::builtin())
+        Facts::builtin()
     }
 
     /// Says which stack and which state the command uses.
@@ -422,7 +401,7 @@ impl Session {
 
     /// Shows the plan, asks for confirmation, applies it and saves the state; returns the state
     /// as saved (an error when anything failed).
-    pub fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<crate::state::State> {
+    pub async fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<crate::state::State> {
         self.printer.plan(&crate::plan::render::render(plan));
         let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
         if plan.is_empty() && !state_only {
@@ -461,22 +440,20 @@ impl Session {
         let mut state = loaded.state;
         let mut journal = store.journal(&state)?;
         let (tx, rx) = tokio::sync::watch::channel(0u32);
-        let runtime = runtime()?;
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
         let options = Options {
             parallelism: usize::from(self.global.parallelism),
             retry: self.retry_policy(),
+            cloud: self.cloud(&plan.providers),
         };
-        let report = runtime.block_on(async {
-            tokio::spawn(async move {
-                while tokio::signal::ctrl_c().await.is_ok() {
-                    tx.send_modify(|n| *n += 1);
-                }
-            });
-            apply::run(plan, &mut state, &mut journal, &self.registry, &options, progress.clone(), rx).await
+        let signals = tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                tx.send_modify(|n| *n += 1);
+            }
         });
+        let report = apply::run(plan, &mut state, &mut journal, &self.registry, &options, progress.clone(), rx).await;
+        signals.abort();
         progress.finish();
-        runtime.shutdown_background();
         let saved = journal
             .close()
             .and_then(|()| store.compact(&state))

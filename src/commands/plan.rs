@@ -9,7 +9,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge plan`.
-pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit> {
+pub async fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit> {
     let PlanOptions {
         out,
         json,
@@ -19,13 +19,13 @@ pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit
     } = options;
     let (stack, graph) = match destroy {
         true => session.load(file)?,
-        false => session.load_checked(file, true)?,
+        false => session.load_checked(file, true).await?,
     };
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
     let drift = if *refresh && !destroy {
-        session.refresh(&loaded.state, &stack)?
+        session.refresh(&loaded.state, &stack).await?
     } else {
         Default::default()
     };
@@ -36,7 +36,7 @@ pub fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit
         session.printer.plan(&render::render(&plan));
     }
     if *refresh && !destroy {
-        session.dry_run(&plan)?;
+        session.dry_run(&plan).await?;
     }
     if let Some(out) = out {
         write_plan(out, &plan)?;

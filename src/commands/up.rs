@@ -8,7 +8,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge up`; with `wait_ready`, ends by waiting until the clusters are ready for work.
-pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait_ready: bool) -> Result<Exit> {
+pub async fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait_ready: bool) -> Result<Exit> {
     if let Some(plan) = read_saved_plan(file)? {
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
         let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, &plan.stack_file, LockMode::Exclusive, "up")?;
@@ -27,14 +27,14 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
             )
             .into());
         }
-        let state = session.apply(&plan, &store, loaded, Consent { yes: true, ..consent })?;
-        return ready_after(session, wait_ready, &plan, &state);
+        let state = session.apply(&plan, &store, loaded, Consent { yes: true, ..consent }).await?;
+        return ready_after(session, wait_ready, &plan, &state).await;
     }
-    let (stack, graph) = session.load_checked(file, true)?;
+    let (stack, graph) = session.load_checked(file, true).await?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "up")?;
     let drift = if refresh {
-        session.refresh(&loaded.state, &stack)?
+        session.refresh(&loaded.state, &stack).await?
     } else {
         Default::default()
     };
@@ -48,25 +48,25 @@ pub fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait
         &drift,
     )?;
     if refresh {
-        session.dry_run(&plan)?;
+        session.dry_run(&plan).await?;
     }
-    let state = session.apply(&plan, &store, loaded, consent)?;
-    ready_after(session, wait_ready, &plan, &state)
+    let state = session.apply(&plan, &store, loaded, consent).await?;
+    ready_after(session, wait_ready, &plan, &state).await
 }
 
 /// After a successful apply (and unless `--no-wait-ready`), the plan's readiness checks,
 /// against the state the apply saved.
-fn ready_after(session: &Session, wait_ready: bool, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
+async fn ready_after(session: &Session, wait_ready: bool, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
     if !wait_ready || plan.readiness.is_empty() {
         return Ok(Exit::Ok);
     }
-    wait_until_ready(session, plan, state)
+    wait_until_ready(session, plan, state).await
 }
 
 /// Waits for the plan's readiness checks, evaluated against the applied state, and prints
 /// what each cluster reports; fails naming what is missing where.
 #[cfg(any(feature = "aws", feature = "gcp"))]
-fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
+async fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
     let mut checks = Vec::new();
     for template in &plan.readiness {
         let value = crate::apply::evaluate(state, template)
@@ -87,12 +87,19 @@ fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State)
     session
         .printer
         .info(&format!("Waiting until {which} ready for work (skip with --no-wait-ready)"));
-    let cloud = crate::provider::Cloud::new(plan.providers.clone());
+    let cloud = session.cloud(&plan.providers);
     let printer = &session.printer;
     let status = |line: &str| printer.detail(line);
-    let runtime = super::runtime()?;
-    let found = runtime.block_on(crate::provider::k8s::ready::wait(&cloud, &checks, &status));
-    runtime.shutdown_background();
+    let found = tokio::select! {
+        found = crate::provider::k8s::ready::wait(&cloud, &checks, &status) => found,
+        _ = tokio::signal::ctrl_c() => {
+            return Err(CommandError::new(
+                "interrupted while waiting for the clusters to be ready; everything is applied",
+                "run `forge up` again to re-check, or pass `--no-wait-ready`",
+            )
+            .into());
+        }
+    };
     match found {
         Ok(lines) => {
             for line in lines {
@@ -110,7 +117,7 @@ fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State)
 
 /// Without a cloud, no cluster to wait for.
 #[cfg(not(any(feature = "aws", feature = "gcp")))]
-fn wait_until_ready(_: &Session, _: &Plan, _: &crate::state::State) -> Result<Exit> {
+async fn wait_until_ready(_: &Session, _: &Plan, _: &crate::state::State) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 

@@ -1,6 +1,7 @@
 //! Client-side rate budgets: one token bucket per cloud API, shared by every operation of the
-//! process (all stacks of a `forge drift stacks/*.toml` included), so forge paces its calls to
-//! the cloud's own limits instead of sending them and being throttled.
+//! command (all stacks of a `forge drift stacks/*.toml` included: [`Budgets`] lives in the
+//! session), so forge paces its calls to the cloud's own limits instead of sending them and
+//! being throttled.
 //!
 //! A budget starts at the documented rate of its API (the providers hold the tables), spends
 //! its burst first, then hands out the refill rate. A throttling answer means the account's
@@ -10,8 +11,8 @@
 //! The `--api-rate` option scales the documented refill rates (an account with raised limits)
 //! or turns pacing off; `--parallelism` stays an upper bound on calls in flight.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -66,27 +67,44 @@ impl std::str::FromStr for Pacing {
 /// A budget's scope (account and region) and API (`ec2:CreateSecurityGroup`).
 type BudgetKey = (String, String);
 
-static PACING: RwLock<Pacing> = RwLock::new(Pacing::Scale(1.0));
-
-/// Sets how the process paces its calls; budgets made before keep their rates.
-pub fn set_pacing(pacing: Pacing) {
-    *PACING.write().unwrap_or_else(|e| e.into_inner()) = pacing;
+/// Every rate budget of one command, by scope and API, and how they pace (`--api-rate`): the
+/// session's clouds share one, so all stacks of a `forge drift a.toml b.toml` that reach the
+/// same account draw on the same buckets.
+#[derive(Debug)]
+pub struct Budgets {
+    pacing: Pacing,
+    budgets: Mutex<HashMap<BudgetKey, Arc<Budget>>>,
 }
 
-/// The budget of one API, shared by every caller in the process: `scope` names the account
-/// and region (calls to two accounts do not share), `api` the service and action, `rate` its
-/// documented bucket. `None` when pacing is off.
-pub fn budget(scope: &str, api: &str, rate: Rate) -> Option<Arc<Budget>> {
-    static BUDGETS: LazyLock<Mutex<HashMap<BudgetKey, Arc<Budget>>>> = LazyLock::new(Default::default);
-    let scale = match *PACING.read().unwrap_or_else(|e| e.into_inner()) {
-        Pacing::Off => return None,
-        Pacing::Scale(scale) => scale,
-    };
-    let mut budgets = BUDGETS.lock().unwrap_or_else(|e| e.into_inner());
-    let budget = budgets
-        .entry((scope.to_owned(), api.to_owned()))
-        .or_insert_with(|| Arc::new(Budget::new(rate.refilled_faster(scale))));
-    Some(budget.clone())
+impl Default for Budgets {
+    /// The documented rates, unscaled.
+    fn default() -> Self {
+        Budgets::new(Pacing::Scale(1.0))
+    }
+}
+
+impl Budgets {
+    /// No budgets yet; each is made on first use, paced by `pacing`.
+    pub fn new(pacing: Pacing) -> Self {
+        Budgets {
+            pacing,
+            budgets: Mutex::default(),
+        }
+    }
+
+    /// The budget of one API, shared by every caller: `scope` names the account and region
+    /// (calls to two accounts do not share), `api` the service and action, `rate` its
+    /// documented bucket. `None` when pacing is off.
+    pub fn budget(&self, scope: &str, api: &str, rate: Rate) -> Option<Arc<Budget>> {
+        let Pacing::Scale(scale) = self.pacing else {
+            return None;
+        };
+        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let budget = budgets
+            .entry((scope.to_owned(), api.to_owned()))
+            .or_insert_with(|| Arc::new(Budget::new(rate.refilled_faster(scale))));
+        Some(budget.clone())
+    }
 }
 
 /// One API's bucket as forge keeps it.
@@ -98,21 +116,66 @@ pub struct Budget {
 
 #[derive(Debug)]
 struct State {
-    /// Tokens left; below zero, calls have reserved tokens not yet refilled.
+    /// Tokens in the bucket (never below zero: a waiting call holds a place in `queue`).
     tokens: f64,
     /// The rate handed out now.
     per_second: f64,
     /// When `tokens` was last brought up to date.
     at: Instant,
-    /// Raised at each decrease: a call reserved before it was sent at the old rate, and its
+    /// Raised at each decrease: a call admitted before it was sent at the old rate, and its
     /// throttling answer does not lower the rate again.
     round: u64,
+    /// The calls waiting for a token, in the order they get one: the retries of throttled
+    /// calls first, in the order they came back, then the others in the order they asked.
+    queue: VecDeque<Waiter>,
+    /// The next waiter's id.
+    next: u64,
+}
+
+/// A call waiting in a budget's queue.
+#[derive(Debug, Clone, Copy)]
+struct Waiter {
+    id: u64,
+    retry: bool,
+}
+
+impl State {
+    /// Brings `tokens` up to now, at most `burst`.
+    fn refill(&mut self, burst: f64) {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * self.per_second).min(burst);
+        self.at = now;
+    }
 }
 
 /// A call's place in its budget, to report how it came out.
 #[derive(Debug, Clone, Copy)]
 pub struct Ticket {
     round: u64,
+}
+
+tokio::task_local! {
+    /// Set while a call the cloud throttled is tried again: its budgets serve it first.
+    static RETRYING_THROTTLED: ();
+}
+
+/// Runs `call`, the retry of a call the cloud throttled, at the front of its budgets' queues:
+/// it was admitted once, and waiting behind every call that asked since would add the whole
+/// queue's time to it.
+pub async fn retrying_throttled<T>(call: impl std::future::Future<Output = T>) -> T {
+    RETRYING_THROTTLED.scope((), call).await
+}
+
+/// Removes a waiter whose call was dropped (cancelled) from the queue, so it holds up no one.
+struct Place<'b> {
+    budget: &'b Budget,
+    id: u64,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.budget.state().queue.retain(|w| w.id != self.id);
+    }
 }
 
 impl Budget {
@@ -125,6 +188,8 @@ impl Budget {
                 per_second: documented.per_second,
                 at: Instant::now(),
                 round: 0,
+                queue: VecDeque::new(),
+                next: 0,
             }),
         }
     }
@@ -133,35 +198,56 @@ impl Budget {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes a token, waiting until the bucket has one for this call; calls wait in the order
-    /// they asked.
+    /// Takes a token, waiting until the bucket has one for this call: calls wait in the order
+    /// they asked, except that the retry of a throttled call (see [`retrying_throttled`]) goes
+    /// before every call that has not been throttled.
     pub async fn acquire(&self) -> Ticket {
-        let (wait, ticket) = {
+        let retry = RETRYING_THROTTLED.try_with(|()| ()).is_ok();
+        let id = {
             let mut state = self.state();
-            let now = Instant::now();
-            let refilled = state.tokens + now.duration_since(state.at).as_secs_f64() * state.per_second;
-            state.tokens = refilled.min(self.documented.burst) - 1.0;
-            state.at = now;
-            let wait = if state.tokens >= 0.0 {
-                0.0
-            } else {
-                -state.tokens / state.per_second
+            state.refill(self.documented.burst);
+            if state.queue.is_empty() && state.tokens >= 1.0 {
+                state.tokens -= 1.0;
+                return Ticket { round: state.round };
+            }
+            let id = state.next;
+            state.next += 1;
+            let at = match retry {
+                true => state.queue.iter().take_while(|w| w.retry).count(),
+                false => state.queue.len(),
             };
-            (Duration::from_secs_f64(wait), Ticket { round: state.round })
+            state.queue.insert(at, Waiter { id, retry });
+            id
         };
-        if !wait.is_zero() {
+        let _place = Place { budget: self, id };
+        loop {
+            let wait = {
+                let mut state = self.state();
+                state.refill(self.documented.burst);
+                let place = state.queue.iter().position(|w| w.id == id).expect("a waiting call keeps its place");
+                // Tokens for this call and every one before it: its turn has come.
+                let short = place as f64 + 1.0 - state.tokens;
+                if short <= 1e-9 {
+                    state.tokens -= 1.0;
+                    state.queue.remove(place);
+                    return Ticket { round: state.round };
+                }
+                Duration::from_secs_f64(short / state.per_second)
+            };
+            // Woken at its turn, or earlier when the queue changed before it: it looks again.
             tokio::time::sleep(wait).await;
         }
-        ticket
     }
 
-    /// The cloud throttled a call: slower from now on, and no tokens left.
+    /// The cloud throttled a call: slower from now on, and no tokens left (the calls waiting
+    /// keep their places).
     pub fn throttled(&self, ticket: Ticket) {
         let mut state = self.state();
         if ticket.round == state.round {
+            state.refill(self.documented.burst);
             state.round += 1;
             state.per_second = (state.per_second * DECREASE).max(self.documented.per_second * FLOOR);
-            state.tokens = state.tokens.min(0.0);
+            state.tokens = 0.0;
         }
     }
 
@@ -220,6 +306,43 @@ mod tests {
         assert_eq!(budget.per_second(), 10.0, "success recovers to the documented rate and no further");
     }
 
+    /// The order in which calls asking at `asks` (seconds after the burst went; `true`: the
+    /// retry of a throttled call) get their tokens, at one token a second.
+    async fn served(asks: &[(&'static str, f64, bool)]) -> Vec<&'static str> {
+        let budget = Arc::new(Budget::new(Rate::new(1.0, 1.0)));
+        budget.acquire().await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut calls = tokio::task::JoinSet::new();
+        for &(name, at, retry) in asks {
+            let (budget, order) = (budget.clone(), order.clone());
+            calls.spawn(async move {
+                tokio::time::sleep(Duration::from_secs_f64(at)).await;
+                match retry {
+                    true => retrying_throttled(budget.acquire()).await,
+                    false => budget.acquire().await,
+                };
+                order.lock().unwrap().push(name);
+            });
+        }
+        calls.join_all().await;
+        Arc::try_unwrap(order).unwrap().into_inner().unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_retry_of_a_throttled_call_goes_before_the_queue() {
+        let order = served(&[("a", 0.0, false), ("b", 0.1, false), ("c", 0.2, false), ("retry", 0.5, true), ("retry2", 0.6, true)]).await;
+        assert_eq!(order, ["retry", "retry2", "a", "b", "c"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_call_holds_up_no_one() {
+        let budget = Budget::new(Rate::new(1.0, 1.0));
+        budget.acquire().await;
+        assert!(tokio::time::timeout(Duration::from_millis(100), budget.acquire()).await.is_err());
+        let waited = time_for(&budget, 1).await.as_secs_f64();
+        assert!((waited - 0.9).abs() < 0.01, "the next call waited {waited} s, not the 0.9 s left of its token");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn throttling_never_stops_it() {
         let budget = Budget::new(Rate::new(1.0, 20.0));
@@ -233,8 +356,10 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn callers_in_one_process_share_a_budget_per_scope_and_api() {
+    async fn callers_of_one_command_share_a_budget_per_scope_and_api() {
         let rate = Rate::new(2.0, 1.0);
+        let budgets = Budgets::default();
+        let budget = |scope: &str, api: &str, rate: Rate| budgets.budget(scope, api, rate);
         let first = budget("account-a us-east-1", "ec2:CreateSecurityGroup", rate).unwrap();
         let again = budget("account-a us-east-1", "ec2:CreateSecurityGroup", rate).unwrap();
         let other_api = budget("account-a us-east-1", "ec2:DeleteSecurityGroup", rate).unwrap();
@@ -244,6 +369,13 @@ mod tests {
         // Two stacks drawing on one budget: four calls against a burst of two and one a second.
         let (a, b) = tokio::join!(time_for(&first, 2), time_for(&again, 2));
         assert!((a.max(b).as_secs_f64() - 2.0).abs() < 0.01, "took {a:?} and {b:?}");
+    }
+
+    #[test]
+    fn pacing_off_makes_no_budget_and_a_factor_scales_the_refill() {
+        assert!(Budgets::new(Pacing::Off).budget("a", "ec2:X", Rate::new(2.0, 1.0)).is_none());
+        let scaled = Budgets::new(Pacing::Scale(4.0)).budget("a", "ec2:X", Rate::new(2.0, 1.0)).unwrap();
+        assert_eq!(scaled.documented, Rate::new(2.0, 4.0));
     }
 
     #[test]

@@ -99,11 +99,15 @@ impl Ctx {
     }
 }
 
-/// Provider settings (`[aws]`, `[gcp]`) and the SDK clients made from them on first use.
+/// Provider settings (`[aws]`, `[gcp]`), the SDK clients made from them on first use, their
+/// connections and the rate budgets their calls draw on: one per command and provider
+/// settings, shared by refresh, the dry run, facts, apply and readiness.
 #[derive(Default)]
 pub struct Cloud {
     /// Settings by provider name, as written in the stack.
     pub settings: BTreeMap<String, Value>,
+    /// The command's rate budgets (shared with its other clouds).
+    budgets: Arc<budget::Budgets>,
     #[cfg(feature = "aws")]
     aws: tokio::sync::OnceCell<aws::Clients>,
     #[cfg(feature = "gcp")]
@@ -114,10 +118,12 @@ pub struct Cloud {
 }
 
 impl Cloud {
-    /// Clouds configured by `settings`; nothing connects until a kind asks.
-    pub fn new(settings: BTreeMap<String, Value>) -> Self {
+    /// Clouds configured by `settings`, pacing their calls with `budgets`; nothing connects
+    /// until a kind asks.
+    pub fn new(settings: BTreeMap<String, Value>, budgets: Arc<budget::Budgets>) -> Self {
         Cloud {
             settings,
+            budgets,
             ..Default::default()
         }
     }
@@ -125,7 +131,9 @@ impl Cloud {
     /// The AWS clients, made from `[aws]` and the standard AWS environment on first use.
     #[cfg(feature = "aws")]
     pub async fn aws(&self) -> &aws::Clients {
-        self.aws.get_or_init(|| aws::Clients::connect(self.settings.get("aws"))).await
+        self.aws
+            .get_or_init(|| aws::Clients::connect(self.settings.get("aws"), self.budgets.clone()))
+            .await
     }
 }
 

@@ -2,8 +2,9 @@
 //! (throttling, 5xx, objects still in use). Written once for every kind and every call: the
 //! SDKs' own retries are off, so a retried create always goes back through the kind, which
 //! first looks for what an earlier attempt made. A throttled call is not an attempt: the
-//! rate budget ([`super::budget`]) paces it, and it is tried again until the cloud has
-//! throttled it without a break for [`RetryPolicy::patience`].
+//! rate budget ([`super::budget`]) paces it, serving it before the calls that have not been
+//! throttled, and it is tried again until the cloud has throttled it without a break for
+//! [`RetryPolicy::patience`].
 
 use super::{BoxFuture, ProviderError};
 use std::time::Duration;
@@ -41,9 +42,13 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// Runs `call` until it succeeds, fails for good, or the attempts run out.
     pub async fn run<'a, T>(&self, mut call: impl FnMut() -> BoxFuture<'a, Result<T, ProviderError>>) -> Result<T, ProviderError> {
-        let (mut attempt, mut throttled_since) = (1, None);
+        let (mut attempt, mut throttled_since) = (1, None::<Instant>);
         loop {
-            match call().await {
+            let answer = match throttled_since {
+                Some(_) => super::budget::retrying_throttled(call()).await,
+                None => call().await,
+            };
+            match answer {
                 Err(e) if e.throttled && throttled_since.get_or_insert_with(Instant::now).elapsed() < self.patience => {
                     tokio::time::sleep(self.base.mul_f64(jitter())).await;
                 }

@@ -1025,12 +1025,41 @@ impl Loader<'_> {
                 span: header.clone(),
                 generated: true,
             })
-            .collect();
+            .collect::<Vec<Block>>();
+        for block in &blocks {
+            self.check_generated(component, block)?;
+        }
         Ok(Expanded {
             blocks,
             outputs: expansion.outputs,
             ready: expansion.ready,
         })
+    }
+
+    /// Holds a block that `component` made to the key and type checks a written block gets
+    /// ([`crate::schema::misfit`]): a misfit is a bug in the component, said at its block
+    /// before anything is planned, never dropped at apply time.
+    fn check_generated(&self, component: &Component, block: &Block) -> Result<(), StackError> {
+        let problem = match (self.registry.get(&block.kind), block.config.as_object()) {
+            (None, _) => format!("a kind this forge does not have (`{}`)", block.kind),
+            (Some(_), None) => "attributes that are not a table".to_owned(),
+            (Some(kind), Some(config)) => match crate::schema::misfit(kind.spec(), &[], config) {
+                None => return Ok(()),
+                Some(misfit) => misfit.to_string(),
+            },
+        };
+        Err(self.err(
+            block.span.clone(),
+            format!(
+                "the `{}` component made `{}` ({}) with {problem}",
+                component.name, block.address, block.kind
+            ),
+            "in this component",
+            format!(
+                "this is a bug in forge's `{}` component, not in the stack; please report it with this block",
+                component.name
+            ),
+        ))
     }
 }
 
@@ -1237,4 +1266,66 @@ struct Expanded {
     blocks: Vec<Block>,
     outputs: Map<String, Value>,
     ready: Vec<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::{Expansion, Part};
+
+    /// A component whose one part carries its block's `made`: what a component with a
+    /// misspelt or mistyped key in its `json!` would make.
+    const MAKER: Component = Component {
+        name: "test_component",
+        schema: &[],
+        expand: |input| {
+            Ok(Expansion {
+                parts: vec![Part {
+                    local: "n".into(),
+                    kind: "null",
+                    config: input.config["made"].clone(),
+                    depends_on: vec![],
+                }],
+                outputs: Map::new(),
+                ready: vec![],
+            })
+        },
+    };
+
+    fn expand_making(made: Value) -> Result<Expanded, StackError> {
+        let registry = Registry::builtin();
+        let file = SourceFile {
+            name: "t.toml".into(),
+            text: Arc::from("[test_component.c]\n"),
+        };
+        let loader = Loader {
+            file: &file,
+            registry: &registry,
+        };
+        let pending = PendingComponent {
+            component: &MAKER,
+            address: "test_component.c".into(),
+            config: serde_json::json!({ "made": made }),
+            spans: Spans::new(),
+            header: 1..15,
+            explicit_deps: vec![],
+            ignore_changes: vec![],
+        };
+        loader.expand(&pending, &BTreeMap::new(), &BTreeMap::new(), &Facts::builtin())
+    }
+
+    #[test]
+    fn a_generated_block_gets_the_written_blocks_key_and_type_checks() {
+        assert!(expand_making(serde_json::json!({ "delay_ms": 5 })).is_ok());
+        for (made, problem) in [
+            (serde_json::json!({ "dealy_ms": 5 }), "unknown key `dealy_ms`"),
+            (serde_json::json!({ "delay_ms": "5" }), "`delay_ms` must be an integer, not a string"),
+        ] {
+            let message = expand_making(made).err().expect("a misfit fails the load").to_string();
+            assert!(
+                message.contains(&format!("the `test_component` component made `test_component.c.n` (null) with {problem}")),
+                "{message}"
+            );
+        }
+    }
 }

@@ -51,32 +51,24 @@ pub trait Objects: Send + Sync + 'static {
     fn discard(&self, key: &str);
 }
 
-/// The async runtime a store's calls run on, driven from plain threads: one worker, enough
-/// for one call at a time. Dropped without waiting, since a store may be dropped on an async
-/// worker (`forge drift`).
-pub struct CallRuntime(Option<tokio::runtime::Runtime>);
+/// Where a store's async calls run: the command's runtime (the one `main` builds), driven to
+/// their end from the store's plain methods: directly from a plain thread (the journal writer,
+/// the lock renewer), and from inside the runtime off its async workers (`block_in_place`).
+pub struct CallRuntime(tokio::runtime::Handle);
 
 impl CallRuntime {
-    /// A runtime for the calls of `store` (named in the error).
+    /// The command's runtime, for the calls of `store` (named in the error).
     pub fn new(store: &str) -> Result<Self, String> {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map(|runtime| CallRuntime(Some(runtime)))
-            .map_err(|e| format!("cannot start the runtime for {store} calls: {e}"))
+        tokio::runtime::Handle::try_current()
+            .map(CallRuntime)
+            .map_err(|_| format!("{store} calls run on forge's async runtime, and none is running"))
     }
 
     /// Runs `call` to its end.
     pub fn block_on<T>(&self, call: impl std::future::Future<Output = T>) -> T {
-        self.0.as_ref().expect("the runtime lives as long as the store").block_on(call)
-    }
-}
-
-impl Drop for CallRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::task::block_in_place(|| self.0.block_on(call)),
+            Err(_) => self.0.block_on(call),
         }
     }
 }

@@ -43,8 +43,6 @@ impl Resource for Eip {
                     .allocate_address()
                     .domain(DomainType::Vpc)
                     .tag_specifications(tag_spec(ctx, token, ResourceType::ElasticIp, config))
-                    .customize()
-                    .config_override(super::once())
                     .send()
                     .await
                     .map_err(|e| error(aws, "AllocateAddress", e))?;

@@ -46,8 +46,6 @@ impl Resource for InternetGateway {
                 .ec2
                 .create_internet_gateway()
                 .tag_specifications(tag_spec(ctx, token, ResourceType::InternetGateway, config))
-                .customize()
-                .config_override(super::once())
                 .send()
                 .await
                 .map_err(|e| error(aws, "CreateInternetGateway", e))?

@@ -255,12 +255,16 @@ pub struct Clients {
 
 impl Clients {
     /// Loads the AWS configuration: `region` and `profile` from `[aws]` when set, everything
-    /// else from the standard chain; the SDK's standard retry mode (see [`once`] for the calls
-    /// it must not resend); every call paced by its API's rate budget ([`pacing`]).
-    pub async fn connect(settings: Option<&Value>) -> Clients {
+    /// else from the standard chain; the SDK's own retries off, so forge's retry
+    /// ([`crate::provider::RetryPolicy`]) is the only one: a call is sent `--max-attempts` times
+    /// at most, and a retried create always goes back through the kind, which first looks for
+    /// what an earlier attempt made (no SDK-level resend can make a second object when the
+    /// first try succeeded but its answer was lost). Every call is paced by its API's rate
+    /// budget ([`pacing`]).
+    pub async fn connect(settings: Option<&Value>, budgets: std::sync::Arc<crate::provider::budget::Budgets>) -> Clients {
         let setting = |key: &str| settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
+            .retry_config(aws_config::retry::RetryConfig::disabled())
             .identity_cache(pacing::PacedIdentityCache::new());
         if let Some(region) = setting("region") {
             loader = loader.region(aws_config::Region::new(region));
@@ -277,7 +281,10 @@ impl Clients {
                 .unwrap_or_else(|| "default".into()),
             config.endpoint_url().unwrap_or("AWS")
         );
-        let pacer = pacing::Pacer { scope: context.clone() };
+        let pacer = pacing::Pacer {
+            scope: context.clone(),
+            budgets,
+        };
         // Each service's client with the pacer: `paced!(aws_sdk_ec2)`.
         macro_rules! paced {
             ($sdk:ident) => {
@@ -296,14 +303,6 @@ impl Clients {
             sdk: config,
         }
     }
-}
-
-/// For creates with neither an idempotency token nor a unique name (`CreateVpc`,
-/// `AllocateAddress`, …): no SDK-level resend, which could make a second object when the first
-/// try succeeded but its answer was lost. forge's own retry runs the kind's create again,
-/// which first looks for an object tagged with this create's token.
-pub fn once() -> aws_sdk_ec2::config::Builder {
-    aws_sdk_ec2::config::Builder::default().retry_config(aws_config::retry::RetryConfig::disabled())
 }
 
 /// Error codes for a call refused for its request rate (EC2's, the query APIs', the JSON

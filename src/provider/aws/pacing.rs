@@ -6,7 +6,7 @@
 //! the credential chain's own) pass untouched.
 
 use super::rates;
-use crate::provider::budget::{self, Budget, Ticket};
+use crate::provider::budget::{Budget, Budgets, Ticket};
 use aws_smithy_runtime::client::identity::IdentityCache;
 use aws_smithy_runtime::client::retries::classifiers::run_classifiers_on_ctx;
 use aws_smithy_runtime_api::box_error::BoxError;
@@ -32,11 +32,13 @@ impl Storable for Pace {
 }
 
 /// The interceptor each AWS client gets: `scope` names the account and region its calls
-/// count against.
+/// count against, `budgets` the command's budgets they draw on.
 #[derive(Debug, Clone)]
 pub struct Pacer {
     /// The account and region (forge uses the clients' region, profile and endpoint).
     pub scope: String,
+    /// The command's rate budgets.
+    pub budgets: Arc<Budgets>,
 }
 
 impl Intercept for Pacer {
@@ -53,7 +55,7 @@ impl Intercept for Pacer {
         let Some(metadata) = cfg.load::<Metadata>() else { return Ok(()) };
         let (service, action) = (metadata.service(), metadata.name());
         let api = format!("{}:{action}", service.to_ascii_lowercase());
-        if let Some(budget) = budget::budget(&self.scope, &api, rates::rate(service, action)) {
+        if let Some(budget) = self.budgets.budget(&self.scope, &api, rates::rate(service, action)) {
             cfg.interceptor_state().store_put(Pace {
                 budget,
                 ticket: Default::default(),

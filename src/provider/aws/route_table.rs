@@ -182,8 +182,6 @@ impl Resource for RouteTable {
                     .create_route_table()
                     .vpc_id(&cfg.vpc_id)
                     .tag_specifications(tag_spec(ctx, token, ResourceType::RouteTable, config))
-                    .customize()
-                    .config_override(super::once())
                     .send()
                     .await
                     .map_err(|e| error(aws, "CreateRouteTable", e))?;

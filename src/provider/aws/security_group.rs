@@ -389,8 +389,6 @@ impl Resource for SecurityGroup {
             .description(&cfg.description)
             .vpc_id(&cfg.vpc_id)
             .tag_specifications(tag_spec(ctx, token, ResourceType::SecurityGroup, config))
-            .customize()
-            .config_override(super::once())
             .send()
             .await;
         let id = match made {

@@ -49,8 +49,6 @@ impl Resource for Subnet {
                 .cidr_block(&cfg.cidr_block)
                 .set_availability_zone(cfg.availability_zone.clone())
                 .tag_specifications(tag_spec(ctx, token, ResourceType::Subnet, config))
-                .customize()
-                .config_override(super::once())
                 .send()
                 .await
                 .map_err(|e| error(aws, "CreateSubnet", e))?

@@ -74,8 +74,6 @@ impl Resource for Vpc {
                     .create_vpc()
                     .cidr_block(&cfg.cidr_block)
                     .tag_specifications(tag_spec(ctx, token, ResourceType::Vpc, config))
-                    .customize()
-                    .config_override(super::once())
                     .send()
                     .await
                     .map_err(|e| error(aws, "CreateVpc", e))?;

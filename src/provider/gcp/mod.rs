@@ -198,6 +198,7 @@ impl Clients {
                 <$client>::builder()
                     .with_endpoint(&$url)
                     .with_credentials(credentials.clone())
+                    .with_retry_policy(google_cloud_gax::retry_policy::NeverRetry)
                     .build()
                     .await
                     .map_err(|e| fail(format!("cannot make the {} client: {e} ({context})", stringify!($client))))?

@@ -102,9 +102,12 @@ pub async fn connect(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Arc<C
         "current-context": "c",
     }))
     .map_err(|e| fail(cluster, format!("cannot make its client configuration: {e}")))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .map_err(|e| fail(cluster, format!("cannot read its endpoint or CA: {e}")))?;
+    // forge's retry is the only one (`provider::retry`): kube's own would resend 429s and
+    // 503s under it.
+    config.default_retry = false;
     let client = kube::Client::try_from(config).map_err(|e| fail(cluster, format!("cannot make its client: {e}")))?;
     let connection = Arc::new(Connection {
         cluster: cluster.clone(),
