@@ -374,8 +374,14 @@ mod tests {
     #[test]
     fn misfit_finds_unknown_missing_and_mistyped_keys() {
         let check = |config: serde_json::Value| misfit(&SPEC, &["depends_on"], config.as_object().unwrap());
-        assert_eq!(check(serde_json::json!({ "name": "a", "count": "${var.n}", "depends_on": [] })), None);
-        assert_eq!(check(serde_json::json!({ "name": "a", "cuont": 2 })), Some(Misfit::Unknown("cuont".into())));
+        assert_eq!(
+            check(serde_json::json!({ "name": "a", "count": "${var.n}", "depends_on": [] })),
+            None
+        );
+        assert_eq!(
+            check(serde_json::json!({ "name": "a", "cuont": 2 })),
+            Some(Misfit::Unknown("cuont".into()))
+        );
         assert_eq!(check(serde_json::json!({ "count": 2 })), Some(Misfit::Missing("name")));
         assert_eq!(
             check(serde_json::json!({ "name": "a", "count": "2" })),

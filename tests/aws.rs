@@ -360,18 +360,24 @@ fn injected_throttling_still_converges_without_duplicates() {
 #[test]
 fn a_call_that_always_fails_is_sent_max_attempts_times() {
     let aws = Aws::new();
-    aws.write("vpc.toml", "[stack]\nname = \"retries\"\n[aws_vpc.main]\ncidr_block = \"10.0.0.0/16\"\n");
-    aws.write("other.toml", "[stack]\nname = \"retries-2\"\n[aws_vpc.main]\ncidr_block = \"10.1.0.0/16\"\n");
+    aws.write(
+        "vpc.toml",
+        "[stack]\nname = \"retries\"\n[aws_vpc.main]\ncidr_block = \"10.0.0.0/16\"\n",
+    );
+    aws.write(
+        "other.toml",
+        "[stack]\nname = \"retries-2\"\n[aws_vpc.main]\ncidr_block = \"10.1.0.0/16\"\n",
+    );
     aws.ok(&["up", "vpc.toml", "--yes"]);
     let always_500 = |action: &str| {
-        let rule = serde_json::json!([{ "match": action, "rate": 1.0, "account": aws.account }]);
+        let rule = serde_json::json!([{ "match": action, "rate": 1.0, "kind": "error", "account": aws.account }]);
         aws.control("POST", &format!("/_forge/faults?account={}", aws.account), &rule.to_string());
         aws.calls();
     };
     always_500("ec2:DescribeVpcs");
     let (code, stderr) = aws.forge(&["plan", "vpc.toml", "--max-attempts", "3"]);
     assert_ne!(code, 0, "{stderr}");
-    assert!(stderr.contains("DescribeVpcs: InternalError"), "{stderr}");
+    assert!(stderr.contains("describe_vpcs: InternalError"), "{stderr}");
     assert_eq!(aws.calls().get("ec2:DescribeVpcs"), Some(&3), "{stderr}");
     always_500("ec2:CreateVpc");
     let (code, stderr) = aws.forge(&["up", "other.toml", "--yes", "--max-attempts", "3"]);

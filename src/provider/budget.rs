@@ -330,7 +330,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_retry_of_a_throttled_call_goes_before_the_queue() {
-        let order = served(&[("a", 0.0, false), ("b", 0.1, false), ("c", 0.2, false), ("retry", 0.5, true), ("retry2", 0.6, true)]).await;
+        let order = served(&[
+            ("a", 0.0, false),
+            ("b", 0.1, false),
+            ("c", 0.2, false),
+            ("retry", 0.5, true),
+            ("retry2", 0.6, true),
+        ])
+        .await;
         assert_eq!(order, ["retry", "retry2", "a", "b", "c"]);
     }
 
@@ -340,7 +347,10 @@ mod tests {
         budget.acquire().await;
         assert!(tokio::time::timeout(Duration::from_millis(100), budget.acquire()).await.is_err());
         let waited = time_for(&budget, 1).await.as_secs_f64();
-        assert!((waited - 0.9).abs() < 0.01, "the next call waited {waited} s, not the 0.9 s left of its token");
+        assert!(
+            (waited - 0.9).abs() < 0.01,
+            "the next call waited {waited} s, not the 0.9 s left of its token"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -1319,11 +1319,16 @@ mod tests {
         assert!(expand_making(serde_json::json!({ "delay_ms": 5 })).is_ok());
         for (made, problem) in [
             (serde_json::json!({ "dealy_ms": 5 }), "unknown key `dealy_ms`"),
-            (serde_json::json!({ "delay_ms": "5" }), "`delay_ms` must be an integer, not a string"),
+            (
+                serde_json::json!({ "delay_ms": "5" }),
+                "`delay_ms` must be an integer, not a string",
+            ),
         ] {
             let message = expand_making(made).err().expect("a misfit fails the load").to_string();
             assert!(
-                message.contains(&format!("the `test_component` component made `test_component.c.n` (null) with {problem}")),
+                message.contains(&format!(
+                    "the `test_component` component made `test_component.c.n` (null) with {problem}"
+                )),
                 "{message}"
             );
         }

@@ -1,74 +1,8 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
-//! `AWS_ENDPOINT_URL`), error mapping, tagging, and one file per resource kind.
-
-/// Reads one EC2 kind for drift and refresh: every object tagged `forge:stack = stack` in one
-/// filtered Describe (all pages), then by id, in chunks, the recorded ones that did not show
-/// (someone removed the tag; a filter never fails on an id that is gone). Each object becomes an
-/// [`Observed`](crate::provider::Observed) with the attributes `$attributes(&item)` reads:
-/// `observe_ec2!(aws, stack, ids, describe_vpcs, "vpc-id", vpcs, vpc_id, |v: &Vpc| json!({…}))`.
-/// Extra `$filter`s (a NAT gateway's live states) go on both reads; `once` in front is for the
-/// Describes that have no pages, `filter` for the one whose parameter is `Filter`, not `Filters`.
-macro_rules! observe_ec2 {
-    (once $($rest:tt)*) => { observe_ec2!(@read once set_filters $($rest)*) };
-    (filter $($rest:tt)*) => { observe_ec2!(@read paged set_filter $($rest)*) };
-    ($aws:expr, $($rest:tt)*) => { observe_ec2!(@read paged set_filters $aws, $($rest)*) };
-    (@page paged, $request:expr, $aws:expr, $call:ident, $items:ident) => {{
-        let mut items = Vec::new();
-        let mut pages = $request.into_paginator().send();
-        while let Some(page) = pages.next().await {
-            items.extend(page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?.$items().iter().cloned());
-        }
-        items
-    }};
-    (@page once, $request:expr, $aws:expr, $call:ident, $items:ident) => {
-        $request.send().await.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?.$items().to_vec()
-    };
-    (@read $mode:ident $setter:ident $aws:expr, $stack:expr, $ids:expr, $call:ident, $id_filter:literal, $items:ident, $id:ident, $attributes:expr $(, $filter:expr)*) => {{
-        use aws_sdk_ec2::types::Filter;
-        let mut seen: Vec<$crate::provider::Observed> = Vec::new();
-        let mut asks = vec![vec![Filter::builder().name("tag:forge:stack").values($stack).build()]];
-        let mut asked_by_id = false;
-        while let Some(filters) = asks.pop() {
-            let filters: Vec<Filter> = filters.into_iter().chain([$($filter),*]).collect();
-            let request = $aws.ec2.$call().$setter(Some(filters));
-            for item in observe_ec2!(@page $mode, request, $aws, $call, $items) {
-                let id = item.$id().unwrap_or_default().to_owned();
-                if !seen.iter().any(|o| o.id == id) {
-                    seen.push($crate::provider::Observed {
-                        id,
-                        address: $crate::provider::aws::address_in(&$crate::provider::aws::ec2_tags(item.tags()), $stack),
-                        attributes: ($attributes)(&item),
-                    });
-                }
-            }
-            if asks.is_empty() && !asked_by_id {
-                asked_by_id = true;
-                let missing: Vec<String> = $ids.iter().filter(|id| !seen.iter().any(|o| &o.id == *id)).cloned().collect();
-                asks = missing
-                    .chunks(100)
-                    .map(|chunk| vec![Filter::builder().name($id_filter).set_values(Some(chunk.to_vec())).build()])
-                    .collect();
-            }
-        }
-        Ok(seen)
-    }};
-}
-
-/// The EC2 object the create with `token` made, if any: one Describe filtered by forge's stack,
-/// address and token tags (and any extra `$filter`s), and then forge's ownership check
-/// ([`ec2_made_by`]) on each object it returns — a filter the server ignores or widens must
-/// never make forge adopt someone else's object:
-/// `find_own!(ctx, aws, token, describe_vpcs, vpcs, "DescribeVpcs")` is an `Option<Vpc>`.
-/// `filter` in front is for the Describe whose parameter is `Filter`, not `Filters`.
-macro_rules! find_own {
-    (filter $($rest:tt)*) => { find_own!(@find set_filter $($rest)*) };
-    ($ctx:expr, $($rest:tt)*) => { find_own!(@find set_filters $ctx, $($rest)*) };
-    (@find $setter:ident $ctx:expr, $aws:expr, $token:expr, $call:ident, $items:ident, $what:literal $(, $filter:expr)*) => {{
-        let filters = $crate::provider::aws::own_filters($ctx, $token).into_iter().chain([$($filter),*]).collect();
-        let found = $aws.ec2.$call().$setter(Some(filters)).send().await.map_err(|e| $crate::provider::aws::error($aws, $what, e))?;
-        found.$items().iter().find(|item| $crate::provider::aws::ec2_made_by($ctx, $token, item.tags())).cloned()
-    }};
-}
+//! `AWS_ENDPOINT_URL`), error mapping and tagging, here; the rate budgets' pacing (`pacing`,
+//! `rates`) and the instance-type facts (`instance_types`) beside them; and one folder per
+//! service (`ec2/`, `iam/`, `eks/`, `fsx/`, `efs/`, `pcs/`, `cloudformation/`), its `mod.rs`
+//! holding the service's own helpers and one file per resource kind.
 
 /// Every item a paginated call returns over all its pages, or the mapped error:
 /// `all_pages!(aws, aws.fsx.describe_file_systems(), file_systems, "DescribeFileSystems")`.
@@ -145,49 +79,19 @@ macro_rules! retag {
     }};
 }
 
-/// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
-/// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
-macro_rules! sync_iam_tags {
-    ($ctx:expr, $aws:expr, $old:expr, $new:expr, $untag:ident, $tag:ident, $key:ident($id:expr)) => {{
-        let (removed, set) = $crate::provider::aws::iam_tag_changes($ctx, $old, $new);
-        retag!($aws, iam, $untag, $tag, $key($id), removed, set);
-    }};
-}
-
-mod efs_file_system;
-mod efs_mount_target;
-mod cloudformation_stack;
-mod eip;
+mod cloudformation;
+mod ec2;
+mod efs;
 mod eks;
-mod eks_addon;
-mod eks_cluster;
-mod eks_nodegroup;
 mod fsx;
-mod fsx_data_repository_association;
-mod fsx_lustre;
-mod iam_instance_profile;
-mod iam_oidc_provider;
-mod iam_policy;
-mod iam_role;
+mod iam;
 pub mod instance_types;
-mod internet_gateway;
-mod launch_template;
-mod nat_gateway;
 mod pacing;
 mod pcs;
-mod pcs_cluster;
-mod pcs_compute_node_group;
-mod pcs_queue;
-mod placement_group;
 mod rates;
-mod route_table;
-mod security_group;
-mod security_group_ingress;
-mod subnet;
-mod vpc;
 
-pub use eks_cluster::describe as describe_eks_cluster;
-pub use fsx_lustre::DEFAULT_DEPLOYMENT as FSX_DEFAULT_DEPLOYMENT;
+pub use eks::cluster::describe as describe_eks_cluster;
+pub use fsx::lustre::DEFAULT_DEPLOYMENT as FSX_DEFAULT_DEPLOYMENT;
 
 pub use crate::provider::{Poll, wait_gone, wait_until};
 pub use crate::provider::{TOKEN_TAG, made_by, parse};
@@ -195,38 +99,37 @@ pub use crate::provider::{TOKEN_TAG, made_by, parse};
 use super::{Ctx, ProviderError, Registry};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Adds the AWS kinds to a registry.
 pub fn register(registry: Registry) -> Registry {
     registry
-        .with(vpc::Vpc)
-        .with(subnet::Subnet)
-        .with(internet_gateway::InternetGateway)
-        .with(eip::Eip)
-        .with(nat_gateway::NatGateway)
-        .with(route_table::RouteTable)
-        .with(security_group::SecurityGroup)
-        .with(security_group_ingress::SecurityGroupIngress)
-        .with(placement_group::PlacementGroup)
-        .with(launch_template::LaunchTemplate)
-        .with(iam_role::IamRole)
-        .with(iam_policy::IamPolicy)
-        .with(iam_instance_profile::IamInstanceProfile)
-        .with(iam_oidc_provider::IamOidcProvider)
-        .with(eks_cluster::EksCluster)
-        .with(eks_nodegroup::EksNodegroup)
-        .with(eks_addon::EksAddon)
-        .with(fsx_lustre::FsxLustre)
-        .with(fsx_data_repository_association::FsxDataRepositoryAssociation)
-        .with(efs_file_system::EfsFileSystem)
-        .with(efs_mount_target::EfsMountTarget)
-        .with(cloudformation_stack::CloudFormationStack)
-        .with(pcs_cluster::PcsCluster)
-        .with(pcs_compute_node_group::PcsComputeNodeGroup)
-        .with(pcs_queue::PcsQueue)
+        .with(ec2::vpc::Vpc)
+        .with(ec2::subnet::Subnet)
+        .with(ec2::internet_gateway::InternetGateway)
+        .with(ec2::eip::Eip)
+        .with(ec2::nat_gateway::NatGateway)
+        .with(ec2::route_table::RouteTable)
+        .with(ec2::security_group::SecurityGroup)
+        .with(ec2::security_group_ingress::SecurityGroupIngress)
+        .with(ec2::placement_group::PlacementGroup)
+        .with(ec2::launch_template::LaunchTemplate)
+        .with(iam::role::IamRole)
+        .with(iam::policy::IamPolicy)
+        .with(iam::instance_profile::IamInstanceProfile)
+        .with(iam::oidc_provider::IamOidcProvider)
+        .with(eks::cluster::EksCluster)
+        .with(eks::nodegroup::EksNodegroup)
+        .with(eks::addon::EksAddon)
+        .with(fsx::lustre::FsxLustre)
+        .with(fsx::data_repository_association::FsxDataRepositoryAssociation)
+        .with(efs::file_system::EfsFileSystem)
+        .with(efs::mount_target::EfsMountTarget)
+        .with(cloudformation::stack::CloudFormationStack)
+        .with(pcs::cluster::PcsCluster)
+        .with(pcs::compute_node_group::PcsComputeNodeGroup)
+        .with(pcs::queue::PcsQueue)
 }
 
 /// The SDK clients of one run.
@@ -428,116 +331,12 @@ pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> BTreeMap<String, S
     tags
 }
 
-/// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
-pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
-    let tags = create_tags(ctx, token, config)
-        .into_iter()
-        .map(|(k, v)| Tag::builder().key(k).value(v).build());
-    TagSpecification::builder()
-        .resource_type(resource)
-        .set_tags(Some(tags.collect()))
-        .build()
-}
-
-/// Whether an EC2 object with these tags was made by the create with `token` (see [`made_by`]).
-pub fn ec2_made_by(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
-    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
-}
-
-/// Filters that find the object the create with `token` made: its stack, address and token tags.
-pub fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
-    [
-        ("forge:stack", ctx.stack.as_str()),
-        ("forge:address", ctx.address.as_str()),
-        (TOKEN_TAG, token),
-    ]
-    .into_iter()
-    .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v).build())
-    .collect()
-}
-
-/// Maps a failed delete of a VPC, subnet or security group; on `DependencyViolation` it names
-/// the network interfaces still in it (load balancers, EKS, leftover ENIs), found with
-/// `filter` (`vpc-id`, `subnet-id`, `group-id`) = `id`.
-pub async fn delete_error<E>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, HttpResponse>) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    let in_use = err.code() == Some("DependencyViolation");
-    let mut mapped = error(aws, what, err);
-    if in_use {
-        let found = aws
-            .ec2
-            .describe_network_interfaces()
-            .filters(Filter::builder().name(filter).values(id).build())
-            .send()
-            .await;
-        let users: Vec<String> = found
-            .map(|out| {
-                out.network_interfaces()
-                    .iter()
-                    .map(|n| {
-                        format!(
-                            "{} ({})",
-                            n.network_interface_id().unwrap_or("?"),
-                            n.description().filter(|d| !d.is_empty()).unwrap_or("no description")
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !users.is_empty() {
-            mapped.message = format!(
-                "{}; still in use by {}: delete what created them (Kubernetes load balancers and services, instances) or wait for them to go, then run `forge destroy` again",
-                mapped.message,
-                users.join(", ")
-            );
-        }
-    }
-    mapped
-}
-
 /// What a tag update does: the keys to remove, and the tags to set (new or with a new value).
 pub fn tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, BTreeMap<String, String>) {
     let (before, after) = (ctx.tags(old), ctx.tags(new));
     let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
     let changed = after.into_iter().filter(|(k, v)| before.get(k) != Some(v)).collect();
     (removed, changed)
-}
-
-/// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
-/// included) with one CreateTags and one DeleteTags at most.
-pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
-    let (removed, changed) = tag_changes(ctx, old, new);
-    let removed: Vec<Tag> = removed.iter().map(|k| Tag::builder().key(k).build()).collect();
-    let changed: Vec<Tag> = changed.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect();
-    if !removed.is_empty() {
-        clients
-            .ec2
-            .delete_tags()
-            .resources(id)
-            .set_tags(Some(removed))
-            .send()
-            .await
-            .map_err(|e| error(clients, "DeleteTags", e))?;
-    }
-    if !changed.is_empty() {
-        clients
-            .ec2
-            .create_tags()
-            .resources(id)
-            .set_tags(Some(changed))
-            .send()
-            .await
-            .map_err(|e| error(clients, "CreateTags", e))?;
-    }
-    Ok(())
-}
-
-/// EC2 tags as a table, as the stack writes them (forge's own included: drift compares only
-/// the keys a block declares).
-pub fn ec2_tags(tags: &[Tag]) -> Value {
-    tag_table(tags.iter().map(|t| (t.key(), t.value())))
 }
 
 /// A tag list as a table.
@@ -599,51 +398,4 @@ where
     }
     live.retain(|id| ids.contains(id));
     Ok(live)
-}
-
-/// The tags an IAM object is created with.
-pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
-    ctx.tags(config)
-        .into_iter()
-        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
-        .collect()
-}
-
-/// The tags an IAM object is created with: [`create_tags`].
-pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
-    create_tags(ctx, token, config)
-        .into_iter()
-        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
-        .collect()
-}
-
-/// Whether an existing IAM object was made by the create with `token` (see [`made_by`]).
-pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
-    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == k).map(|t| t.value()))
-}
-
-/// The error for an IAM name taken by an object this resource did not create.
-pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError::permanent(format!(
-        "an IAM {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-        ctx.address, ctx.stack
-    ))
-}
-
-/// What an IAM tag update does: the keys to remove, and the full tag set to apply when
-/// anything changed.
-pub fn iam_tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, Option<Vec<aws_sdk_iam::types::Tag>>) {
-    let (before, after) = (ctx.tags(old), ctx.tags(new));
-    let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
-    (removed, (before != after).then(|| iam_tags(ctx, new)))
-}
-
-/// IAM's default path for roles, policies and instance profiles.
-pub fn iam_root_path() -> String {
-    "/".into()
-}
-
-/// A policy document (a TOML table) as the JSON string IAM takes.
-pub fn policy_json(document: &Value) -> String {
-    serde_json::to_string(document).expect("JSON values serialize")
 }

@@ -1,0 +1,3 @@
+//! CloudFormation: stacks, whose template forge applies as one resource.
+
+pub mod stack;

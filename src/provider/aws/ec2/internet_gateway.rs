@@ -1,0 +1,143 @@
+//! `aws_internet_gateway`: an internet gateway attached to a VPC.
+
+use super::{sync_tags, tag_spec};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use aws_sdk_ec2::types::ResourceType;
+use serde_json::{Value, json};
+
+/// The `aws_internet_gateway` kind.
+pub struct InternetGateway;
+
+attributes! {
+    spec "aws_internet_gateway", outputs ["id"], extra [tags];
+    struct Config {
+        vpc_id: String [replace],
+    }
+}
+
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
+    let found = find_own!(
+        ctx,
+        aws,
+        token,
+        describe_internet_gateways,
+        internet_gateways,
+        "DescribeInternetGateways"
+    );
+    Ok(found.and_then(|g| g.internet_gateway_id().map(str::to_owned)))
+}
+
+impl Resource for InternetGateway {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": crate::provider::prior_output(prior, "id") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let id = match find_own(ctx, aws, token).await? {
+            Some(id) => id,
+            None => aws
+                .ec2
+                .create_internet_gateway()
+                .tag_specifications(tag_spec(ctx, token, ResourceType::InternetGateway, config))
+                .send()
+                .await
+                .map_err(|e| error(aws, "CreateInternetGateway", e))?
+                .internet_gateway()
+                .and_then(|g| g.internet_gateway_id())
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        match aws
+            .ec2
+            .attach_internet_gateway()
+            .internet_gateway_id(&id)
+            .vpc_id(&cfg.vpc_id)
+            .send()
+            .await
+        {
+            Err(e) if crate::provider::aws::code(&e) != Some("Resource.AlreadyAssociated") => {
+                return Err(error(aws, "AttachInternetGateway", e));
+            }
+            Err(_) => {
+                // Attached already: fine when it is to this VPC (a resumed create).
+                let found = aws
+                    .ec2
+                    .describe_internet_gateways()
+                    .internet_gateway_ids(&id)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "DescribeInternetGateways", e))?;
+                let vpcs: Vec<&str> = found
+                    .internet_gateways()
+                    .iter()
+                    .flat_map(|g| g.attachments())
+                    .filter_map(|a| a.vpc_id())
+                    .collect();
+                if !vpcs.contains(&cfg.vpc_id.as_str()) {
+                    return Err(ProviderError::permanent(format!(
+                        "internet gateway {id} is attached to {} instead of {}; detach it or let forge replace it",
+                        vpcs.join(", "),
+                        cfg.vpc_id
+                    )));
+                }
+            }
+            Ok(_) => {}
+        }
+        Ok(Created {
+            outputs: json!({ "id": id }),
+            id,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(
+            aws,
+            stack,
+            ids,
+            describe_internet_gateways,
+            "internet-gateway-id",
+            internet_gateways,
+            internet_gateway_id,
+            |g: &aws_sdk_ec2::types::InternetGateway| json!({
+                "vpc_id": g.attachments().first().and_then(|a| a.vpc_id()),
+                "tags": super::ec2_tags(g.tags()),
+            })
+        )
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        find_own(ctx, ctx.cloud.aws().await, token).await
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        sync_tags(ctx, ctx.cloud.aws().await, id, old, new).await?;
+        Ok(json!({ "id": id }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        if let Some(vpc) = config.get("vpc_id").and_then(Value::as_str) {
+            crate::provider::aws::tolerate(
+                aws,
+                "DetachInternetGateway",
+                aws.ec2.detach_internet_gateway().internet_gateway_id(id).vpc_id(vpc).send().await,
+                &["Gateway.NotAttached", "InvalidInternetGatewayID.NotFound"],
+            )?;
+        }
+        crate::provider::aws::tolerate(
+            aws,
+            "DeleteInternetGateway",
+            aws.ec2.delete_internet_gateway().internet_gateway_id(id).send().await,
+            &["InvalidInternetGatewayID.NotFound"],
+        )
+    }
+}

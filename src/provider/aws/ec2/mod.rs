@@ -1,0 +1,195 @@
+//! EC2: the network and instance kinds (VPCs, subnets, gateways, route tables, security
+//! groups, placement groups, launch templates), one file each, and what they share here:
+//! reading a kind by forge's tags (`observe_ec2!`), finding what an interrupted create made
+//! (`find_own!`), tags, and naming what still uses an object that will not go.
+
+/// Reads one EC2 kind for drift and refresh: every object tagged `forge:stack = stack` in one
+/// filtered Describe (all pages), then by id, in chunks, the recorded ones that did not show
+/// (someone removed the tag; a filter never fails on an id that is gone). Each object becomes an
+/// [`Observed`](crate::provider::Observed) with the attributes `$attributes(&item)` reads:
+/// `observe_ec2!(aws, stack, ids, describe_vpcs, "vpc-id", vpcs, vpc_id, |v: &Vpc| json!({…}))`.
+/// Extra `$filter`s (a NAT gateway's live states) go on both reads; `once` in front is for the
+/// Describes that have no pages, `filter` for the one whose parameter is `Filter`, not `Filters`.
+macro_rules! observe_ec2 {
+    (once $($rest:tt)*) => { observe_ec2!(@read once set_filters $($rest)*) };
+    (filter $($rest:tt)*) => { observe_ec2!(@read paged set_filter $($rest)*) };
+    ($aws:expr, $($rest:tt)*) => { observe_ec2!(@read paged set_filters $aws, $($rest)*) };
+    (@page paged, $request:expr, $aws:expr, $call:ident, $items:ident) => {{
+        let mut items = Vec::new();
+        let mut pages = $request.into_paginator().send();
+        while let Some(page) = pages.next().await {
+            items.extend(page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?.$items().iter().cloned());
+        }
+        items
+    }};
+    (@page once, $request:expr, $aws:expr, $call:ident, $items:ident) => {
+        $request.send().await.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?.$items().to_vec()
+    };
+    (@read $mode:ident $setter:ident $aws:expr, $stack:expr, $ids:expr, $call:ident, $id_filter:literal, $items:ident, $id:ident, $attributes:expr $(, $filter:expr)*) => {{
+        use aws_sdk_ec2::types::Filter;
+        let mut seen: Vec<$crate::provider::Observed> = Vec::new();
+        let mut asks = vec![vec![Filter::builder().name("tag:forge:stack").values($stack).build()]];
+        let mut asked_by_id = false;
+        while let Some(filters) = asks.pop() {
+            let filters: Vec<Filter> = filters.into_iter().chain([$($filter),*]).collect();
+            let request = $aws.ec2.$call().$setter(Some(filters));
+            for item in observe_ec2!(@page $mode, request, $aws, $call, $items) {
+                let id = item.$id().unwrap_or_default().to_owned();
+                if !seen.iter().any(|o| o.id == id) {
+                    seen.push($crate::provider::Observed {
+                        id,
+                        address: $crate::provider::aws::address_in(&$crate::provider::aws::ec2::ec2_tags(item.tags()), $stack),
+                        attributes: ($attributes)(&item),
+                    });
+                }
+            }
+            if asks.is_empty() && !asked_by_id {
+                asked_by_id = true;
+                let missing: Vec<String> = $ids.iter().filter(|id| !seen.iter().any(|o| &o.id == *id)).cloned().collect();
+                asks = missing
+                    .chunks(100)
+                    .map(|chunk| vec![Filter::builder().name($id_filter).set_values(Some(chunk.to_vec())).build()])
+                    .collect();
+            }
+        }
+        Ok(seen)
+    }};
+}
+
+/// The EC2 object the create with `token` made, if any: one Describe filtered by forge's stack,
+/// address and token tags (and any extra `$filter`s), and then forge's ownership check
+/// ([`ec2_made_by`]) on each object it returns — a filter the server ignores or widens must
+/// never make forge adopt someone else's object:
+/// `find_own!(ctx, aws, token, describe_vpcs, vpcs, "DescribeVpcs")` is an `Option<Vpc>`.
+/// `filter` in front is for the Describe whose parameter is `Filter`, not `Filters`.
+macro_rules! find_own {
+    (filter $($rest:tt)*) => { find_own!(@find set_filter $($rest)*) };
+    ($ctx:expr, $($rest:tt)*) => { find_own!(@find set_filters $ctx, $($rest)*) };
+    (@find $setter:ident $ctx:expr, $aws:expr, $token:expr, $call:ident, $items:ident, $what:literal $(, $filter:expr)*) => {{
+        let filters = $crate::provider::aws::ec2::own_filters($ctx, $token).into_iter().chain([$($filter),*]).collect();
+        let found = $aws.ec2.$call().$setter(Some(filters)).send().await.map_err(|e| $crate::provider::aws::error($aws, $what, e))?;
+        found.$items().iter().find(|item| $crate::provider::aws::ec2::ec2_made_by($ctx, $token, item.tags())).cloned()
+    }};
+}
+
+pub mod eip;
+pub mod internet_gateway;
+pub mod launch_template;
+pub mod nat_gateway;
+pub mod placement_group;
+pub mod route_table;
+pub mod security_group;
+pub mod security_group_ingress;
+pub mod subnet;
+pub mod vpc;
+
+use super::{Clients, TOKEN_TAG, create_tags, error, made_by, tag_changes, tag_table};
+use crate::provider::{Ctx, ProviderError};
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use serde_json::Value;
+
+/// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
+pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
+    let tags = create_tags(ctx, token, config)
+        .into_iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build());
+    TagSpecification::builder()
+        .resource_type(resource)
+        .set_tags(Some(tags.collect()))
+        .build()
+}
+
+/// Whether an EC2 object with these tags was made by the create with `token` (see [`made_by`]).
+pub fn ec2_made_by(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
+    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
+}
+
+/// Filters that find the object the create with `token` made: its stack, address and token tags.
+pub fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
+    [
+        ("forge:stack", ctx.stack.as_str()),
+        ("forge:address", ctx.address.as_str()),
+        (TOKEN_TAG, token),
+    ]
+    .into_iter()
+    .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v).build())
+    .collect()
+}
+
+/// Maps a failed delete of a VPC, subnet or security group; on `DependencyViolation` it names
+/// the network interfaces still in it (load balancers, EKS, leftover ENIs), found with
+/// `filter` (`vpc-id`, `subnet-id`, `group-id`) = `id`.
+pub async fn delete_error<E>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, HttpResponse>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let in_use = err.code() == Some("DependencyViolation");
+    let mut mapped = error(aws, what, err);
+    if in_use {
+        let found = aws
+            .ec2
+            .describe_network_interfaces()
+            .filters(Filter::builder().name(filter).values(id).build())
+            .send()
+            .await;
+        let users: Vec<String> = found
+            .map(|out| {
+                out.network_interfaces()
+                    .iter()
+                    .map(|n| {
+                        format!(
+                            "{} ({})",
+                            n.network_interface_id().unwrap_or("?"),
+                            n.description().filter(|d| !d.is_empty()).unwrap_or("no description")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !users.is_empty() {
+            mapped.message = format!(
+                "{}; still in use by {}: delete what created them (Kubernetes load balancers and services, instances) or wait for them to go, then run `forge destroy` again",
+                mapped.message,
+                users.join(", ")
+            );
+        }
+    }
+    mapped
+}
+
+/// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
+/// included) with one CreateTags and one DeleteTags at most.
+pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+    let (removed, changed) = tag_changes(ctx, old, new);
+    let removed: Vec<Tag> = removed.iter().map(|k| Tag::builder().key(k).build()).collect();
+    let changed: Vec<Tag> = changed.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect();
+    if !removed.is_empty() {
+        clients
+            .ec2
+            .delete_tags()
+            .resources(id)
+            .set_tags(Some(removed))
+            .send()
+            .await
+            .map_err(|e| error(clients, "DeleteTags", e))?;
+    }
+    if !changed.is_empty() {
+        clients
+            .ec2
+            .create_tags()
+            .resources(id)
+            .set_tags(Some(changed))
+            .send()
+            .await
+            .map_err(|e| error(clients, "CreateTags", e))?;
+    }
+    Ok(())
+}
+
+/// EC2 tags as a table, as the stack writes them (forge's own included: drift compares only
+/// the keys a block declares).
+pub fn ec2_tags(tags: &[Tag]) -> Value {
+    tag_table(tags.iter().map(|t| (t.key(), t.value())))
+}

@@ -1,0 +1,128 @@
+//! `aws_placement_group`: a placement group — `cluster` for EFA node groups (all instances on
+//! one network spine), `partition` or `spread`.
+
+use super::tag_spec;
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
+use serde_json::{Value, json};
+
+/// The `aws_placement_group` kind.
+pub struct PlacementGroup;
+
+attributes! {
+    spec "aws_placement_group", outputs ["id", "name", "group_id"], extra [tags];
+    struct Config {
+        name: String [replace],
+        #[serde(default = "default_strategy")] strategy: String [replace],
+        partition_count: Option<i32> [replace],
+    }
+}
+
+fn default_strategy() -> String {
+    "cluster".into()
+}
+
+/// The group named `name`: its id and whether the create with `token` made it.
+async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Result<Option<(String, bool)>, ProviderError> {
+    match aws.ec2.describe_placement_groups().group_names(name).send().await {
+        Ok(out) => Ok(out.placement_groups().first().map(|g| {
+            let tag = |k: &str| g.tags().iter().find(|t| t.key() == Some(k)).and_then(|t| t.value());
+            (
+                g.group_id().unwrap_or(name).to_owned(),
+                token.is_some_and(|t| crate::provider::aws::made_by(ctx, t, tag)),
+            )
+        })),
+        Err(e) if crate::provider::aws::code(&e) == Some("InvalidPlacementGroup.Unknown") => Ok(None),
+        Err(e) => Err(error(aws, "DescribePlacementGroups", e)),
+    }
+}
+
+impl Resource for PlacementGroup {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": config.get("name"), "name": config.get("name"), "group_id": crate::provider::prior_output(prior, "group_id") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let strategy = match cfg.strategy.as_str() {
+            "cluster" | "partition" | "spread" => PlacementStrategy::from(cfg.strategy.as_str()),
+            other => {
+                return Err(ProviderError::permanent(format!(
+                    "`strategy = \"{other}\"`: expected \"cluster\", \"partition\" or \"spread\""
+                )));
+            }
+        };
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .ec2
+            .create_placement_group()
+            .group_name(&cfg.name)
+            .strategy(strategy)
+            .set_partition_count(cfg.partition_count)
+            .tag_specifications(tag_spec(ctx, token, ResourceType::PlacementGroup, config))
+            .send()
+            .await;
+        let group_id = match made {
+            Ok(out) => out.placement_group().and_then(|g| g.group_id()).unwrap_or(&cfg.name).to_owned(),
+            Err(e) if crate::provider::aws::code(&e) == Some("InvalidPlacementGroup.Duplicate") => {
+                match lookup(ctx, aws, &cfg.name, Some(token)).await? {
+                    Some((id, true)) => id,
+                    _ => {
+                        return Err(ProviderError::permanent(format!(
+                            "a placement group named `{}` already exists and was not created by `{}`",
+                            cfg.name, ctx.address
+                        )));
+                    }
+                }
+            }
+            Err(e) => return Err(error(aws, "CreatePlacementGroup", e)),
+        };
+        Ok(Created {
+            outputs: json!({ "id": cfg.name, "name": cfg.name, "group_id": group_id }),
+            id: cfg.name,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, |g: &aws_sdk_ec2::types::PlacementGroup| {
+            json!({
+                "name": g.group_name(),
+                "strategy": g.strategy().map(|s| s.as_str()),
+                "partition_count": g.partition_count(),
+                "tags": super::ec2_tags(g.tags()),
+            })
+        })
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, Some(token))
+            .await?
+            .filter(|(_, owned)| *owned)
+            .map(|_| cfg.name))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let group_id = lookup(ctx, aws, id, None).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
+        super::sync_tags(ctx, aws, &group_id, old, new).await?;
+        Ok(json!({ "id": id, "name": id, "group_id": group_id }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        crate::provider::aws::tolerate(
+            aws,
+            "DeletePlacementGroup",
+            aws.ec2.delete_placement_group().group_name(id).send().await,
+            &["InvalidPlacementGroup.Unknown"],
+        )
+    }
+}

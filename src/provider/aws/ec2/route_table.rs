@@ -1,0 +1,255 @@
+//! `aws_route_table`: a route table, its routes and its subnet associations. Routes and
+//! associations change in place.
+
+use super::{sync_tags, tag_spec};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use aws_sdk_ec2::types::ResourceType;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The `aws_route_table` kind.
+pub struct RouteTable;
+
+attributes! {
+    spec "aws_route_table", outputs ["id"], extra [tags];
+    struct Config {
+        vpc_id: String [replace],
+        #[serde(default)] routes: Vec<Route>,
+        #[serde(default)] subnet_ids: Vec<String>,
+    }
+}
+
+/// `{ cidr_block = "0.0.0.0/0", gateway_id = "igw-…" }` or `nat_gateway_id`.
+#[derive(Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Route {
+    cidr_block: String,
+    gateway_id: Option<String>,
+    nat_gateway_id: Option<String>,
+}
+
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
+    let found = find_own!(ctx, aws, token, describe_route_tables, route_tables, "DescribeRouteTables");
+    Ok(found.and_then(|t| t.route_table_id().map(str::to_owned)))
+}
+
+/// The table's explicit subnet associations: subnet id → association id.
+async fn associations(aws: &Clients, id: &str) -> Result<BTreeMap<String, String>, ProviderError> {
+    let found = aws
+        .ec2
+        .describe_route_tables()
+        .route_table_ids(id)
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeRouteTables", e))?;
+    Ok(found
+        .route_tables()
+        .iter()
+        .flat_map(|t| t.associations())
+        .filter(|a| a.main() != Some(true))
+        .filter_map(|a| Some((a.subnet_id()?.to_owned(), a.route_table_association_id()?.to_owned())))
+        .collect())
+}
+
+/// Brings routes and associations from `old` to `new` (empty `old` on create).
+async fn sync(
+    aws: &Clients,
+    id: &str,
+    old_routes: &[Route],
+    new: &Config,
+    present: &BTreeMap<String, String>,
+) -> Result<(), ProviderError> {
+    for gone in old_routes
+        .iter()
+        .filter(|r| !new.routes.iter().any(|n| n.cidr_block == r.cidr_block))
+    {
+        match aws
+            .ec2
+            .delete_route()
+            .route_table_id(id)
+            .destination_cidr_block(&gone.cidr_block)
+            .send()
+            .await
+        {
+            Err(e) if crate::provider::aws::code(&e) != Some("InvalidRoute.NotFound") => return Err(error(aws, "DeleteRoute", e)),
+            _ => {}
+        }
+    }
+    for route in &new.routes {
+        let before = old_routes.iter().find(|r| r.cidr_block == route.cidr_block);
+        if before == Some(route) {
+            continue;
+        }
+        let replace = || {
+            aws.ec2
+                .replace_route()
+                .route_table_id(id)
+                .destination_cidr_block(&route.cidr_block)
+                .set_gateway_id(route.gateway_id.clone())
+                .set_nat_gateway_id(route.nat_gateway_id.clone())
+                .send()
+        };
+        if before.is_some() {
+            replace().await.map_err(|e| error(aws, "ReplaceRoute", e))?;
+            continue;
+        }
+        let created = aws
+            .ec2
+            .create_route()
+            .route_table_id(id)
+            .destination_cidr_block(&route.cidr_block)
+            .set_gateway_id(route.gateway_id.clone())
+            .set_nat_gateway_id(route.nat_gateway_id.clone())
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            // A route for this CIDR is there already (a resumed create, or added by hand): make
+            // it point where the stack says.
+            Err(e) if crate::provider::aws::code(&e) == Some("RouteAlreadyExists") => {
+                replace().await.map_err(|e| error(aws, "ReplaceRoute", e))?;
+            }
+            Err(e) => return Err(error(aws, "CreateRoute", e)),
+        }
+    }
+    for (subnet, association) in present.iter().filter(|(s, _)| !new.subnet_ids.contains(s)) {
+        aws.ec2
+            .disassociate_route_table()
+            .association_id(association)
+            .send()
+            .await
+            .map_err(|e| error(aws, &format!("DisassociateRouteTable ({subnet})"), e))?;
+    }
+    for subnet in new.subnet_ids.iter().filter(|s| !present.contains_key(*s)) {
+        match aws.ec2.associate_route_table().route_table_id(id).subnet_id(subnet).send().await {
+            Ok(_) => {}
+            // The subnet is associated with another table: move it here.
+            Err(e) if crate::provider::aws::code(&e) == Some("Resource.AlreadyAssociated") => {
+                let by_subnet = aws_sdk_ec2::types::Filter::builder()
+                    .name("association.subnet-id")
+                    .values(subnet)
+                    .build();
+                let found = aws
+                    .ec2
+                    .describe_route_tables()
+                    .filters(by_subnet)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "DescribeRouteTables", e))?;
+                let association = found
+                    .route_tables()
+                    .iter()
+                    .flat_map(|t| t.associations())
+                    .find(|a| a.subnet_id() == Some(subnet.as_str()))
+                    .and_then(|a| a.route_table_association_id())
+                    .ok_or_else(|| error(aws, "AssociateRouteTable", e))?;
+                aws.ec2
+                    .replace_route_table_association()
+                    .association_id(association)
+                    .route_table_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "ReplaceRouteTableAssociation", e))?;
+            }
+            Err(e) => return Err(error(aws, "AssociateRouteTable", e)),
+        }
+    }
+    Ok(())
+}
+
+impl Resource for RouteTable {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": crate::provider::prior_output(prior, "id") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let (id, present) = match find_own(ctx, aws, token).await? {
+            Some(id) => {
+                let present = associations(aws, &id).await?;
+                (id, present)
+            }
+            None => {
+                let made = aws
+                    .ec2
+                    .create_route_table()
+                    .vpc_id(&cfg.vpc_id)
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::RouteTable, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateRouteTable", e))?;
+                (
+                    made.route_table().and_then(|t| t.route_table_id()).unwrap_or_default().to_owned(),
+                    BTreeMap::new(),
+                )
+            }
+        };
+        sync(aws, &id, &[], &cfg, &present).await?;
+        Ok(Created {
+            outputs: json!({ "id": id }),
+            id,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(
+            aws,
+            stack,
+            ids,
+            describe_route_tables,
+            "route-table-id",
+            route_tables,
+            route_table_id,
+            |t: &aws_sdk_ec2::types::RouteTable| json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()) })
+        )
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        find_own(ctx, ctx.cloud.aws().await, token).await
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        sync_tags(ctx, aws, id, old, new).await?;
+        let present = if before.subnet_ids == after.subnet_ids {
+            before.subnet_ids.iter().map(|s| (s.clone(), String::new())).collect()
+        } else {
+            associations(aws, id).await?
+        };
+        sync(aws, id, &before.routes, &after, &present).await?;
+        Ok(json!({ "id": id }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let present = match aws.ec2.describe_route_tables().route_table_ids(id).send().await {
+            Err(e) if crate::provider::aws::code(&e) == Some("InvalidRouteTableID.NotFound") => return Ok(()),
+            Err(e) => return Err(error(aws, "DescribeRouteTables", e)),
+            Ok(_) => associations(aws, id).await?,
+        };
+        for association in present.values() {
+            crate::provider::aws::tolerate(
+                aws,
+                "DisassociateRouteTable",
+                aws.ec2.disassociate_route_table().association_id(association).send().await,
+                &["InvalidAssociationID.NotFound"],
+            )?;
+        }
+        crate::provider::aws::tolerate(
+            aws,
+            "DeleteRouteTable",
+            aws.ec2.delete_route_table().route_table_id(id).send().await,
+            &["InvalidRouteTableID.NotFound"],
+        )
+    }
+}

@@ -1,0 +1,136 @@
+//! `aws_subnet`: a subnet in one availability zone.
+
+use super::{sync_tags, tag_spec};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
+use serde_json::{Value, json};
+
+/// The `aws_subnet` kind.
+pub struct Subnet;
+
+attributes! {
+    spec "aws_subnet", outputs ["id", "availability_zone", "cidr_block"], extra [tags];
+    struct Config {
+        vpc_id: String [replace],
+        cidr_block: String [replace],
+        availability_zone: Option<String> [replace],
+        #[serde(default)] map_public_ip_on_launch: bool,
+    }
+}
+
+/// The subnet an earlier create of this resource tagged, if any.
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<aws_sdk_ec2::types::Subnet>, ProviderError> {
+    Ok(find_own!(ctx, aws, token, describe_subnets, subnets, "DescribeSubnets"))
+}
+
+impl Resource for Subnet {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({
+            "id": crate::provider::prior_output(prior, "id"),
+            "availability_zone": config.get("availability_zone").cloned().unwrap_or_else(|| crate::provider::prior_output(prior, "availability_zone")),
+            "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let subnet = match find_own(ctx, aws, token).await? {
+            Some(existing) => existing,
+            None => aws
+                .ec2
+                .create_subnet()
+                .vpc_id(&cfg.vpc_id)
+                .cidr_block(&cfg.cidr_block)
+                .set_availability_zone(cfg.availability_zone.clone())
+                .tag_specifications(tag_spec(ctx, token, ResourceType::Subnet, config))
+                .send()
+                .await
+                .map_err(|e| error(aws, "CreateSubnet", e))?
+                .subnet()
+                .cloned()
+                .ok_or_else(|| ProviderError::permanent("CreateSubnet returned no subnet"))?,
+        };
+        let id = subnet.subnet_id().unwrap_or_default().to_owned();
+        if cfg.map_public_ip_on_launch {
+            let on = AttributeBooleanValue::builder().value(true).build();
+            aws.ec2
+                .modify_subnet_attribute()
+                .subnet_id(&id)
+                .map_public_ip_on_launch(on)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ModifySubnetAttribute", e))?;
+        }
+        let outputs = json!({ "id": id, "availability_zone": subnet.availability_zone(), "cidr_block": cfg.cidr_block });
+        Ok(Created { id, outputs })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(
+            aws,
+            stack,
+            ids,
+            describe_subnets,
+            "subnet-id",
+            subnets,
+            subnet_id,
+            |s: &aws_sdk_ec2::types::Subnet| {
+                json!({
+                    "vpc_id": s.vpc_id(),
+                    "cidr_block": s.cidr_block(),
+                    "availability_zone": s.availability_zone(),
+                    "map_public_ip_on_launch": s.map_public_ip_on_launch(),
+                    "tags": super::ec2_tags(s.tags()),
+                })
+            }
+        )
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        Ok(find_own(ctx, ctx.cloud.aws().await, token)
+            .await?
+            .and_then(|s| s.subnet_id().map(str::to_owned)))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        sync_tags(ctx, aws, id, old, new).await?;
+        if old.get("map_public_ip_on_launch") != new.get("map_public_ip_on_launch") {
+            let value = AttributeBooleanValue::builder().value(cfg.map_public_ip_on_launch).build();
+            aws.ec2
+                .modify_subnet_attribute()
+                .subnet_id(id)
+                .map_public_ip_on_launch(value)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ModifySubnetAttribute", e))?;
+        }
+        let described = aws
+            .ec2
+            .describe_subnets()
+            .subnet_ids(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "DescribeSubnets", e))?;
+        let zone = described.subnets().first().and_then(|s| s.availability_zone()).map(str::to_owned);
+        Ok(json!({ "id": id, "availability_zone": zone, "cidr_block": cfg.cidr_block }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match aws.ec2.delete_subnet().subnet_id(id).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if crate::provider::aws::code(&e) == Some("InvalidSubnetID.NotFound") => Ok(()),
+            Err(e) => Err(super::delete_error(aws, "DeleteSubnet", "subnet-id", id, e).await),
+        }
+    }
+}

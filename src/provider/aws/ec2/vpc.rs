@@ -1,0 +1,130 @@
+//! `aws_vpc`: a VPC with DNS support and hostnames on (EKS needs both).
+
+use super::{sync_tags, tag_spec};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
+use serde_json::{Value, json};
+
+/// The `aws_vpc` kind.
+pub struct Vpc;
+
+attributes! {
+    spec "aws_vpc", outputs ["id", "cidr_block"], extra [tags];
+    struct Config {
+        cidr_block: String [replace],
+        #[serde(default = "yes")] enable_dns_hostnames: bool,
+        #[serde(default = "yes")] enable_dns_support: bool,
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn outputs(id: &str, cfg: &Config) -> Value {
+    json!({ "id": id, "cidr_block": cfg.cidr_block })
+}
+
+async fn set_dns(aws: &Clients, id: &str, cfg: &Config) -> Result<(), ProviderError> {
+    let on = |v: bool| AttributeBooleanValue::builder().value(v).build();
+    // The API takes one attribute per call; support must be on before hostnames.
+    aws.ec2
+        .modify_vpc_attribute()
+        .vpc_id(id)
+        .enable_dns_support(on(cfg.enable_dns_support))
+        .send()
+        .await
+        .map_err(|e| error(aws, "ModifyVpcAttribute", e))?;
+    aws.ec2
+        .modify_vpc_attribute()
+        .vpc_id(id)
+        .enable_dns_hostnames(on(cfg.enable_dns_hostnames))
+        .send()
+        .await
+        .map_err(|e| error(aws, "ModifyVpcAttribute", e))?;
+    Ok(())
+}
+
+/// The VPC an earlier create of this resource tagged, if any.
+async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
+    let found = find_own!(ctx, aws, token, describe_vpcs, vpcs, "DescribeVpcs");
+    Ok(found.and_then(|v| v.vpc_id().map(str::to_owned)))
+}
+
+impl Resource for Vpc {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": crate::provider::prior_output(prior, "id"), "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null) })
+    }
+
+    /// CreateVpc has no idempotency token: a resumed create first looks for the VPC its first
+    /// attempt tagged with this stack and address.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let id = match find_own(ctx, aws, token).await? {
+            Some(id) => id,
+            None => {
+                let made = aws
+                    .ec2
+                    .create_vpc()
+                    .cidr_block(&cfg.cidr_block)
+                    .tag_specifications(tag_spec(ctx, token, ResourceType::Vpc, config))
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "CreateVpc", e))?;
+                made.vpc().and_then(|v| v.vpc_id()).unwrap_or_default().to_owned()
+            }
+        };
+        set_dns(aws, &id, &cfg).await?;
+        Ok(Created {
+            outputs: outputs(&id, &cfg),
+            id,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        observe_ec2!(
+            aws,
+            stack,
+            ids,
+            describe_vpcs,
+            "vpc-id",
+            vpcs,
+            vpc_id,
+            |v: &aws_sdk_ec2::types::Vpc| { json!({ "cidr_block": v.cidr_block(), "tags": super::ec2_tags(v.tags()) }) }
+        )
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        find_own(ctx, ctx.cloud.aws().await, token).await
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        sync_tags(ctx, aws, id, old, new).await?;
+        if ["enable_dns_hostnames", "enable_dns_support"]
+            .iter()
+            .any(|k| old.get(*k) != new.get(*k))
+        {
+            set_dns(aws, id, &cfg).await?;
+        }
+        Ok(outputs(id, &cfg))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match aws.ec2.delete_vpc().vpc_id(id).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if crate::provider::aws::code(&e) == Some("InvalidVpcID.NotFound") => Ok(()),
+            Err(e) => Err(super::delete_error(aws, "DeleteVpc", "vpc-id", id, e).await),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! `aws_efs_file_system`: an EFS file system (home directories, shared code). The create
+//! passes the state intent's token as `CreationToken`, so a retried or resumed create gets the
+//! file system its first try made; it waits creating → available. The throughput mode changes
+//! in place; the performance mode and encryption need a new file system, which deletes the data.
+
+use crate::provider::aws::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
+use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `aws_efs_file_system` kind.
+pub struct EfsFileSystem;
+
+attributes! {
+    spec "aws_efs_file_system", outputs ["id", "arn", "dns_name"], extra [timeouts, tags];
+    struct Config {
+        performance_mode: Option<String> [replace],
+        throughput_mode: Option<String>,
+        encrypted: Option<bool> [replace],
+        kms_key_id: Option<String> [replace],
+    }
+}
+
+impl Config {
+    fn throughput_mode(&self) -> ThroughputMode {
+        ThroughputMode::from(self.throughput_mode.as_deref().unwrap_or("elastic"))
+    }
+}
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// EFS's error code for a file system that does not exist.
+const NOT_FOUND: &str = "FileSystemNotFound";
+
+async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystemDescription>, ProviderError> {
+    match aws.efs.describe_file_systems().file_system_id(id).send().await {
+        Ok(out) => Ok(out.file_systems().first().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeFileSystems", e)),
+    }
+}
+
+async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystemDescription, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, id).await? {
+            None => Poll::Failed(format!("EFS file system {id} disappeared while forge waited for it")),
+            Some(fs) => match fs.life_cycle_state() {
+                LifeCycleState::Available => Poll::Done(fs),
+                LifeCycleState::Error => Poll::Failed(format!("EFS file system {id} is in error")),
+                state => Poll::Pending(state.as_str().to_owned()),
+            },
+        })
+    })
+    .await
+}
+
+/// The file system's DNS name, `fs-….efs.<region>.amazonaws.com`, with the region from its ARN.
+fn outputs(fs: &FileSystemDescription) -> Value {
+    let id = fs.file_system_id();
+    let region = fs.file_system_arn().and_then(|arn| arn.split(':').nth(3)).unwrap_or_default();
+    json!({
+        "id": id,
+        "arn": fs.file_system_arn(),
+        "dns_name": format!("{id}.efs.{region}.amazonaws.com"),
+    })
+}
+
+impl Resource for EfsFileSystem {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn holds_data(&self) -> bool {
+        true
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": prior_output(prior, "id"), "arn": prior_output(prior, "arn"), "dns_name": prior_output(prior, "dns_name") })
+    }
+
+    /// EFS answers a repeated creation token with FileSystemAlreadyExists and the id of the
+    /// file system that token made: that one is adopted.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let tags = create_tags(ctx, token, config)
+            .into_iter()
+            .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok());
+        let made = aws
+            .efs
+            .create_file_system()
+            .creation_token(token)
+            .performance_mode(PerformanceMode::from(cfg.performance_mode.as_deref().unwrap_or("generalPurpose")))
+            .throughput_mode(cfg.throughput_mode())
+            .encrypted(cfg.encrypted.unwrap_or(true))
+            .set_kms_key_id(cfg.kms_key_id.clone())
+            .set_tags(Some(tags.collect()))
+            .send()
+            .await;
+        let id = match made {
+            Ok(fs) => fs.file_system_id().to_owned(),
+            Err(e) => match e.as_service_error() {
+                Some(CreateFileSystemError::FileSystemAlreadyExists(taken)) => taken.file_system_id().to_owned(),
+                _ => return Err(error(aws, "CreateFileSystem", e)),
+            },
+        };
+        let fs = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created { outputs: outputs(&fs), id })
+    }
+
+    /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
+    /// the stack.
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let found = all_pages!(aws, aws.efs.describe_file_systems(), file_systems, "DescribeFileSystems");
+        Ok(found
+            .iter()
+            .filter_map(|fs| {
+                let tags = crate::provider::aws::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))));
+                crate::provider::aws::listed(stack, ids, fs.file_system_id().to_owned(), tags, |tags| {
+                    json!({
+                        "performance_mode": fs.performance_mode().as_str(),
+                        "throughput_mode": fs.throughput_mode().map(|m| m.as_str()),
+                        "tags": tags,
+                    })
+                })
+            })
+            .collect())
+    }
+
+    /// The file system made with this creation token, if any.
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let out = aws
+            .efs
+            .describe_file_systems()
+            .creation_token(token)
+            .send()
+            .await
+            .map_err(|e| error(aws, "DescribeFileSystems", e))?;
+        Ok(out.file_systems().first().map(|fs| fs.file_system_id().to_owned()))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let mut live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        if live.throughput_mode() != Some(&cfg.throughput_mode()) {
+            aws.efs
+                .update_file_system()
+                .file_system_id(id)
+                .throughput_mode(cfg.throughput_mode())
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateFileSystem", e))?;
+            live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        }
+        let (removed, changed) = crate::provider::aws::tag_changes(ctx, old, new);
+        let set = (!changed.is_empty()).then(|| {
+            changed
+                .into_iter()
+                .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
+                .collect::<Vec<_>>()
+        });
+        retag!(aws, efs, untag_resource, tag_resource, resource_id(id), removed, set);
+        Ok(outputs(&live))
+    }
+
+    /// EFS refuses while mount targets remain (they go first in the graph, but take a while to
+    /// disappear): that answer is retried.
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(fs) if fs.life_cycle_state() == &LifeCycleState::Deleting => {}
+            Some(_) => match aws.efs.delete_file_system().file_system_id(id).send().await {
+                Ok(_) => {}
+                Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => return Ok(()),
+                Err(e) if crate::provider::aws::code(&e) == Some("FileSystemInUse") => {
+                    return Err(ProviderError {
+                        retryable: true,
+                        ..error(aws, "DeleteFileSystem", e)
+                    });
+                }
+                Err(e) => return Err(error(aws, "DeleteFileSystem", e)),
+            },
+        }
+        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
+            Ok(describe(aws, id).await?.map(|fs| fs.life_cycle_state().as_str().to_owned()))
+        })
+        .await
+    }
+}

@@ -1,0 +1,224 @@
+//! `aws_eks_addon`: an EKS add-on (`vpc-cni`, `coredns`, `kube-proxy`, CSI drivers, …). The
+//! version is a fixed one, `"latest"` (the newest one DescribeAddonVersions lists for the
+//! cluster's Kubernetes version) or left out (EKS's default for that version). Creation waits
+//! CREATING → ACTIVE; version, service account role and configuration change in place.
+
+use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
+use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{child_id, live_children, split};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `aws_eks_addon` kind.
+pub struct EksAddon;
+
+attributes! {
+    spec "aws_eks_addon", outputs ["id", "name", "arn", "version"], extra [timeouts, tags];
+    struct Config {
+        cluster_name: String [replace],
+        name: String [replace],
+        version: Option<String>,
+        service_account_role_arn: Option<String>,
+        configuration_values: Option<String>,
+    }
+}
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Addon>, ProviderError> {
+    match aws.eks.describe_addon().cluster_name(cluster).addon_name(name).send().await {
+        Ok(out) => Ok(out.addon().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeAddon", e)),
+    }
+}
+
+async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Addon, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, cluster, name).await? {
+            Some(a) => match a.status() {
+                Some(AddonStatus::Active) => Poll::Done(a),
+                Some(s @ (AddonStatus::CreateFailed | AddonStatus::UpdateFailed | AddonStatus::Degraded)) => Poll::Failed(format!(
+                    "EKS add-on `{name}` is {}: {}",
+                    s.as_str(),
+                    a.health()
+                        .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                        .unwrap_or_default()
+                )),
+                status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
+            },
+            None => Poll::Failed(format!("EKS add-on `{name}` disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
+
+/// The version to ask for: a fixed one as written, `"latest"` resolved for the cluster's
+/// Kubernetes version, or none (EKS's default).
+async fn resolve_version(aws: &Clients, cluster: &str, name: &str, version: Option<&str>) -> Result<Option<String>, ProviderError> {
+    if version != Some("latest") {
+        return Ok(version.map(str::to_owned));
+    }
+    let kubernetes = aws
+        .eks
+        .describe_cluster()
+        .name(cluster)
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeCluster", e))?
+        .cluster()
+        .and_then(|c| c.version())
+        .map(str::to_owned);
+    let listed = aws
+        .eks
+        .describe_addon_versions()
+        .addon_name(name)
+        .set_kubernetes_version(kubernetes.clone())
+        .send()
+        .await
+        .map_err(|e| error(aws, "DescribeAddonVersions", e))?;
+    let newest = listed
+        .addons()
+        .iter()
+        .flat_map(|a| a.addon_versions())
+        .filter_map(|v| v.addon_version())
+        .max_by_key(|v| version_key(v));
+    match newest {
+        Some(v) => Ok(Some(v.to_owned())),
+        None => Err(ProviderError::permanent(format!(
+            "EKS lists no version of add-on `{name}` for Kubernetes {}; check the add-on's name",
+            kubernetes.unwrap_or_default()
+        ))),
+    }
+}
+
+/// Orders `v1.19.0-eksbuild.2` by its numbers.
+fn version_key(version: &str) -> Vec<u64> {
+    version
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|part| part.parse().ok())
+        .collect()
+}
+
+fn outputs(cluster: &str, a: &Addon) -> Value {
+    let name = a.addon_name().unwrap_or_default();
+    json!({ "id": child_id(cluster, name), "name": name, "arn": a.addon_arn(), "version": a.addon_version() })
+}
+
+impl Resource for EksAddon {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let id = planned_child_id(config);
+        let version = match config.get("version").and_then(Value::as_str) {
+            Some(v) if v != "latest" => json!(v),
+            _ => prior_output(prior, "version"),
+        };
+        json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn"), "version": version })
+    }
+
+    /// Passes the create's token as `clientRequestToken`; an add-on that an earlier try of
+    /// this create made (its `forge:token` tag) is adopted and waited for.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let version = resolve_version(aws, &cfg.cluster_name, &cfg.name, cfg.version.as_deref()).await?;
+        let made = aws
+            .eks
+            .create_addon()
+            .cluster_name(&cfg.cluster_name)
+            .addon_name(&cfg.name)
+            .set_addon_version(version)
+            .set_service_account_role_arn(cfg.service_account_role_arn.clone())
+            .set_configuration_values(cfg.configuration_values.clone())
+            .resolve_conflicts(ResolveConflicts::Overwrite)
+            .client_request_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        created_or_own(ctx, aws, token, "CreateAddon", "add-on", &cfg.name, made, || async {
+            Ok(describe(aws, &cfg.cluster_name, &cfg.name)
+                .await?
+                .and_then(|found| found.tags().cloned()))
+        })
+        .await?;
+        let addon = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&cfg.cluster_name, &addon),
+            id: child_id(&cfg.cluster_name, &cfg.name),
+        })
+    }
+
+    /// One ListAddons per cluster the ids name.
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) })
+            .await
+            .map(Observed::existing)
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
+        Ok(found
+            .filter(|a| owned(ctx, token, a.tags()))
+            .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
+    }
+
+    /// Compares with the live add-on, so an update that failed or ran out of time is picked up
+    /// where the add-on stands.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
+        let version = resolve_version(aws, cluster, name, cfg.version.as_deref()).await?;
+        let blank = |v: Option<&str>| v.filter(|s| !s.is_empty()).map(str::to_owned);
+        if version.as_deref().is_some_and(|v| live.addon_version() != Some(v))
+            || blank(live.service_account_role_arn()) != cfg.service_account_role_arn
+            || blank(live.configuration_values()) != cfg.configuration_values
+        {
+            let out = aws
+                .eks
+                .update_addon()
+                .cluster_name(cluster)
+                .addon_name(name)
+                .set_addon_version(version)
+                .service_account_role_arn(cfg.service_account_role_arn.clone().unwrap_or_default())
+                .configuration_values(cfg.configuration_values.clone().unwrap_or_default())
+                .resolve_conflicts(ResolveConflicts::Overwrite)
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateAddon", e))?;
+            if let Some(update) = out.update().and_then(|u| u.id()) {
+                wait_update(ctx, aws, cluster, Scope::Addon(name), update, limit).await?;
+            }
+            live = wait_active(ctx, aws, cluster, name, limit).await?;
+        }
+        sync_tags(ctx, aws, live.addon_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(cluster, &live))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let status = || async {
+            Ok(describe(aws, cluster, name)
+                .await?
+                .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+        };
+        let limit = timeout(config, "delete", DELETE_TIMEOUT);
+        crate::provider::aws::delete_and_wait(ctx, aws, "DeleteAddon", IN_USE, limit, status, || {
+            aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send()
+        })
+        .await
+    }
+}

@@ -1,0 +1,301 @@
+//! `aws_eks_cluster`: an EKS control plane. Creation waits CREATING → ACTIVE (30 minutes by
+//! default, `timeouts.create` to change it) with the status on the resource's progress line; a
+//! wait that runs out leaves the create pending, and the next `forge up` resumes waiting on the
+//! same cluster. Version, endpoint access, authentication mode and logging change in place, one
+//! EKS update at a time; deletion waits until the cluster is gone.
+
+use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
+use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_eks::types::{
+    AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
+    VpcConfigRequest,
+};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The `aws_eks_cluster` kind.
+pub struct EksCluster;
+
+attributes! {
+    spec "aws_eks_cluster", outputs [
+            "id",
+            "name",
+            "arn",
+            "endpoint",
+            "certificate_authority",
+            "oidc_issuer",
+            "cluster_security_group_id",
+            "version",
+        ], extra [timeouts, tags];
+    struct Config {
+        name: String [replace],
+        role_arn: String [replace],
+        version: Option<String>,
+        subnet_ids: Vec<String> [replace],
+        #[serde(default)] security_group_ids: Vec<String> [replace],
+        #[serde(default = "yes")] endpoint_public_access: bool,
+        #[serde(default)] endpoint_private_access: bool,
+        #[serde(default = "default_authentication_mode")] authentication_mode: String,
+        #[serde(default)] logging: Vec<String>,
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_authentication_mode() -> String {
+    "API_AND_CONFIG_MAP".into()
+}
+
+/// A control plane takes 10–15 minutes, sometimes more; eksctl waits 25.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// A version upgrade takes up to about half an hour.
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The control plane log types EKS knows.
+const LOG_TYPES: &[&str] = &["api", "audit", "authenticator", "controllerManager", "scheduler"];
+
+/// The cluster named `name`, if it exists.
+pub async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, ProviderError> {
+    match aws.eks.describe_cluster().name(name).send().await {
+        Ok(out) => Ok(out.cluster().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeCluster", e)),
+    }
+}
+
+/// Waits until the cluster is ACTIVE again and returns it.
+async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> Result<Cluster, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, name).await? {
+            Some(c) if c.status() == Some(&ClusterStatus::Active) => Poll::Done(c),
+            Some(c) if c.status() == Some(&ClusterStatus::Failed) => Poll::Failed(format!(
+                "EKS cluster `{name}` FAILED: {}",
+                c.health()
+                    .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_default()
+            )),
+            Some(c) if c.status() == Some(&ClusterStatus::Deleting) => {
+                Poll::Failed(format!("EKS cluster `{name}` is being deleted by someone else"))
+            }
+            Some(c) => Poll::Pending(c.status().map_or("PENDING", |s| s.as_str()).to_owned()),
+            None => Poll::Failed(format!("EKS cluster `{name}` disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
+
+/// Waits for an update EKS accepted (EKS runs one update of a cluster at a time), then for the
+/// cluster to be ACTIVE again; returns it as it is then.
+async fn settle(ctx: &Ctx, aws: &Clients, id: &str, update: Option<&Update>, limit: Duration) -> Result<Cluster, ProviderError> {
+    if let Some(update) = update.and_then(|u| u.id()) {
+        wait_update(ctx, aws, id, Scope::Cluster, update, limit).await?;
+    }
+    wait_active(ctx, aws, id, limit).await
+}
+
+/// The control plane log types the cluster has on.
+fn enabled_logs(c: &Cluster) -> std::collections::BTreeSet<&str> {
+    c.logging()
+        .map(|l| l.cluster_logging())
+        .unwrap_or_default()
+        .iter()
+        .filter(|setup| setup.enabled() == Some(true))
+        .flat_map(|setup| setup.types().iter().map(LogType::as_str))
+        .collect()
+}
+
+fn outputs(c: &Cluster) -> Value {
+    let name = c.name().unwrap_or_default();
+    json!({
+        "id": name,
+        "name": name,
+        "arn": c.arn(),
+        "endpoint": c.endpoint(),
+        "certificate_authority": c.certificate_authority().and_then(|a| a.data()),
+        "oidc_issuer": c.identity().and_then(|i| i.oidc()).and_then(|o| o.issuer()),
+        "cluster_security_group_id": c.resources_vpc_config().and_then(|v| v.cluster_security_group_id()),
+        "version": c.version(),
+    })
+}
+
+fn logging(types: &[String]) -> Result<Logging, ProviderError> {
+    if let Some(bad) = types.iter().find(|t| !LOG_TYPES.contains(&t.as_str())) {
+        return Err(ProviderError::permanent(format!(
+            "`logging` has `{bad}`; EKS control plane log types are {}",
+            LOG_TYPES.join(", ")
+        )));
+    }
+    let disabled: Vec<LogType> = LOG_TYPES
+        .iter()
+        .filter(|t| !types.iter().any(|x| x == *t))
+        .map(|t| LogType::from(*t))
+        .collect();
+    let enabled = LogSetup::builder()
+        .set_types(Some(types.iter().map(|t| LogType::from(t.as_str())).collect()))
+        .enabled(true)
+        .build();
+    let mut setups = vec![enabled];
+    if !disabled.is_empty() {
+        setups.push(LogSetup::builder().set_types(Some(disabled)).enabled(false).build());
+    }
+    Ok(Logging::builder().set_cluster_logging(Some(setups)).build())
+}
+
+fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> {
+    match mode {
+        "API" | "API_AND_CONFIG_MAP" | "CONFIG_MAP" => Ok(AuthenticationMode::from(mode)),
+        other => Err(ProviderError::permanent(format!(
+            "`authentication_mode = \"{other}\"`: expected \"API\", \"API_AND_CONFIG_MAP\" or \"CONFIG_MAP\""
+        ))),
+    }
+}
+
+impl Resource for EksCluster {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let mut planned = json!({ "id": config.get("name"), "name": config.get("name") });
+        for key in [
+            "arn",
+            "endpoint",
+            "certificate_authority",
+            "oidc_issuer",
+            "cluster_security_group_id",
+            "version",
+        ] {
+            planned[key] = prior_output(prior, key);
+        }
+        if let Some(version) = config.get("version") {
+            planned["version"] = version.clone();
+        }
+        planned
+    }
+
+    /// Passes the create's token as `clientRequestToken`; a cluster of that name made by an
+    /// earlier try of this create (its `forge:token` tag) is adopted and waited for.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let vpc = VpcConfigRequest::builder()
+            .set_subnet_ids(Some(cfg.subnet_ids.clone()))
+            .set_security_group_ids(Some(cfg.security_group_ids.clone()))
+            .endpoint_public_access(cfg.endpoint_public_access)
+            .endpoint_private_access(cfg.endpoint_private_access)
+            .build();
+        let access = CreateAccessConfigRequest::builder()
+            .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
+            .bootstrap_cluster_creator_admin_permissions(true)
+            .build();
+        let made = aws
+            .eks
+            .create_cluster()
+            .name(&cfg.name)
+            .role_arn(&cfg.role_arn)
+            .set_version(cfg.version.clone())
+            .resources_vpc_config(vpc)
+            .access_config(access)
+            .logging(logging(&cfg.logging)?)
+            .client_request_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
+            Ok(describe(aws, &cfg.name).await?.and_then(|found| found.tags().cloned()))
+        })
+        .await?;
+        let cluster = wait_active(ctx, aws, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&cluster),
+            id: cfg.name,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let mut live = HashSet::new();
+        let mut pages = aws.eks.list_clusters().into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListClusters", e))?;
+            live.extend(page.clusters().iter().filter(|c| ids.contains(c)).cloned());
+        }
+        Ok(Observed::existing(live))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.name).await?;
+        Ok(found.filter(|c| owned(ctx, token, c.tags())).map(|_| cfg.name))
+    }
+
+    /// One EKS update at a time, each waited for before the next is sent: version, endpoint
+    /// access, authentication mode, logging; then tags. Each is compared with the live cluster,
+    /// not with the recorded attributes, so an update that failed or ran out of time half-way
+    /// is picked up where the cluster stands on the next run.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_active(ctx, aws, id, limit).await?;
+        if let Some(version) = cfg.version.as_deref().filter(|v| live.version() != Some(*v)) {
+            let out = aws.eks.update_cluster_version().name(id).version(version).send().await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterVersion", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        let endpoints = live
+            .resources_vpc_config()
+            .map(|v| (v.endpoint_public_access(), v.endpoint_private_access()));
+        if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) {
+            let vpc = VpcConfigRequest::builder()
+                .endpoint_public_access(cfg.endpoint_public_access)
+                .endpoint_private_access(cfg.endpoint_private_access)
+                .build();
+            let out = aws.eks.update_cluster_config().name(id).resources_vpc_config(vpc).send().await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        let mode = live.access_config().and_then(|a| a.authentication_mode()).map(|m| m.as_str());
+        if mode.is_some_and(|m| m != cfg.authentication_mode) {
+            let access = UpdateAccessConfigRequest::builder()
+                .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
+                .build();
+            let out = aws.eks.update_cluster_config().name(id).access_config(access).send().await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        if enabled_logs(&live) != cfg.logging.iter().map(String::as_str).collect() {
+            let out = aws
+                .eks
+                .update_cluster_config()
+                .name(id)
+                .logging(logging(&cfg.logging)?)
+                .send()
+                .await;
+            let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
+            live = settle(ctx, aws, id, out.update(), limit).await?;
+        }
+        sync_tags(ctx, aws, live.arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(&live))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let status = || async {
+            Ok(describe(aws, id)
+                .await?
+                .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+        };
+        let limit = timeout(config, "delete", DELETE_TIMEOUT);
+        crate::provider::aws::delete_and_wait(ctx, aws, "DeleteCluster", IN_USE, limit, status, || {
+            aws.eks.delete_cluster().name(id).send()
+        })
+        .await
+    }
+}

@@ -1,0 +1,153 @@
+//! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
+//! adopt the object its first try made, and the wait for an EKS update to finish.
+
+pub mod addon;
+pub mod cluster;
+pub mod nodegroup;
+
+use super::{Clients, Poll, child_id, error, made_by, wait_until};
+use crate::provider::{Ctx, ProviderError};
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_eks::types::UpdateStatus;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// EKS's error code for a cluster, node group, add-on or update that does not exist.
+pub const NOT_FOUND: &str = "ResourceNotFoundException";
+
+/// EKS's error code for a name that is taken (or an object still in use).
+pub const IN_USE: &str = "ResourceInUseException";
+
+/// The tags an EKS object is created with (see [`super::create_tags`]).
+pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
+    super::create_tags(ctx, token, config).into_iter().collect()
+}
+
+/// Whether an object with these tags was made by the create with `token` (see [`made_by`]).
+pub fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> bool {
+    made_by(ctx, token, |k| tags.and_then(|t| t.get(k)).map(String::as_str))
+}
+
+/// The result of a create: EKS refusing a taken name is a success when the object there is
+/// this create's own (an earlier try made it; `tags` reads its tags), an error otherwise.
+#[allow(clippy::too_many_arguments)]
+pub async fn created_or_own<T, E, F, Fut>(
+    ctx: &Ctx,
+    aws: &Clients,
+    token: &str,
+    operation: &str,
+    what: &str,
+    name: &str,
+    made: Result<T, SdkError<E, HttpResponse>>,
+    tags: F,
+) -> Result<(), ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Option<HashMap<String, String>>, ProviderError>>,
+{
+    match made {
+        Ok(_) => Ok(()),
+        Err(e) if super::code(&e) == Some(IN_USE) => match tags().await? {
+            Some(tags) if owned(ctx, token, Some(&tags)) => Ok(()),
+            _ => Err(name_taken(ctx, what, name)),
+        },
+        // A role made seconds ago may not be assumable yet (IAM is eventually consistent):
+        // EKS says so with InvalidParameterException, and a later try succeeds.
+        Err(e) if super::code(&e) == Some("InvalidParameterException") && e.message().is_some_and(|m| m.contains("role")) => {
+            Err(ProviderError {
+                retryable: true,
+                ..error(aws, operation, e)
+            })
+        }
+        Err(e) => Err(error(aws, operation, e)),
+    }
+}
+
+/// The error for an EKS name taken by an object this resource did not create.
+fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+    ProviderError::permanent(format!(
+        "an EKS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+        ctx.address, ctx.stack
+    ))
+}
+
+/// Brings an EKS object's tags from `old` to `new` config with one UntagResource and one
+/// TagResource at most.
+pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+    let (removed, changed) = super::tag_changes(ctx, old, new);
+    let set = (!changed.is_empty()).then(|| changed.into_iter().collect::<HashMap<_, _>>());
+    retag!(aws, eks, untag_resource, tag_resource, resource_arn(arn), removed, set);
+    Ok(())
+}
+
+/// What an update belongs to besides its cluster.
+#[derive(Clone, Copy)]
+pub enum Scope<'a> {
+    /// The cluster itself.
+    Cluster,
+    /// One of its node groups.
+    Nodegroup(&'a str),
+    /// One of its add-ons.
+    Addon(&'a str),
+}
+
+/// Waits until the update `id` of `cluster` has succeeded; a failed or cancelled update is an
+/// error with EKS's own reasons.
+pub async fn wait_update(
+    ctx: &Ctx,
+    aws: &Clients,
+    cluster: &str,
+    scope: Scope<'_>,
+    id: &str,
+    timeout: Duration,
+) -> Result<(), ProviderError> {
+    let (nodegroup, addon) = match scope {
+        Scope::Cluster => (None, None),
+        Scope::Nodegroup(n) => (Some(n.to_owned()), None),
+        Scope::Addon(a) => (None, Some(a.to_owned())),
+    };
+    wait_until(ctx, timeout, || async {
+        let out = aws
+            .eks
+            .describe_update()
+            .name(cluster)
+            .update_id(id)
+            .set_nodegroup_name(nodegroup.clone())
+            .set_addon_name(addon.clone())
+            .send()
+            .await
+            .map_err(|e| error(aws, "DescribeUpdate", e))?;
+        let Some(update) = out.update() else {
+            return Ok(Poll::Pending("update pending".into()));
+        };
+        Ok(match update.status() {
+            Some(UpdateStatus::Successful) => Poll::Done(()),
+            Some(status @ (UpdateStatus::Failed | UpdateStatus::Cancelled)) => {
+                let reasons: Vec<String> = update
+                    .errors()
+                    .iter()
+                    .map(|e| e.error_message().unwrap_or("no reason given").to_owned())
+                    .collect();
+                Poll::Failed(format!("EKS update {id} {}: {}", status.as_str(), reasons.join("; ")))
+            }
+            Some(status) => Poll::Pending(format!("update {}", status.as_str())),
+            None => Poll::Pending("update pending".into()),
+        })
+    })
+    .await
+}
+
+/// The child id a block will have, known at plan time from `cluster_name` and `name`.
+pub fn planned_child_id(config: &Value) -> Value {
+    match (
+        config.get("cluster_name").and_then(Value::as_str),
+        config.get("name").and_then(Value::as_str),
+    ) {
+        (Some(cluster), Some(name)) => Value::String(child_id(cluster, name)),
+        _ => Value::Null,
+    }
+}

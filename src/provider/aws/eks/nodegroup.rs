@@ -1,0 +1,364 @@
+//! `aws_eks_nodegroup`: a managed node group. Creation waits CREATING → ACTIVE (40 minutes by
+//! default, resumable like the cluster's); scaling, labels and taints change in place through
+//! UpdateNodegroupConfig, the launch template version through UpdateNodegroupVersion, each
+//! followed to its end with DescribeUpdate. Deletion waits until the group is gone, so the
+//! cluster after it can be deleted.
+
+use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
+use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{child_id, split};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_eks::types::{
+    AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
+    UpdateLabelsPayload, UpdateTaintsPayload,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The `aws_eks_nodegroup` kind.
+pub struct EksNodegroup;
+
+attributes! {
+    spec "aws_eks_nodegroup", outputs ["id", "name", "arn"], extra [timeouts, tags];
+    struct Config {
+        cluster_name: String [replace],
+        name: String [replace],
+        node_role_arn: String [replace],
+        subnet_ids: Vec<String> [replace],
+        instance_types: Option<Vec<String>> [replace],
+        launch_template_id: Option<String> [replace],
+        launch_template_version: Option<i64>,
+        ami_type: Option<String> [replace],
+        #[serde(default = "on_demand")] capacity_type: String [replace],
+        scaling: Scaling,
+        #[serde(default)] labels: BTreeMap<String, String>,
+        #[serde(default)] taints: Vec<TaintConfig>,
+        disk_size: Option<i32> [replace],
+    }
+}
+
+fn on_demand() -> String {
+    "ON_DEMAND".into()
+}
+
+/// `scaling = { min = 1, max = 4, desired = 2 }`
+#[derive(Deserialize, PartialEq, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct Scaling {
+    min: i32,
+    max: i32,
+    desired: i32,
+}
+
+impl crate::schema::AttributeType for Scaling {
+    const TYPE: FieldType = FieldType::Table;
+}
+
+/// `{ key = "nvidia.com/gpu", value = "true", effect = "NO_SCHEDULE" }`
+#[derive(Deserialize, PartialEq, Clone)]
+#[serde(deny_unknown_fields)]
+struct TaintConfig {
+    key: String,
+    value: Option<String>,
+    effect: String,
+}
+
+impl TaintConfig {
+    fn from_sdk(t: &Taint) -> TaintConfig {
+        TaintConfig {
+            key: t.key().unwrap_or_default().to_owned(),
+            value: t.value().map(str::to_owned),
+            effect: t.effect().map_or("NO_SCHEDULE", |e| e.as_str()).to_owned(),
+        }
+    }
+
+    fn to_sdk(&self) -> Result<Taint, ProviderError> {
+        const EFFECTS: &[&str] = &["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"];
+        if !EFFECTS.contains(&self.effect.as_str()) {
+            return Err(ProviderError::permanent(format!(
+                "taint `{}` has `effect = \"{}\"`; expected one of {}",
+                self.key,
+                self.effect,
+                EFFECTS.join(", ")
+            )));
+        }
+        Ok(Taint::builder()
+            .key(&self.key)
+            .set_value(self.value.clone())
+            .effect(TaintEffect::from(self.effect.as_str()))
+            .build())
+    }
+}
+
+/// GPU node groups take several minutes after the instances start; capacity can be slow.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+
+async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Nodegroup>, ProviderError> {
+    match aws.eks.describe_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await {
+        Ok(out) => Ok(out.nodegroup().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeNodegroup", e)),
+    }
+}
+
+async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Nodegroup, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match describe(aws, cluster, name).await? {
+            Some(n) => match n.status() {
+                Some(NodegroupStatus::Active) => Poll::Done(n),
+                Some(s @ (NodegroupStatus::CreateFailed | NodegroupStatus::Degraded)) => Poll::Failed(format!(
+                    "EKS node group `{name}` is {}: {}",
+                    s.as_str(),
+                    n.health()
+                        .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                        .unwrap_or_default()
+                )),
+                Some(NodegroupStatus::Deleting) => Poll::Failed(format!("EKS node group `{name}` is being deleted by someone else")),
+                status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
+            },
+            None => Poll::Failed(format!("EKS node group `{name}` disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
+
+/// Waits for an update EKS accepted, then for the group to be ACTIVE; returns it as it is then.
+async fn settle(
+    ctx: &Ctx,
+    aws: &Clients,
+    cluster: &str,
+    name: &str,
+    update: Option<&Update>,
+    limit: Duration,
+) -> Result<Nodegroup, ProviderError> {
+    if let Some(update) = update.and_then(|u| u.id()) {
+        wait_update(ctx, aws, cluster, Scope::Nodegroup(name), update, limit).await?;
+    }
+    wait_active(ctx, aws, cluster, name, limit).await
+}
+
+fn outputs(cluster: &str, n: &Nodegroup) -> Value {
+    let name = n.nodegroup_name().unwrap_or_default();
+    json!({ "id": child_id(cluster, name), "name": name, "arn": n.nodegroup_arn() })
+}
+
+fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
+    if !(s.min <= s.desired && s.desired <= s.max) {
+        return Err(ProviderError::permanent(format!(
+            "`scaling = {{ min = {}, max = {}, desired = {} }}`: min ≤ desired ≤ max must hold",
+            s.min, s.max, s.desired
+        )));
+    }
+    Ok(NodegroupScalingConfig::builder()
+        .min_size(s.min)
+        .max_size(s.max)
+        .desired_size(s.desired)
+        .build())
+}
+
+impl Resource for EksNodegroup {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let id = planned_child_id(config);
+        json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn") })
+    }
+
+    /// Passes the create's token as `clientRequestToken`; a group of that name that an earlier
+    /// try of this create made (its `forge:token` tag) is adopted and waited for.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let template = cfg.launch_template_id.as_ref().map(|id| {
+            LaunchTemplateSpecification::builder()
+                .id(id)
+                .set_version(cfg.launch_template_version.map(|v| v.to_string()))
+                .build()
+        });
+        let made = aws
+            .eks
+            .create_nodegroup()
+            .cluster_name(&cfg.cluster_name)
+            .nodegroup_name(&cfg.name)
+            .node_role(&cfg.node_role_arn)
+            .set_subnets(Some(cfg.subnet_ids.clone()))
+            .set_instance_types(cfg.instance_types.clone())
+            .set_launch_template(template)
+            .set_ami_type(cfg.ami_type.as_deref().map(AmiTypes::from))
+            .capacity_type(CapacityTypes::from(cfg.capacity_type.as_str()))
+            .scaling_config(scaling(cfg.scaling)?)
+            .set_labels(Some(cfg.labels.clone().into_iter().collect()))
+            .set_taints(Some(cfg.taints.iter().map(TaintConfig::to_sdk).collect::<Result<_, _>>()?))
+            .set_disk_size(cfg.disk_size)
+            .client_request_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        created_or_own(ctx, aws, token, "CreateNodegroup", "node group", &cfg.name, made, || async {
+            Ok(describe(aws, &cfg.cluster_name, &cfg.name)
+                .await?
+                .and_then(|found| found.tags().cloned()))
+        })
+        .await?;
+        let group = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        Ok(Created {
+            outputs: outputs(&cfg.cluster_name, &group),
+            id: child_id(&cfg.cluster_name, &cfg.name),
+        })
+    }
+
+    /// One ListNodegroups per cluster the ids name.
+    /// EKS has no batch Describe: one DescribeNodegroup per node group, all at once.
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let found = futures::future::try_join_all(ids.iter().map(|id| async move {
+            let (cluster, name) = split(id);
+            Ok::<_, ProviderError>(describe(aws, cluster, name).await?.map(|n| Observed {
+                id: id.clone(),
+                address: None,
+                attributes: json!({
+                    "scaling": n.scaling_config().map(|s| json!({ "min": s.min_size(), "max": s.max_size(), "desired": s.desired_size() })),
+                    "labels": n.labels(),
+                    "tags": n.tags(),
+                }),
+            }))
+        }))
+        .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
+    /// A size range leaves the desired size to the cluster autoscaler.
+    fn ignored_by_default(&self, config: &Value) -> Vec<String> {
+        let scaling = config.get("scaling");
+        let bound = |key: &str| scaling.and_then(|s| s.get(key));
+        if bound("min") != bound("max") {
+            vec!["scaling.desired".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let found = describe(ctx.cloud.aws().await, &cfg.cluster_name, &cfg.name).await?;
+        Ok(found
+            .filter(|n| owned(ctx, token, n.tags()))
+            .map(|_| child_id(&cfg.cluster_name, &cfg.name)))
+    }
+
+    /// Compares with the live node group (an update that failed or ran out of time half-way
+    /// is picked up where the group stands): scaling, labels and taints in one
+    /// UpdateNodegroupConfig, then the launch template version; each waited for.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
+        let live_scaling = live.scaling_config();
+        let now = (
+            live_scaling.and_then(|s| s.min_size()),
+            live_scaling.and_then(|s| s.max_size()),
+            live_scaling.and_then(|s| s.desired_size()),
+        );
+        // The desired size an autoscaler set stays, within the new bounds, unless the stack
+        // changed its own desired size.
+        let desired = match now.2 {
+            Some(live_desired) if was.scaling.desired == cfg.scaling.desired => live_desired.clamp(cfg.scaling.min, cfg.scaling.max),
+            _ => cfg.scaling.desired,
+        };
+        let target = Scaling { desired, ..cfg.scaling };
+        let mut call = aws.eks.update_nodegroup_config().cluster_name(cluster).nodegroup_name(name);
+        let mut changed = false;
+        if now != (Some(target.min), Some(target.max), Some(target.desired)) {
+            call = call.scaling_config(scaling(target)?);
+            changed = true;
+        }
+        let live_labels = live.labels().cloned().unwrap_or_default();
+        let removed: Vec<String> = live_labels.keys().filter(|k| !cfg.labels.contains_key(*k)).cloned().collect();
+        let set: std::collections::HashMap<String, String> = cfg
+            .labels
+            .iter()
+            .filter(|(k, v)| live_labels.get(*k) != Some(v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !removed.is_empty() || !set.is_empty() {
+            call = call.labels(
+                UpdateLabelsPayload::builder()
+                    .set_add_or_update_labels((!set.is_empty()).then_some(set))
+                    .set_remove_labels((!removed.is_empty()).then_some(removed))
+                    .build(),
+            );
+            changed = true;
+        }
+        let live_taints: Vec<TaintConfig> = live.taints().iter().map(TaintConfig::from_sdk).collect();
+        // A taint is one per key and effect: a new value is an add-or-update, not a removal.
+        let removed = live_taints
+            .iter()
+            .filter(|t| !cfg.taints.iter().any(|n| (&n.key, &n.effect) == (&t.key, &t.effect)))
+            .map(TaintConfig::to_sdk)
+            .collect::<Result<Vec<_>, _>>()?;
+        let added = cfg
+            .taints
+            .iter()
+            .filter(|t| !live_taints.contains(t))
+            .map(TaintConfig::to_sdk)
+            .collect::<Result<Vec<_>, _>>()?;
+        if !removed.is_empty() || !added.is_empty() {
+            call = call.taints(
+                UpdateTaintsPayload::builder()
+                    .set_add_or_update_taints((!added.is_empty()).then_some(added))
+                    .set_remove_taints((!removed.is_empty()).then_some(removed))
+                    .build(),
+            );
+            changed = true;
+        }
+        if changed {
+            let out = call.send().await.map_err(|e| error(aws, "UpdateNodegroupConfig", e))?;
+            live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
+        }
+        let live_version = live.launch_template().and_then(|t| t.version()).map(str::to_owned);
+        if let (Some(template), Some(version)) = (&cfg.launch_template_id, cfg.launch_template_version)
+            && live_version != Some(version.to_string())
+        {
+            let spec = LaunchTemplateSpecification::builder()
+                .id(template)
+                .version(version.to_string())
+                .build();
+            let out = aws
+                .eks
+                .update_nodegroup_version()
+                .cluster_name(cluster)
+                .nodegroup_name(name)
+                .launch_template(spec)
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateNodegroupVersion", e))?;
+            live = settle(ctx, aws, cluster, name, out.update(), limit).await?;
+        }
+        sync_tags(ctx, aws, live.nodegroup_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(cluster, &live))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let status = || async {
+            Ok(describe(aws, cluster, name)
+                .await?
+                .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
+        };
+        let limit = timeout(config, "delete", DELETE_TIMEOUT);
+        crate::provider::aws::delete_and_wait(ctx, aws, "DeleteNodegroup", IN_USE, limit, status, || {
+            aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send()
+        })
+        .await
+    }
+}

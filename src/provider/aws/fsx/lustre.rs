@@ -1,0 +1,356 @@
+//! `aws_fsx_lustre`: an FSx for Lustre file system. The create passes the state intent's token
+//! as `ClientRequestToken`, so a retried or resumed create gets the file system its first try
+//! made, and waits CREATING → AVAILABLE (an hour by default: creation takes up to ~20 minutes,
+//! much longer with a large S3 import). Capacity grows and throughput and compression change
+//! in place; a shrink, another deployment type, subnet or security groups need a new file
+//! system, which deletes the data on it.
+
+use super::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
+use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_fsx::types::{
+    AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
+    FileSystemLifecycle, FileSystemType, LustreDeploymentType, Status, UpdateFileSystemLustreConfiguration,
+};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `aws_fsx_lustre` kind.
+pub struct FsxLustre;
+
+attributes! {
+    spec "aws_fsx_lustre", outputs ["id", "arn", "dns_name", "mount_name", "vpc_id"], extra [timeouts, tags];
+    struct Config {
+        storage_capacity: i32,
+        deployment_type: Option<String> [replace],
+        per_unit_storage_throughput: Option<i32>,
+        data_compression_type: Option<String>,
+        subnet_id: String [replace],
+        #[serde(default)] security_group_ids: Vec<String> [replace],
+        file_system_type_version: Option<String> [replace],
+        #[serde(default)] final_backup: bool,
+    }
+}
+
+impl Config {
+    fn deployment_type(&self) -> LustreDeploymentType {
+        LustreDeploymentType::from(self.deployment_type.as_deref().unwrap_or(DEFAULT_DEPLOYMENT))
+    }
+
+    fn compression(&self) -> DataCompressionType {
+        DataCompressionType::from(self.data_compression_type.as_deref().unwrap_or("LZ4"))
+    }
+
+    fn persistent(&self) -> bool {
+        self.deployment_type().as_str().starts_with("PERSISTENT")
+    }
+}
+
+/// The deployment type when the block names none.
+pub const DEFAULT_DEPLOYMENT: &str = "PERSISTENT_2";
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystem>, ProviderError> {
+    match aws.fsx.describe_file_systems().file_system_ids(id).send().await {
+        Ok(out) => Ok(out.file_systems().first().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(FILE_SYSTEM_NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "DescribeFileSystems", e)),
+    }
+}
+
+/// Every file system of the account and region, all pages.
+async fn all(aws: &Clients) -> Result<Vec<FileSystem>, ProviderError> {
+    Ok(all_pages!(
+        aws,
+        aws.fsx.describe_file_systems(),
+        file_systems,
+        "DescribeFileSystems"
+    ))
+}
+
+/// Why a file system failed, in FSx's words.
+fn failure(fs: &FileSystem) -> String {
+    let id = fs.file_system_id().unwrap_or_default();
+    let state = fs.lifecycle().map_or("FAILED", |l| l.as_str());
+    match fs.failure_details().and_then(|f| f.message()) {
+        Some(reason) => format!("FSx file system {id} is {state}: {reason}"),
+        None => format!("FSx file system {id} is {state}"),
+    }
+}
+
+/// The newest in-place update FSx reports for the file system, if any.
+fn last_update(fs: &FileSystem) -> Option<&aws_sdk_fsx::types::AdministrativeAction> {
+    fs.administrative_actions()
+        .iter()
+        .filter(|a| a.administrative_action_type() == Some(&AdministrativeActionType::FileSystemUpdate))
+        .max_by_key(|a| a.request_time().map(|t| (t.secs(), t.subsec_nanos())))
+}
+
+/// Whether FSx gave up on the file system (FAILED, MISCONFIGURED): it cannot be repaired.
+fn broken(fs: &FileSystem) -> bool {
+    matches!(
+        fs.lifecycle(),
+        Some(FileSystemLifecycle::Failed | FileSystemLifecycle::Misconfigured)
+    )
+}
+
+/// Waits until the file system settles — AVAILABLE with no in-place update running, or
+/// [`broken`] — and returns it as it is then.
+async fn wait_settled(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
+    wait_until(ctx, limit, || async {
+        let Some(fs) = describe(aws, id).await? else {
+            return Ok(Poll::Failed(format!("FSx file system {id} disappeared while forge waited for it")));
+        };
+        if broken(&fs) {
+            return Ok(Poll::Done(fs));
+        }
+        let updating = last_update(&fs)
+            .and_then(|a| a.status())
+            .filter(|s| matches!(s, Status::Pending | Status::InProgress))
+            .map(|s| format!("update {}", s.as_str()));
+        Ok(match (fs.lifecycle(), updating) {
+            (Some(FileSystemLifecycle::Available), None) => Poll::Done(fs),
+            (Some(FileSystemLifecycle::Available), Some(update)) => Poll::Pending(update),
+            (lifecycle, _) => Poll::Pending(lifecycle.map_or("CREATING", |l| l.as_str()).to_owned()),
+        })
+    })
+    .await
+}
+
+/// [`wait_settled`], with a broken file system as an error that gives FSx's reason.
+async fn wait_usable(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
+    let fs = wait_settled(ctx, aws, id, limit).await?;
+    if broken(&fs) {
+        return Err(ProviderError::permanent(failure(&fs)));
+    }
+    Ok(fs)
+}
+
+/// Sends CreateFileSystem with `request_token`; FSx answers a repeated token with the file
+/// system the first call made.
+async fn send_create(
+    ctx: &Ctx,
+    aws: &Clients,
+    token: &str,
+    request_token: &str,
+    cfg: &Config,
+    config: &Value,
+) -> Result<FileSystem, ProviderError> {
+    let lustre = CreateFileSystemLustreConfiguration::builder()
+        .deployment_type(cfg.deployment_type())
+        .set_per_unit_storage_throughput(cfg.per_unit_storage_throughput)
+        .data_compression_type(cfg.compression())
+        .build();
+    let out = aws
+        .fsx
+        .create_file_system()
+        .client_request_token(request_token)
+        .file_system_type(FileSystemType::Lustre)
+        .storage_capacity(cfg.storage_capacity)
+        .subnet_ids(&cfg.subnet_id)
+        .set_security_group_ids(Some(cfg.security_group_ids.clone()))
+        .set_file_system_type_version(cfg.file_system_type_version.clone())
+        .lustre_configuration(lustre)
+        .set_tags(Some(create_tags(ctx, token, config)))
+        .send()
+        .await
+        .map_err(|e| error(aws, "CreateFileSystem", e))?;
+    out.file_system()
+        .cloned()
+        .ok_or_else(|| ProviderError::transient("CreateFileSystem answered without a file system"))
+}
+
+/// Starts deleting a file system (a persistent one without a final backup unless asked).
+async fn start_delete(aws: &Clients, id: &str, persistent: bool, final_backup: bool) -> Result<(), ProviderError> {
+    let lustre = persistent.then(|| {
+        DeleteFileSystemLustreConfiguration::builder()
+            .skip_final_backup(!final_backup)
+            .build()
+    });
+    crate::provider::aws::tolerate(
+        aws,
+        "DeleteFileSystem",
+        aws.fsx
+            .delete_file_system()
+            .file_system_id(id)
+            .set_lustre_configuration(lustre)
+            .send()
+            .await,
+        &[FILE_SYSTEM_NOT_FOUND],
+    )
+}
+
+async fn wait_deleted(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
+    wait_gone(ctx, limit, || async {
+        Ok(describe(aws, id)
+            .await?
+            .map(|fs| fs.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
+    })
+    .await
+}
+
+fn outputs(fs: &FileSystem) -> Value {
+    json!({
+        "id": fs.file_system_id(),
+        "arn": fs.resource_arn(),
+        "dns_name": fs.dns_name(),
+        "mount_name": fs.lustre_configuration().and_then(|l| l.mount_name()),
+        "vpc_id": fs.vpc_id(),
+    })
+}
+
+/// One UpdateFileSystem with `lustre` settings or a new capacity, then the wait for it.
+async fn update_once(
+    ctx: &Ctx,
+    aws: &Clients,
+    id: &str,
+    capacity: Option<i32>,
+    lustre: Option<UpdateFileSystemLustreConfiguration>,
+    limit: Duration,
+) -> Result<FileSystem, ProviderError> {
+    aws.fsx
+        .update_file_system()
+        .file_system_id(id)
+        .set_storage_capacity(capacity)
+        .set_lustre_configuration(lustre)
+        .send()
+        .await
+        .map_err(|e| error(aws, "UpdateFileSystem", e))?;
+    let fs = wait_usable(ctx, aws, id, limit).await?;
+    if let Some(action) = last_update(&fs).filter(|a| a.status() == Some(&Status::Failed)) {
+        return Err(ProviderError::permanent(format!(
+            "FSx could not update file system {id}: {}",
+            action.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
+        )));
+    }
+    Ok(fs)
+}
+
+impl Resource for FsxLustre {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    /// Capacity only grows in place: a smaller one needs a new file system.
+    fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
+        match attribute {
+            "storage_capacity" => matches!((before.and_then(Value::as_i64), after.and_then(Value::as_i64)), (Some(b), Some(a)) if a < b),
+            _ => SPEC.replaces(attribute),
+        }
+    }
+
+    fn holds_data(&self) -> bool {
+        true
+    }
+
+    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
+        let mut outputs = json!({});
+        for key in SPEC.outputs {
+            outputs[*key] = prior_output(prior, key);
+        }
+        outputs
+    }
+
+    /// A file system that ends FAILED is deleted again (it cannot be repaired) and the error
+    /// says why; the next run makes a new one. A repeated token that brings back such a file
+    /// system waits for it to go and creates with a token derived from it.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let mut fs = send_create(ctx, aws, token, token, &cfg, config).await?;
+        if broken(&fs) || fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) {
+            let old = fs.file_system_id().unwrap_or_default().to_owned();
+            start_delete(aws, &old, cfg.persistent(), false).await?;
+            wait_deleted(ctx, aws, &old, DELETE_TIMEOUT).await?;
+            fs = send_create(ctx, aws, token, &format!("{token}-{old}"), &cfg, config).await?;
+        }
+        let id = fs.file_system_id().unwrap_or_default().to_owned();
+        let fs = wait_settled(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        if broken(&fs) {
+            start_delete(aws, &id, cfg.persistent(), false).await?;
+            return Err(ProviderError::permanent(format!(
+                "{}; forge is deleting the failed file system: fix the cause (for port 988, the security group's rules) and run `forge up` again",
+                failure(&fs)
+            )));
+        }
+        Ok(Created { id, outputs: outputs(&fs) })
+    }
+
+    /// One DescribeFileSystems (all pages) for the recorded file systems and those tagged with
+    /// the stack (asking by id fails the whole call when one is gone).
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let found = all(cloud.aws().await).await?;
+        Ok(found
+            .iter()
+            .filter(|fs| fs.file_system_type() == Some(&aws_sdk_fsx::types::FileSystemType::Lustre))
+            .filter_map(|fs| {
+                let tags = crate::provider::aws::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
+                let lustre = fs.lustre_configuration();
+                crate::provider::aws::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| {
+                    json!({
+                        "storage_capacity": fs.storage_capacity(),
+                        "deployment_type": lustre.and_then(|l| l.deployment_type()).map(|d| d.as_str()),
+                        "per_unit_storage_throughput": lustre.and_then(|l| l.per_unit_storage_throughput()),
+                        "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(|d| d.as_str()),
+                        "subnet_id": fs.subnet_ids().first(),
+                        "tags": tags,
+                    })
+                })
+            })
+            .collect())
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        let found = all(ctx.cloud.aws().await).await?;
+        Ok(found
+            .iter()
+            .find(|fs| owned(ctx, token, fs.tags()) && fs.lifecycle() != Some(&FileSystemLifecycle::Deleting))
+            .and_then(|fs| fs.file_system_id().map(str::to_owned)))
+    }
+
+    /// Compares with the live file system, one update at a time (FSx runs one): capacity,
+    /// then throughput, then compression.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let mut live = wait_usable(ctx, aws, id, limit).await?;
+        if live.storage_capacity().is_some_and(|c| c < cfg.storage_capacity) {
+            live = update_once(ctx, aws, id, Some(cfg.storage_capacity), None, limit).await?;
+        }
+        let lustre = live.lustre_configuration();
+        if let Some(throughput) = cfg
+            .per_unit_storage_throughput
+            .filter(|t| lustre.and_then(|l| l.per_unit_storage_throughput()) != Some(*t))
+        {
+            let change = UpdateFileSystemLustreConfiguration::builder()
+                .per_unit_storage_throughput(throughput)
+                .build();
+            live = update_once(ctx, aws, id, None, Some(change), limit).await?;
+        }
+        if live.lustre_configuration().and_then(|l| l.data_compression_type()) != Some(&cfg.compression()) {
+            let change = UpdateFileSystemLustreConfiguration::builder()
+                .data_compression_type(cfg.compression())
+                .build();
+            live = update_once(ctx, aws, id, None, Some(change), limit).await?;
+        }
+        sync_tags(ctx, aws, live.resource_arn().unwrap_or_default(), old, new).await?;
+        Ok(outputs(&live))
+    }
+
+    /// Skips the final backup of a persistent file system unless `final_backup = true`.
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        match describe(aws, id).await? {
+            None => return Ok(()),
+            Some(fs) if fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) => {}
+            Some(_) => start_delete(aws, id, cfg.persistent(), cfg.final_backup).await?,
+        }
+        wait_deleted(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
+    }
+}

@@ -1,0 +1,180 @@
+//! `aws_iam_instance_profile`: an instance profile holding one role.
+
+use super::{iam_name_taken, iam_owned};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+
+/// The `aws_iam_instance_profile` kind.
+pub struct IamInstanceProfile;
+
+attributes! {
+    spec "aws_iam_instance_profile", outputs ["id", "name", "arn"], extra [tags];
+    struct Config {
+        name: String [replace],
+        role: String,
+        #[serde(default = "super::iam_root_path")] path: String [replace],
+    }
+}
+
+/// The profile's ARN and role names, or `None` when there is no such profile.
+async fn roles(aws: &Clients, name: &str) -> Result<Option<(String, Vec<String>)>, ProviderError> {
+    match aws.iam.get_instance_profile().instance_profile_name(name).send().await {
+        Ok(out) => Ok(out
+            .instance_profile()
+            .map(|p| (p.arn().to_owned(), p.roles().iter().map(|r| r.role_name().to_owned()).collect()))),
+        Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => Ok(None),
+        Err(e) => Err(error(aws, "GetInstanceProfile", e)),
+    }
+}
+
+async fn owned(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<bool, ProviderError> {
+    let tags = aws
+        .iam
+        .list_instance_profile_tags()
+        .instance_profile_name(name)
+        .send()
+        .await
+        .map_err(|e| error(aws, "ListInstanceProfileTags", e))?;
+    Ok(iam_owned(ctx, token, tags.tags()))
+}
+
+impl Resource for IamInstanceProfile {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": config.get("name"), "name": config.get("name"), "arn": crate::provider::prior_output(prior, "arn") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_instance_profile()
+            .instance_profile_name(&cfg.name)
+            .path(&cfg.path)
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        // The ARN comes from the create's answer: a read right after may not see it yet.
+        let made_arn = match made {
+            Ok(out) => out.instance_profile().map(|p| p.arn().to_owned()),
+            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
+                if !owned(ctx, aws, &cfg.name, token).await? {
+                    return Err(iam_name_taken(ctx, "instance profile", &cfg.name));
+                }
+                None
+            }
+            Err(e) => return Err(error(aws, "CreateInstanceProfile", e)),
+        };
+        let (live_arn, present) = roles(aws, &cfg.name).await?.unwrap_or_default();
+        let arn = made_arn.unwrap_or(live_arn);
+        if !present.contains(&cfg.role) {
+            aws.iam
+                .add_role_to_instance_profile()
+                .instance_profile_name(&cfg.name)
+                .role_name(&cfg.role)
+                .send()
+                .await
+                .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+        }
+        Ok(Created {
+            outputs: json!({ "id": cfg.name, "name": cfg.name, "arn": arn }),
+            id: cfg.name,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let mut found = HashSet::new();
+        let mut pages = aws.iam.list_instance_profiles().into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListInstanceProfiles", e))?;
+            found.extend(
+                page.instance_profiles()
+                    .iter()
+                    .map(|p| p.instance_profile_name().to_owned())
+                    .filter(|n| ids.contains(n)),
+            );
+        }
+        Ok(Observed::existing(found))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        Ok(match roles(aws, &cfg.name).await? {
+            Some(_) if owned(ctx, aws, &cfg.name, token).await? => Some(cfg.name),
+            _ => None,
+        })
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        if before.role != after.role {
+            // Work from what is live: a swap interrupted halfway (old role removed, new one
+            // not yet added) then finishes instead of failing on the old role forever.
+            let (_, present) = roles(aws, id).await?.unwrap_or_default();
+            for role in present.iter().filter(|r| **r != after.role) {
+                crate::provider::aws::tolerate(
+                    aws,
+                    "RemoveRoleFromInstanceProfile",
+                    aws.iam
+                        .remove_role_from_instance_profile()
+                        .instance_profile_name(id)
+                        .role_name(role)
+                        .send()
+                        .await,
+                    &["NoSuchEntity"],
+                )?;
+            }
+            if !present.contains(&after.role) {
+                aws.iam
+                    .add_role_to_instance_profile()
+                    .instance_profile_name(id)
+                    .role_name(&after.role)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+            }
+        }
+        sync_iam_tags!(
+            ctx,
+            aws,
+            old,
+            new,
+            untag_instance_profile,
+            tag_instance_profile,
+            instance_profile_name(id)
+        );
+        let arn = roles(aws, id).await?.map(|(arn, _)| arn);
+        Ok(json!({ "id": id, "name": id, "arn": arn }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let Some((_, present)) = roles(aws, id).await? else { return Ok(()) };
+        for role in present {
+            aws.iam
+                .remove_role_from_instance_profile()
+                .instance_profile_name(id)
+                .role_name(role)
+                .send()
+                .await
+                .map_err(|e| error(aws, "RemoveRoleFromInstanceProfile", e))?;
+        }
+        crate::provider::aws::tolerate(
+            aws,
+            "DeleteInstanceProfile",
+            aws.iam.delete_instance_profile().instance_profile_name(id).send().await,
+            &["NoSuchEntity"],
+        )
+    }
+}

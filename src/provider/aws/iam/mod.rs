@@ -1,0 +1,67 @@
+//! IAM: roles, policies, instance profiles and OIDC providers, one file each, and what they
+//! share here: IAM's tag types, ownership by forge's token, and the default path.
+
+/// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
+/// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
+macro_rules! sync_iam_tags {
+    ($ctx:expr, $aws:expr, $old:expr, $new:expr, $untag:ident, $tag:ident, $key:ident($id:expr)) => {{
+        let (removed, set) = $crate::provider::aws::iam::iam_tag_changes($ctx, $old, $new);
+        retag!($aws, iam, $untag, $tag, $key($id), removed, set);
+    }};
+}
+
+pub mod instance_profile;
+pub mod oidc_provider;
+pub mod policy;
+pub mod role;
+
+use super::{create_tags, made_by};
+use crate::provider::{Ctx, ProviderError};
+use serde_json::Value;
+
+/// The tags an IAM object is created with.
+pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
+    ctx.tags(config)
+        .into_iter()
+        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
+        .collect()
+}
+
+/// The tags an IAM object is created with: [`create_tags`].
+pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
+    create_tags(ctx, token, config)
+        .into_iter()
+        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
+        .collect()
+}
+
+/// Whether an existing IAM object was made by the create with `token` (see [`made_by`]).
+pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
+    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == k).map(|t| t.value()))
+}
+
+/// The error for an IAM name taken by an object this resource did not create.
+pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+    ProviderError::permanent(format!(
+        "an IAM {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+        ctx.address, ctx.stack
+    ))
+}
+
+/// What an IAM tag update does: the keys to remove, and the full tag set to apply when
+/// anything changed.
+pub fn iam_tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, Option<Vec<aws_sdk_iam::types::Tag>>) {
+    let (before, after) = (ctx.tags(old), ctx.tags(new));
+    let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+    (removed, (before != after).then(|| iam_tags(ctx, new)))
+}
+
+/// IAM's default path for roles, policies and instance profiles.
+pub fn iam_root_path() -> String {
+    "/".into()
+}
+
+/// A policy document (a TOML table) as the JSON string IAM takes.
+pub fn policy_json(document: &Value) -> String {
+    serde_json::to_string(document).expect("JSON values serialize")
+}

@@ -1,0 +1,170 @@
+//! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
+//! IAM roles for service accounts. Client ids and thumbprints change in place.
+
+use super::{iam_name_taken, iam_owned};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+
+/// The `aws_iam_oidc_provider` kind.
+pub struct IamOidcProvider;
+
+attributes! {
+    spec "aws_iam_oidc_provider", outputs ["id", "arn", "url"], extra [tags];
+    struct Config {
+        url: String [replace],
+        #[serde(default = "default_clients")] client_ids: Vec<String>,
+        #[serde(default)] thumbprints: Vec<String>,
+    }
+}
+
+fn default_clients() -> Vec<String> {
+    vec!["sts.amazonaws.com".into()]
+}
+
+/// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
+/// resource owns it.
+async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    let host = url.trim_start_matches("https://");
+    let list = aws
+        .iam
+        .list_open_id_connect_providers()
+        .send()
+        .await
+        .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
+    for arn in list.open_id_connect_provider_list().iter().filter_map(|p| p.arn()) {
+        if arn.ends_with(&format!("oidc-provider/{host}")) {
+            let got = aws
+                .iam
+                .get_open_id_connect_provider()
+                .open_id_connect_provider_arn(arn)
+                .send()
+                .await
+                .map_err(|e| error(aws, "GetOpenIDConnectProvider", e))?;
+            return Ok(Some((arn.to_owned(), iam_owned(ctx, token, got.tags()))));
+        }
+    }
+    Ok(None)
+}
+
+impl Resource for IamOidcProvider {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let arn = crate::provider::prior_output(prior, "arn");
+        json!({ "id": arn, "arn": arn, "url": config.get("url") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_open_id_connect_provider()
+            .url(&cfg.url)
+            .set_client_id_list(Some(cfg.client_ids.clone()))
+            .set_thumbprint_list(Some(cfg.thumbprints.clone()))
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        let arn = match made {
+            Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
+            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url, token).await? {
+                Some((arn, true)) => arn,
+                _ => return Err(iam_name_taken(ctx, "OIDC provider", &cfg.url)),
+            },
+            Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
+        };
+        Ok(Created {
+            outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
+            id: arn,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let list = aws
+            .iam
+            .list_open_id_connect_providers()
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
+        Ok(Observed::existing(
+            list.open_id_connect_provider_list()
+                .iter()
+                .filter_map(|p| p.arn())
+                .map(str::to_owned)
+                .filter(|a| ids.contains(a))
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url, token)
+            .await?
+            .filter(|(_, owned)| *owned)
+            .map(|(arn, _)| arn))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        for client in before.client_ids.iter().filter(|c| !after.client_ids.contains(c)) {
+            aws.iam
+                .remove_client_id_from_open_id_connect_provider()
+                .open_id_connect_provider_arn(id)
+                .client_id(client)
+                .send()
+                .await
+                .map_err(|e| error(aws, "RemoveClientIDFromOpenIDConnectProvider", e))?;
+        }
+        for client in after.client_ids.iter().filter(|c| !before.client_ids.contains(c)) {
+            aws.iam
+                .add_client_id_to_open_id_connect_provider()
+                .open_id_connect_provider_arn(id)
+                .client_id(client)
+                .send()
+                .await
+                .map_err(|e| error(aws, "AddClientIDToOpenIDConnectProvider", e))?;
+        }
+        if before.thumbprints != after.thumbprints {
+            aws.iam
+                .update_open_id_connect_provider_thumbprint()
+                .open_id_connect_provider_arn(id)
+                .set_thumbprint_list(Some(after.thumbprints.clone()))
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateOpenIDConnectProviderThumbprint", e))?;
+        }
+        sync_iam_tags!(
+            ctx,
+            aws,
+            old,
+            new,
+            untag_open_id_connect_provider,
+            tag_open_id_connect_provider,
+            open_id_connect_provider_arn(id)
+        );
+        Ok(json!({ "id": id, "arn": id, "url": after.url }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        match aws
+            .iam
+            .delete_open_id_connect_provider()
+            .open_id_connect_provider_arn(id)
+            .send()
+            .await
+        {
+            Err(e) if crate::provider::aws::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteOpenIDConnectProvider", e)),
+            _ => Ok(()),
+        }
+    }
+}

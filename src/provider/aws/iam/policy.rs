@@ -1,0 +1,205 @@
+//! `aws_iam_policy`: a customer-managed IAM policy. A document change publishes a new default
+//! version (the oldest spare one is deleted first when IAM's five are used up).
+
+use super::{iam_name_taken, iam_owned, policy_json};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use aws_sdk_iam::types::PolicyScopeType;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+
+/// The `aws_iam_policy` kind.
+pub struct IamPolicy;
+
+attributes! {
+    spec "aws_iam_policy", outputs ["id", "arn", "name"], extra [tags];
+    struct Config {
+        name: String [replace],
+        policy: Value,
+        #[serde(default = "super::iam_root_path")] path: String [replace],
+        description: Option<String> [replace],
+    }
+}
+
+/// The ARN of this account's policy named `name`, with whether this resource owns it.
+async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
+        if let Some(arn) = page.policies().iter().find(|p| p.policy_name() == Some(name)).and_then(|p| p.arn()) {
+            let tags = aws
+                .iam
+                .list_policy_tags()
+                .policy_arn(arn)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListPolicyTags", e))?;
+            return Ok(Some((arn.to_owned(), iam_owned(ctx, token, tags.tags()))));
+        }
+    }
+    Ok(None)
+}
+
+impl Resource for IamPolicy {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let arn = crate::provider::prior_output(prior, "arn");
+        json!({ "id": arn, "arn": arn, "name": config.get("name") })
+    }
+
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_policy()
+            .policy_name(&cfg.name)
+            .path(&cfg.path)
+            .policy_document(policy_json(&cfg.policy))
+            .set_description(cfg.description.clone())
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        let arn = match made {
+            Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
+            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name, token).await? {
+                Some((arn, true)) => arn,
+                _ => return Err(iam_name_taken(ctx, "policy", &cfg.name)),
+            },
+            Err(e) => return Err(error(aws, "CreatePolicy", e)),
+        };
+        Ok(Created {
+            outputs: json!({ "id": arn, "arn": arn, "name": cfg.name }),
+            id: arn,
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let mut found = HashSet::new();
+        let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
+            found.extend(
+                page.policies()
+                    .iter()
+                    .filter_map(|p| p.arn())
+                    .map(str::to_owned)
+                    .filter(|a| ids.contains(a)),
+            );
+        }
+        Ok(Observed::existing(found))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, token)
+            .await?
+            .filter(|(_, owned)| *owned)
+            .map(|(arn, _)| arn))
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        if before.policy != after.policy {
+            let versions = aws
+                .iam
+                .list_policy_versions()
+                .policy_arn(id)
+                .send()
+                .await
+                .map_err(|e| error(aws, "ListPolicyVersions", e))?;
+            let mut spare: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
+            spare.sort_by_key(|v| v.create_date().map(|d| d.secs()));
+            if versions.versions().len() >= 5
+                && let Some(oldest) = spare.first().and_then(|v| v.version_id())
+            {
+                aws.iam
+                    .delete_policy_version()
+                    .policy_arn(id)
+                    .version_id(oldest)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
+            }
+            aws.iam
+                .create_policy_version()
+                .policy_arn(id)
+                .policy_document(policy_json(&after.policy))
+                .set_as_default(true)
+                .send()
+                .await
+                .map_err(|e| error(aws, "CreatePolicyVersion", e))?;
+        }
+        sync_iam_tags!(ctx, aws, old, new, untag_policy, tag_policy, policy_arn(id));
+        Ok(json!({ "id": id, "arn": id, "name": after.name }))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let versions = match aws.iam.list_policy_versions().policy_arn(id).send().await {
+            Ok(out) => out,
+            Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => return Ok(()),
+            Err(e) => return Err(error(aws, "ListPolicyVersions", e)),
+        };
+        // IAM refuses to delete an attached policy: detach it from whatever still uses it
+        // (a replace runs before the roles that use it are updated).
+        let users = aws
+            .iam
+            .list_entities_for_policy()
+            .policy_arn(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListEntitiesForPolicy", e))?;
+        for role in users.policy_roles().iter().filter_map(|r| r.role_name()) {
+            crate::provider::aws::tolerate(
+                aws,
+                "DetachRolePolicy",
+                aws.iam.detach_role_policy().role_name(role).policy_arn(id).send().await,
+                &["NoSuchEntity"],
+            )?;
+        }
+        for user in users.policy_users().iter().filter_map(|u| u.user_name()) {
+            crate::provider::aws::tolerate(
+                aws,
+                "DetachUserPolicy",
+                aws.iam.detach_user_policy().user_name(user).policy_arn(id).send().await,
+                &["NoSuchEntity"],
+            )?;
+        }
+        for group in users.policy_groups().iter().filter_map(|g| g.group_name()) {
+            crate::provider::aws::tolerate(
+                aws,
+                "DetachGroupPolicy",
+                aws.iam.detach_group_policy().group_name(group).policy_arn(id).send().await,
+                &["NoSuchEntity"],
+            )?;
+        }
+        for version in versions
+            .versions()
+            .iter()
+            .filter(|v| !v.is_default_version())
+            .filter_map(|v| v.version_id())
+        {
+            aws.iam
+                .delete_policy_version()
+                .policy_arn(id)
+                .version_id(version)
+                .send()
+                .await
+                .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
+        }
+        crate::provider::aws::tolerate(
+            aws,
+            "DeletePolicy",
+            aws.iam.delete_policy().policy_arn(id).send().await,
+            &["NoSuchEntity"],
+        )
+    }
+}

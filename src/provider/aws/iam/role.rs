@@ -1,0 +1,273 @@
+//! `aws_iam_role`: an IAM role with its trust policy, attached managed policies and inline
+//! policies. Policies are TOML tables, so they are compared as data, not as text.
+
+use super::{iam_name_taken, iam_owned, policy_json};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::schema::attributes;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::collections::HashSet;
+
+/// The `aws_iam_role` kind.
+pub struct IamRole;
+
+attributes! {
+    spec "aws_iam_role", outputs ["id", "name", "arn", "unique_id"], extra [tags];
+    struct Config {
+        name: String [replace],
+        assume_role_policy: Value,
+        #[serde(default)] managed_policy_arns: Vec<String>,
+        #[serde(default)] inline_policies: Map<String, Value>,
+        #[serde(default = "super::iam_root_path")] path: String [replace],
+        description: Option<String>,
+    }
+}
+
+fn outputs(role: &aws_sdk_iam::types::Role) -> Value {
+    json!({ "id": role.role_name(), "name": role.role_name(), "arn": role.arn(), "unique_id": role.role_id() })
+}
+
+/// Attaches, detaches, puts and deletes policies to go from `old` to `new`.
+async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) -> Result<(), ProviderError> {
+    let (before, after): (BTreeSet<&String>, BTreeSet<&String>) =
+        (old.managed_policy_arns.iter().collect(), new.managed_policy_arns.iter().collect());
+    for arn in before.difference(&after) {
+        crate::provider::aws::tolerate(
+            aws,
+            "DetachRolePolicy",
+            aws.iam.detach_role_policy().role_name(name).policy_arn(*arn).send().await,
+            &["NoSuchEntity"],
+        )?;
+    }
+    for arn in after.difference(&before) {
+        aws.iam
+            .attach_role_policy()
+            .role_name(name)
+            .policy_arn(*arn)
+            .send()
+            .await
+            .map_err(|e| error(aws, &format!("AttachRolePolicy {arn}"), e))?;
+    }
+    for policy in old.inline_policies.keys().filter(|k| !new.inline_policies.contains_key(*k)) {
+        crate::provider::aws::tolerate(
+            aws,
+            "DeleteRolePolicy",
+            aws.iam.delete_role_policy().role_name(name).policy_name(policy).send().await,
+            &["NoSuchEntity"],
+        )?;
+    }
+    for (policy, document) in new.inline_policies.iter().filter(|(k, v)| old.inline_policies.get(*k) != Some(*v)) {
+        aws.iam
+            .put_role_policy()
+            .role_name(name)
+            .policy_name(policy)
+            .policy_document(policy_json(document))
+            .send()
+            .await
+            .map_err(|e| error(aws, "PutRolePolicy", e))?;
+    }
+    Ok(())
+}
+
+/// The managed policies attached to the role now, or `None` when there is no such role.
+async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, ProviderError> {
+    match aws.iam.list_attached_role_policies().role_name(name).send().await {
+        Ok(out) => Ok(Some(
+            out.attached_policies()
+                .iter()
+                .filter_map(|p| p.policy_arn().map(str::to_owned))
+                .collect(),
+        )),
+        Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => Ok(None),
+        Err(e) => Err(error(aws, "ListAttachedRolePolicies", e)),
+    }
+}
+
+fn nothing_attached() -> Config {
+    Config {
+        name: String::new(),
+        assume_role_policy: Value::Null,
+        managed_policy_arns: vec![],
+        inline_policies: Map::new(),
+        path: super::iam_root_path(),
+        description: None,
+    }
+}
+
+impl Resource for IamRole {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({ "id": config.get("name"), "name": config.get("name"), "arn": crate::provider::prior_output(prior, "arn"), "unique_id": crate::provider::prior_output(prior, "unique_id") })
+    }
+
+    /// IAM names are unique per account: a resumed create adopts the role its first attempt
+    /// made (recognised by its tags) and refuses anyone else's.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let made = aws
+            .iam
+            .create_role()
+            .role_name(&cfg.name)
+            .path(&cfg.path)
+            .assume_role_policy_document(policy_json(&cfg.assume_role_policy))
+            .set_description(cfg.description.clone())
+            .set_tags(Some(super::iam_create_tags(ctx, token, config)))
+            .send()
+            .await;
+        let role = match made {
+            Ok(out) => out.role().cloned(),
+            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
+                let existing = aws
+                    .iam
+                    .get_role()
+                    .role_name(&cfg.name)
+                    .send()
+                    .await
+                    .map_err(|e| error(aws, "GetRole", e))?
+                    .role()
+                    .cloned();
+                match existing {
+                    Some(role) if iam_owned(ctx, token, role.tags()) => Some(role),
+                    _ => return Err(iam_name_taken(ctx, "role", &cfg.name)),
+                }
+            }
+            Err(e) => return Err(error(aws, "CreateRole", e)),
+        };
+        let role = role.ok_or_else(|| ProviderError::permanent("CreateRole returned no role"))?;
+        sync_policies(aws, &cfg.name, &nothing_attached(), &cfg).await?;
+        Ok(Created {
+            id: cfg.name.clone(),
+            outputs: outputs(&role),
+        })
+    }
+
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let ids: HashSet<&String> = ids.iter().collect();
+        let mut found = HashSet::new();
+        let mut pages = aws.iam.list_roles().into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| error(aws, "ListRoles", e))?;
+            found.extend(page.roles().iter().map(|r| r.role_name().to_owned()).filter(|n| ids.contains(n)));
+        }
+        Ok(Observed::existing(found))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        match aws.iam.get_role().role_name(&cfg.name).send().await {
+            Ok(out) => Ok(out
+                .role()
+                .filter(|r| iam_owned(ctx, token, r.tags()))
+                .map(|r| r.role_name().to_owned())),
+            Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => Ok(None),
+            Err(e) => Err(error(aws, "GetRole", e)),
+        }
+    }
+
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        if before.assume_role_policy != after.assume_role_policy {
+            aws.iam
+                .update_assume_role_policy()
+                .role_name(id)
+                .policy_document(policy_json(&after.assume_role_policy))
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateAssumeRolePolicy", e))?;
+        }
+        if before.description != after.description {
+            aws.iam
+                .update_role()
+                .role_name(id)
+                .description(after.description.clone().unwrap_or_default())
+                .send()
+                .await
+                .map_err(|e| error(aws, "UpdateRole", e))?;
+        }
+        // Attachments are compared with what is live: a replaced policy keeps its ARN but was
+        // detached when its old self was deleted, and someone may have detached one by hand.
+        let live = attached(aws, id).await?.unwrap_or_default();
+        sync_policies(
+            aws,
+            id,
+            &Config {
+                managed_policy_arns: live,
+                ..before
+            },
+            &after,
+        )
+        .await?;
+        sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id));
+        let role = aws
+            .iam
+            .get_role()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "GetRole", e))?;
+        Ok(role.role().map(outputs).unwrap_or_else(|| json!({ "id": id, "name": id })))
+    }
+
+    /// Leaves its instance profiles, detaches and deletes its policies (whatever IAM lists, not
+    /// only what the stack declared), then deletes the role.
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let attached = match aws.iam.list_attached_role_policies().role_name(id).send().await {
+            Ok(out) => out
+                .attached_policies()
+                .iter()
+                .filter_map(|p| p.policy_arn().map(str::to_owned))
+                .collect(),
+            Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => return Ok(()),
+            Err(e) => return Err(error(aws, "ListAttachedRolePolicies", e)),
+        };
+        // IAM refuses to delete a role still in an instance profile.
+        let profiles = aws
+            .iam
+            .list_instance_profiles_for_role()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListInstanceProfilesForRole", e))?;
+        for profile in profiles.instance_profiles() {
+            crate::provider::aws::tolerate(
+                aws,
+                "RemoveRoleFromInstanceProfile",
+                aws.iam
+                    .remove_role_from_instance_profile()
+                    .instance_profile_name(profile.instance_profile_name())
+                    .role_name(id)
+                    .send()
+                    .await,
+                &["NoSuchEntity"],
+            )?;
+        }
+        let inline = aws
+            .iam
+            .list_role_policies()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListRolePolicies", e))?;
+        let present = Config {
+            managed_policy_arns: attached,
+            inline_policies: inline.policy_names().iter().map(|n| (n.clone(), Value::Null)).collect(),
+            ..nothing_attached()
+        };
+        sync_policies(aws, id, &present, &nothing_attached()).await?;
+        crate::provider::aws::tolerate(
+            aws,
+            "DeleteRole",
+            aws.iam.delete_role().role_name(id).send().await,
+            &["NoSuchEntity"],
+        )
+    }
+}

@@ -1,0 +1,203 @@
+//! `aws_pcs_cluster`: an AWS PCS cluster, the Slurm controller of a Slurm cluster. Creation waits
+//! CREATING → ACTIVE (2 hours by default: AWS quotes 10–15 minutes); PCS lets one cluster be
+//! CREATING at a time per region, so creates are serialized and its quota answer retried. The
+//! name, size, subnet, security groups and Slurm version are fixed at creation (the SDK forge
+//! builds with has no scheduler update); the Slurm settings and the scale-down idle time change
+//! in place. Deletion waits until it is gone (its node groups and queues go first).
+
+use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_pcs::types::{
+    AccountingMode, AccountingRequest, Cluster, ClusterSlurmConfigurationRequest, EndpointType, NetworkingRequest, SchedulerRequest,
+    SchedulerType, Size, UpdateClusterSlurmConfigurationRequest,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The `aws_pcs_cluster` kind.
+pub struct PcsCluster;
+
+attributes! {
+    spec "aws_pcs_cluster", outputs ["id", "name", "arn", "slurmctld_endpoint", "slurmctld_port", "auth_key_secret_arn"], extra [timeouts, tags];
+    struct Config {
+        name: String [replace],
+        slurm_version: String [replace],
+        size: String [replace],
+        subnet_id: String [replace],
+        #[serde(default)] security_group_ids: Vec<String> [replace],
+        scale_down_idle_seconds: Option<i32>,
+        #[serde(default)] slurm_settings: BTreeMap<String, String>,
+        accounting: Option<bool> [replace],
+    }
+}
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// The cluster `identifier` (id or name), or `None`.
+pub async fn get(aws: &Clients, identifier: &str) -> Result<Option<Cluster>, ProviderError> {
+    match aws.pcs.get_cluster().cluster_identifier(identifier).send().await {
+        Ok(out) => Ok(out.cluster().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "GetCluster", e)),
+    }
+}
+
+async fn look(aws: &Clients, identifier: &str) -> Result<Option<Look<Cluster>>, ProviderError> {
+    Ok(get(aws, identifier).await?.map(|c| Look {
+        status: c.status().as_str().to_owned(),
+        errors: super::error_info(c.error_info()),
+        object: c,
+    }))
+}
+
+fn outputs(c: &Cluster) -> Value {
+    let slurmctld = c.endpoints().iter().find(|e| e.r#type() == &EndpointType::Slurmctld);
+    json!({
+        "id": c.id(),
+        "name": c.name(),
+        "arn": c.arn(),
+        "slurmctld_endpoint": slurmctld.map(|e| e.private_ip_address()),
+        "slurmctld_port": slurmctld.map(|e| e.port()),
+        "auth_key_secret_arn": c.slurm_configuration().and_then(|s| s.auth_key()).map(|k| k.secret_arn()),
+    })
+}
+
+impl Resource for PcsCluster {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({
+            "id": prior_output(prior, "id"),
+            "name": config.get("name"),
+            "arn": prior_output(prior, "arn"),
+            "slurmctld_endpoint": prior_output(prior, "slurmctld_endpoint"),
+            "slurmctld_port": prior_output(prior, "slurmctld_port"),
+            "auth_key_secret_arn": prior_output(prior, "auth_key_secret_arn"),
+        })
+    }
+
+    /// One cluster CREATING at a time per region and account, as PCS allows.
+    fn serialization_key(&self, _config: &Value) -> Option<String> {
+        Some("aws_pcs_cluster create".into())
+    }
+
+    /// Passes the create's token as `clientToken`; a cluster of this name that an earlier try
+    /// made (its `forge:token` tag) is adopted and waited for.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let size = Size::from(cfg.size.as_str());
+        let mut slurm = ClusterSlurmConfigurationRequest::builder()
+            .set_scale_down_idle_time_in_seconds(cfg.scale_down_idle_seconds)
+            .set_slurm_custom_settings(Some(slurm_settings(&cfg.slurm_settings)?));
+        if cfg.accounting == Some(true) {
+            let accounting = AccountingRequest::builder()
+                .mode(AccountingMode::Standard)
+                .build()
+                .map_err(|e| ProviderError::permanent(e.to_string()))?;
+            slurm = slurm.accounting(accounting);
+        }
+        let made = aws
+            .pcs
+            .create_cluster()
+            .cluster_name(&cfg.name)
+            .scheduler(
+                SchedulerRequest::builder()
+                    .r#type(SchedulerType::Slurm)
+                    .version(&cfg.slurm_version)
+                    .build()
+                    .map_err(|e| ProviderError::permanent(e.to_string()))?,
+            )
+            .size(size)
+            .networking(
+                NetworkingRequest::builder()
+                    .subnet_ids(&cfg.subnet_id)
+                    .set_security_group_ids(Some(cfg.security_group_ids.clone()))
+                    .build(),
+            )
+            .slurm_configuration(slurm.build())
+            .client_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        super::created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
+            Ok(get(aws, &cfg.name).await?.map(|c| c.arn().to_owned()))
+        })
+        .await?;
+        let what = format!("PCS cluster `{}`", cfg.name);
+        let cluster = wait_active(ctx, &what, timeout(config, "create", CREATE_TIMEOUT), || look(aws, &cfg.name)).await?;
+        Ok(Created {
+            id: cluster.id().to_owned(),
+            outputs: outputs(&cluster),
+        })
+    }
+
+    /// One ListClusters (all pages).
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let listed = all_pages!(aws, aws.pcs.list_clusters(), clusters, "ListClusters");
+        let live: Vec<String> = listed.iter().map(|c| c.id().to_owned()).filter(|id| ids.contains(id)).collect();
+        Ok(Observed::existing(live))
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let found = get(aws, &cfg.name).await?.map(|c| (c.arn().to_owned(), c.id().to_owned()));
+        super::own_id(ctx, aws, token, found).await
+    }
+
+    /// The Slurm settings and scale-down time through UpdateCluster; tags.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let (before, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let what = format!("PCS cluster `{}`", cfg.name);
+        let mut live = wait_active(ctx, &what, limit, || look(aws, id)).await?;
+        if before.slurm_settings != cfg.slurm_settings || before.scale_down_idle_seconds != cfg.scale_down_idle_seconds {
+            let slurm = UpdateClusterSlurmConfigurationRequest::builder()
+                .set_scale_down_idle_time_in_seconds(cfg.scale_down_idle_seconds)
+                .set_slurm_custom_settings(Some(slurm_settings(&cfg.slurm_settings)?))
+                .build();
+            aws.pcs
+                .update_cluster()
+                .cluster_identifier(id)
+                .slurm_configuration(slurm)
+                .client_token(uuid::Uuid::new_v4().to_string())
+                .send()
+                .await
+                .map_err(|e| pcs_error(aws, "UpdateCluster", e))?;
+            live = wait_active(ctx, &what, limit, || look(aws, id)).await?;
+        }
+        sync_tags(ctx, aws, live.arn(), old, new).await?;
+        Ok(outputs(&live))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let status = || async { Ok(get(aws, id).await?.map(|c| c.status().as_str().to_owned())) };
+        crate::provider::aws::delete_and_wait(
+            ctx,
+            aws,
+            "DeleteCluster",
+            CONFLICT,
+            timeout(config, "delete", DELETE_TIMEOUT),
+            status,
+            || {
+                aws.pcs
+                    .delete_cluster()
+                    .cluster_identifier(id)
+                    .client_token(uuid::Uuid::new_v4().to_string())
+                    .send()
+            },
+        )
+        .await
+    }
+}

@@ -1,0 +1,297 @@
+//! `aws_pcs_compute_node_group`: a PCS compute node group — the EC2 instances of one or more
+//! types that Slurm runs jobs (or a login node) on, launched from a launch template at a numeric
+//! version. Creation waits CREATING → ACTIVE (1 hour by default), a CREATE_FAILED group fails
+//! with PCS's `errorInfo`. The name and instance types are fixed; scaling, the launch template
+//! version, AMI, subnets, instance profile, purchase option and Slurm settings change in place
+//! through UpdateComputeNodeGroup. Deletion waits until the group is gone.
+
+use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
+use crate::provider::aws::{Clients, child_id, error, live_children, parse, split};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::schema::attributes;
+use aws_sdk_pcs::types::{
+    ComputeNodeGroup, ComputeNodeGroupSlurmConfigurationRequest, CustomLaunchTemplate, InstanceConfig, PurchaseOption,
+    ScalingConfigurationRequest, UpdateComputeNodeGroupSlurmConfigurationRequest,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The `aws_pcs_compute_node_group` kind.
+pub struct PcsComputeNodeGroup;
+
+attributes! {
+    spec "aws_pcs_compute_node_group", outputs ["id", "group_id", "name", "arn"], extra [timeouts, tags];
+    struct Config {
+        cluster_id: String [replace],
+        name: String [replace],
+        instance_types: Vec<String> [replace],
+        subnet_ids: Vec<String>,
+        instance_profile_arn: String,
+        launch_template_id: String,
+        launch_template_version: i64,
+        ami_id: Option<String>,
+        #[serde(default = "on_demand")] purchase_option: String,
+        scaling: Scaling,
+        #[serde(default)] slurm_settings: BTreeMap<String, String>,
+    }
+}
+
+fn on_demand() -> String {
+    "ONDEMAND".into()
+}
+
+/// `scaling = { min = 0, max = 2 }` (min > 0: static nodes).
+#[derive(Deserialize, PartialEq, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct Scaling {
+    min: i32,
+    max: i32,
+}
+
+impl crate::schema::AttributeType for Scaling {
+    const TYPE: FieldType = FieldType::Table;
+}
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+async fn get(aws: &Clients, cluster: &str, group: &str) -> Result<Option<ComputeNodeGroup>, ProviderError> {
+    match aws
+        .pcs
+        .get_compute_node_group()
+        .cluster_identifier(cluster)
+        .compute_node_group_identifier(group)
+        .send()
+        .await
+    {
+        Ok(out) => Ok(out.compute_node_group().cloned()),
+        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
+        Err(e) => Err(error(aws, "GetComputeNodeGroup", e)),
+    }
+}
+
+async fn look(aws: &Clients, cluster: &str, group: &str) -> Result<Option<Look<ComputeNodeGroup>>, ProviderError> {
+    Ok(get(aws, cluster, group).await?.map(|g| Look {
+        status: g.status().as_str().to_owned(),
+        errors: super::error_info(g.error_info()),
+        object: g,
+    }))
+}
+
+/// The live group in the shape of its config, for drift.
+fn attributes(g: &ComputeNodeGroup) -> Value {
+    let template = g.custom_launch_template();
+    json!({
+        "instance_types": g.instance_configs().iter().filter_map(|i| i.instance_type()).collect::<Vec<_>>(),
+        "subnet_ids": g.subnet_ids(),
+        "instance_profile_arn": g.iam_instance_profile_arn(),
+        "launch_template_id": template.map(|t| t.id()),
+        "launch_template_version": template.and_then(|t| t.version().parse::<i64>().ok()),
+        "ami_id": g.ami_id(),
+        "purchase_option": g.purchase_option().map(|p| p.as_str()),
+        "scaling": g.scaling_configuration().map(|s| json!({ "min": s.min_instance_count(), "max": s.max_instance_count() })),
+        "slurm_settings": super::settings_of(g.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default()),
+    })
+}
+
+fn outputs(g: &ComputeNodeGroup) -> Value {
+    json!({ "id": child_id(g.cluster_id(), g.id()), "group_id": g.id(), "name": g.name(), "arn": g.arn() })
+}
+
+fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, ProviderError> {
+    built.map_err(|e| ProviderError::permanent(e.to_string()))
+}
+
+fn scaling(cfg: &Config) -> ScalingConfigurationRequest {
+    ScalingConfigurationRequest::builder()
+        .min_instance_count(cfg.scaling.min)
+        .max_instance_count(cfg.scaling.max)
+        .build()
+}
+
+fn launch_template(cfg: &Config) -> Result<CustomLaunchTemplate, ProviderError> {
+    build(
+        CustomLaunchTemplate::builder()
+            .id(&cfg.launch_template_id)
+            .version(cfg.launch_template_version.to_string())
+            .build(),
+    )
+}
+
+impl Resource for PcsComputeNodeGroup {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        json!({
+            "id": prior_output(prior, "id"),
+            "group_id": prior_output(prior, "group_id"),
+            "name": config.get("name"),
+            "arn": prior_output(prior, "arn"),
+        })
+    }
+
+    /// Passes the create's token as `clientToken`; a group of this name that an earlier try
+    /// made (its `forge:token` tag) is adopted and waited for.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let instances = cfg
+            .instance_types
+            .iter()
+            .map(|t| InstanceConfig::builder().instance_type(t).build())
+            .collect();
+        let made = aws
+            .pcs
+            .create_compute_node_group()
+            .cluster_identifier(&cfg.cluster_id)
+            .compute_node_group_name(&cfg.name)
+            .set_subnet_ids(Some(cfg.subnet_ids.clone()))
+            .iam_instance_profile_arn(&cfg.instance_profile_arn)
+            .custom_launch_template(launch_template(&cfg)?)
+            .set_ami_id(cfg.ami_id.clone())
+            .purchase_option(PurchaseOption::from(cfg.purchase_option.as_str()))
+            .scaling_configuration(scaling(&cfg))
+            .set_instance_configs(Some(instances))
+            .slurm_configuration(
+                ComputeNodeGroupSlurmConfigurationRequest::builder()
+                    .set_slurm_custom_settings(Some(slurm_settings(&cfg.slurm_settings)?))
+                    .build(),
+            )
+            .client_token(token)
+            .set_tags(Some(create_tags(ctx, token, config)))
+            .send()
+            .await;
+        super::created_or_own(
+            ctx,
+            aws,
+            token,
+            "CreateComputeNodeGroup",
+            "compute node group",
+            &cfg.name,
+            made,
+            || async { Ok(get(aws, &cfg.cluster_id, &cfg.name).await?.map(|found| found.arn().to_owned())) },
+        )
+        .await?;
+        let what = format!("PCS compute node group `{}`", cfg.name);
+        let group = wait_active(ctx, &what, timeout(config, "create", CREATE_TIMEOUT), || {
+            look(aws, &cfg.cluster_id, &cfg.name)
+        })
+        .await?;
+        Ok(Created {
+            id: child_id(group.cluster_id(), group.id()),
+            outputs: outputs(&group),
+        })
+    }
+
+    /// One ListComputeNodeGroups (all pages) per cluster the ids name, then a
+    /// GetComputeNodeGroup per live group (PCS lists no attributes) for drift.
+    async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let live = live_children(ids, |cluster| async move {
+            pcs_members!(aws, list_compute_node_groups, compute_node_groups, &cluster)
+        })
+        .await?;
+        super::observe(live, |cluster, member| async move { get(aws, &cluster, &member).await }, attributes).await
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let found = get(aws, &cfg.cluster_id, &cfg.name)
+            .await?
+            .map(|f| (f.arn().to_owned(), child_id(f.cluster_id(), f.id())));
+        super::own_id(ctx, aws, token, found).await
+    }
+
+    /// Compares with the live group, so an update that failed or ran out of time is picked up
+    /// where the group stands; one UpdateComputeNodeGroup with what differs.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let cfg: Config = parse(ctx, new)?;
+        let (cluster, group) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let limit = timeout(new, "update", UPDATE_TIMEOUT);
+        let what = format!("PCS compute node group `{}`", cfg.name);
+        let mut live = wait_active(ctx, &what, limit, || look(aws, cluster, group)).await?;
+        let live_scaling = live
+            .scaling_configuration()
+            .map(|s| (s.min_instance_count(), s.max_instance_count()));
+        let live_template = live.custom_launch_template().map(|t| (t.id().to_owned(), t.version().to_owned()));
+        let live_settings = super::settings_of(live.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default());
+        let mut update = aws
+            .pcs
+            .update_compute_node_group()
+            .cluster_identifier(cluster)
+            .compute_node_group_identifier(group);
+        let mut changed = false;
+        if live_scaling != Some((cfg.scaling.min, cfg.scaling.max)) {
+            update = update.scaling_configuration(scaling(&cfg));
+            changed = true;
+        }
+        if live_template != Some((cfg.launch_template_id.clone(), cfg.launch_template_version.to_string())) {
+            update = update.custom_launch_template(launch_template(&cfg)?);
+            changed = true;
+        }
+        if live.ami_id() != cfg.ami_id.as_deref() {
+            update = update.ami_id(cfg.ami_id.clone().unwrap_or_default());
+            changed = true;
+        }
+        if live.subnet_ids() != cfg.subnet_ids.as_slice() {
+            update = update.set_subnet_ids(Some(cfg.subnet_ids.clone()));
+            changed = true;
+        }
+        if live.iam_instance_profile_arn() != cfg.instance_profile_arn {
+            update = update.iam_instance_profile_arn(&cfg.instance_profile_arn);
+            changed = true;
+        }
+        if live.purchase_option().map(|p| p.as_str()) != Some(cfg.purchase_option.as_str()) {
+            update = update.purchase_option(PurchaseOption::from(cfg.purchase_option.as_str()));
+            changed = true;
+        }
+        if live_settings != cfg.slurm_settings {
+            update = update.slurm_configuration(
+                UpdateComputeNodeGroupSlurmConfigurationRequest::builder()
+                    .set_slurm_custom_settings(Some(slurm_settings(&cfg.slurm_settings)?))
+                    .build(),
+            );
+            changed = true;
+        }
+        if changed {
+            update
+                .client_token(uuid::Uuid::new_v4().to_string())
+                .send()
+                .await
+                .map_err(|e| pcs_error(aws, "UpdateComputeNodeGroup", e))?;
+            live = wait_active(ctx, &what, limit, || look(aws, cluster, group)).await?;
+        }
+        sync_tags(ctx, aws, live.arn(), old, new).await?;
+        Ok(outputs(&live))
+    }
+
+    async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
+        let (cluster, group) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let status = || async { Ok(get(aws, cluster, group).await?.map(|g| g.status().as_str().to_owned())) };
+        crate::provider::aws::delete_and_wait(
+            ctx,
+            aws,
+            "DeleteComputeNodeGroup",
+            CONFLICT,
+            timeout(config, "delete", DELETE_TIMEOUT),
+            status,
+            || {
+                aws.pcs
+                    .delete_compute_node_group()
+                    .cluster_identifier(cluster)
+                    .compute_node_group_identifier(group)
+                    .client_token(uuid::Uuid::new_v4().to_string())
+                    .send()
+            },
+        )
+        .await
+    }
+}

@@ -1,0 +1,214 @@
+//! What the AWS Parallel Computing Service (PCS) kinds share: Slurm settings, tags, the owner
+//! check that lets a resumed create adopt what its first try made, and the waits on `status`
+//! (PCS has no waiters): `*_FAILED` ends a wait with PCS's `errorInfo`.
+
+pub mod cluster;
+pub mod compute_node_group;
+pub mod queue;
+
+use super::{Clients, Poll, error, made_by, wait_until};
+use crate::provider::{Ctx, Observed, ProviderError};
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_pcs::types::{ErrorInfo, SlurmCustomSetting};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::time::Duration;
+
+/// PCS's error code for a cluster, node group or queue that does not exist.
+pub const NOT_FOUND: &str = "ResourceNotFoundException";
+
+/// PCS's error code for a name that is taken, or an object in a state that forbids the call
+/// (a cluster not ACTIVE yet, a node group a queue still uses).
+pub const CONFLICT: &str = "ConflictException";
+
+/// Slurm settings as PCS takes them (`slurmCustomSettings`), from `{ name = "value" }`.
+pub fn slurm_settings(settings: &BTreeMap<String, String>) -> Result<Vec<SlurmCustomSetting>, ProviderError> {
+    settings
+        .iter()
+        .map(|(name, value)| {
+            SlurmCustomSetting::builder()
+                .parameter_name(name)
+                .parameter_value(value)
+                .build()
+                .map_err(|e| ProviderError::permanent(format!("Slurm setting `{name}`: {e}")))
+        })
+        .collect()
+}
+
+/// Slurm settings as PCS shows them, back into `{ name = "value" }`.
+pub fn settings_of(settings: &[SlurmCustomSetting]) -> BTreeMap<String, String> {
+    settings
+        .iter()
+        .map(|s| (s.parameter_name().to_owned(), s.parameter_value().to_owned()))
+        .collect()
+}
+
+/// The tags a PCS object is created with (see [`super::create_tags`]).
+pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
+    super::create_tags(ctx, token, config).into_iter().collect()
+}
+
+/// The tags of the PCS object `arn`.
+pub async fn tags(aws: &Clients, arn: &str) -> Result<HashMap<String, String>, ProviderError> {
+    let out = aws
+        .pcs
+        .list_tags_for_resource()
+        .resource_arn(arn)
+        .send()
+        .await
+        .map_err(|e| error(aws, "ListTagsForResource", e))?;
+    Ok(out.tags().cloned().unwrap_or_default())
+}
+
+/// Whether the PCS object `arn` was made by the create with `token` (see [`made_by`]).
+pub async fn owned(ctx: &Ctx, aws: &Clients, token: &str, arn: &str) -> Result<bool, ProviderError> {
+    let tags = tags(aws, arn).await?;
+    Ok(made_by(ctx, token, |k| tags.get(k).map(String::as_str)))
+}
+
+/// Brings a PCS object's tags from `old` to `new` config with one UntagResource and one
+/// TagResource at most.
+pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+    let (removed, changed) = super::tag_changes(ctx, old, new);
+    let set = (!changed.is_empty()).then(|| changed.into_iter().collect::<HashMap<_, _>>());
+    retag!(aws, pcs, untag_resource, tag_resource, resource_arn(arn), removed, set);
+    Ok(())
+}
+
+/// Whether a create was refused because the name is taken.
+pub fn is_taken<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
+    err.code() == Some(CONFLICT) && err.message().is_some_and(|m| m.contains("already exists"))
+}
+
+/// The result of a create: PCS refusing a taken name is a success when the object of that
+/// name is this create's own (an earlier try made it; `arn` reads the object's ARN), an error
+/// otherwise.
+#[allow(clippy::too_many_arguments)]
+pub async fn created_or_own<T, E, F, Fut>(
+    ctx: &Ctx,
+    aws: &Clients,
+    token: &str,
+    operation: &str,
+    what: &str,
+    name: &str,
+    made: Result<T, SdkError<E, HttpResponse>>,
+    arn: F,
+) -> Result<(), ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Option<String>, ProviderError>>,
+{
+    match made {
+        Ok(_) => Ok(()),
+        Err(e) if is_taken(&e) => match arn().await? {
+            Some(arn) if owned(ctx, aws, token, &arn).await? => Ok(()),
+            _ => Err(name_taken(ctx, what, name)),
+        },
+        Err(e) => Err(pcs_error(aws, operation, e)),
+    }
+}
+
+/// The id of `found` (its ARN and forge id) when the create with `token` made it.
+pub async fn own_id(ctx: &Ctx, aws: &Clients, token: &str, found: Option<(String, String)>) -> Result<Option<String>, ProviderError> {
+    match found {
+        Some((arn, id)) if owned(ctx, aws, token, &arn).await? => Ok(Some(id)),
+        _ => Ok(None),
+    }
+}
+
+/// The error for a PCS name taken by an object this resource did not create.
+fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+    ProviderError::permanent(format!(
+        "a PCS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+        ctx.address, ctx.stack
+    ))
+}
+
+/// Maps a PCS error, marking as worth retrying what a later call may not hit: a conflict
+/// with an object's state (a cluster still CREATING, a node group still UPDATING) and PCS's
+/// one-cluster-creating-at-a-time quota.
+pub fn pcs_error<E>(aws: &Clients, what: &str, err: SdkError<E, HttpResponse>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let later = matches!(super::code(&err), Some(CONFLICT | "ServiceQuotaExceededException"))
+        && err
+            .message()
+            .is_some_and(|m| m.contains("CREATING") || m.contains("UPDATING") || m.contains("DELETING"));
+    let mapped = error(aws, what, err);
+    ProviderError {
+        retryable: mapped.retryable || later,
+        ..mapped
+    }
+}
+
+/// PCS's `errorInfo`, as one line.
+pub fn error_info(errors: &[ErrorInfo]) -> String {
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.code().unwrap_or("error"), e.message().unwrap_or("no reason given")))
+        .collect();
+    if lines.is_empty() {
+        "PCS gives no reason".into()
+    } else {
+        lines.join("; ")
+    }
+}
+
+/// The live members (`<cluster>/<id>`) of clusters as drift sees them: one Get each (PCS's
+/// lists carry no attributes), read with `get` and shown in the shape of their config by
+/// `attributes`.
+pub async fn observe<T, G, GFut>(
+    live: impl IntoIterator<Item = String>,
+    get: G,
+    attributes: fn(&T) -> Value,
+) -> Result<Vec<Observed>, ProviderError>
+where
+    G: Fn(String, String) -> GFut,
+    GFut: Future<Output = Result<Option<T>, ProviderError>>,
+{
+    let reads = live.into_iter().map(|id| {
+        let (cluster, member) = super::split(&id);
+        let found = get(cluster.to_owned(), member.to_owned());
+        async move {
+            Ok::<_, ProviderError>(found.await?.map(|object| Observed {
+                id,
+                address: None,
+                attributes: attributes(&object),
+            }))
+        }
+    });
+    Ok(futures::future::try_join_all(reads).await?.into_iter().flatten().collect())
+}
+
+/// What one look at a PCS object found: gone, its status (as PCS names it) with its error
+/// info, and the object.
+pub struct Look<T> {
+    /// `CREATING`, `ACTIVE`, …
+    pub status: String,
+    /// `errorInfo`, as one line.
+    pub errors: String,
+    /// The object.
+    pub object: T,
+}
+
+/// Waits until the object `look` reads is ACTIVE; a `*_FAILED` status ends the wait with PCS's
+/// error info, an object that disappears is an error.
+pub async fn wait_active<T, F, Fut>(ctx: &Ctx, what: &str, limit: Duration, look: F) -> Result<T, ProviderError>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Option<Look<T>>, ProviderError>>,
+{
+    wait_until(ctx, limit, || async {
+        Ok(match look().await? {
+            Some(found) if found.status == "ACTIVE" => Poll::Done(found.object),
+            Some(found) if found.status.ends_with("_FAILED") => Poll::Failed(format!("{what} is {}: {}", found.status, found.errors)),
+            Some(found) => Poll::Pending(found.status),
+            None => Poll::Failed(format!("{what} disappeared while forge waited for it")),
+        })
+    })
+    .await
+}
