@@ -93,17 +93,50 @@ impl Field {
     }
 }
 
+/// Where an output's value comes from, which says what a plan knows of it before the call.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// Assigned by the cloud (an id, an ARN, an endpoint): as recorded, else known after apply.
+    Cloud,
+    /// The block's attribute of this name when the block sets it, else as recorded.
+    Attribute(&'static str),
+    /// New with every apply (a template's version): known after apply.
+    Fresh,
+    /// Worked out from the block's attributes and the recorded outputs.
+    Computed(fn(&Value, Option<&Value>) -> Value),
+}
+
+/// One output a kind computes, readable as `${<address>.<name>}`.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// Its name.
+    pub name: &'static str,
+    /// Where its value comes from.
+    pub source: Source,
+}
+
+impl Output {
+    /// An output the cloud assigns.
+    pub const fn cloud(name: &'static str) -> Output {
+        Output {
+            name,
+            source: Source::Cloud,
+        }
+    }
+}
+
 /// What a resource kind declares once: its block type, the attributes its block accepts
 /// (which of them force replacement), and the outputs it computes. The loader's checks, the
-/// planner's replace decisions and the kind's own parsing (see [`attributes!`]) all read it.
+/// planner's replace decisions and planned outputs, and the kind's own parsing (see
+/// [`attributes!`]) all read it.
 #[derive(Debug)]
 pub struct Spec {
     /// The block type that selects the kind (`aws_vpc`).
     pub name: &'static str,
     /// The attributes.
     pub fields: &'static [Field],
-    /// Attributes the kind computes, readable as `${<address>.<output>}`.
-    pub outputs: &'static [&'static str],
+    /// The outputs, readable as `${<address>.<output>}`.
+    pub outputs: &'static [Output],
 }
 
 impl Spec {
@@ -115,6 +148,27 @@ impl Spec {
     /// The attributes whose change forces replacement, in declaration order.
     pub fn replace_on(&self) -> impl Iterator<Item = &'static str> {
         self.fields.iter().filter(|f| f.replaces).map(|f| f.name)
+    }
+
+    /// The outputs' names, in declaration order.
+    pub fn output_names(&self) -> impl Iterator<Item = &'static str> {
+        self.outputs.iter().map(|o| o.name)
+    }
+
+    /// The outputs as far as they are known before the call, from their [`Source`]s (`null`
+    /// where unknown); `prior` is the recorded outputs when the resource is updated in place.
+    pub fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let recorded = |name: &str| prior.and_then(|p| p.get(name)).cloned().unwrap_or(Value::Null);
+        let planned = self.outputs.iter().map(|output| {
+            let value = match output.source {
+                Source::Cloud => recorded(output.name),
+                Source::Attribute(attribute) => config.get(attribute).cloned().unwrap_or_else(|| recorded(output.name)),
+                Source::Fresh => Value::Null,
+                Source::Computed(compute) => compute(config, prior),
+            };
+            (output.name.to_owned(), value)
+        });
+        Value::Object(planned.collect())
     }
 
     /// Whether only the create reads `attribute` (see [`Field::create_only`]).
@@ -165,8 +219,12 @@ impl<T: AttributeType> AttributeType for Option<T> {
     const OPTIONAL: bool = true;
 }
 
-/// Declares a kind once: the serde struct its code parses a block's attributes into, and the
-/// [`Spec`] (`const SPEC`) the loader checks blocks against. A field is required unless it is
+/// Declares a kind once: the serde struct its code parses a block's attributes into, the
+/// [`Spec`] (`const SPEC`) the loader checks blocks against, and the kind's
+/// [`Declared`](crate::provider::Declared) (its `spec()`). Each output names its
+/// [`Source`]: alone, the cloud assigns it; `= attribute` is the block's attribute of the same
+/// name (`= attribute other` of another), `= fresh` is new with every apply, `= computed f`
+/// is `f(config, prior)`. A field is required unless it is
 /// an `Option` or has a `#[serde(default…)]` (its only serde attribute: a rename would part
 /// the attribute's name from the field's); its type comes from its Rust type
 /// ([`AttributeType`]) unless `as File` (or another [`FieldType`]) says otherwise; `[replace]`
@@ -175,7 +233,7 @@ impl<T: AttributeType> AttributeType for Option<T> {
 ///
 /// ```ignore
 /// attributes! {
-///     spec "aws_vpc", outputs ["id", "cidr_block"], extra [tags];
+///     kind Vpc, spec "aws_vpc", outputs [id, cidr_block = attribute], extra [tags];
 ///     struct Config {
 ///         cidr_block: String [replace],
 ///         #[serde(default = "yes")] enable_dns_hostnames: bool,
@@ -185,7 +243,8 @@ impl<T: AttributeType> AttributeType for Option<T> {
 #[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_macros))]
 macro_rules! attributes {
     (
-        spec $name:literal, outputs [$($output:literal),* $(,)?] $(, extra [$($extra:ident),* $(,)?])?;
+        kind $kind:ident, spec $name:literal,
+        outputs [$($output:ident $(= $source:ident $($argument:ident)?)?),* $(,)?] $(, extra [$($extra:ident),* $(,)?])?;
         $(#[$meta:meta])*
         struct $config:ident {
             $(
@@ -221,9 +280,25 @@ macro_rules! attributes {
                 )*
                 $($($crate::schema::Field::optional(stringify!($extra), $crate::schema::FieldType::Table),)*)?
             ],
-            outputs: &[$($output),*],
+            outputs: &[$(
+                $crate::schema::Output {
+                    name: stringify!($output),
+                    source: $crate::schema::attributes!(@source $output $(, $source $($argument)?)?),
+                },
+            )*],
         };
+
+        impl $crate::provider::Declared for $kind {
+            fn spec(&self) -> &'static $crate::schema::Spec {
+                &SPEC
+            }
+        }
     };
+    (@source $output:ident) => { $crate::schema::Source::Cloud };
+    (@source $output:ident, attribute) => { $crate::schema::Source::Attribute(stringify!($output)) };
+    (@source $output:ident, attribute $attribute:ident) => { $crate::schema::Source::Attribute(stringify!($attribute)) };
+    (@source $output:ident, fresh) => { $crate::schema::Source::Fresh };
+    (@source $output:ident, computed $compute:ident) => { $crate::schema::Source::Computed($compute) };
     (@type $ty:ty) => { <$ty as $crate::schema::AttributeType>::TYPE };
     (@type $ty:ty, $override:ident) => { $crate::schema::FieldType::$override };
     (@defaulted default $($rest:tt)*) => { true };
@@ -343,8 +418,14 @@ pub fn suggestion(word: &str, candidates: &[&str]) -> String {
 mod tests {
     use super::*;
 
+    struct TestKind;
+
+    fn greeting(config: &Value, _: Option<&Value>) -> Value {
+        serde_json::json!(format!("hello {}", config["name"].as_str().unwrap_or_default()))
+    }
+
     attributes! {
-        spec "test_kind", outputs ["id"], extra [tags];
+        kind TestKind, spec "test_kind", outputs [id, name = attribute, label = attribute note, version = fresh, greeting = computed greeting], extra [tags];
         struct Config {
             name: String [replace],
             #[serde(default)] count: i64,
@@ -367,8 +448,23 @@ mod tests {
             ]
         );
         assert!(SPEC.replaces("name") && !SPEC.replaces("count"));
+        assert!(std::ptr::eq(crate::provider::Declared::spec(&TestKind), &SPEC));
         let parsed: Config = serde_json::from_value(serde_json::json!({ "name": "a", "tags": {} })).unwrap();
         assert_eq!((parsed.name.as_str(), parsed.count, parsed.note, parsed.body), ("a", 0, None, None));
+    }
+
+    #[test]
+    fn planned_outputs_come_from_their_declared_sources() {
+        let config = serde_json::json!({ "name": "a" });
+        let prior = serde_json::json!({ "id": "i-1", "name": "old", "label": "kept", "version": 3, "greeting": "x" });
+        assert_eq!(
+            SPEC.planned_outputs(&config, None),
+            serde_json::json!({ "id": null, "name": "a", "label": null, "version": null, "greeting": "hello a" })
+        );
+        assert_eq!(
+            SPEC.planned_outputs(&config, Some(&prior)),
+            serde_json::json!({ "id": "i-1", "name": "a", "label": "kept", "version": null, "greeting": "hello a" })
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use forge::apply::{self, Observer, Options, Phase, Report, RetryPolicy};
 use forge::plan::{self, Action, Mode, Plan};
-use forge::provider::{Cloud, Created, Ctx, Field, FieldType, Observed, ProviderError, Registry, Resource, Spec};
+use forge::provider::{Cloud, Created, Ctx, Declared, Field, FieldType, Observed, Output, ProviderError, Registry, Resource, Spec};
 use forge::state::{LocalStore, State, Status};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -46,8 +46,14 @@ const SPEC: Spec = Spec {
         Field::optional("label", FieldType::String).replacing(),
         Field::optional("lane", FieldType::String),
     ],
-    outputs: &["id"],
+    outputs: &[Output::cloud("id")],
 };
+
+impl Declared for Recorder {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+}
 
 impl Recorder {
     async fn call(&self, what: &str, ctx: &Ctx, config: &Value) -> Result<(), ProviderError> {
@@ -83,14 +89,8 @@ impl Recorder {
 }
 
 impl Resource for Recorder {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
     fn serialization_key(&self, config: &Value) -> Option<String> {
         config.get("lane").and_then(Value::as_str).map(str::to_owned)
-    }
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        prior.cloned().unwrap_or(json!({ "id": null }))
     }
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         self.0.started_tokens.lock().unwrap().insert(token.to_owned());

@@ -13,7 +13,7 @@ pub mod null;
 pub mod retry;
 pub mod wait;
 
-pub use crate::schema::{Field, FieldType, Spec};
+pub use crate::schema::{Field, FieldType, Output, Source, Spec};
 pub use retry::RetryPolicy;
 pub use wait::{Poll, wait_gone, wait_until};
 
@@ -205,11 +205,17 @@ impl ProviderError {
     }
 }
 
-/// A resource kind, e.g. `null` or `aws_vpc`, as its file writes it: a declaration, a few
-/// plain methods, and the cloud calls as `async fn`s. The engine holds kinds as [`Kind`]s.
-pub trait Resource: Send + Sync + 'static {
+/// What a kind declares once: its [`Spec`]. Kinds get it from
+/// [`attributes!`](crate::schema::attributes), which writes it beside their config struct.
+pub trait Declared {
     /// The kind's declaration: block type, attributes (and which force replacement), outputs.
     fn spec(&self) -> &'static Spec;
+}
+
+/// A resource kind, e.g. `null` or `aws_vpc`, as its file writes it: a declaration
+/// ([`Declared`]), a few plain methods, and the cloud calls as `async fn`s. The engine holds
+/// kinds as [`Kind`]s.
+pub trait Resource: Declared + Send + Sync + 'static {
     /// Whether changing `attribute` from `before` to `after` needs a new object; by default
     /// when the spec marks it so. Kinds override it for changes that only go one way in place
     /// (a file system grows, never shrinks).
@@ -223,8 +229,11 @@ pub trait Resource: Send + Sync + 'static {
         false
     }
     /// The outputs as far as they are known before the call (`null` where unknown); `prior` is
-    /// the recorded outputs when the resource is updated in place.
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value;
+    /// the recorded outputs when the resource is updated in place. From the spec's declared
+    /// output sources.
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        self.spec().planned_outputs(config, prior)
+    }
     /// The applied attributes in the form [`Resource::read`] reports them, so the two compare
     /// attribute by attribute; as written unless the cloud keeps them in another shape (rules
     /// as single permissions).
@@ -300,7 +309,7 @@ pub trait Kind: Send + Sync + 'static {
 
 impl<R: Resource> Kind for R {
     fn spec(&self) -> &'static Spec {
-        Resource::spec(self)
+        Declared::spec(self)
     }
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
         Resource::forces_replacement(self, attribute, before, after)

@@ -1,7 +1,7 @@
 //! `null`: forge's `terraform_data`. It touches no cloud; `triggers` force replacement and
 //! `delay_ms` makes every call take that long, to rehearse a stack's timing.
 
-use super::{Cloud, Created, Ctx, Field, FieldType, Observed, ProviderError, Resource, Spec};
+use super::{Cloud, Created, Ctx, Declared, Field, FieldType, Observed, Output, ProviderError, Resource, Source, Spec};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -14,8 +14,20 @@ const SPEC: Spec = Spec {
         Field::optional("triggers", FieldType::Table).replacing(),
         Field::optional("delay_ms", FieldType::Integer),
     ],
-    outputs: &["id", "triggers"],
+    outputs: &[
+        Output::cloud("id"),
+        Output {
+            name: "triggers",
+            source: Source::Computed(|config, _| triggers(config)),
+        },
+    ],
 };
+
+impl Declared for Null {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+}
 
 async fn pause(ctx: &Ctx, config: &Value, doing: &str) {
     let ms = config.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
@@ -30,15 +42,6 @@ fn triggers(config: &Value) -> Value {
 }
 
 impl Resource for Null {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = crate::provider::prior_output(prior, "id");
-        json!({ "id": id, "triggers": triggers(config) })
-    }
-
     /// The id is the create's token: a fresh UUID per create, and the same one when an
     /// interrupted create is resumed — the idempotency real kinds get from their API.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

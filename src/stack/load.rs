@@ -1205,10 +1205,15 @@ impl Targets<'_> {
         let mut lookup = |r: &Reference| -> Result<Option<Value>, String> {
             match self.find(r)? {
                 Target::Resource(block, attr) => {
-                    let kind_outputs = self.loader.registry.get(&block.kind).map(|k| k.spec().outputs).unwrap_or_default();
+                    let kind_outputs: Vec<&str> = self
+                        .loader
+                        .registry
+                        .get(&block.kind)
+                        .map(|k| k.spec().output_names().collect())
+                        .unwrap_or_default();
                     let has_config_key = block.config.get(&attr[0]).is_some();
                     if !kind_outputs.contains(&attr[0].as_str()) && !has_config_key {
-                        let mut names: Vec<&str> = kind_outputs.to_vec();
+                        let mut names = kind_outputs;
                         names.extend(block.config.as_object().into_iter().flat_map(|m| m.keys().map(String::as_str)));
                         return Err(format!(
                             "`{}` has no attribute `{}`; {}",

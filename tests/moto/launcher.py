@@ -17,6 +17,7 @@ or what it emulates:
                                     group, updates, add-ons, tags;
   emulator/fsx.py                   FSx for Lustre file systems, data repository associations;
   emulator/efs.py                   EFS file system and mount target phases;
+  emulator/iam.py                   ListInstanceProfileTags;
   emulator/cloudformation.py        stack phases, failures and rollbacks; requests (token
                                     retries, "No updates", template and parameter checks, tags);
   emulator/cloudformation_types.py  resource types: security groups and their rules, launch
@@ -59,6 +60,7 @@ import emulator.ec2
 import emulator.eks
 import emulator.fsx
 import emulator.efs
+import emulator.iam
 import emulator.cloudformation
 import emulator.cloudformation_types
 import emulator.harness

@@ -61,6 +61,17 @@ class Launcher(Launched):
         for name in ("AmazonEKSClusterPolicy", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"):
             self.assertEqual(iam.get_policy(PolicyArn=f"arn:aws:iam::aws:policy/{name}")["Policy"]["PolicyName"], name)
 
+    def test_instance_profile_tags_are_listed(self):
+        iam = self.client("iam", "444444444445")
+        iam.create_instance_profile(InstanceProfileName="p", Tags=[{"Key": "b", "Value": "2"}, {"Key": "a", "Value": "1"}])
+        self.assertEqual(iam.list_instance_profile_tags(InstanceProfileName="p")["Tags"], [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}])
+        page = iam.list_instance_profile_tags(InstanceProfileName="p", MaxItems=1)
+        self.assertEqual((page["Tags"], page["IsTruncated"]), ([{"Key": "a", "Value": "1"}], True))
+        self.assertEqual(iam.list_instance_profile_tags(InstanceProfileName="p", Marker=page["Marker"])["Tags"], [{"Key": "b", "Value": "2"}])
+        with self.assertRaises(ClientError) as missing:
+            iam.list_instance_profile_tags(InstanceProfileName="nope")
+        self.assertEqual((missing.exception.response["Error"]["Code"], missing.exception.response["ResponseMetadata"]["HTTPStatusCode"]), ("NoSuchEntity", 404))
+
     def test_accounts_are_isolated_and_calls_counted(self):
         a, b = self.client("ec2", "555555555555"), self.client("ec2", "666666666666")
         vpc = a.create_vpc(CidrBlock="10.1.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": [{"Key": "k", "Value": "v"}]}])["Vpc"]["VpcId"]

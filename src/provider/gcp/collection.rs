@@ -296,18 +296,6 @@ pub async fn delete<C: Collection>(ctx: &Ctx, gcp: &Clients, id: &str, config: &
     }
 }
 
-/// The `outputs` a Compute kind knows before its call: `name` (and `region`, where the block
-/// sets it) from the block, the rest (`id`, `self_link`, …) as recorded, else unknown.
-pub fn planned(config: &Value, prior: Option<&Value>, outputs: &[&str]) -> Value {
-    let known = |key: &str| {
-        matches!(key, "name" | "region")
-            .then(|| config.get(key).cloned())
-            .flatten()
-            .unwrap_or_else(|| crate::provider::prior_output(prior, key))
-    };
-    Value::Object(outputs.iter().map(|key| ((*key).to_owned(), known(key))).collect())
-}
-
 /// A network as the API takes it: a name becomes the project's network of that name.
 pub fn network_url(gcp: &Clients, network: &str) -> String {
     if network.contains('/') {

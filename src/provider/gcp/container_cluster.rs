@@ -14,9 +14,7 @@ use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
 use super::marker::{made_by, marked_description, split_description};
 use super::resumable::Steps;
 use super::{Clients, not_found};
-use crate::provider::{
-    Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
-};
+use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, parse, timeout, wait_gone, wait_until};
 use crate::schema::attributes;
 use google_cloud_container_v1::model::{
     AddonsConfig, Cluster, ClusterUpdate, DatapathProvider, GcpFilestoreCsiDriverConfig, GcsFuseCsiDriverConfig, IPAllocationPolicy,
@@ -30,16 +28,7 @@ use std::collections::BTreeMap;
 pub struct ContainerCluster;
 
 attributes! {
-    spec "google_container_cluster", outputs [
-            "id",
-            "name",
-            "location",
-            "endpoint",
-            "certificate_authority",
-            "version",
-            "workload_pool",
-            "self_link",
-        ], extra [timeouts];
+    kind ContainerCluster, spec "google_container_cluster", outputs [id, name = attribute, location = attribute, endpoint, certificate_authority, version, workload_pool, self_link], extra [timeouts];
     struct Config {
         name: String [replace],
         location: String [replace],
@@ -220,21 +209,6 @@ fn attributes(c: &Cluster, own: &str) -> Value {
 }
 
 impl Resource for ContainerCluster {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let mut outputs = json!({});
-        for key in SPEC.outputs {
-            outputs[*key] = match *key {
-                "name" | "location" => config.get(*key).cloned().unwrap_or(Value::Null),
-                _ => prior_output(prior, key),
-            };
-        }
-        outputs
-    }
-
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = super::collection::network_by_name(config);
         if let Some(subnetwork) = config.get("subnetwork").and_then(Value::as_str) {

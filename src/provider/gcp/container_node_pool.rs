@@ -14,9 +14,7 @@ use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_of, is_mark, pool
 use super::marker::split_description;
 use super::not_found;
 use super::resumable::Steps;
-use crate::provider::{
-    Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
-};
+use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, parse, timeout, wait_gone, wait_until};
 use crate::schema::{AttributeType, FieldType, attributes};
 use google_cloud_container_v1::model::{
     AcceleratorConfig, AdditionalNodeNetworkConfig, EphemeralStorageLocalSsdConfig, GPUDriverInstallationConfig, NodeConfig, NodeLabels,
@@ -55,7 +53,7 @@ impl AttributeType for Taint {
 }
 
 attributes! {
-    spec "google_container_node_pool", outputs ["id", "name", "version", "instance_group_urls"], extra [timeouts];
+    kind ContainerNodePool, spec "google_container_node_pool", outputs [id, name = attribute, version, instance_group_urls], extra [timeouts];
     struct Config {
         cluster: String [replace],
         name: String [replace],
@@ -354,21 +352,6 @@ fn attributes(p: &NodePool) -> Value {
 }
 
 impl Resource for ContainerNodePool {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let mut outputs = json!({});
-        for key in SPEC.outputs {
-            outputs[*key] = match *key {
-                "name" => config.get("name").cloned().unwrap_or(Value::Null),
-                _ => prior_output(prior, key),
-            };
-        }
-        outputs
-    }
-
     /// Networks and subnetworks as GKE reports them: by name.
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = config.clone();

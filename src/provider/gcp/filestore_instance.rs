@@ -7,9 +7,7 @@
 use super::marker::{made_by, marked_description, remarked_description, split_description};
 use super::resumable::{Sent, Steps};
 use super::{Clients, error_in, not_found};
-use crate::provider::{
-    Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, parse, prior_output, timeout, wait_gone, wait_until,
-};
+use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, parse, timeout, wait_gone, wait_until};
 use crate::schema::attributes;
 use google_cloud_filestore_v1::model::{FileShareConfig, Instance, NetworkConfig, instance, network_config};
 use google_cloud_longrunning::model::Operation;
@@ -22,7 +20,7 @@ use std::time::Duration;
 pub struct FilestoreInstance;
 
 attributes! {
-    spec "google_filestore_instance", outputs ["id", "name", "ip_address", "share", "capacity_gib"], extra [timeouts];
+    kind FilestoreInstance, spec "google_filestore_instance", outputs [id, name = attribute, ip_address, share = computed planned_share, capacity_gib = attribute], extra [timeouts];
     struct Config {
         name: String [replace],
         location: String [replace],
@@ -36,6 +34,11 @@ attributes! {
         #[serde(default)] labels: BTreeMap<String, String>,
         #[serde(default)] deletion_protection: bool,
     }
+}
+
+/// The planned `share`: the block's `share_name`, else the default.
+fn planned_share(config: &Value, _: Option<&Value>) -> Value {
+    config.get("share_name").cloned().unwrap_or_else(|| json!(default_share()))
 }
 
 fn default_share() -> String {
@@ -171,10 +174,6 @@ fn instance_id(gcp: &Clients, cfg: &Config) -> String {
 }
 
 impl Resource for FilestoreInstance {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
     /// Capacity grows in place; a shrink needs a new instance.
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
         match attribute {
@@ -185,19 +184,6 @@ impl Resource for FilestoreInstance {
 
     fn holds_data(&self) -> bool {
         true
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let mut outputs = json!({});
-        for key in SPEC.outputs {
-            outputs[*key] = match *key {
-                "name" => config.get("name").cloned().unwrap_or(Value::Null),
-                "share" => config.get("share_name").cloned().unwrap_or_else(|| json!(default_share())),
-                "capacity_gib" => config.get("capacity_gib").cloned().unwrap_or(Value::Null),
-                _ => prior_output(prior, key),
-            };
-        }
-        outputs
     }
 
     fn comparable(&self, _id: &str, config: &Value) -> Value {

@@ -6,7 +6,7 @@ use super::Clients;
 use super::collection::{self, Scope, network_url};
 use super::marker::{marked_description, remarked_description};
 use super::operation::fresh_request_id;
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::Firewall as Model;
 use google_cloud_compute_v1::model::firewall::{Allowed, Denied, Direction};
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 pub struct Firewall;
 
 attributes! {
-    spec "google_compute_firewall", outputs ["id", "name", "self_link"], extra [timeouts];
+    kind Firewall, spec "google_compute_firewall", outputs [id, name = attribute, self_link], extra [timeouts];
     struct Config {
         name: String [replace],
         network: String [replace],
@@ -98,14 +98,6 @@ fn rules<'r>(rules: impl Iterator<Item = (Option<&'r String>, &'r Vec<String>)>)
 }
 
 impl Resource for Firewall {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        collection::planned(config, prior, SPEC.outputs)
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;

@@ -3,7 +3,7 @@
 
 use super::collection::{self, Scope};
 use super::marker::marked_description;
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::network_routing_config::RoutingMode;
 use google_cloud_compute_v1::model::{Network as Model, NetworkRoutingConfig};
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 pub struct Network;
 
 attributes! {
-    spec "google_compute_network", outputs ["id", "name", "self_link"], extra [timeouts];
+    kind Network, spec "google_compute_network", outputs [id, name = attribute, self_link], extra [timeouts];
     struct Config {
         name: String [replace],
         description: Option<String> [replace],
@@ -44,14 +44,6 @@ fn routing(mode: &str) -> NetworkRoutingConfig {
 }
 
 impl Resource for Network {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        collection::planned(config, prior, SPEC.outputs)
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;

@@ -6,7 +6,7 @@ use super::Clients;
 use super::collection::{self, Scope, network_url};
 use super::marker::{marked_description, remarked_description};
 use super::operation::fresh_request_id;
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::router_nat::{NatIpAllocateOption, SourceSubnetworkIpRangesToNat};
 use google_cloud_compute_v1::model::{Router as Model, RouterNat};
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 pub struct Router;
 
 attributes! {
-    spec "google_compute_router", outputs ["id", "name", "self_link", "region"], extra [timeouts];
+    kind Router, spec "google_compute_router", outputs [id, name = attribute, self_link, region = attribute], extra [timeouts];
     struct Config {
         name: String [replace],
         network: String [replace],
@@ -73,14 +73,6 @@ fn body(gcp: &Clients, cfg: &Config, region: &str, description: String) -> Model
 }
 
 impl Resource for Router {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        collection::planned(config, prior, SPEC.outputs)
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;

@@ -5,7 +5,7 @@
 use super::collection::{self, Scope, network_url};
 use super::marker::marked_description;
 use super::operation::fresh_request_id;
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::{Subnetwork as Model, SubnetworkSecondaryRange, SubnetworksSetPrivateIpGoogleAccessRequest};
 use serde::Deserialize;
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 pub struct Subnetwork;
 
 attributes! {
-    spec "google_compute_subnetwork", outputs ["id", "name", "self_link", "region", "gateway_address"], extra [timeouts];
+    kind Subnetwork, spec "google_compute_subnetwork", outputs [id, name = attribute, self_link, region = attribute, gateway_address], extra [timeouts];
     struct Config {
         name: String [replace],
         network: String [replace],
@@ -61,14 +61,6 @@ fn ranges(cfg: &Config) -> Vec<SubnetworkSecondaryRange> {
 }
 
 impl Resource for Subnetwork {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        collection::planned(config, prior, SPEC.outputs)
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;

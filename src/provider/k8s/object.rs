@@ -6,7 +6,7 @@
 //! only the object with its own token, and an object someone else made is never taken over.
 
 use super::{ADDRESS_ANNOTATION, ClusterRef, Connection, FIELD_MANAGER, Identity, STACK_ANNOTATION, TOKEN_ANNOTATION, Target};
-use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, Spec, prior_output, timeout, wait_until};
+use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, timeout, wait_until};
 use crate::schema::attributes;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ use std::time::Duration;
 pub struct K8sObject;
 
 attributes! {
-    spec "k8s_object", outputs ["id", "uid"], extra [timeouts];
+    kind K8sObject, spec "k8s_object", outputs [id = computed planned_id, uid], extra [timeouts];
     struct Config {
         /// `eks/<name>` or `gke/projects/…/clusters/<name>`.
         cluster: String [replace],
@@ -254,14 +254,22 @@ fn comparable_live(obj: &DynamicObject) -> Value {
     value
 }
 
-impl Resource for K8sObject {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
+/// The planned `id`: the cluster and the object's identity, known when both are; else as
+/// recorded.
+fn planned_id(config: &Value, prior: Option<&Value>) -> Value {
+    config
+        .get("cluster")
+        .and_then(Value::as_str)
+        .and_then(|c| ClusterRef::parse(c).ok())
+        .zip(config.get("manifest").and_then(|m| Identity::of(m).ok()))
+        .map(|(c, i)| json!(id_of(&c, &i)))
+        .unwrap_or_else(|| crate::provider::prior_output(prior, "id"))
+}
 
+impl Resource for K8sObject {
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
         if attribute != "manifest" {
-            return self.spec().replaces(attribute);
+            return SPEC.replaces(attribute);
         }
         // Another name, namespace or kind is another object; the group's version is not.
         let identity = |v: Option<&Value>| {
@@ -271,16 +279,6 @@ impl Resource for K8sObject {
             })
         };
         identity(before) != identity(after)
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = config
-            .get("cluster")
-            .and_then(Value::as_str)
-            .and_then(|c| ClusterRef::parse(c).ok())
-            .zip(config.get("manifest").and_then(|m| Identity::of(m).ok()))
-            .map(|(c, i)| json!(id_of(&c, &i)));
-        json!({ "id": id.unwrap_or_else(|| prior_output(prior, "id")), "uid": prior_output(prior, "uid") })
     }
 
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

@@ -5,7 +5,7 @@
 //! point in the graph (after the node groups and add-ons) where a destroy starts.
 
 use super::{ClusterRef, Connection};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub struct K8sTeardown;
 
 attributes! {
-    spec "k8s_teardown", outputs ["id"], extra [timeouts];
+    kind K8sTeardown, spec "k8s_teardown", outputs [id = attribute cluster], extra [timeouts];
     struct Config {
         /// `eks/<name>` or `gke/projects/…/clusters/<name>`.
         cluster: String [replace],
@@ -92,14 +92,6 @@ async fn delete_one(connection: &Connection, kind: &str, namespace: &str, name: 
 }
 
 impl Resource for K8sTeardown {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, _prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("cluster").cloned().unwrap_or(Value::Null) })
-    }
-
     async fn create(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Created, ProviderError> {
         let Config { cluster } = crate::provider::parse(ctx, config)?;
         ClusterRef::parse(&cluster)?;

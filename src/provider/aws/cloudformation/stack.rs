@@ -5,7 +5,7 @@
 //! A failure names the first resource that failed and CloudFormation's reason for it.
 
 use crate::provider::aws::{Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cloudformation::types::{Capability, Parameter, Stack, StackStatus, Tag};
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub struct CloudFormationStack;
 
 attributes! {
-    spec "aws_cloudformation_stack", outputs ["id", "name", "outputs"], extra [timeouts, tags];
+    kind CloudFormationStack, spec "aws_cloudformation_stack", outputs [id, name = attribute, outputs], extra [timeouts, tags];
     struct Config {
         name: String [replace],
         template_file: Option<String> as File,
@@ -178,14 +178,6 @@ fn tag_list(tags: BTreeMap<String, String>) -> Vec<Tag> {
 }
 
 impl Resource for CloudFormationStack {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior_output(prior, "id"), "name": config.get("name"), "outputs": prior_output(prior, "outputs") })
-    }
-
     /// Passes the create's token as `ClientRequestToken` and tags the stack with it, so a
     /// retried create adopts the stack its first try made. A stack that rolls back is deleted
     /// again (it can never be updated) and the error names the resource that failed.

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error};
-use crate::provider::{Cloud, Created, Ctx, Field, FieldType, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Declared, Field, FieldType, Observed, Output, ProviderError, Resource, Spec};
 use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
 
@@ -12,8 +12,14 @@ pub struct Eip;
 const SPEC: Spec = Spec {
     name: "aws_eip",
     fields: &[Field::optional("tags", FieldType::Table)],
-    outputs: &["id", "public_ip"],
+    outputs: &[Output::cloud("id"), Output::cloud("public_ip")],
 };
+
+impl Declared for Eip {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+}
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(String, String)>, ProviderError> {
     let found = find_own!(ctx, aws, token, describe_addresses, addresses, "DescribeAddresses");
@@ -26,14 +32,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(Strin
 }
 
 impl Resource for Eip {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        prior.cloned().unwrap_or_else(|| json!({ "id": null, "public_ip": null }))
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let aws = ctx.cloud.aws().await;
         let (id, ip) = match find_own(ctx, aws, token).await? {

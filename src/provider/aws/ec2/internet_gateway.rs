@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::ResourceType;
 use serde_json::{Value, json};
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 pub struct InternetGateway;
 
 attributes! {
-    spec "aws_internet_gateway", outputs ["id"], extra [tags];
+    kind InternetGateway, spec "aws_internet_gateway", outputs [id], extra [tags];
     struct Config {
         vpc_id: String [replace],
     }
@@ -30,14 +30,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Resource for InternetGateway {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": crate::provider::prior_output(prior, "id") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

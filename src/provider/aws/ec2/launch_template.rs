@@ -4,7 +4,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{
     CapacityReservationTarget, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 pub struct LaunchTemplate;
 
 attributes! {
-    spec "aws_launch_template", outputs ["id", "name", "latest_version"], extra [tags];
+    kind LaunchTemplate, spec "aws_launch_template", outputs [id, name = attribute, latest_version = fresh], extra [tags];
     struct Config {
         name: String [replace],
         instance_type: Option<String>,
@@ -171,15 +171,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(Strin
 }
 
 impl Resource for LaunchTemplate {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    /// An update publishes a new version, so the version is known only after it.
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": crate::provider::prior_output(prior, "id"), "name": config.get("name"), "latest_version": null })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

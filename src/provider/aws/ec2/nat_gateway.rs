@@ -4,7 +4,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
 use serde_json::{Value, json};
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub struct NatGateway;
 
 attributes! {
-    spec "aws_nat_gateway", outputs ["id"], extra [tags];
+    kind NatGateway, spec "aws_nat_gateway", outputs [id], extra [tags];
     struct Config {
         subnet_id: String [replace],
         allocation_id: String [replace],
@@ -45,14 +45,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Resource for NatGateway {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": crate::provider::prior_output(prior, "id") })
-    }
-
     /// Passes the create's token as `ClientToken`, and first looks for a gateway an earlier
     /// attempt tagged.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

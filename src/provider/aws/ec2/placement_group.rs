@@ -3,7 +3,7 @@
 
 use super::tag_spec;
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde_json::{Value, json};
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 pub struct PlacementGroup;
 
 attributes! {
-    spec "aws_placement_group", outputs ["id", "name", "group_id"], extra [tags];
+    kind PlacementGroup, spec "aws_placement_group", outputs [id = attribute name, name = attribute, group_id], extra [tags];
     struct Config {
         name: String [replace],
         #[serde(default = "default_strategy")] strategy: String [replace],
@@ -40,14 +40,6 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Re
 }
 
 impl Resource for PlacementGroup {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("name"), "name": config.get("name"), "group_id": crate::provider::prior_output(prior, "group_id") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let strategy = match cfg.strategy.as_str() {

@@ -3,7 +3,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::ResourceType;
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub struct RouteTable;
 
 attributes! {
-    spec "aws_route_table", outputs ["id"], extra [tags];
+    kind RouteTable, spec "aws_route_table", outputs [id], extra [tags];
     struct Config {
         vpc_id: String [replace],
         #[serde(default)] routes: Vec<Route>,
@@ -161,14 +161,6 @@ async fn sync(
 }
 
 impl Resource for RouteTable {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": crate::provider::prior_output(prior, "id") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

@@ -5,7 +5,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType, SecurityGroupRule, Tag, TagSpecification, UserIdGroupPair};
 use serde::Deserialize;
@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 pub struct SecurityGroup;
 
 attributes! {
-    spec "aws_security_group", outputs ["id", "name"], extra [tags];
+    kind SecurityGroup, spec "aws_security_group", outputs [id, name = attribute], extra [tags];
     struct Config {
         name: String [replace],
         vpc_id: String [replace],
@@ -369,14 +369,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Resource for SecurityGroup {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": crate::provider::prior_output(prior, "id"), "name": config.get("name").cloned().unwrap_or(Value::Null) })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

@@ -7,7 +7,7 @@
 
 use super::security_group::{Direction, Owner, Rule, atoms, comparable_rules, observe_groups, rule_tags, sync_rules};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 pub struct SecurityGroupIngress;
 
 attributes! {
-    spec "aws_security_group_ingress", outputs ["id"];
+    kind SecurityGroupIngress, spec "aws_security_group_ingress", outputs [id = attribute security_group_id];
     struct Config {
         security_group_id: String [replace],
         ingress: Vec<Rule>,
@@ -33,14 +33,6 @@ async fn exists(aws: &Clients, id: &str) -> Result<bool, ProviderError> {
 }
 
 impl Resource for SecurityGroupIngress {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, _prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("security_group_id") })
-    }
-
     /// Rules that an earlier try already authorized are skipped.
     async fn create(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 pub struct Subnet;
 
 attributes! {
-    spec "aws_subnet", outputs ["id", "availability_zone", "cidr_block"], extra [tags];
+    kind Subnet, spec "aws_subnet", outputs [id, availability_zone = attribute, cidr_block = attribute], extra [tags];
     struct Config {
         vpc_id: String [replace],
         cidr_block: String [replace],
@@ -26,18 +26,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<aws_sd
 }
 
 impl Resource for Subnet {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({
-            "id": crate::provider::prior_output(prior, "id"),
-            "availability_zone": config.get("availability_zone").cloned().unwrap_or_else(|| crate::provider::prior_output(prior, "availability_zone")),
-            "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null),
-        })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 pub struct Vpc;
 
 attributes! {
-    spec "aws_vpc", outputs ["id", "cidr_block"], extra [tags];
+    kind Vpc, spec "aws_vpc", outputs [id, cidr_block = attribute], extra [tags];
     struct Config {
         cidr_block: String [replace],
         #[serde(default = "yes")] enable_dns_hostnames: bool,
@@ -54,14 +54,6 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
 }
 
 impl Resource for Vpc {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": crate::provider::prior_output(prior, "id"), "cidr_block": config.get("cidr_block").cloned().unwrap_or(Value::Null) })
-    }
-
     /// CreateVpc has no idempotency token: a resumed create first looks for the VPC its first
     /// attempt tagged with this stack and address.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

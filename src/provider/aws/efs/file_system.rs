@@ -4,7 +4,7 @@
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
 use crate::provider::aws::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
 use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
@@ -15,7 +15,7 @@ use std::time::Duration;
 pub struct EfsFileSystem;
 
 attributes! {
-    spec "aws_efs_file_system", outputs ["id", "arn", "dns_name"], extra [timeouts, tags];
+    kind EfsFileSystem, spec "aws_efs_file_system", outputs [id, arn, dns_name], extra [timeouts, tags];
     struct Config {
         performance_mode: Option<String> [replace],
         throughput_mode: Option<String>,
@@ -70,16 +70,8 @@ fn outputs(fs: &FileSystemDescription) -> Value {
 }
 
 impl Resource for EfsFileSystem {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
     fn holds_data(&self) -> bool {
         true
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior_output(prior, "id"), "arn": prior_output(prior, "arn"), "dns_name": prior_output(prior, "dns_name") })
     }
 
     /// EFS answers a repeated creation token with FileSystemAlreadyExists and the id of the

@@ -5,7 +5,7 @@
 //! in place.
 
 use crate::provider::aws::{Clients, Poll, child_id, error, live_children, parse, split, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
 use serde_json::{Value, json};
@@ -15,7 +15,7 @@ use std::time::Duration;
 pub struct EfsMountTarget;
 
 attributes! {
-    spec "aws_efs_mount_target", outputs ["id", "ip_address", "zone"], extra [timeouts];
+    kind EfsMountTarget, spec "aws_efs_mount_target", outputs [id, ip_address, zone], extra [timeouts];
     struct Config {
         file_system_id: String [replace],
         subnet_id: String [replace],
@@ -69,14 +69,6 @@ fn outputs(id: &str, m: &MountTargetDescription) -> Value {
 }
 
 impl Resource for EfsMountTarget {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior_output(prior, "id"), "ip_address": prior_output(prior, "ip_address"), "zone": prior_output(prior, "zone") })
-    }
-
     async fn create(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

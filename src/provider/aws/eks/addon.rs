@@ -6,7 +6,7 @@
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
 use crate::provider::aws::{child_id, live_children, split};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use std::time::Duration;
 pub struct EksAddon;
 
 attributes! {
-    spec "aws_eks_addon", outputs ["id", "name", "arn", "version"], extra [timeouts, tags];
+    kind EksAddon, spec "aws_eks_addon", outputs [id = computed planned_child_id, name = attribute, arn, version = computed planned_version], extra [timeouts, tags];
     struct Config {
         cluster_name: String [replace],
         name: String [replace],
@@ -110,20 +110,16 @@ fn outputs(cluster: &str, a: &Addon) -> Value {
     json!({ "id": child_id(cluster, name), "name": name, "arn": a.addon_arn(), "version": a.addon_version() })
 }
 
+/// The planned `version`: the block's, unless it asks for the latest (known after apply);
+/// else as recorded.
+fn planned_version(config: &Value, prior: Option<&Value>) -> Value {
+    match config.get("version").and_then(Value::as_str) {
+        Some(v) if v != "latest" => json!(v),
+        _ => prior_output(prior, "version"),
+    }
+}
+
 impl Resource for EksAddon {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = planned_child_id(config);
-        let version = match config.get("version").and_then(Value::as_str) {
-            Some(v) if v != "latest" => json!(v),
-            _ => prior_output(prior, "version"),
-        };
-        json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn"), "version": version })
-    }
-
     /// Passes the create's token as `clientRequestToken`; an add-on that an earlier try of
     /// this create made (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

@@ -6,7 +6,7 @@
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
@@ -20,16 +20,7 @@ use std::time::Duration;
 pub struct EksCluster;
 
 attributes! {
-    spec "aws_eks_cluster", outputs [
-            "id",
-            "name",
-            "arn",
-            "endpoint",
-            "certificate_authority",
-            "oidc_issuer",
-            "cluster_security_group_id",
-            "version",
-        ], extra [timeouts, tags];
+    kind EksCluster, spec "aws_eks_cluster", outputs [id = attribute name, name = attribute, arn, endpoint, certificate_authority, oidc_issuer, cluster_security_group_id, version = attribute], extra [timeouts, tags];
     struct Config {
         name: String [replace],
         role_arn: String [replace],
@@ -157,28 +148,6 @@ fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> 
 }
 
 impl Resource for EksCluster {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let mut planned = json!({ "id": config.get("name"), "name": config.get("name") });
-        for key in [
-            "arn",
-            "endpoint",
-            "certificate_authority",
-            "oidc_issuer",
-            "cluster_security_group_id",
-            "version",
-        ] {
-            planned[key] = prior_output(prior, key);
-        }
-        if let Some(version) = config.get("version") {
-            planned["version"] = version.clone();
-        }
-        planned
-    }
-
     /// Passes the create's token as `clientRequestToken`; a cluster of that name made by an
     /// earlier try of this create (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

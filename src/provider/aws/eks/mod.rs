@@ -142,7 +142,7 @@ pub async fn wait_update(
 }
 
 /// The child id a block will have, known at plan time from `cluster_name` and `name`.
-pub fn planned_child_id(config: &Value) -> Value {
+pub fn planned_child_id(config: &Value, _: Option<&Value>) -> Value {
     match (
         config.get("cluster_name").and_then(Value::as_str),
         config.get("name").and_then(Value::as_str),

@@ -7,7 +7,7 @@
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
 use crate::provider::aws::{child_id, split};
-use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
@@ -22,7 +22,7 @@ use std::time::Duration;
 pub struct EksNodegroup;
 
 attributes! {
-    spec "aws_eks_nodegroup", outputs ["id", "name", "arn"], extra [timeouts, tags];
+    kind EksNodegroup, spec "aws_eks_nodegroup", outputs [id = computed planned_child_id, name = attribute, arn], extra [timeouts, tags];
     struct Config {
         cluster_name: String [replace],
         name: String [replace],
@@ -162,15 +162,6 @@ fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
 }
 
 impl Resource for EksNodegroup {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let id = planned_child_id(config);
-        json!({ "id": id, "name": config.get("name"), "arn": prior_output(prior, "arn") })
-    }
-
     /// Passes the create's token as `clientRequestToken`; a group of that name that an earlier
     /// try of this create made (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

@@ -5,7 +5,7 @@
 
 use super::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AutoExportPolicy, AutoImportPolicy, DataRepositoryAssociation, DataRepositoryLifecycle, EventType, S3DataRepositoryConfiguration,
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub struct FsxDataRepositoryAssociation;
 
 attributes! {
-    spec "aws_fsx_data_repository_association", outputs ["id", "arn"], extra [timeouts, tags];
+    kind FsxDataRepositoryAssociation, spec "aws_fsx_data_repository_association", outputs [id, arn], extra [timeouts, tags];
     struct Config {
         file_system_id: String [replace],
         file_system_path: String [replace],
@@ -88,14 +88,6 @@ fn outputs(a: &DataRepositoryAssociation) -> Value {
 }
 
 impl Resource for FsxDataRepositoryAssociation {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": prior_output(prior, "id"), "arn": prior_output(prior, "arn") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

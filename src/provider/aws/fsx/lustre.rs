@@ -7,7 +7,7 @@
 
 use super::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
@@ -20,7 +20,7 @@ use std::time::Duration;
 pub struct FsxLustre;
 
 attributes! {
-    spec "aws_fsx_lustre", outputs ["id", "arn", "dns_name", "mount_name", "vpc_id"], extra [timeouts, tags];
+    kind FsxLustre, spec "aws_fsx_lustre", outputs [id, arn, dns_name, mount_name, vpc_id], extra [timeouts, tags];
     struct Config {
         storage_capacity: i32,
         deployment_type: Option<String> [replace],
@@ -231,10 +231,6 @@ async fn update_once(
 }
 
 impl Resource for FsxLustre {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
     /// Capacity only grows in place: a smaller one needs a new file system.
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
         match attribute {
@@ -245,14 +241,6 @@ impl Resource for FsxLustre {
 
     fn holds_data(&self) -> bool {
         true
-    }
-
-    fn planned_outputs(&self, _config: &Value, prior: Option<&Value>) -> Value {
-        let mut outputs = json!({});
-        for key in SPEC.outputs {
-            outputs[*key] = prior_output(prior, key);
-        }
-        outputs
     }
 
     /// A file system that ends FAILED is deleted again (it cannot be repaired) and the error

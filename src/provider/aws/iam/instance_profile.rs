@@ -2,7 +2,7 @@
 
 use super::{iam_name_taken, iam_owned};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -11,7 +11,7 @@ use std::collections::HashSet;
 pub struct IamInstanceProfile;
 
 attributes! {
-    spec "aws_iam_instance_profile", outputs ["id", "name", "arn"], extra [tags];
+    kind IamInstanceProfile, spec "aws_iam_instance_profile", outputs [id = attribute name, name = attribute, arn], extra [tags];
     struct Config {
         name: String [replace],
         role: String,
@@ -42,14 +42,6 @@ async fn owned(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<bool
 }
 
 impl Resource for IamInstanceProfile {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("name"), "name": config.get("name"), "arn": crate::provider::prior_output(prior, "arn") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

@@ -3,7 +3,7 @@
 
 use super::{iam_name_taken, iam_owned};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -12,7 +12,7 @@ use std::collections::HashSet;
 pub struct IamOidcProvider;
 
 attributes! {
-    spec "aws_iam_oidc_provider", outputs ["id", "arn", "url"], extra [tags];
+    kind IamOidcProvider, spec "aws_iam_oidc_provider", outputs [id, arn, url = attribute], extra [tags];
     struct Config {
         url: String [replace],
         #[serde(default = "default_clients")] client_ids: Vec<String>,
@@ -50,15 +50,6 @@ async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Opti
 }
 
 impl Resource for IamOidcProvider {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let arn = crate::provider::prior_output(prior, "arn");
-        json!({ "id": arn, "arn": arn, "url": config.get("url") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

@@ -3,7 +3,7 @@
 
 use super::{iam_name_taken, iam_owned, policy_json};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_iam::types::PolicyScopeType;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use std::collections::HashSet;
 pub struct IamPolicy;
 
 attributes! {
-    spec "aws_iam_policy", outputs ["id", "arn", "name"], extra [tags];
+    kind IamPolicy, spec "aws_iam_policy", outputs [id, arn, name = attribute], extra [tags];
     struct Config {
         name: String [replace],
         policy: Value,
@@ -42,15 +42,6 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<Opt
 }
 
 impl Resource for IamPolicy {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        let arn = crate::provider::prior_output(prior, "arn");
-        json!({ "id": arn, "arn": arn, "name": config.get("name") })
-    }
-
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;

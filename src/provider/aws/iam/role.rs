@@ -3,7 +3,7 @@
 
 use super::{iam_name_taken, iam_owned, policy_json};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -13,7 +13,7 @@ use std::collections::HashSet;
 pub struct IamRole;
 
 attributes! {
-    spec "aws_iam_role", outputs ["id", "name", "arn", "unique_id"], extra [tags];
+    kind IamRole, spec "aws_iam_role", outputs [id = attribute name, name = attribute, arn, unique_id], extra [tags];
     struct Config {
         name: String [replace],
         assume_role_policy: Value,
@@ -96,14 +96,6 @@ fn nothing_attached() -> Config {
 }
 
 impl Resource for IamRole {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({ "id": config.get("name"), "name": config.get("name"), "arn": crate::provider::prior_output(prior, "arn"), "unique_id": crate::provider::prior_output(prior, "unique_id") })
-    }
-
     /// IAM names are unique per account: a resumed create adopts the role its first attempt
     /// made (recognised by its tags) and refuses anyone else's.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

@@ -7,7 +7,7 @@
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
     AccountingMode, AccountingRequest, Cluster, ClusterSlurmConfigurationRequest, EndpointType, NetworkingRequest, SchedulerRequest,
@@ -21,7 +21,7 @@ use std::time::Duration;
 pub struct PcsCluster;
 
 attributes! {
-    spec "aws_pcs_cluster", outputs ["id", "name", "arn", "slurmctld_endpoint", "slurmctld_port", "auth_key_secret_arn"], extra [timeouts, tags];
+    kind PcsCluster, spec "aws_pcs_cluster", outputs [id, name = attribute, arn, slurmctld_endpoint, slurmctld_port, auth_key_secret_arn], extra [timeouts, tags];
     struct Config {
         name: String [replace],
         slurm_version: String [replace],
@@ -68,21 +68,6 @@ fn outputs(c: &Cluster) -> Value {
 }
 
 impl Resource for PcsCluster {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({
-            "id": prior_output(prior, "id"),
-            "name": config.get("name"),
-            "arn": prior_output(prior, "arn"),
-            "slurmctld_endpoint": prior_output(prior, "slurmctld_endpoint"),
-            "slurmctld_port": prior_output(prior, "slurmctld_port"),
-            "auth_key_secret_arn": prior_output(prior, "auth_key_secret_arn"),
-        })
-    }
-
     /// One cluster CREATING at a time per region and account, as PCS allows.
     fn serialization_key(&self, _config: &Value) -> Option<String> {
         Some("aws_pcs_cluster create".into())

@@ -7,7 +7,7 @@
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
 use crate::provider::aws::{Clients, child_id, error, live_children, parse, split};
-use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
     ComputeNodeGroup, ComputeNodeGroupSlurmConfigurationRequest, CustomLaunchTemplate, InstanceConfig, PurchaseOption,
@@ -22,7 +22,7 @@ use std::time::Duration;
 pub struct PcsComputeNodeGroup;
 
 attributes! {
-    spec "aws_pcs_compute_node_group", outputs ["id", "group_id", "name", "arn"], extra [timeouts, tags];
+    kind PcsComputeNodeGroup, spec "aws_pcs_compute_node_group", outputs [id, group_id, name = attribute, arn], extra [timeouts, tags];
     struct Config {
         cluster_id: String [replace],
         name: String [replace],
@@ -122,19 +122,6 @@ fn launch_template(cfg: &Config) -> Result<CustomLaunchTemplate, ProviderError> 
 }
 
 impl Resource for PcsComputeNodeGroup {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({
-            "id": prior_output(prior, "id"),
-            "group_id": prior_output(prior, "group_id"),
-            "name": config.get("name"),
-            "arn": prior_output(prior, "arn"),
-        })
-    }
-
     /// Passes the create's token as `clientToken`; a group of this name that an earlier try
     /// made (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

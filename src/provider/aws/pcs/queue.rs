@@ -5,7 +5,7 @@
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
 use crate::provider::aws::{Clients, child_id, error, live_children, parse, split};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, Spec, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{ComputeNodeGroupConfiguration, Queue, QueueSlurmConfigurationRequest, UpdateQueueSlurmConfigurationRequest};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use std::time::Duration;
 pub struct PcsQueue;
 
 attributes! {
-    spec "aws_pcs_queue", outputs ["id", "queue_id", "name", "arn"], extra [timeouts, tags];
+    kind PcsQueue, spec "aws_pcs_queue", outputs [id, queue_id, name = attribute, arn], extra [timeouts, tags];
     struct Config {
         cluster_id: String [replace],
         name: String [replace],
@@ -65,19 +65,6 @@ fn configurations(ids: &[String]) -> Vec<ComputeNodeGroupConfiguration> {
 }
 
 impl Resource for PcsQueue {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
-    }
-
-    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
-        json!({
-            "id": prior_output(prior, "id"),
-            "queue_id": prior_output(prior, "queue_id"),
-            "name": config.get("name"),
-            "arn": prior_output(prior, "arn"),
-        })
-    }
-
     /// Passes the create's token as `clientToken`; a queue of this name that an earlier try
     /// made (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
