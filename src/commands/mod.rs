@@ -15,7 +15,7 @@ mod validate;
 use crate::apply::{self, Options, RetryPolicy};
 use crate::cli::{Cli, Command, Global};
 use crate::error::{CommandError, Exit};
-use crate::facts::Facts;
+use crate::facts::{Facts, gather};
 use crate::graph::ResourceGraph;
 use crate::output::{Printer, format_duration};
 use crate::plan::drift::{Drift, IgnoreRules, ReadError};
@@ -27,7 +27,6 @@ use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
 use crate::state::{Held, LocalStore, StateError, Store};
 use miette::Result;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -257,73 +256,25 @@ impl Session {
         Ok((stack, graph))
     }
 
-    /// Like [`Session::load`], but with the Kubernetes bundles the stack's components apply
-    /// fetched (see [`Session::fetch_bundles`]), and when `online` the cloud facts they ask about
-    /// (instance types: names, EFA interfaces, zones offering them) from the cloud: the file is
-    /// read and parsed once, the facts it needs are gathered, then the checks that need them
-    /// run. Without working credentials it warns and keeps the built-in table.
+    /// Like [`Session::load`], but with the facts the stack's components need gathered
+    /// ([`crate::facts::gather`]): the Kubernetes bundles they apply, and when `online` the
+    /// instance types they name, from AWS. The file is read and parsed once, the facts it
+    /// needs are gathered, then the checks that need them run.
     pub async fn load_checked(&self, file: &Path, online: bool) -> Result<(Stack, ResourceGraph)> {
         let parsed = crate::stack::parse(file, &self.global.vars, &self.registry)?;
         let needs = parsed.needs(&self.registry);
-        let facts = match online && !needs.instance_types.is_empty() {
-            true => self.gather_facts(&parsed, &needs).await,
-            false => Facts::builtin(),
-        };
-        let facts = facts.with_bundles(self.fetch_bundles(&needs.bundles).await?);
+        let mut notes = Vec::new();
+        let gathered = gather::gather(&self.cloud(parsed.providers()), &needs, online, &mut notes).await;
+        for note in notes {
+            match note {
+                gather::Note::Detail(line) => self.printer.detail(&line),
+                gather::Note::Warning(line) => self.printer.warn(&line),
+            }
+        }
+        let facts = gathered.map_err(|e| CommandError::new(e.message, e.hint))?;
         let stack = parsed.finish(&self.registry, &facts)?;
         let graph = crate::graph::build(&stack)?;
         Ok((stack, graph))
-    }
-
-    /// The bundles at `urls`, fetched within two minutes; a bundle that cannot be fetched stops
-    /// the command (a stack without its objects would plan to delete them).
-    async fn fetch_bundles(&self, urls: &[String]) -> Result<BTreeMap<String, crate::facts::Bundle>> {
-        if urls.is_empty() {
-            return Ok(BTreeMap::new());
-        }
-        let started = std::time::Instant::now();
-        let answer = tokio::time::timeout(std::time::Duration::from_secs(120), crate::provider::fetch_bundles(urls)).await;
-        let bundles = match answer {
-            Ok(Ok(bundles)) => bundles,
-            Ok(Err(e)) => return Err(CommandError::new(e.message, "fetch it again, or pin another version").into()),
-            Err(_) => {
-                return Err(CommandError::new(
-                    format!("the bundles ({}) did not arrive within 2m", urls.join(", ")),
-                    "check the network, or set FORGE_BUNDLE_MIRROR to a mirror of their hosts",
-                )
-                .into());
-            }
-        };
-        self.printer.detail(&format!(
-            "bundles: {} fetched in {}",
-            urls.join(", "),
-            format_duration(started.elapsed())
-        ));
-        Ok(bundles)
-    }
-
-    /// The instance-type facts `parsed` needs, from AWS within 20 seconds, or the built-in
-    /// table (with a warning) when AWS cannot be asked.
-    async fn gather_facts(&self, parsed: &crate::stack::Parsed, needs: &crate::facts::Needs) -> Facts {
-        let cloud = self.cloud(parsed.providers());
-        let started = std::time::Instant::now();
-        let answer = tokio::time::timeout(std::time::Duration::from_secs(20), crate::provider::gather_facts(&cloud, needs)).await;
-        let asked = needs.instance_types.join(", ");
-        match answer {
-            Ok(Ok(facts)) => {
-                self.printer
-                    .detail(&format!("instance types: {asked} checked with AWS in {}", format_duration(started.elapsed())));
-                return facts;
-            }
-            Ok(Err(e)) => self.printer.warn(&format!(
-                "could not check instance types with AWS, so forge used its built-in table and did not check which zones offer them: {}",
-                e.message
-            )),
-            Err(_) => self.printer.warn(
-                "AWS did not answer about instance types within 20s, so forge used its built-in table and did not check which zones offer them",
-            ),
-        }
-        Facts::builtin()
     }
 
     /// Says which stack and which state the command uses.

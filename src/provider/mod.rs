@@ -106,7 +106,9 @@ impl Ctx {
 pub struct Cloud {
     /// Settings by provider name, as written in the stack.
     pub settings: BTreeMap<String, Value>,
-    /// The command's rate budgets (shared with its other clouds).
+    /// The command's rate budgets (shared with its other clouds); only AWS's calls are paced
+    /// ahead so far.
+    #[cfg_attr(not(feature = "aws"), allow(dead_code))]
     budgets: Arc<budget::Budgets>,
     #[cfg(feature = "aws")]
     aws: tokio::sync::OnceCell<aws::Clients>,
@@ -346,31 +348,6 @@ impl<R: Resource> Kind for R {
     }
     fn dry_run<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(Resource::dry_run(self, ctx, config))
-    }
-}
-
-/// The cloud facts a parsed stack needs, asked of the clouds that know them, all at once: the
-/// one place facts come from. Without the cloud's SDK in this build, the built-in table.
-pub async fn gather_facts(cloud: &Cloud, needs: &crate::facts::Needs) -> Result<crate::facts::Facts, ProviderError> {
-    #[cfg(feature = "aws")]
-    if !needs.instance_types.is_empty() {
-        return Ok(crate::facts::Facts::live(
-            aws::instance_types::lookup(cloud, &needs.instance_types).await?,
-        ));
-    }
-    let _ = (cloud, needs);
-    Ok(crate::facts::Facts::builtin())
-}
-
-/// The Kubernetes bundles at `urls`, fetched over HTTPS (see `k8s::bundle`); a build without
-/// a cloud has no component that asks for one.
-pub async fn fetch_bundles(urls: &[String]) -> Result<BTreeMap<String, crate::facts::Bundle>, ProviderError> {
-    #[cfg(any(feature = "aws", feature = "gcp"))]
-    return k8s::bundle::fetch(urls).await;
-    #[cfg(not(any(feature = "aws", feature = "gcp")))]
-    {
-        let _ = urls;
-        Ok(BTreeMap::new())
     }
 }
 

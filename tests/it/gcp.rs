@@ -1,0 +1,1034 @@
+//! Google Cloud kinds end to end: the real `forge` binary and the official google-cloud-rust
+//! clients against the repo's Compute emulator (served by tests/moto/launcher.py beside moto).
+//! Each test has its own project, so tests run in parallel on one emulator; forge sees it only
+//! through gcloud's endpoint override and a bearer token in the environment.
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One test's world: a fresh project on the emulator and a working directory.
+struct Gcp {
+    project: String,
+    dir: tempfile::TempDir,
+}
+
+impl Gcp {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        Gcp {
+            project: format!("forge-{}-{n}", std::process::id()),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text.replace("PROJECT", &self.project)).unwrap();
+        path
+    }
+
+    /// `forge ARGS` pointed at the emulator through Google's standard environment only, with
+    /// the emulator's mirror of the Kubernetes bundles' release hosts.
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
+        cmd.current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                format!("{}/compute/v1/", crate::support::launcher_url()),
+            )
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER",
+                format!("{}/container/v1/", crate::support::launcher_url()),
+            )
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_FILE",
+                format!("{}/file/v1/", crate::support::launcher_url()),
+            )
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+                format!("{}/storage/v1/", crate::support::launcher_url()),
+            )
+            .env_remove("STORAGE_EMULATOR_HOST")
+            .env("GOOGLE_OAUTH_ACCESS_TOKEN", "emulator-token")
+            .env("FORGE_BUNDLE_MIRROR", format!("{}/_forge/bundles", crate::support::launcher_url()))
+            .env_remove("GOOGLE_CLOUD_PROJECT")
+            .env_remove("CLOUDSDK_CORE_PROJECT")
+            .env_remove("CLOUDSDK_COMPUTE_REGION")
+            .args(args);
+        cmd
+    }
+
+    fn forge(&self, args: &[&str]) -> (i32, String) {
+        let out = self.command(args).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, stderr) = self.forge(args);
+        assert_eq!(code, 0, "forge {args:?}:\n{stderr}");
+        stderr
+    }
+
+    /// `forge drift … --json`: the exit code and the first stack's report.
+    fn drift(&self, file: &str) -> (i32, Value) {
+        let out = self.command(&["drift", file, "--json"]).output().unwrap();
+        let report: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("drift: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap_or(-1), report["stacks"][0].clone())
+    }
+
+    /// A Compute REST call on this project: the status and the JSON answer.
+    fn compute(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        let path = format!("/compute/v1/projects/{}/{path}", self.project);
+        let body = if body.is_null() { String::new() } else { body.to_string() };
+        let (status, text) = crate::support::request(method, &path, &body);
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// A GET of a GKE (`container`) or Filestore (`file`) path below this project's
+    /// `locations/`: the JSON answer, which must be a 200.
+    fn located(&self, service: &str, path: &str) -> Value {
+        let path = format!("/{service}/v1/projects/{}/locations/{path}", self.project);
+        let (status, text) = crate::support::request("GET", &path, "");
+        assert_eq!(status, 200, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The names of this project's objects of a collection (`global/networks`,
+    /// `regions/us-central1/subnetworks`).
+    fn names(&self, collection: &str) -> Vec<String> {
+        let (status, list) = self.compute("GET", collection, Value::Null);
+        assert_eq!(status, 200, "{list}");
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Every object of the Compute, GKE and Filestore kinds in this project, by collection.
+    fn everything(&self) -> BTreeMap<&'static str, Vec<String>> {
+        [
+            "global/networks",
+            "global/firewalls",
+            "regions/us-central1/subnetworks",
+            "regions/us-central1/routers",
+        ]
+        .into_iter()
+        .map(|c| (c, self.names(c)))
+        .chain([
+            ("clusters", self.located_names("container", "-/clusters", "clusters")),
+            ("instances", self.located_names("file", "-/instances", "instances")),
+        ])
+        .collect()
+    }
+
+    /// The last segments of the names a GKE or Filestore list answers under `key`.
+    fn located_names(&self, service: &str, path: &str, key: &str) -> Vec<String> {
+        let list = self.located(service, path);
+        list[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["name"].as_str().unwrap().rsplit('/').next().unwrap().to_owned())
+            .collect()
+    }
+
+    /// API calls this project made, by `compute:<collection>.<method>`; clears the counter.
+    fn calls(&self) -> BTreeMap<String, u64> {
+        let (_, body) = crate::support::request("GET", &format!("/_forge/calls?account={}", self.project), "");
+        crate::support::request("POST", &format!("/_forge/reset?account={}", self.project), "{}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    fn faults(&self, rules: Value) {
+        let rules: Vec<Value> = rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                r["account"] = json!(self.project);
+                r
+            })
+            .collect();
+        crate::support::request(
+            "POST",
+            &format!("/_forge/faults?account={}", self.project),
+            &json!(rules).to_string(),
+        );
+    }
+}
+
+/// The calls that change something in the cloud (inserts, patches, updates, deletes, setters);
+/// the state's own writes, in Cloud Storage, aside.
+fn writes(calls: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    calls
+        .iter()
+        .filter(|(name, _)| {
+            !name.ends_with(".get") && !name.ends_with(".list") && !name.starts_with("fault:") && !name.starts_with("storage:")
+        })
+        .map(|(n, c)| (n.clone(), *c))
+        .collect()
+}
+
+const VPC: &str = r#"
+[stack]
+name = "gcp-vpc"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gcp_vpc.main]
+name = "a3"
+cidr = "10.0.0.0/20"
+pods_cidr = "10.4.0.0/14"
+services_cidr = "10.8.0.0/20"
+"#;
+
+/// The four kinds, block by block, with the attributes the lifecycle changes.
+const KINDS: &str = r#"
+[stack]
+name = "gcp-kinds"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[vars]
+ports = ["22"]
+routing = "REGIONAL"
+google_access = false
+cidr = "10.1.0.0/24"
+
+[google_compute_network.net]
+name = "net"
+mtu = 8896
+routing_mode = "${var.routing}"
+
+[google_compute_subnetwork.sub]
+name = "sub"
+network = "${google_compute_network.net.self_link}"
+ip_cidr_range = "${var.cidr}"
+private_ip_google_access = "${var.google_access}"
+secondary_ip_ranges = [{ range_name = "pods", ip_cidr_range = "10.8.0.0/16" }]
+
+[google_compute_firewall.ssh]
+name = "ssh"
+network = "${google_compute_network.net.name}"
+description = "SSH from the office"
+allow = [{ protocol = "tcp", ports = "${var.ports}" }]
+source_ranges = ["203.0.113.0/24"]
+target_tags = ["login"]
+
+[google_compute_router.router]
+name = "router"
+network = "${google_compute_network.net.self_link}"
+nats = [{ name = "nat" }]
+"#;
+
+#[test]
+fn the_gcp_vpc_component_comes_up_reads_back_and_goes() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    let made = gcp.calls();
+    for insert in ["networks.insert", "subnetworks.insert", "firewalls.insert", "routers.insert"] {
+        assert_eq!(made.get(&format!("compute:{insert}")), Some(&1), "{made:?}");
+    }
+    let (_, subnet) = gcp.compute("GET", "regions/us-central1/subnetworks/a3-subnet", Value::Null);
+    assert_eq!(subnet["ipCidrRange"], "10.0.0.0/20");
+    assert_eq!(subnet["privateIpGoogleAccess"], true);
+    assert_eq!(
+        subnet["secondaryIpRanges"][1],
+        json!({ "rangeName": "services", "ipCidrRange": "10.8.0.0/20" })
+    );
+    assert!(subnet["network"].as_str().unwrap().ends_with("/global/networks/a3"));
+    let (_, router) = gcp.compute("GET", "regions/us-central1/routers/a3-router", Value::Null);
+    assert_eq!(router["nats"][0]["name"], "a3-nat");
+    let (_, rule) = gcp.compute("GET", "global/firewalls/a3-internal", Value::Null);
+    assert_eq!(rule["sourceRanges"], json!(["10.0.0.0/20", "10.4.0.0/14"]));
+    let description = rule["description"].as_str().unwrap();
+    assert!(
+        description.starts_with(
+            "Traffic between the nodes and pods of the network [forge:stack=gcp-vpc forge:address=gcp_vpc.main.internal forge:token="
+        ),
+        "{description}"
+    );
+
+    // A no-op plan and a drift check read one list per kind and write nothing.
+    gcp.calls();
+    let (code, stderr) = gcp.forge(&["plan", "vpc.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, report) = gcp.drift("vpc.toml");
+    assert_eq!(code, 0, "{report:#}");
+    let reads = gcp.calls();
+    assert!(writes(&reads).is_empty(), "{reads:?}");
+    assert_eq!(reads.get("compute:networks.list"), Some(&2), "{reads:?}");
+    assert_eq!(
+        reads.values().sum::<u64>(),
+        8,
+        "one list per kind for plan, one for drift: {reads:?}"
+    );
+
+    let out = gcp.command(&["output", "vpc.toml", "gcp_vpc.main.subnetwork"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "a3-subnet");
+
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty), "{:?}", gcp.everything());
+}
+
+#[test]
+fn each_kind_updates_in_place_replaces_reports_drift_and_is_destroyed() {
+    let gcp = Gcp::new();
+    gcp.write("kinds.toml", KINDS);
+    gcp.ok(&["up", "kinds.toml", "--yes"]);
+    gcp.calls();
+
+    // In place: a firewall's ports, the routing mode, Private Google Access, a router's NATs.
+    let vars = [
+        "--var",
+        r#"ports=["22", "443"]"#,
+        "--var",
+        "routing=GLOBAL",
+        "--var",
+        "google_access=true",
+    ];
+    let mut args = vec!["up", "kinds.toml", "--yes"];
+    args.extend(vars);
+    gcp.ok(&args);
+    let changed = writes(&gcp.calls());
+    assert_eq!(
+        changed,
+        BTreeMap::from([
+            ("compute:firewalls.update".to_owned(), 1),
+            ("compute:networks.patch".to_owned(), 1),
+            ("compute:subnetworks.setPrivateIpGoogleAccess".to_owned(), 1),
+        ]),
+        "in place, nothing made or deleted"
+    );
+    let (_, rule) = gcp.compute("GET", "global/firewalls/ssh", Value::Null);
+    assert_eq!(rule["allowed"][0]["ports"], json!(["22", "443"]));
+    assert!(
+        rule["description"]
+            .as_str()
+            .unwrap()
+            .contains("forge:address=google_compute_firewall.ssh"),
+        "the marker stays"
+    );
+    let (_, network) = gcp.compute("GET", "global/networks/net", Value::Null);
+    assert_eq!(network["routingConfig"]["routingMode"], "GLOBAL");
+
+    // Replace: a subnetwork's primary range cannot change in place.
+    let mut args = vec!["up", "kinds.toml", "--yes", "--var", "cidr=10.2.0.0/24"];
+    args.extend(vars);
+    let stderr = gcp.ok(&args);
+    assert!(stderr.contains("-/+ google_compute_subnetwork.sub"), "{stderr}");
+    let replaced = writes(&gcp.calls());
+    assert_eq!(replaced.get("compute:subnetworks.delete"), Some(&1), "{replaced:?}");
+    assert_eq!(replaced.get("compute:subnetworks.insert"), Some(&1), "{replaced:?}");
+    let (_, subnet) = gcp.compute("GET", "regions/us-central1/subnetworks/sub", Value::Null);
+    assert_eq!(subnet["ipCidrRange"], "10.2.0.0/24");
+
+    // Drift: a firewall rule widened by hand, the subnetwork deleted by hand, and a rule made by
+    // hand that carries the stack's mark.
+    gcp.compute("PATCH", "global/firewalls/ssh", json!({ "sourceRanges": ["0.0.0.0/0"] }));
+    gcp.compute("DELETE", "regions/us-central1/subnetworks/sub", Value::Null);
+    let marked = "copied [forge:stack=gcp-kinds forge:address=google_compute_firewall.copy forge:token=t]";
+    let stray = json!({ "name": "stray", "network": "global/networks/net", "allowed": [{ "IPProtocol": "icmp" }], "description": marked });
+    assert_eq!(gcp.compute("POST", "global/firewalls", stray).0, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    gcp.calls();
+    let mut drift_args = vec!["drift", "kinds.toml", "--json"];
+    drift_args.extend(vars);
+    drift_args.extend(["--var", "cidr=10.2.0.0/24"]);
+    let out = gcp.command(&drift_args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &report["stacks"][0];
+    assert_eq!(r["changed"].as_array().unwrap().len(), 1, "{r:#}");
+    assert_eq!(r["changed"][0]["address"], "google_compute_firewall.ssh");
+    assert_eq!(r["changed"][0]["attributes"][0]["attribute"], "source_ranges");
+    assert_eq!(r["deleted"][0]["address"], "google_compute_subnetwork.sub", "{r:#}");
+    assert_eq!(r["unmanaged"].as_array().unwrap().len(), 1, "{r:#}");
+    assert_eq!(r["unmanaged"][0]["id"], format!("projects/{}/global/firewalls/stray", gcp.project));
+    assert!(writes(&gcp.calls()).is_empty(), "drift writes nothing");
+
+    // `up` brings both back, and drift is quiet again.
+    let mut args = vec!["up", "kinds.toml", "--yes", "--var", "cidr=10.2.0.0/24"];
+    args.extend(vars);
+    gcp.ok(&args);
+    gcp.compute("DELETE", "global/firewalls/stray", Value::Null);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let out = gcp.command(&drift_args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+
+    gcp.ok(&["destroy", "kinds.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty), "{:?}", gcp.everything());
+}
+
+#[test]
+fn a_lost_insert_answer_and_injected_faults_converge_to_one_of_each() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    // Every insert takes effect and its answer is lost; then a third of all calls are refused
+    // (a 503 or a 429).
+    gcp.faults(json!([{ "match": "compute:*.insert", "rate": 1.0, "kind": "5xx", "when": "after" }]));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "2"]);
+    assert_ne!(code, 0, "{stderr}");
+    gcp.faults(json!([
+        { "match": "compute:*", "rate": 0.17, "kind": "5xx", "seed": 7 },
+        { "match": "compute:*", "rate": 0.2, "kind": "throttle", "seed": 8 },
+    ]));
+    gcp.ok(&["up", "vpc.toml", "--yes", "--max-attempts", "12"]);
+    let calls = gcp.calls();
+    assert!(calls.keys().any(|k| k.starts_with("fault:")), "faults were injected: {calls:?}");
+    gcp.faults(json!([]));
+    let all = gcp.everything();
+    assert_eq!(all["global/networks"], ["a3"]);
+    assert_eq!(all["global/firewalls"], ["a3-internal"]);
+    assert_eq!(all["regions/us-central1/subnetworks"], ["a3-subnet"]);
+    assert_eq!(all["regions/us-central1/routers"], ["a3-router"]);
+    let (code, stderr) = gcp.forge(&["plan", "vpc.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the state knows every object: {stderr}");
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+#[test]
+fn a_failed_insert_operation_is_retried_under_a_new_request_id() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.faults(json!([{ "match": "compute:networks.insert", "rate": 1.0, "kind": "failed_operation", "seed": 1 }]));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "1"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("networks.insert: the operation failed: INTERNAL_ERROR"), "{stderr}");
+    gcp.faults(json!([]));
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    assert_eq!(gcp.names("global/networks"), ["a3"]);
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+}
+
+/// SIGKILL of `forge up` at seeded random moments, then a rerun: exactly one of each object.
+#[test]
+fn sigkill_during_up_then_rerun_leaves_exactly_one_of_each() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    crate::support::request(
+        "POST",
+        "/_forge/latency",
+        &json!([{ "match": "compute:*.insert", "ms": 150, "account": gcp.project }]).to_string(),
+    );
+    let mut seed: u64 = 0x0005_eed0_f9c9;
+    let mut killed_mid_call = 0;
+    for round in 0..4 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = gcp
+            .command(&["up", "vpc.toml", "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(80 + (seed >> 33) % 700));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let state = forge::state::LocalStore::new(gcp.dir.path().join("state/gcp-vpc.json"))
+            .load("gcp-vpc")
+            .unwrap()
+            .state;
+        killed_mid_call += usize::from(state.resources.values().any(|r| r.status == forge::state::Status::PendingCreate));
+        if round == 2 {
+            gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+        }
+    }
+    crate::support::request("POST", "/_forge/latency", "[]");
+    assert!(killed_mid_call > 0, "at least one kill landed while an insert was in flight");
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    let all = gcp.everything();
+    assert_eq!(all.values().map(Vec::len).collect::<Vec<_>>(), [0, 1, 1, 0, 1, 1], "{all:?}");
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+#[test]
+fn a_network_still_in_use_is_retried_then_reported_naming_the_blocker() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.ok(&["up", "vpc.toml", "--yes"]);
+    // Someone adds a subnetwork by hand: the network cannot go while it exists.
+    let (status, _) = gcp.compute(
+        "POST",
+        "regions/us-central1/subnetworks",
+        json!({ "name": "by-hand", "network": format!("projects/{}/global/networks/a3", gcp.project), "ipCidrRange": "10.200.0.0/24" }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let (code, stderr) = gcp.forge(&["destroy", "vpc.toml", "--yes", "--max-attempts", "2"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"), "{stderr}");
+    assert!(stderr.contains("subnetworks/by-hand"), "names the blocker: {stderr}");
+    assert_eq!(gcp.names("global/networks"), ["a3"], "only the network is left");
+    assert!(
+        writes(&gcp.calls()).get("compute:networks.delete").is_some_and(|n| *n >= 2),
+        "retried"
+    );
+    gcp.compute("DELETE", "regions/us-central1/subnetworks/by-hand", Value::Null);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    gcp.ok(&["destroy", "vpc.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+#[test]
+fn a_name_taken_by_someone_else_is_not_adopted() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    let (status, _) = gcp.compute(
+        "POST",
+        "global/networks",
+        json!({ "name": "a3", "autoCreateSubnetworks": false, "description": "made by hand [forge:stack=gcp-vpc forge:address=gcp_vpc.main.network forge:token=not-this-one]" }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("a network named `a3` already exists and was not created by `gcp_vpc.main.network`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_answer_that_is_not_the_apis_reads_as_one_line() {
+    let gcp = Gcp::new();
+    gcp.write("vpc.toml", VPC);
+    gcp.faults(json!([{ "match": "compute:networks.get", "rate": 1.0, "kind": "html" }]));
+    let (code, stderr) = gcp.forge(&["up", "vpc.toml", "--yes", "--max-attempts", "1"]);
+    gcp.faults(json!([]));
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("networks.get: HTTP 502, not an answer from the API: <html><body>Bad Gateway</body></html>"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("project {}", gcp.project)), "{stderr}");
+    assert!(!stderr.contains("headers"), "no debug dump: {stderr}");
+}
+
+/// Project and region come from Google's environment when `[gcp]` leaves them out, and the
+/// endpoint from `[gcp] endpoints` (as gcloud writes it, with the API version).
+#[test]
+fn project_and_region_from_the_environment_and_the_endpoint_from_the_file() {
+    let gcp = Gcp::new();
+    let endpoint = format!("{}/compute/v1/", crate::support::launcher_url());
+    gcp.write(
+        "net.toml",
+        &format!("[stack]\nname = \"env\"\n[gcp]\nendpoints = {{ compute = \"{endpoint}\" }}\n[google_compute_subnetwork.s]\nname = \"s\"\nnetwork = \"${{google_compute_network.n.name}}\"\nip_cidr_range = \"10.3.0.0/24\"\n[google_compute_network.n]\nname = \"n\"\n"),
+    );
+    let with_env = |args: &[&str]| {
+        let mut cmd = gcp.command(args);
+        cmd.env_remove("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE")
+            .env("GOOGLE_CLOUD_PROJECT", &gcp.project)
+            .env("CLOUDSDK_COMPUTE_REGION", "us-central1");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "forge {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    with_env(&["up", "net.toml", "--yes"]);
+    assert_eq!(gcp.names("regions/us-central1/subnetworks"), ["s"]);
+    with_env(&["destroy", "net.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+    // Without a project anywhere, the error says where to set one.
+    let (code, stderr) = gcp.forge(&["up", "net.toml", "--yes"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT"),
+        "{stderr}"
+    );
+}
+
+/// A destroy right after a create whose insert answer was lost, while that insert still runs
+/// (Compute shows the object only once it is DONE): the destroy finds the running insert, waits
+/// for it and deletes what it made, so nothing is left behind unrecorded.
+#[test]
+fn a_destroy_while_an_interrupted_insert_still_runs_leaves_nothing() {
+    let gcp = Gcp::new();
+    gcp.write(
+        "net.toml",
+        "[stack]\nname = \"net\"\n[gcp]\nproject = \"PROJECT\"\nregion = \"us-central1\"\n[google_compute_network.n]\nname = \"lost\"\n",
+    );
+    gcp.faults(json!([{ "match": "compute:networks.insert", "rate": 1.0, "kind": "5xx", "when": "after" }]));
+    let (code, stderr) = gcp.forge(&["up", "net.toml", "--yes", "--max-attempts", "1"]);
+    gcp.faults(json!([]));
+    assert_ne!(code, 0, "{stderr}");
+    gcp.ok(&["destroy", "net.toml", "--yes"]);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(gcp.names("global/networks").is_empty(), "{:?}", gcp.names("global/networks"));
+}
+
+/// The NeMo-on-GKE seed stack with this test's project, and its state bucket
+/// (`<project>-forge-state`, made here if this test has none yet).
+fn seed_stack(gcp: &Gcp) -> String {
+    let (status, answer) = crate::support::gcs_bucket(&gcp.project, &format!("{}-forge-state", gcp.project));
+    assert!(status == 200 || status == 409, "{answer}");
+    include_str!("../../stacks/nemo-gke-a3.toml").replace("nemo-training", &gcp.project)
+}
+
+/// GKE's operations in us-central1 of this project: (type, target, start, end), oldest first.
+fn gke_operations(gcp: &Gcp) -> Vec<(String, String, String, String)> {
+    let list = gcp.located("container", "us-central1/operations");
+    let mut ops: Vec<(String, String, String, String)> = list["operations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|op| {
+            let text = |key: &str| op[key].as_str().unwrap_or_default().to_owned();
+            (text("operationType"), text("targetLink"), text("startTime"), text("endTime"))
+        })
+        .collect();
+    ops.sort_by(|a, b| a.2.cmp(&b.2));
+    ops
+}
+
+/// The NeMo-on-GKE stack: the A3 pool is wired for GPUDirect-TCPX as GKE documents it, the
+/// system pool comes with the cluster (no throwaway default pool), a resize and a Filestore
+/// growth happen in place, a shrink is refused without --allow-data-loss, and destroy leaves
+/// nothing.
+#[test]
+fn the_nemo_gke_stack_comes_up_wired_for_gpudirect_and_goes() {
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    let (code, plan) = gcp.forge(&["plan", "nemo.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    insta::assert_snapshot!("nemo_gke_a3_plan", plan.replace(&gcp.project, "PROJECT"));
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let made = gcp.calls();
+    assert_eq!(made.get("container:clusters.create"), Some(&1), "{made:?}");
+    assert_eq!(
+        made.get("container:clusters.nodePools.create"),
+        Some(&1),
+        "only the A3 pool: the system pool is made with the cluster: {made:?}"
+    );
+    assert_eq!(
+        made.get("container:clusters.nodePools.delete"),
+        None,
+        "no default pool to delete: {made:?}"
+    );
+
+    let cluster = gcp.located("container", "us-central1/clusters/nemo");
+    assert_eq!(cluster["networkConfig"]["datapathProvider"], "ADVANCED_DATAPATH");
+    assert_eq!(cluster["networkConfig"]["enableMultiNetworking"], true);
+    assert_eq!(cluster["ipAllocationPolicy"]["clusterSecondaryRangeName"], "pods");
+    assert_eq!(
+        cluster["workloadIdentityConfig"]["workloadPool"],
+        format!("{}.svc.id.goog", gcp.project)
+    );
+    assert_eq!(cluster["addonsConfig"]["gcpFilestoreCsiDriverConfig"]["enabled"], true);
+    let system = gcp.located("container", "us-central1/clusters/nemo/nodePools/system");
+    assert_eq!(system["config"]["machineType"], "e2-standard-8");
+    assert_eq!(system["initialNodeCount"], 4);
+    let a3 = gcp.located("container", "us-central1/clusters/nemo/nodePools/a3");
+    assert_eq!(a3["config"]["machineType"], "a3-highgpu-8g");
+    assert_eq!(a3["locations"], json!(["us-central1-c"]), "one zone");
+    assert_eq!(a3["placementPolicy"]["type"], "COMPACT");
+    assert_eq!(a3["config"]["gvnic"]["enabled"], true);
+    let accelerator = &a3["config"]["accelerators"][0];
+    assert_eq!(accelerator["acceleratorType"], "nvidia-h100-80gb");
+    assert_eq!(accelerator["acceleratorCount"], "8");
+    assert_eq!(accelerator["gpuDriverInstallationConfig"]["gpuDriverVersion"], "LATEST");
+    let extra = a3["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap();
+    assert_eq!(extra.len(), 4, "{extra:?}");
+    for (i, network) in extra.iter().enumerate() {
+        let n = i + 1;
+        assert_eq!(
+            network,
+            &json!({ "network": format!("nemo-gpu-{n}"), "subnetwork": format!("nemo-gpu-{n}-subnet") })
+        );
+        let (_, net) = gcp.compute("GET", &format!("global/networks/nemo-gpu-{n}"), Value::Null);
+        assert_eq!(net["mtu"], 8244);
+        let (_, subnet) = gcp.compute("GET", &format!("regions/us-central1/subnetworks/nemo-gpu-{n}-subnet"), Value::Null);
+        assert_eq!(subnet["ipCidrRange"], format!("192.168.{n}.0/24"));
+        let (_, rule) = gcp.compute("GET", &format!("global/firewalls/nemo-gpu-{n}-internal"), Value::Null);
+        assert_eq!(rule["allowed"], json!([{ "IPProtocol": "all" }]));
+    }
+    let filestore = gcp.located("file", "us-central1/instances/shared");
+    assert_eq!(filestore["tier"], "ENTERPRISE");
+    assert_eq!(filestore["fileShares"][0]["capacityGb"], "1024");
+
+    // Nothing to do, nothing drifted.
+    let (code, stderr) = gcp.forge(&["plan", "nemo.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, report) = gcp.drift("nemo.toml");
+    assert_eq!(code, 0, "{report:#}");
+
+    // A pool resized outside forge is drift (its size read from its instance group).
+    let pool = format!(
+        "/container/v1/projects/{}/locations/us-central1/clusters/nemo/nodePools/a3",
+        gcp.project
+    );
+    let (status, body) = crate::support::request("POST", &format!("{pool}:setSize"), r#"{"nodeCount": 1}"#);
+    assert_eq!(status, 200, "{body}");
+    while gcp.located("container", "us-central1/clusters/nemo/nodePools/a3")["status"] != "RUNNING" {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (code, report) = gcp.drift("nemo.toml");
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["changed"][0]["address"], "gke.nemo.node_pools.a3", "{report:#}");
+    assert_eq!(report["changed"][0]["attributes"][0]["attribute"], "node_count", "{report:#}");
+
+    // The A3 pool resized and the share grown: in place.
+    gcp.calls();
+    let grown = seed_stack(&gcp)
+        .replace("gpu_nodes = 4", "gpu_nodes = 2")
+        .replace("capacity_gib = 1024", "capacity_gib = 1280");
+    gcp.write("nemo.toml", &grown);
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let changed = writes(&gcp.calls());
+    assert_eq!(
+        changed,
+        BTreeMap::from([
+            ("container:clusters.nodePools.setSize".to_owned(), 1),
+            ("file:instances.patch".to_owned(), 1)
+        ]),
+        "a resize and a growth, nothing made or deleted"
+    );
+    let filestore = gcp.located("file", "us-central1/instances/shared");
+    assert_eq!(filestore["fileShares"][0]["capacityGb"], "1280");
+
+    // A shrink replaces the share, which deletes its data: refused unless allowed.
+    gcp.write("nemo.toml", &seed_stack(&gcp).replace("gpu_nodes = 4", "gpu_nodes = 2"));
+    let (code, stderr) = gcp.forge(&["up", "nemo.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("DESTROYS DATA") || stderr.contains("--allow-data-loss"), "{stderr}");
+
+    let out = gcp.command(&["kubeconfig", "nemo.toml", "gke.nemo", "--print"]).output().unwrap();
+    let kubeconfig = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        kubeconfig.contains(&format!("gke_{}_us-central1_nemo", gcp.project)),
+        "{kubeconfig}"
+    );
+    assert!(kubeconfig.contains("command: gke-gcloud-auth-plugin"), "{kubeconfig}");
+
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+    let all = gcp.everything();
+    assert!(all.values().all(Vec::is_empty), "{all:?}");
+}
+
+const MEGA: &str = r#"
+[stack]
+name = "mega"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gcp_vpc.main]
+cidr = "10.0.0.0/20"
+pods_cidr = "10.4.0.0/14"
+services_cidr = "10.8.0.0/20"
+
+[gke.train]
+vpc = "gcp_vpc.main"
+
+[gke.train.node_pools.system]
+machine_type = "e2-standard-4"
+size = 1
+
+[gke.train.node_pools.mega]
+machine_type = "a3-megagpu-8g"
+size = 2
+zone = "us-central1-a"
+
+[gke.train.node_pools.high]
+machine_type = "a3-highgpu-8g"
+size = { min = 0, max = 4 }
+zone = "us-central1-b"
+"#;
+
+/// An `a3-megagpu-8g` pool gets GPUDirect-TCPXO's 8 networks (an `a3-highgpu-8g` pool of the
+/// same cluster shares the first 4), and the two pools created in one `up` never run their
+/// operations at the same time: GKE takes one at a time per cluster.
+#[test]
+fn a_megagpu_pool_gets_eight_networks_and_pool_creates_never_overlap() {
+    let gcp = Gcp::new();
+    gcp.write("mega.toml", MEGA);
+    crate::support::request(
+        "POST",
+        "/_forge/operation_seconds",
+        &json!([{ "match": "container:clusters.nodePools.create", "seconds": 1.5, "account": gcp.project }]).to_string(),
+    );
+    gcp.ok(&["up", "mega.toml", "--yes"]);
+    let made = gcp.calls();
+    assert_eq!(
+        made.get("compute:networks.insert"),
+        Some(&9),
+        "the VPC's and 8 GPU networks: {made:?}"
+    );
+    assert_eq!(made.get("container:clusters.nodePools.create"), Some(&2), "{made:?}");
+    let mega = gcp.located("container", "us-central1/clusters/train/nodePools/mega");
+    assert_eq!(mega["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap().len(), 8);
+    assert_eq!(mega["config"]["accelerators"][0]["acceleratorType"], "nvidia-h100-mega-80gb");
+    let high = gcp.located("container", "us-central1/clusters/train/nodePools/high");
+    assert_eq!(high["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap().len(), 4);
+    assert_eq!(high["autoscaling"]["maxNodeCount"], 4);
+    let creates: Vec<_> = gke_operations(&gcp).into_iter().filter(|op| op.0 == "CREATE_NODE_POOL").collect();
+    assert_eq!(creates.len(), 2, "{creates:?}");
+    assert!(
+        creates[0].3 <= creates[1].2,
+        "the second pool create started before the first ended: {creates:?}"
+    );
+    crate::support::request("POST", "/_forge/operation_seconds", "[]");
+    gcp.ok(&["destroy", "mega.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// A pool create that ends in a stockout reports GKE's message with what to do, and leaves a
+/// state that the next `up` finishes (the failed pool deleted and made again).
+#[test]
+fn a_stockout_fails_with_a_hint_and_the_next_up_finishes() {
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    gcp.faults(
+        json!([{ "match": "container:clusters.nodePools.create", "kind": "failed_operation", "code": "GCE_STOCKOUT", "rate": 1.0 }]),
+    );
+    let (code, stderr) = gcp.forge(&["up", "nemo.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("ZONE_RESOURCE_POOL_EXHAUSTED"), "the cloud's message: {stderr}");
+    assert!(stderr.contains("try another `zone`"), "a hint: {stderr}");
+    let pool = gcp.located("container", "us-central1/clusters/nemo/nodePools/a3");
+    assert_eq!(pool["status"], "ERROR");
+    gcp.faults(json!([]));
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let pool = gcp.located("container", "us-central1/clusters/nemo/nodePools/a3");
+    assert_eq!(pool["status"], "RUNNING");
+    let (code, stderr) = gcp.forge(&["plan", "nemo.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// SIGKILL at random points of the GKE stack's `up`, then a rerun: exactly one of everything.
+#[test]
+fn sigkill_during_a_gke_up_then_rerun_leaves_exactly_one_of_each() {
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    let mut seed: u64 = 0x00c0_ffee;
+    for _ in 0..5 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = gcp
+            .command(&["up", "nemo.toml", "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200 + (seed >> 33) % 2500));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    gcp.ok(&["up", "nemo.toml", "--yes"]);
+    let all = gcp.everything();
+    let counts: BTreeMap<&str, usize> = all.iter().map(|(k, v)| (*k, v.len())).collect();
+    assert_eq!(
+        counts,
+        BTreeMap::from([
+            ("clusters", 1),
+            ("global/firewalls", 5),
+            ("global/networks", 5),
+            ("instances", 1),
+            ("regions/us-central1/routers", 1),
+            ("regions/us-central1/subnetworks", 5),
+        ]),
+        "{all:?}"
+    );
+    let pools = gcp.located("container", "us-central1/clusters/nemo/nodePools");
+    assert_eq!(pools["nodePools"].as_array().unwrap().len(), 2, "{pools:#}");
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+const SMALL_GKE: &str = r#"
+[stack]
+name = "small"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gcp_vpc.main]
+cidr = "10.0.0.0/20"
+pods_cidr = "10.4.0.0/14"
+services_cidr = "10.8.0.0/20"
+
+[gke.small]
+vpc = "gcp_vpc.main"
+
+[gke.small.node_pools.system]
+machine_type = "e2-standard-4"
+size = 1
+zone = "us-central1-a"
+
+[gke.small.node_pools.gpu]
+machine_type = "g2-standard-8"
+size = 1
+zone = "us-central1-a"
+labels = { team = "ml" }
+"#;
+
+/// A pool create that outlives its `timeouts.create` leaves the create pending, and the next
+/// `up` resumes waiting on the same pool instead of making another.
+#[test]
+fn a_wait_that_runs_out_is_resumed_by_the_next_up() {
+    let gcp = Gcp::new();
+    gcp.write(
+        "small.toml",
+        &SMALL_GKE.replace("[gke.small]\n", "[gke.small]\ntimeouts = { create = \"1s\" }\n"),
+    );
+    crate::support::request(
+        "POST",
+        "/_forge/operation_seconds",
+        &json!([{ "match": "container:clusters.nodePools.create", "seconds": 3, "account": gcp.project }]).to_string(),
+    );
+    let (code, stderr) = gcp.forge(&["up", "small.toml", "--yes"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("run `forge up` again to resume waiting"), "{stderr}");
+    let state = forge::state::LocalStore::new(gcp.dir.path().join("state/small.json"))
+        .load("small")
+        .unwrap()
+        .state;
+    assert_eq!(
+        state.resources["gke.small.node_pools.gpu"].status,
+        forge::state::Status::PendingCreate,
+        "the create stays pending"
+    );
+    crate::support::request("POST", "/_forge/operation_seconds", "[]");
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let calls = gcp.calls();
+    assert_eq!(
+        calls.get("container:clusters.nodePools.create"),
+        Some(&1),
+        "resumed, not made again: {calls:?}"
+    );
+    let pool = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
+    assert_eq!(pool["status"], "RUNNING");
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// A change GKE refuses because an operation forge did not start runs on the cluster (an
+/// auto-upgrade, someone's gcloud) is retried until that operation ends.
+#[test]
+fn a_change_refused_while_someone_elses_operation_runs_is_retried() {
+    let gcp = Gcp::new();
+    gcp.write("small.toml", SMALL_GKE);
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    crate::support::request(
+        "POST",
+        "/_forge/operation_seconds",
+        &json!([{ "match": "container:clusters.nodePools.setManagement", "seconds": 2, "account": gcp.project }]).to_string(),
+    );
+    let pool = format!(
+        "/container/v1/projects/{}/locations/us-central1/clusters/small/nodePools/system",
+        gcp.project
+    );
+    let (status, body) = crate::support::request(
+        "POST",
+        &format!("{pool}:setManagement"),
+        r#"{"management": {"autoRepair": true, "autoUpgrade": true}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    gcp.calls();
+    gcp.write("small.toml", &SMALL_GKE.replace("team = \"ml\"", "team = \"research\""));
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let calls = gcp.calls();
+    assert!(
+        calls.get("container:clusters.nodePools.update").is_some_and(|n| *n >= 2),
+        "refused at least once while the other operation ran, then done: {calls:?}"
+    );
+    let gpu = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
+    assert_eq!(gpu["config"]["labels"], json!({ "team": "research" }));
+    crate::support::request("POST", "/_forge/operation_seconds", "[]");
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// The NeMo-on-GKE stack comes up ready for work: in the cluster, the `GKENetworkParamSet` and
+/// `Network` pair of each GPU network (`vpc1`…`vpc4`, the names TCPX workloads use), the TCPX
+/// NCCL installer and its config, the NRI device injector and the Filestore claim, Bound; `up`
+/// waits until the A3 nodes report their 8 GPUs each. forge reaches the API server at the
+/// endpoint and CA GKE reports, with the Google access token.
+#[test]
+fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
+    use kube::api::{Api, DynamicObject};
+    let gcp = Gcp::new();
+    gcp.write("nemo.toml", &seed_stack(&gcp));
+    let stderr = gcp.ok(&["up", "nemo.toml", "--yes"]);
+    assert!(stderr.contains("node pool `a3`: 4 nodes, each nvidia.com/gpu 8"), "{stderr}");
+    assert!(stderr.contains("claim default/shared-pvc Bound"), "{stderr}");
+    assert!(stderr.contains("queue `a3-queue` Active"), "{stderr}");
+    let cluster = gcp.located("container", "us-central1/clusters/nemo");
+    let endpoint = format!("https://{}", cluster["endpoint"].as_str().unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut config = kube::Config::new(endpoint.parse().unwrap());
+        config.accept_invalid_certs = true;
+        config.auth_info.token = Some("test-reader".to_owned().into());
+        let client = kube::Client::try_from(config).unwrap();
+        let read_group = |group: &str, version: &str, kind: &str| {
+            let client = client.clone();
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            async move {
+                let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+                let api: Api<DynamicObject> = Api::all_with(client, &resource);
+                api.list(&Default::default()).await.unwrap().items
+            }
+        };
+        let read = |kind: &str| read_group("networking.gke.io", "v1", kind);
+        let params = read("GKENetworkParamSet").await;
+        let names: Vec<&str> = params.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+        assert_eq!(names, ["vpc1", "vpc2", "vpc3", "vpc4"]);
+        assert_eq!(params[0].data["spec"], json!({ "vpc": "nemo-gpu-1", "vpcSubnet": "nemo-gpu-1-subnet", "deviceMode": "NetDevice" }));
+        let networks = read("Network").await;
+        assert_eq!(networks.len(), 4);
+        assert_eq!(networks[3].data["spec"]["parametersRef"]["name"], "vpc4");
+        let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client.clone(), "kube-system");
+        let installer = daemonsets.get("nccl-tcpx-installer").await.unwrap();
+        let affinity = serde_json::to_value(installer.spec.template.spec.unwrap().affinity).unwrap();
+        assert_eq!(
+            affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"],
+            json!(["nvidia-h100-80gb"])
+        );
+        assert!(daemonsets.get_opt("nri-device-injector").await.unwrap().is_some());
+        let configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), "default");
+        let nccl = configs.get("nccl-tcpx-config").await.unwrap().data.unwrap();
+        assert_eq!(nccl["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"], "eth1,eth2,eth3,eth4");
+        // Kueue from its release bundle, and a3-queue with the a3 pool's 4 × 8 GPUs as quota.
+        let queues = read_group("kueue.x-k8s.io", "v1beta1", "ClusterQueue").await;
+        assert_eq!(queues.len(), 1);
+        let flavors = &queues[0].data["spec"]["resourceGroups"][0]["flavors"];
+        assert_eq!(flavors[0]["name"], "a3-queue-a3");
+        assert_eq!(flavors[0]["resources"][2], json!({ "name": "nvidia.com/gpu", "nominalQuota": 32 }));
+        let flavor = &read_group("kueue.x-k8s.io", "v1beta1", "ResourceFlavor").await[0];
+        assert_eq!(flavor.data["spec"]["nodeLabels"], json!({ "cloud.google.com/gke-nodepool": "a3" }));
+        let local = &read_group("kueue.x-k8s.io", "v1beta1", "LocalQueue").await[0];
+        assert_eq!((local.metadata.namespace.as_deref(), &local.data["spec"]["clusterQueue"]), (Some("default"), &json!("a3-queue")));
+        let kueue_configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), "kueue-system");
+        let manager = kueue_configs.get("kueue-manager-config").await.unwrap().data.unwrap();
+        assert!(manager["controller_manager_config.yaml"].contains("${NAMESPACE}"), "a bundle's text is applied as it is");
+    });
+    let (_, log) = crate::support::request(
+        "GET",
+        &format!("/_forge/kubernetes/requests?cluster=gke/{}/us-central1/nemo", gcp.project),
+        "",
+    );
+    let log: Value = serde_json::from_str(&log).unwrap();
+    let tokens: std::collections::BTreeSet<&str> = log.as_array().unwrap().iter().filter_map(|r| r["token"].as_str()).collect();
+    assert_eq!(
+        tokens,
+        ["emulator-token", "test-reader"].into_iter().collect(),
+        "forge's calls carry the Google access token"
+    );
+    gcp.ok(&["destroy", "nemo.toml", "--yes"]);
+}

@@ -1,0 +1,639 @@
+//! Workload-ready clusters end to end: the real `forge` binary against the emulators' EKS,
+//! whose clusters each run an emulated Kubernetes API server (TLS with the cluster's own CA,
+//! discovery, server-side apply, CRDs, webhooks, Nodes whose devices the device plugins
+//! advertise). forge reaches it only as it reaches a real cluster: the endpoint and CA from
+//! DescribeCluster and an EKS token it signs itself. The tests read the API server with kube-rs
+//! (and the machine's kubectl where there is one), as an operator would.
+use assert_cmd::Command;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use kube::api::{Api, DeleteParams, PostParams};
+use std::path::PathBuf;
+
+/// One test's world: a fresh account on the emulator and a working directory.
+struct World {
+    account: String,
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> Self {
+        World {
+            account: crate::support::fresh_account(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn forge(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::from_std(crate::support::aws_forge(self.dir.path(), &self.account, args))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, _, stderr) = self.forge(args);
+        assert_eq!(code, 0, "forge {args:?}:\n{stderr}");
+        stderr
+    }
+
+    /// A client of cluster `name`'s API server, at the endpoint EKS reports for it.
+    async fn cluster(&self, file: &str, block: &str) -> kube::Client {
+        let (_, endpoint, stderr) = self.forge(&["output", file, &format!("{block}.endpoint")]);
+        let endpoint = endpoint.trim();
+        assert!(endpoint.starts_with("https://"), "no endpoint for {block}: {stderr}");
+        let mut config = kube::Config::new(endpoint.parse().unwrap());
+        config.accept_invalid_certs = true;
+        config.auth_info.token = Some("test-reader".to_owned().into());
+        kube::Client::try_from(config).unwrap()
+    }
+
+    /// What cluster `name`'s API server answered: (method, path, bearer token).
+    fn requests(&self, name: &str) -> Vec<serde_json::Value> {
+        let (_, body) = crate::support::request(
+            "GET",
+            &format!("/_forge/kubernetes/requests?cluster=eks/{}/us-west-2/{name}", self.account),
+            "",
+        );
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+const NEMO: &str = include_str!("../../stacks/nemo-eks-p5.toml");
+const BERT: &str = include_str!("../../stacks/bert-eks-trn1.toml");
+
+#[test]
+fn nemo_on_p5_comes_up_with_its_device_plugins_and_claim_and_waits_until_ready() {
+    let w = World::new();
+    w.write("nemo.toml", NEMO);
+    let stderr = w.ok(&["up", "nemo.toml", "--yes"]);
+    assert!(
+        stderr.contains("Ready: eks/nemo: node group `gpu`: 2 nodes, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 32"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("claim default/data-pvc Bound"), "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("nemo.toml", "eks.nemo").await;
+        let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), "kube-system");
+        let nvidia = daemonsets.get("nvidia-device-plugin").await.unwrap();
+        let pod = nvidia.spec.template.spec.unwrap();
+        assert_eq!(pod.containers[0].image.as_deref(), Some("nvcr.io/nvidia/k8s-device-plugin:v0.20.0"));
+        assert!(
+            pod.tolerations.unwrap().iter().any(|t| t.key.as_deref() == Some("nvidia.com/gpu")),
+            "the GPU group's taint is tolerated"
+        );
+        let efa = daemonsets.get("aws-efa-k8s-device-plugin").await.unwrap();
+        let pod = efa.spec.template.spec.unwrap();
+        assert_eq!(
+            pod.containers[0].image.as_deref(),
+            Some("602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6")
+        );
+        assert_eq!(pod.host_network, Some(true));
+        let fields = efa.metadata.managed_fields.unwrap();
+        assert!(
+            fields
+                .iter()
+                .any(|f| f.manager.as_deref() == Some("forge") && f.operation.as_deref() == Some("Apply"))
+        );
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, "default");
+        let claim = claims.get("data-pvc").await.unwrap();
+        assert_eq!(claim.status.unwrap().phase.as_deref(), Some("Bound"));
+        assert_eq!(claim.spec.unwrap().volume_name.as_deref(), Some("default-data-pvc"));
+    });
+    // Every call carried an EKS token forge signed: a presigned STS GetCallerIdentity URL that
+    // signs the cluster's name in `x-k8s-aws-id`.
+    let requests = w.requests("nemo");
+    assert!(requests.iter().any(|r| r["method"] == "PATCH"), "{requests:?}");
+    use base64::Engine;
+    for r in requests.iter().filter(|r| r["token"] != "test-reader") {
+        let token = r["token"].as_str().unwrap();
+        let url = token
+            .strip_prefix("k8s-aws-v1.")
+            .unwrap_or_else(|| panic!("not an EKS token: {token}"));
+        let url = String::from_utf8(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(url).unwrap()).unwrap();
+        assert!(
+            url.starts_with("https://sts.us-west-2.amazonaws.com/?Action=GetCallerIdentity"),
+            "{url}"
+        );
+        assert!(url.contains("X-Amz-SignedHeaders=host%3Bx-k8s-aws-id"), "{url}");
+        assert!(url.contains("X-Amz-Expires=60"), "{url}");
+    }
+    // Nothing changes on a second look; the plan names the objects as Kubernetes does.
+    let (code, _, stderr) = w.forge(&["plan", "nemo.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, _, plan) = w.forge(&["plan", "nemo.toml", "--refresh=false", "--destroy"]);
+    assert!(plan.contains("(k8s: DaemonSet kube-system/nvidia-device-plugin)"), "{plan}");
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
+
+#[test]
+fn bert_on_trn1_gets_the_neuron_plugin_with_its_rbac_and_efa_and_its_claim_a_namespace() {
+    let w = World::new();
+    // The claim in a namespace of its own, which the cluster block makes.
+    let stack = BERT.replace(
+        "clients = [\"eks.bert\"]",
+        "clients = [\"eks.bert\"]\nkubernetes = { claim = \"datasets\", namespace = \"training\" }",
+    );
+    assert_ne!(stack, BERT);
+    w.write("bert.toml", &stack);
+    // A saved plan waits for readiness as `up FILE` does.
+    w.ok(&["plan", "bert.toml", "--out", "bert.plan"]);
+    let stderr = w.ok(&["up", "bert.plan", "--yes"]);
+    assert!(
+        stderr.contains("node group `trn`: 2 nodes, each aws.amazon.com/neuron 16, vpc.amazonaws.com/efa 8"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("claim training/datasets Bound"), "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("bert.toml", "eks.bert").await;
+        let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), "kube-system");
+        let names: Vec<String> = daemonsets
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|d| d.metadata.name)
+            .collect();
+        assert_eq!(
+            names,
+            ["aws-efa-k8s-device-plugin", "neuron-device-plugin"],
+            "no NVIDIA plugin on Trainium"
+        );
+        let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client.clone());
+        assert!(bindings.get_opt("neuron-device-plugin").await.unwrap().is_some());
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+        assert!(namespaces.get_opt("training").await.unwrap().is_some());
+    });
+    w.ok(&["destroy", "bert.toml", "--yes"]);
+}
+
+#[test]
+fn drift_sees_a_deleted_or_changed_daemonset_and_up_brings_it_back_and_a_removed_plugin_is_pruned() {
+    let w = World::new();
+    w.write("nemo.toml", NEMO);
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    // One runtime for the client: it cannot outlive the runtime it was made in.
+    let rt = runtime();
+    let daemonsets = rt.block_on(async { Api::<DaemonSet>::namespaced(w.cluster("nemo.toml", "eks.nemo").await, "kube-system") });
+    rt.block_on(daemonsets.delete("nvidia-device-plugin", &DeleteParams::default()))
+        .unwrap();
+    let (code, report, stderr) = w.forge(&["drift", "nemo.toml", "--json"]);
+    assert_eq!(code, 2, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let deleted = report.to_string();
+    assert!(deleted.contains("eks.nemo.k8s.nvidia_device_plugin.daemonset"), "{deleted}");
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    assert!(rt.block_on(daemonsets.get_opt("nvidia-device-plugin")).unwrap().is_some());
+
+    // Someone swaps the plugin's image: drift names the field, and `up` puts forge's back.
+    let swap = serde_json::json!({ "spec": { "template": { "spec": { "containers": [{ "name": "nvidia-device-plugin", "image": "example.com/other:v1" }] } } } });
+    rt.block_on(daemonsets.patch(
+        "nvidia-device-plugin",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&swap),
+    ))
+    .unwrap();
+    let (code, report, _) = w.forge(&["drift", "nemo.toml", "--json"]);
+    assert_eq!(code, 2);
+    assert!(report.contains("manifest.spec.template.spec.containers.0.image"), "{report}");
+    assert!(report.contains("example.com/other:v1"), "{report}");
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    let image = rt
+        .block_on(daemonsets.get("nvidia-device-plugin"))
+        .unwrap()
+        .spec
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("nvcr.io/nvidia/k8s-device-plugin:v0.20.0"));
+
+    // Turning the EFA plugin off removes its DaemonSet.
+    w.write(
+        "nemo.toml",
+        &NEMO.replace(
+            "endpoint = \"public\"",
+            "endpoint = \"public\"\nkubernetes = { efa_device_plugin = false }",
+        ),
+    );
+    let (_, _, plan) = w.forge(&["plan", "nemo.toml"]);
+    assert!(
+        plan.contains("- eks.nemo.k8s.efa_device_plugin.daemonset (k8s: DaemonSet kube-system/aws-efa-k8s-device-plugin)"),
+        "{plan}"
+    );
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    assert!(rt.block_on(daemonsets.get_opt("aws-efa-k8s-device-plugin")).unwrap().is_none());
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
+
+/// A small cluster and a manifest with a CRD, a resource of it, and a ConfigMap that reads a
+/// forge output.
+const MANIFEST_STACK: &str = r#"
+[stack]
+name = "queues"
+
+[aws]
+region = "us-west-2"
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a", "us-west-2b"]
+nat = "none"
+
+[eks.train]
+vpc = "vpc.main"
+
+[eks.train.nodegroups.system]
+instance_type = "c5.2xlarge"
+size = 1
+
+[k8s_manifest.queue]
+cluster = "eks.train"
+file = "queue.yaml"
+"#;
+
+const QUEUE_YAML: &str = r#"
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: gpu-queue
+spec:
+  namespaceSelector: {}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clusterqueues.kueue.x-k8s.io
+spec:
+  group: kueue.x-k8s.io
+  scope: Cluster
+  names: { plural: clusterqueues, singular: clusterqueue, kind: ClusterQueue }
+  versions:
+    - name: v1beta1
+      served: true
+      storage: true
+      schema: { openAPIV3Schema: { type: object, x-kubernetes-preserve-unknown-fields: true } }
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cluster-facts
+  namespace: default
+data:
+  cluster: ${eks.train.name}
+"#;
+
+#[test]
+fn a_crd_and_its_resources_in_one_up_never_race_and_a_webhook_not_ready_is_waited_for() {
+    let w = World::new();
+    w.write("queues.toml", MANIFEST_STACK);
+    w.write("queue.yaml", QUEUE_YAML);
+    // The cluster first, so the webhook can be made unavailable before the manifest goes in.
+    w.write(
+        "queues.toml",
+        &MANIFEST_STACK.replace("[k8s_manifest.queue]\ncluster = \"eks.train\"\nfile = \"queue.yaml\"\n", ""),
+    );
+    w.ok(&["up", "queues.toml", "--yes"]);
+    w.write("queues.toml", MANIFEST_STACK);
+    let (status, body) = crate::support::request(
+        "POST",
+        "/_forge/kubernetes/webhook",
+        &format!(
+            r#"{{"cluster": "eks/{}/us-west-2/train", "group": "kueue.x-k8s.io", "seconds": 3}}"#,
+            w.account
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, _, plan) = w.forge(&["plan", "queues.toml"]);
+    assert!(
+        plan.contains("+ k8s_manifest.queue.customresourcedefinition.clusterqueues_kueue_x_k8s_io"),
+        "{plan}"
+    );
+    w.ok(&["up", "queues.toml", "--yes"]);
+    let requests = w.requests("train");
+    let applies = requests
+        .iter()
+        .filter(|r| r["method"] == "PATCH" && r["path"].as_str().unwrap_or("").contains("clusterqueues/gpu-queue"))
+        .count();
+    assert!(
+        applies >= 2,
+        "the resource was applied again once its webhook answered: {requests:?}"
+    );
+    runtime().block_on(async {
+        let client = w.cluster("queues.toml", "eks.train").await;
+        let gvk = kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta1", "ClusterQueue");
+        let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+        let queues: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
+        assert!(queues.get_opt("gpu-queue").await.unwrap().is_some());
+        let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+        let facts = maps.get("cluster-facts").await.unwrap();
+        assert_eq!(facts.data.unwrap()["cluster"], "train", "the manifest read a forge output");
+    });
+    w.ok(&["destroy", "queues.toml", "--yes"]);
+}
+
+#[test]
+fn a_load_balancer_service_made_outside_forge_does_not_block_destroy() {
+    let w = World::new();
+    w.write("nemo.toml", NEMO);
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    runtime().block_on(async {
+        let services: Api<Service> = Api::namespaced(w.cluster("nemo.toml", "eks.nemo").await, "default");
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "inference" },
+            "spec": { "type": "LoadBalancer", "ports": [{ "port": 80, "targetPort": 8080 }] },
+        }))
+        .unwrap();
+        services.create(&PostParams::default(), &service).await.unwrap();
+    });
+    // Left behind, its load balancer would keep its security group in the VPC (the emulator
+    // models that): the VPC could not be deleted.
+    let stderr = w.ok(&["destroy", "nemo.toml", "--yes"]);
+    assert!(stderr.contains("eks.nemo.k8s.teardown: deleted"), "{stderr}");
+}
+
+#[test]
+fn a_group_that_never_reports_its_devices_fails_readiness_naming_the_node() {
+    let w = World::new();
+    // A Neuron plugin asked for on p5 nodes, which have no Neuron devices to advertise.
+    let stack = NEMO
+        .replace(
+            "endpoint = \"public\"",
+            "endpoint = \"public\"\nkubernetes = { wait_ready = \"2s\" }",
+        )
+        .replace("volume_gib = 500", "volume_gib = 500\nkubernetes = { neuron_device_plugin = true }");
+    w.write("nemo.toml", &stack);
+    let (code, _, stderr) = w.forge(&["up", "nemo.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("of group `gpu` reports aws.amazon.com/neuron 0 (wants at least 1)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--no-wait-ready") || stderr.contains("run `forge up` again"),
+        "{stderr}"
+    );
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
+
+#[test]
+fn the_machines_kubectl_sees_what_forge_applied() {
+    if std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        eprintln!("no kubectl on this machine: skipped");
+        return;
+    }
+    let w = World::new();
+    w.write("nemo.toml", NEMO);
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    let (_, endpoint, _) = w.forge(&["output", "nemo.toml", "endpoint"]);
+    let out = std::process::Command::new("kubectl")
+        .args(["--server", endpoint.trim(), "--insecure-skip-tls-verify", "--token", "kubectl"])
+        .args(["get", "daemonsets,pv,pvc", "--all-namespaces", "-o", "name"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for name in [
+        "daemonset.apps/nvidia-device-plugin",
+        "daemonset.apps/aws-efa-k8s-device-plugin",
+        "persistentvolume/default-data-pvc",
+        "persistentvolumeclaim/data-pvc",
+    ] {
+        assert!(listed.contains(name), "{name} in {listed}");
+    }
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
+
+#[test]
+fn a_run_killed_after_its_apply_took_effect_is_adopted_by_the_next() {
+    let w = World::new();
+    let without = MANIFEST_STACK.replace("[k8s_manifest.queue]\ncluster = \"eks.train\"\nfile = \"queue.yaml\"\n", "");
+    w.write("queues.toml", &without);
+    w.ok(&["up", "queues.toml", "--yes"]);
+    let facts_only =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-facts\n  namespace: default\ndata:\n  cluster: ${eks.train.name}\n";
+    w.write("queue.yaml", facts_only);
+    w.write("queues.toml", MANIFEST_STACK);
+    let cluster = format!("eks/{}/us-west-2/train", w.account);
+    let stall = |seconds: u32| {
+        let body = format!(r#"{{"cluster": "{cluster}", "path": "configmaps/cluster-facts", "seconds": {seconds}}}"#);
+        assert_eq!(crate::support::request("POST", "/_forge/kubernetes/stall", &body).0, 200);
+    };
+    // The apply takes effect, its answer is held back, and forge is killed meanwhile.
+    stall(60);
+    let mut run = crate::support::aws_forge(w.dir.path(), &w.account, &["up", "queues.toml", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !w
+        .requests("train")
+        .iter()
+        .any(|r| r["method"] == "PATCH" && r["path"].as_str().unwrap_or("").contains("configmaps/cluster-facts"))
+    {
+        assert!(started.elapsed().as_secs() < 60, "forge never applied the config map");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    stall(0);
+    // The next run finds the object its interrupted create made (its token) and adopts it,
+    // instead of refusing an object it does not know.
+    let stderr = w.ok(&["up", "queues.toml", "--yes"]);
+    assert!(!stderr.contains("already exists"), "{stderr}");
+    let (code, _, stderr) = w.forge(&["plan", "queues.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, list, _) = w.forge(&["state", "list", "queues.toml"]);
+    assert!(list.contains("k8s_manifest.queue.configmap.default.cluster_facts"), "{list}");
+    w.ok(&["destroy", "queues.toml", "--yes"]);
+}
+
+/// A Kubeflow training operator as `kubectl kustomize` renders the standalone overlay: its
+/// namespace, CRDs for its job kinds (MPIJob among them) and its controller.
+const TRAINING_OPERATOR: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: kubeflow}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: mpijobs.kubeflow.org}
+spec: {group: kubeflow.org, scope: Namespaced, names: {kind: MPIJob, plural: mpijobs}, versions: [{name: v1, served: true, storage: true}]}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pytorchjobs.kubeflow.org}
+spec: {group: kubeflow.org, scope: Namespaced, names: {kind: PyTorchJob, plural: pytorchjobs}, versions: [{name: v1, served: true, storage: true}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: training-operator, namespace: kubeflow}
+spec:
+  selector: {matchLabels: {control-plane: kubeflow-training-operator}}
+  template:
+    metadata: {labels: {control-plane: kubeflow-training-operator}}
+    spec:
+      containers:
+      - {name: training-operator, image: kubeflow/training-operator:v1-855e096, args: [--zap-log-level=info]}
+";
+
+/// Serves `text` on the emulator's bundle mirror as `https://<path>`.
+fn mirror(path: &str, text: &str) {
+    let body = serde_json::json!({ "path": path, "text": text }).to_string();
+    let (status, answer) = crate::support::request("POST", "/_forge/bundles", &body);
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[test]
+fn bert_on_trn1_gets_a_queue_of_its_neuron_devices_and_both_operators_without_the_mpijobs_clash() {
+    let w = World::new();
+    let host = format!("artifacts.{}.example/training-operator-v1.9.3.yaml", w.account);
+    mirror(&host, TRAINING_OPERATOR);
+    let stack = BERT.replace(
+        "[eks.bert]\n",
+        &format!(
+            "[eks.bert]\nkubernetes = {{ kueue = {{ queue = \"trn-queue\", namespace = \"bert\" }}, mpi_operator = true, training_operator = {{ url = \"https://{host}\" }} }}\n"
+        ),
+    );
+    assert_ne!(stack, BERT);
+    w.write("bert.toml", &stack);
+    let stderr = w.ok(&["up", "bert.toml", "--yes"]);
+    assert!(stderr.contains("queue `trn-queue` Active"), "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("bert.toml", "eks.bert").await;
+        let read = |group: &str, version: &str, kind: &str| {
+            let client = client.clone();
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            async move {
+                let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+                let api: Api<kube::api::DynamicObject> = Api::all_with(client, &resource);
+                api.list(&Default::default()).await.unwrap().items
+            }
+        };
+        // Two trn1.32xlarge (16 Neuron devices each, from DescribeInstanceTypes) at most.
+        let queue = &read("kueue.x-k8s.io", "v1beta1", "ClusterQueue").await[0];
+        let group = &queue.data["spec"]["resourceGroups"][0];
+        assert_eq!(
+            group["coveredResources"],
+            serde_json::json!(["cpu", "memory", "aws.amazon.com/neuron"])
+        );
+        assert_eq!(group["flavors"][0]["resources"][2]["nominalQuota"], 32);
+        let flavor = &read("kueue.x-k8s.io", "v1beta1", "ResourceFlavor").await[0];
+        assert_eq!(flavor.data["spec"]["nodeLabels"]["eks.amazonaws.com/nodegroup"], "trn");
+        let local = &read("kueue.x-k8s.io", "v1beta1", "LocalQueue").await[0];
+        assert_eq!(
+            local.metadata.namespace.as_deref(),
+            Some("bert"),
+            "the cluster block made the namespace"
+        );
+        // The MPI operator's v2beta1 MPIJob, not the training operator's v1.
+        let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+            Api::all(client.clone());
+        let mpijobs = crds.get("mpijobs.kubeflow.org").await.unwrap();
+        assert_eq!(mpijobs.spec.versions[0].name, "v2beta1");
+        assert!(crds.get_opt("pytorchjobs.kubeflow.org").await.unwrap().is_some());
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "kubeflow");
+        let operator = deployments.get("training-operator").await.unwrap();
+        let args = operator.spec.template.spec.unwrap().containers[0].args.clone().unwrap();
+        assert_eq!(args, ["--zap-log-level=info", "--enable-scheme=pytorchjob"]);
+    });
+    w.ok(&["destroy", "bert.toml", "--yes"]);
+}
+
+#[test]
+fn a_bundle_is_held_to_its_pinned_or_first_applied_digest() {
+    let w = World::new();
+    let path = format!("bundles.{}.example/queue.yaml", w.account);
+    let first = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: queue, namespace: default}\ndata: {size: \"1\"}\n";
+    mirror(&path, first);
+    let manifest = |pin: &str| format!("\n[k8s_manifest.queue]\ncluster = \"eks.nemo\"\nurl = \"https://{path}\"\n{pin}");
+    w.write("nemo.toml", &format!("{NEMO}{}", manifest("")));
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    // The same URL serves other bytes: the plan refuses them, naming both digests.
+    let second = first.replace("\"1\"", "\"2\"");
+    mirror(&path, &second);
+    // The error as one line, whatever the terminal's width.
+    let flat = |stderr: &str| stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let (code, _, stderr) = w.forge(&["plan", "nemo.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let stderr = flat(&stderr);
+    assert!(stderr.contains("changed since it was first applied"), "{stderr}");
+    let digest = |text: &str| {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
+    };
+    assert!(stderr.contains(&digest(&second)) && stderr.contains(&digest(first)), "{stderr}");
+    // A pin that does not match is an error at its line; the right pin lets the change through.
+    w.write(
+        "nemo.toml",
+        &format!("{NEMO}{}", manifest(&format!("sha256 = \"{}\"\n", digest(first)))),
+    );
+    let (code, _, stderr) = w.forge(&["plan", "nemo.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let stderr = flat(&stderr);
+    assert!(stderr.contains("not the pinned") && stderr.contains("nemo.toml"), "{stderr}");
+    w.write(
+        "nemo.toml",
+        &format!("{NEMO}{}", manifest(&format!("sha256 = \"{}\"\n", digest(&second)))),
+    );
+    let stderr = w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    assert!(stderr.contains("k8s_manifest.queue.configmap.default.queue"), "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("nemo.toml", "eks.nemo").await;
+        let configs: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+        assert_eq!(configs.get("queue").await.unwrap().data.unwrap()["size"], "2");
+    });
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
+
+#[test]
+fn where_the_cluster_exists_the_plan_asks_its_api_server_with_a_dry_run() {
+    let w = World::new();
+    w.write("nemo.toml", NEMO);
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    // A name the API server refuses: the plan says so, and `up` applies nothing.
+    let bad = "\n[k8s_manifest.facts]\ncluster = \"eks.nemo\"\nobjects = [{ apiVersion = \"v1\", kind = \"ConfigMap\", metadata = { name = \"Queue_Config\", namespace = \"default\" } }]\n";
+    w.write("nemo.toml", &format!("{NEMO}{bad}"));
+    let flat = |stderr: &str| stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    for command in [&["plan", "nemo.toml"][..], &["up", "nemo.toml", "--yes"][..]] {
+        let (code, _, stderr) = w.forge(command);
+        assert_eq!(code, 1, "{stderr}");
+        let stderr = flat(&stderr);
+        assert!(
+            stderr.contains("refuses 1 of the planned objects (server-side dry run)"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("k8s_manifest.facts.configmap.default.queue_config"), "{stderr}");
+        assert!(stderr.contains("metadata.name: Invalid value: \"Queue_Config\""), "{stderr}");
+    }
+    let (_, state, _) = w.forge(&["state", "list", "nemo.toml"]);
+    assert!(!state.contains("k8s_manifest.facts"), "{state}");
+    // Fixed, it goes through: the dry run stored nothing, the apply does.
+    w.write("nemo.toml", &format!("{NEMO}{}", bad.replace("Queue_Config", "queue-config")));
+    w.ok(&["up", "nemo.toml", "--yes", "--no-wait-ready"]);
+    let (_, state, _) = w.forge(&["state", "list", "nemo.toml"]);
+    assert!(state.contains("k8s_manifest.facts.configmap.default.queue_config"), "{state}");
+    w.ok(&["destroy", "nemo.toml", "--yes"]);
+}
