@@ -272,6 +272,41 @@ where
     }
 }
 
+/// A create's claim on a name that is unique in its scope (IAM, EKS and PCS names are): when
+/// the name is taken, the object holding it is adopted if the create with `token` made it (an
+/// earlier try whose answer was lost, or a resumed create), and refused otherwise. The one
+/// adopt-or-refuse rule of the AWS kinds.
+pub struct Claim<'a> {
+    /// The resource making the claim.
+    pub ctx: &'a Ctx,
+    /// Its create's token.
+    pub token: &'a str,
+    /// What is named, for the refusal: `EKS cluster`, `IAM role`.
+    pub what: &'a str,
+    /// The name.
+    pub name: &'a str,
+}
+
+impl<'a> Claim<'a> {
+    /// The claim of the create with `token` of `ctx`'s resource on the `what` named `name`.
+    pub fn new(ctx: &'a Ctx, token: &'a str, what: &'a str, name: &'a str) -> Self {
+        Claim { ctx, token, what, name }
+    }
+
+    /// Whether the object holding the name carries this create's tags (`tag` reads one).
+    pub fn adopts<'t>(&self, tag: impl Fn(&str) -> Option<&'t str>) -> bool {
+        made_by(self.ctx, self.token, tag)
+    }
+
+    /// The error for a name held by an object this create did not make.
+    pub fn refusal(&self) -> ProviderError {
+        ProviderError::permanent(format!(
+            "{} `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
+            self.what, self.name, self.ctx.address, self.ctx.stack
+        ))
+    }
+}
+
 /// Deletes an object of a service that shows a status (EKS, PCS) and waits until it is gone.
 /// `status` reads its status (`None`: gone); `delete` sends the delete, which is skipped when
 /// the object is gone or already DELETING (after a run that ran out of time). `busy` is the

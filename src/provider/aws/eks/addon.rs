@@ -4,7 +4,7 @@
 //! CREATING → ACTIVE; version, service account role and configuration change in place.
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
-use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, error, parse, wait_until};
 use crate::provider::aws::{child_id, live_children, split};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, prior_output, timeout};
 use crate::schema::attributes;
@@ -139,7 +139,8 @@ impl Resource for EksAddon {
             .set_tags(Some(create_tags(ctx, token, config)))
             .send()
             .await;
-        created_or_own(ctx, aws, token, "CreateAddon", "add-on", &cfg.name, made, || async {
+        let claim = Claim::new(ctx, token, "EKS add-on", &cfg.name);
+        created_or_own(&claim, aws, "CreateAddon", made, || async {
             Ok(describe(aws, &cfg.cluster_name, &cfg.name)
                 .await?
                 .and_then(|found| found.tags().cloned()))

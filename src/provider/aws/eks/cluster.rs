@@ -5,7 +5,7 @@
 //! EKS update at a time; deletion waits until the cluster is gone.
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
-use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, error, parse, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
@@ -176,7 +176,8 @@ impl Resource for EksCluster {
             .set_tags(Some(create_tags(ctx, token, config)))
             .send()
             .await;
-        created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
+        let claim = Claim::new(ctx, token, "EKS cluster", &cfg.name);
+        created_or_own(&claim, aws, "CreateCluster", made, || async {
             Ok(describe(aws, &cfg.name).await?.and_then(|found| found.tags().cloned()))
         })
         .await?;

@@ -5,7 +5,7 @@ pub mod addon;
 pub mod cluster;
 pub mod nodegroup;
 
-use super::{Clients, Poll, child_id, error, made_by, wait_until};
+use super::{Claim, Clients, Poll, child_id, error, made_by, wait_until};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
@@ -32,15 +32,11 @@ pub fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> 
 }
 
 /// The result of a create: EKS refusing a taken name is a success when the object there is
-/// this create's own (an earlier try made it; `tags` reads its tags), an error otherwise.
-#[allow(clippy::too_many_arguments)]
+/// the `claim`'s own (an earlier try made it; `tags` reads its tags), its refusal otherwise.
 pub async fn created_or_own<T, E, F, Fut>(
-    ctx: &Ctx,
+    claim: &Claim<'_>,
     aws: &Clients,
-    token: &str,
     operation: &str,
-    what: &str,
-    name: &str,
     made: Result<T, SdkError<E, HttpResponse>>,
     tags: F,
 ) -> Result<(), ProviderError>
@@ -52,8 +48,8 @@ where
     match made {
         Ok(_) => Ok(()),
         Err(e) if super::code(&e) == Some(IN_USE) => match tags().await? {
-            Some(tags) if owned(ctx, token, Some(&tags)) => Ok(()),
-            _ => Err(name_taken(ctx, what, name)),
+            Some(tags) if claim.adopts(|k| tags.get(k).map(String::as_str)) => Ok(()),
+            _ => Err(claim.refusal()),
         },
         // A role made seconds ago may not be assumable yet (IAM is eventually consistent):
         // EKS says so with InvalidParameterException, and a later try succeeds.
@@ -65,14 +61,6 @@ where
         }
         Err(e) => Err(error(aws, operation, e)),
     }
-}
-
-/// The error for an EKS name taken by an object this resource did not create.
-fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError::permanent(format!(
-        "an EKS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-        ctx.address, ctx.stack
-    ))
 }
 
 /// Brings an EKS object's tags from `old` to `new` config with one UntagResource and one

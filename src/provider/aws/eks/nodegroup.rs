@@ -5,7 +5,7 @@
 //! cluster after it can be deleted.
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
-use crate::provider::aws::{Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, error, parse, wait_until};
 use crate::provider::aws::{child_id, split};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
@@ -192,7 +192,8 @@ impl Resource for EksNodegroup {
             .set_tags(Some(create_tags(ctx, token, config)))
             .send()
             .await;
-        created_or_own(ctx, aws, token, "CreateNodegroup", "node group", &cfg.name, made, || async {
+        let claim = Claim::new(ctx, token, "EKS node group", &cfg.name);
+        created_or_own(&claim, aws, "CreateNodegroup", made, || async {
             Ok(describe(aws, &cfg.cluster_name, &cfg.name)
                 .await?
                 .and_then(|found| found.tags().cloned()))

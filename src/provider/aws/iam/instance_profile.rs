@@ -1,7 +1,7 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
-use super::{iam_name_taken, iam_owned};
-use crate::provider::aws::{Clients, error, parse};
+use super::iam_owned;
+use crate::provider::aws::{Claim, Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
@@ -58,7 +58,7 @@ impl Resource for IamInstanceProfile {
             Ok(out) => out.instance_profile().map(|p| p.arn().to_owned()),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
                 if !owned(ctx, aws, &cfg.name, token).await? {
-                    return Err(iam_name_taken(ctx, "instance profile", &cfg.name));
+                    return Err(Claim::new(ctx, token, "IAM instance profile", &cfg.name).refusal());
                 }
                 None
             }

@@ -16,7 +16,7 @@ pub mod policy;
 pub mod role;
 
 use super::{create_tags, made_by};
-use crate::provider::{Ctx, ProviderError};
+use crate::provider::Ctx;
 use serde_json::Value;
 
 /// The tags an IAM object is created with.
@@ -38,14 +38,6 @@ pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_ia
 /// Whether an existing IAM object was made by the create with `token` (see [`made_by`]).
 pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
     made_by(ctx, token, |k| tags.iter().find(|t| t.key() == k).map(|t| t.value()))
-}
-
-/// The error for an IAM name taken by an object this resource did not create.
-pub fn iam_name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError::permanent(format!(
-        "an IAM {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-        ctx.address, ctx.stack
-    ))
 }
 
 /// What an IAM tag update does: the keys to remove, and the full tag set to apply when

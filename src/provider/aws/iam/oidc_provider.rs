@@ -1,8 +1,8 @@
 //! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
-use super::{iam_name_taken, iam_owned};
-use crate::provider::aws::{Clients, error, parse};
+use super::iam_owned;
+use crate::provider::aws::{Claim, Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
@@ -66,7 +66,9 @@ impl Resource for IamOidcProvider {
             Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url, token).await? {
                 Some((arn, true)) => arn,
-                _ => return Err(iam_name_taken(ctx, "OIDC provider", &cfg.url)),
+                _ => {
+                    return Err(Claim::new(ctx, token, "IAM OIDC provider", &cfg.url).refusal());
+                }
             },
             Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
         };

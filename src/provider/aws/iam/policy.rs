@@ -1,8 +1,8 @@
 //! `aws_iam_policy`: a customer-managed IAM policy. A document change publishes a new default
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
-use super::{iam_name_taken, iam_owned, policy_json};
-use crate::provider::aws::{Clients, error, parse};
+use super::{iam_owned, policy_json};
+use crate::provider::aws::{Claim, Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_iam::types::PolicyScopeType;
@@ -59,7 +59,9 @@ impl Resource for IamPolicy {
             Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name, token).await? {
                 Some((arn, true)) => arn,
-                _ => return Err(iam_name_taken(ctx, "policy", &cfg.name)),
+                _ => {
+                    return Err(Claim::new(ctx, token, "IAM policy", &cfg.name).refusal());
+                }
             },
             Err(e) => return Err(error(aws, "CreatePolicy", e)),
         };

@@ -1,8 +1,8 @@
 //! `aws_iam_role`: an IAM role with its trust policy, attached managed policies and inline
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
-use super::{iam_name_taken, iam_owned, policy_json};
-use crate::provider::aws::{Clients, error, parse};
+use super::{iam_owned, policy_json};
+use crate::provider::aws::{Claim, Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
@@ -125,7 +125,9 @@ impl Resource for IamRole {
                     .cloned();
                 match existing {
                     Some(role) if iam_owned(ctx, token, role.tags()) => Some(role),
-                    _ => return Err(iam_name_taken(ctx, "role", &cfg.name)),
+                    _ => {
+                        return Err(Claim::new(ctx, token, "IAM role", &cfg.name).refusal());
+                    }
                 }
             }
             Err(e) => return Err(error(aws, "CreateRole", e)),

@@ -6,7 +6,7 @@
 //! in place. Deletion waits until it is gone (its node groups and queues go first).
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Clients, error, parse};
+use crate::provider::aws::{Claim, Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
@@ -112,7 +112,8 @@ impl Resource for PcsCluster {
             .set_tags(Some(create_tags(ctx, token, config)))
             .send()
             .await;
-        super::created_or_own(ctx, aws, token, "CreateCluster", "cluster", &cfg.name, made, || async {
+        let claim = Claim::new(ctx, token, "PCS cluster", &cfg.name);
+        super::created_or_own(&claim, aws, "CreateCluster", made, || async {
             Ok(get(aws, &cfg.name).await?.map(|c| c.arn().to_owned()))
         })
         .await?;

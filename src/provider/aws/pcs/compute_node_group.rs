@@ -6,7 +6,7 @@
 //! through UpdateComputeNodeGroup. Deletion waits until the group is gone.
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Clients, child_id, error, live_children, parse, split};
+use crate::provider::aws::{Claim, Clients, child_id, error, live_children, parse, split};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
@@ -153,16 +153,10 @@ impl Resource for PcsComputeNodeGroup {
             .set_tags(Some(create_tags(ctx, token, config)))
             .send()
             .await;
-        super::created_or_own(
-            ctx,
-            aws,
-            token,
-            "CreateComputeNodeGroup",
-            "compute node group",
-            &cfg.name,
-            made,
-            || async { Ok(get(aws, &cfg.cluster_id, &cfg.name).await?.map(|found| found.arn().to_owned())) },
-        )
+        let claim = Claim::new(ctx, token, "PCS compute node group", &cfg.name);
+        super::created_or_own(&claim, aws, "CreateComputeNodeGroup", made, || async {
+            Ok(get(aws, &cfg.cluster_id, &cfg.name).await?.map(|found| found.arn().to_owned()))
+        })
         .await?;
         let what = format!("PCS compute node group `{}`", cfg.name);
         let group = wait_active(ctx, &what, timeout(config, "create", CREATE_TIMEOUT), || {

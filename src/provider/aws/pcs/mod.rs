@@ -6,7 +6,7 @@ pub mod cluster;
 pub mod compute_node_group;
 pub mod queue;
 
-use super::{Clients, Poll, error, made_by, wait_until};
+use super::{Claim, Clients, Poll, error, made_by, wait_until};
 use crate::provider::{Ctx, Observed, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
@@ -83,16 +83,12 @@ pub fn is_taken<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
 }
 
 /// The result of a create: PCS refusing a taken name is a success when the object of that
-/// name is this create's own (an earlier try made it; `arn` reads the object's ARN), an error
-/// otherwise.
-#[allow(clippy::too_many_arguments)]
+/// name is the `claim`'s own (an earlier try made it; `arn` reads the object's ARN), its
+/// refusal otherwise.
 pub async fn created_or_own<T, E, F, Fut>(
-    ctx: &Ctx,
+    claim: &Claim<'_>,
     aws: &Clients,
-    token: &str,
     operation: &str,
-    what: &str,
-    name: &str,
     made: Result<T, SdkError<E, HttpResponse>>,
     arn: F,
 ) -> Result<(), ProviderError>
@@ -104,8 +100,8 @@ where
     match made {
         Ok(_) => Ok(()),
         Err(e) if is_taken(&e) => match arn().await? {
-            Some(arn) if owned(ctx, aws, token, &arn).await? => Ok(()),
-            _ => Err(name_taken(ctx, what, name)),
+            Some(arn) if owned(claim.ctx, aws, claim.token, &arn).await? => Ok(()),
+            _ => Err(claim.refusal()),
         },
         Err(e) => Err(pcs_error(aws, operation, e)),
     }
@@ -117,14 +113,6 @@ pub async fn own_id(ctx: &Ctx, aws: &Clients, token: &str, found: Option<(String
         Some((arn, id)) if owned(ctx, aws, token, &arn).await? => Ok(Some(id)),
         _ => Ok(None),
     }
-}
-
-/// The error for a PCS name taken by an object this resource did not create.
-fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
-    ProviderError::permanent(format!(
-        "a PCS {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-        ctx.address, ctx.stack
-    ))
 }
 
 /// Maps a PCS error, marking as worth retrying what a later call may not hit: a conflict

@@ -4,7 +4,7 @@
 //! its node groups can go after it.
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Clients, child_id, error, live_children, parse, split};
+use crate::provider::aws::{Claim, Clients, child_id, error, live_children, parse, split};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{ComputeNodeGroupConfiguration, Queue, QueueSlurmConfigurationRequest, UpdateQueueSlurmConfigurationRequest};
@@ -85,7 +85,8 @@ impl Resource for PcsQueue {
             .set_tags(Some(create_tags(ctx, token, config)))
             .send()
             .await;
-        super::created_or_own(ctx, aws, token, "CreateQueue", "queue", &cfg.name, made, || async {
+        let claim = Claim::new(ctx, token, "PCS queue", &cfg.name);
+        super::created_or_own(&claim, aws, "CreateQueue", made, || async {
             Ok(get(aws, &cfg.cluster_id, &cfg.name).await?.map(|found| found.arn().to_owned()))
         })
         .await?;
