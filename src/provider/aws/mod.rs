@@ -298,6 +298,15 @@ impl<'a> Claim<'a> {
         made_by(self.ctx, self.token, tag)
     }
 
+    /// The object holding the name when it is this create's own (`found`: it, and whether its
+    /// tags say so), else the refusal.
+    pub fn adopt<T>(&self, found: Option<(T, bool)>) -> Result<T, ProviderError> {
+        match found {
+            Some((object, true)) => Ok(object),
+            _ => Err(self.refusal()),
+        }
+    }
+
     /// The error for a name held by an object this create did not make.
     pub fn refusal(&self) -> ProviderError {
         ProviderError::permanent(format!(

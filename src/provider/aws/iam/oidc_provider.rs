@@ -64,12 +64,9 @@ impl Resource for IamOidcProvider {
             .await;
         let arn = match made {
             Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
-            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.url, token).await? {
-                Some((arn, true)) => arn,
-                _ => {
-                    return Err(Claim::new(ctx, token, "IAM OIDC provider", &cfg.url).refusal());
-                }
-            },
+            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
+                Claim::new(ctx, token, "IAM OIDC provider", &cfg.url).adopt(lookup(ctx, aws, &cfg.url, token).await?)?
+            }
             Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
         };
         Ok(Created {

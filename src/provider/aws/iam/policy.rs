@@ -57,12 +57,9 @@ impl Resource for IamPolicy {
             .await;
         let arn = match made {
             Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
-            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => match lookup(ctx, aws, &cfg.name, token).await? {
-                Some((arn, true)) => arn,
-                _ => {
-                    return Err(Claim::new(ctx, token, "IAM policy", &cfg.name).refusal());
-                }
-            },
+            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
+                Claim::new(ctx, token, "IAM policy", &cfg.name).adopt(lookup(ctx, aws, &cfg.name, token).await?)?
+            }
             Err(e) => return Err(error(aws, "CreatePolicy", e)),
         };
         Ok(Created {

@@ -123,12 +123,11 @@ impl Resource for IamRole {
                     .map_err(|e| error(aws, "GetRole", e))?
                     .role()
                     .cloned();
-                match existing {
-                    Some(role) if iam_owned(ctx, token, role.tags()) => Some(role),
-                    _ => {
-                        return Err(Claim::new(ctx, token, "IAM role", &cfg.name).refusal());
-                    }
-                }
+                let found = existing.map(|role| {
+                    let own = iam_owned(ctx, token, role.tags());
+                    (role, own)
+                });
+                Some(Claim::new(ctx, token, "IAM role", &cfg.name).adopt(found)?)
             }
             Err(e) => return Err(error(aws, "CreateRole", e)),
         };
