@@ -10,8 +10,9 @@
 //!
 //! Modules in pipeline order: [`stack`] ① reads the file, [`graph`] ② orders it, [`plan`] ③
 //! diffs it against [`state`] ⑤, [`apply`] ④ runs the plan through the [`provider`] kinds.
-//! Below them all: [`schema`] (what blocks accept), [`template`] (`${…}` references) and
-//! [`facts`] (what the clouds say about instance types, gathered once per run).
+//! Below them all: [`schema`] (what blocks accept), [`template`] (`${…}` references),
+//! [`facts`] (what the clouds say about instance types, gathered once per run) and
+//! [`readiness`] (what a ready cluster is, as the components say it).
 
 // Stack errors carry the source text and a span; they are built once, on the cold path.
 #![allow(clippy::result_large_err)]
@@ -19,6 +20,7 @@
 pub mod schema;
 pub mod template;
 pub mod facts;
+pub mod readiness;
 pub mod stack;
 pub mod graph;
 pub mod plan;

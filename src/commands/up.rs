@@ -69,9 +69,10 @@ async fn ready_after(session: &Session, wait_ready: bool, plan: &Plan, state: &c
 async fn wait_until_ready(session: &Session, plan: &Plan, state: &crate::state::State) -> Result<Exit> {
     let mut checks = Vec::new();
     for template in &plan.readiness {
-        let value = crate::apply::evaluate(state, template)
+        let template = serde_json::to_value(template).expect("checks serialize");
+        let value = crate::apply::evaluate(state, &template)
             .map_err(|e| CommandError::new(format!("cannot evaluate a readiness check: {e}"), "run `forge up` again"))?;
-        let check: crate::provider::k8s::ready::Check = serde_json::from_value(value).map_err(|e| {
+        let check: crate::readiness::Check = serde_json::from_value(value).map_err(|e| {
             CommandError::new(
                 format!("a readiness check is malformed: {e}"),
                 "this is a bug in forge; please report it",

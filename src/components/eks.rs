@@ -6,6 +6,7 @@
 //! then the managed node group in its zone's single private subnet.
 
 use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, instances, kubernetes};
+use crate::readiness::{Check, NodeGroup};
 use crate::schema::{Field, FieldType};
 use serde_json::{Map, Value, json};
 
@@ -746,28 +747,42 @@ fn device_plugins(
 /// The readiness check of the cluster: every node of each group that gets a device plugin
 /// reports the plugin's device (EFA: as many as the group's interfaces), unless
 /// `kubernetes = { wait_ready = false }`; `wait_ready = "45m"` sets how long `up` waits.
-fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, queues: Vec<String>) -> Result<Vec<Value>, ComponentError> {
+fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, queues: Vec<String>) -> Result<Vec<Check>, ComponentError> {
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
-    let node_groups: Vec<Value> = groups
+    let node_groups: Vec<NodeGroup> = groups
         .iter()
         .filter(|g| !g.plugins.is_empty() && g.nodes > 0)
-        .map(|g| {
-            let devices: Map<String, Value> = kubernetes::DEVICE_PLUGINS
+        .map(|g| NodeGroup {
+            label: "eks.amazonaws.com/nodegroup".into(),
+            name: format!("${{{}.name}}", g.address),
+            nodes: g.nodes,
+            devices: kubernetes::DEVICE_PLUGINS
                 .iter()
                 .filter(|p| g.plugins.contains(&p.key))
-                .map(|p| (p.resource.to_owned(), json!(if p.key == kubernetes::EFA.key { g.efa.unwrap_or(0) } else { 0 })))
-                .collect();
-            json!({ "label": "eks.amazonaws.com/nodegroup", "name": format!("${{{}.name}}", g.address), "nodes": g.nodes, "devices": devices })
+                .map(|p| {
+                    (
+                        p.resource.to_owned(),
+                        if p.key == kubernetes::EFA.key {
+                            g.efa.unwrap_or(0).into()
+                        } else {
+                            0
+                        },
+                    )
+                })
+                .collect(),
         })
         .collect();
     if node_groups.is_empty() && queues.is_empty() {
         return Ok(vec![]);
     }
-    Ok(vec![
-        json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_groups, "queues": queues }),
-    ])
+    Ok(vec![Check {
+        timeout,
+        node_groups,
+        queues,
+        ..Check::of(cluster)
+    }])
 }
 
 /// A node group's `timeouts` (the loader checks the block's own).

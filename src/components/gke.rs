@@ -13,6 +13,7 @@
 use super::cidr::Cidr;
 use super::gcp_vpc::{region_of, valid_name};
 use super::{Component, ComponentError, Expansion, Input, Part, batch, kubernetes};
+use crate::readiness::{Check, NodeGroup};
 use crate::schema::{Field, FieldType, did_you_mean};
 use serde_json::{Map, Value, json};
 
@@ -411,29 +412,37 @@ fn gpudirect_objects(pools: &[Pool], cluster: &str, reference: &dyn Fn(&str, &st
 /// The readiness check of the cluster: every node of each GPU pool reports its GPUs (GKE
 /// installs the driver and its device plugin itself) and its Kueue queue is Active, unless
 /// `wait_ready = false`.
-fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Vec<String>) -> Result<Vec<Value>, ComponentError> {
+fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Vec<String>) -> Result<Vec<Check>, ComponentError> {
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
     let driver_off = |p: &Pool| p.config.get("gpu_driver").and_then(Value::as_str) == Some("disabled");
-    let node_pools: Vec<Value> = pools
+    let node_pools: Vec<NodeGroup> = pools
         .iter()
         .filter(|p| !driver_off(p))
         .filter_map(|p| {
             let (_, gpus) = p.gpus?;
             let nodes = match p.config.get("size") {
-                Some(Value::Object(range)) => range.get("min").cloned().unwrap_or(json!(0)),
-                other => other.cloned().unwrap_or(json!(0)),
+                Some(Value::Object(range)) => range.get("min").and_then(Value::as_i64),
+                other => other.and_then(Value::as_i64),
             };
-            Some(json!({ "label": "cloud.google.com/gke-nodepool", "name": p.name, "nodes": nodes, "devices": { "nvidia.com/gpu": gpus } }))
+            Some(NodeGroup {
+                label: "cloud.google.com/gke-nodepool".into(),
+                name: p.name.to_string(),
+                nodes: nodes.unwrap_or(0),
+                devices: [("nvidia.com/gpu".to_owned(), gpus.into())].into(),
+            })
         })
         .collect();
     if node_pools.is_empty() && queues.is_empty() {
         return Ok(vec![]);
     }
-    Ok(vec![
-        json!({ "cluster": cluster, "timeout": timeout, "node_groups": node_pools, "queues": queues }),
-    ])
+    Ok(vec![Check {
+        timeout,
+        node_groups: node_pools,
+        queues,
+        ..Check::of(cluster)
+    }])
 }
 
 fn part(local: &str, kind: &'static str, config: Value) -> Part {

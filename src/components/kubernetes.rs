@@ -5,6 +5,7 @@
 //! `k8s_object` parts here; the engine that applies them is `provider::k8s`.
 
 use super::{ComponentError, Part};
+use crate::readiness::{Check, Claim};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -404,12 +405,12 @@ fn on_gpu_nodes(accelerators: &[String]) -> Value {
 }
 
 /// The readiness wait a cluster block's `kubernetes = { wait_ready = … }` asks for: `None` to
-/// skip it, else the time (`null`: the default).
-pub fn wait_ready(settings: Option<&Value>) -> Result<Option<Value>, ComponentError> {
+/// skip it, else the time (`None`: the default).
+pub fn wait_ready(settings: Option<&Value>) -> Result<Option<Option<String>>, ComponentError> {
     match settings.and_then(|s| s.get("wait_ready")) {
-        None | Some(Value::Bool(true)) => Ok(Some(Value::Null)),
+        None | Some(Value::Bool(true)) => Ok(Some(None)),
         Some(Value::Bool(false)) => Ok(None),
-        Some(Value::String(t)) if humantime::parse_duration(t).is_ok() => Ok(Some(json!(t))),
+        Some(Value::String(t)) if humantime::parse_duration(t).is_ok() => Ok(Some(Some(t.clone()))),
         Some(other) => Err(ComponentError::at(
             "kubernetes.wait_ready",
             format!(
@@ -442,7 +443,7 @@ pub struct Mounted {
     /// A volume and its claim per client cluster.
     pub parts: Vec<Part>,
     /// Per client cluster: its claim is Bound.
-    pub ready: Vec<Value>,
+    pub ready: Vec<Check>,
     /// The volume and claim as one YAML stream.
     pub yaml: Value,
 }
@@ -521,9 +522,13 @@ pub fn mount(
             pvc.clone(),
             vec![format!("{address}.{local}.volume")],
         ));
-        mounted
-            .ready
-            .push(json!({ "cluster": cluster, "claims": [{ "namespace": namespace, "name": claim_name }] }));
+        mounted.ready.push(Check {
+            claims: vec![Claim {
+                namespace: namespace.to_owned(),
+                name: claim_name.to_owned(),
+            }],
+            ..Check::of(&cluster)
+        });
     }
     Ok(mounted)
 }

@@ -57,9 +57,8 @@ pub struct Expansion {
     pub parts: Vec<Part>,
     /// Outputs readable as `${<component address>.<name>}`: templates over the parts.
     pub outputs: Map<String, Value>,
-    /// Readiness checks `up` makes at the end (templates over the parts): see
-    /// `provider::k8s::ready::Check`.
-    pub ready: Vec<Value>,
+    /// Readiness checks `up` makes at the end (their strings templates over the parts).
+    pub ready: Vec<crate::readiness::Check>,
 }
 
 /// What a component's expansion sees.

@@ -115,7 +115,7 @@ pub struct Plan {
     /// The readiness checks `up` makes after the apply (templates over the state; see
     /// [`crate::stack::Stack::readiness`]), so a saved plan waits as `up FILE` does.
     #[serde(default)]
-    pub readiness: Vec<Value>,
+    pub readiness: Vec<crate::readiness::Check>,
     /// The digests of the stack's unpinned bundles, by URL, that apply records in the state.
     #[serde(default)]
     pub bundles: BTreeMap<String, String>,

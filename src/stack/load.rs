@@ -1270,7 +1270,7 @@ fn parse_var(raw: &str) -> Value {
 struct Expanded {
     blocks: Vec<Block>,
     outputs: Map<String, Value>,
-    ready: Vec<Value>,
+    ready: Vec<crate::readiness::Check>,
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub struct Stack {
     pub component_outputs: BTreeMap<String, serde_json::Map<String, Value>>,
     /// What `up` checks at the end before it calls the clusters ready: the components'
     /// readiness checks, templates over their resources (see `provider::k8s::ready`).
-    pub readiness: Vec<Value>,
+    pub readiness: Vec<crate::readiness::Check>,
     /// The sha256 of each bundle its components apply without a pinned digest, by URL: the
     /// state records them on the first apply, and a later plan refuses a bundle that changed.
     pub bundles: BTreeMap<String, String>,

@@ -3,75 +3,15 @@
 //! DaemonSet's rollout is vacuously complete while there are no nodes: allocatable is the
 //! real signal), found by the label the cloud puts on a group's nodes; every claim is Bound;
 //! every Kueue ClusterQueue is Active (its flavors exist and Kueue's controller took it up).
-//! The checks are data the components write (see [`Check`]); this module only reads the
-//! clusters, polling until all hold or the check's time is up.
+//! The checks are data the components write ([`crate::readiness`]); this module only reads
+//! the clusters, polling until all hold or the check's time is up.
 
 use super::ClusterRef;
 use crate::provider::{Cloud, ProviderError};
+use crate::readiness::{Check, DEFAULT_TIMEOUT};
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
-use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// How long `up` waits for a cluster that names no time of its own.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-
-/// One cluster's readiness check, as a component writes it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Check {
-    /// `eks/<name>` or `gke/projects/…`.
-    pub cluster: String,
-    /// How long to wait (`"30m"`); a cluster's checks take the longest any of them gives,
-    /// [`DEFAULT_TIMEOUT`] when none gives one.
-    #[serde(default)]
-    pub timeout: Option<String>,
-    /// Node groups whose nodes must report devices.
-    #[serde(default)]
-    pub node_groups: Vec<NodeGroup>,
-    /// Claims that must be Bound.
-    #[serde(default)]
-    pub claims: Vec<Claim>,
-    /// Kueue ClusterQueues that must be Active.
-    #[serde(default)]
-    pub queues: Vec<String>,
-}
-
-/// A node group's expected nodes and devices.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeGroup {
-    /// The node label the cloud sets (`eks.amazonaws.com/nodegroup`).
-    pub label: String,
-    /// The group's name, that label's value.
-    pub name: String,
-    /// How many nodes it should have.
-    pub nodes: i64,
-    /// Allocatable each node must report: at least this many (0: at least one).
-    pub devices: BTreeMap<String, i64>,
-}
-
-impl NodeGroup {
-    /// What the cloud calls it: a GKE node pool, else a node group.
-    fn noun(&self) -> &'static str {
-        if self.label == "cloud.google.com/gke-nodepool" {
-            "node pool"
-        } else {
-            "node group"
-        }
-    }
-}
-
-/// A claim that must be Bound.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Claim {
-    /// Its namespace.
-    pub namespace: String,
-    /// Its name.
-    pub name: String,
-}
 
 /// What one look at a cluster found: what holds (for the summary) and what does not yet.
 #[derive(Debug, Default)]
@@ -266,7 +206,7 @@ mod tests {
             timeout: timeout.map(str::to_owned),
             node_groups: vec![],
             queues: vec![],
-            claims: vec![Claim {
+            claims: vec![crate::readiness::Claim {
                 namespace: "default".into(),
                 name: claim.into(),
             }],
