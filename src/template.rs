@@ -20,6 +20,18 @@ impl Reference {
     pub fn path(&self) -> String {
         self.segments.join(".")
     }
+
+    /// What the reference points into: the longest address (two segments or more) that
+    /// `find` knows, what `find` gave for it, and the attribute path below it
+    /// (`${vpc.main.private.us-west-2a.id}` is `vpc.main.private.us-west-2a` and `["id"]`
+    /// when that resource exists). The one place a reference is split into address and path:
+    /// the loader, the planner and apply all resolve through it.
+    pub fn resolve<T>(&self, mut find: impl FnMut(&str) -> Option<T>) -> Option<(String, T, &[String])> {
+        (2..=self.segments.len()).rev().find_map(|split| {
+            let address = self.segments[..split].join(".");
+            find(&address).map(|found| (address, found, &self.segments[split..]))
+        })
+    }
 }
 
 impl fmt::Display for Reference {
@@ -264,6 +276,17 @@ mod tests {
 
     fn refs(s: &str) -> Vec<String> {
         references(&json!(s)).unwrap().iter().map(Reference::path).collect()
+    }
+
+    #[test]
+    fn a_reference_resolves_to_the_longest_known_address() {
+        let r = Reference {
+            segments: ["vpc", "main", "private", "a", "id"].map(String::from).to_vec(),
+        };
+        let known = ["vpc.main", "vpc.main.private.a"];
+        let (address, found, path) = r.resolve(|a| known.iter().position(|k| *k == a)).unwrap();
+        assert_eq!((address.as_str(), found, path), ("vpc.main.private.a", 1, &["id".to_owned()][..]));
+        assert!(r.resolve(|_| None::<()>).is_none());
     }
 
     #[test]

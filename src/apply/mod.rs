@@ -111,15 +111,12 @@ fn record(state: &mut State, journal: &mut Journal, event: Event) -> crate::stat
 /// Evaluates a template (a change's config, an output) against the state as applied so far.
 pub fn evaluate(state: &State, config: &Value) -> Result<Value, String> {
     let mut lookup = |r: &template::Reference| {
-        for split in (2..=r.segments.len()).rev() {
-            let address = r.segments[..split].join(".");
-            if let Some(rec) = state.resources.get(&address) {
-                return crate::plan::attribute(&address, &rec.outputs, &rec.config, &r.segments[split..])?
-                    .map(Some)
-                    .ok_or_else(|| format!("`{}` is not known yet", r.path()));
-            }
-        }
-        Err(format!("`{}` names a resource that does not exist", r.path()))
+        let Some((address, rec, path)) = r.resolve(|address| state.resources.get(address)) else {
+            return Err(format!("`{}` names a resource that does not exist", r.path()));
+        };
+        crate::plan::attribute(&address, &rec.outputs, &rec.config, path)?
+            .map(Some)
+            .ok_or_else(|| format!("`{}` is not known yet", r.path()))
     };
     template::evaluate(config, &mut lookup).map_err(|e| format!("cannot evaluate `{}`: {}", e.reference, e.message))
 }

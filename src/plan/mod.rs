@@ -147,12 +147,10 @@ struct Planned {
 /// Looks up `address.attr…` among planned resources: outputs first, then attributes.
 /// `Ok(None)` while unknown.
 fn lookup(planned: &HashMap<&str, Planned>, r: &Reference) -> Result<Option<Value>, String> {
-    for split in (2..=r.segments.len()).rev() {
-        let address = r.segments[..split].join(".");
-        let Some(p) = planned.get(address.as_str()) else { continue };
-        return attribute(&address, &p.outputs, &p.config, &r.segments[split..]);
+    match r.resolve(|address| planned.get(address)) {
+        Some((address, p, path)) => attribute(&address, &p.outputs, &p.config, path),
+        None => Err(format!("`{}` is not in the plan", r.path())),
     }
-    Err(format!("`{}` is not in the plan", r.path()))
 }
 
 /// Reads an attribute path from a resource's outputs or config; `Ok(None)` when it passes

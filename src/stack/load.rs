@@ -1118,28 +1118,27 @@ impl Targets<'_> {
     where
         Self: 'r,
     {
-        for split in (2..=r.segments.len()).rev() {
-            let prefix = r.segments[..split].join(".");
-            let attr = &r.segments[split..];
-            if let Some(block) = self.blocks.get(prefix.as_str()) {
-                if attr.is_empty() {
-                    return Err(format!(
-                        "`{prefix}` is a resource; name one of its attributes, e.g. `${{{prefix}.id}}`"
-                    ));
-                }
-                return Ok(Target::Resource(block, attr));
+        let found = r.resolve(|prefix| match self.blocks.get(prefix) {
+            Some(block) => Some(Ok(*block)),
+            None => self.components.get_key_value(prefix).map(Err),
+        });
+        match found {
+            Some((prefix, Ok(_), [])) => {
+                return Err(format!(
+                    "`{prefix}` is a resource; name one of its attributes, e.g. `${{{prefix}.id}}`"
+                ));
             }
-            if let Some((name, outputs)) = self.components.get_key_value(&prefix) {
-                if attr.is_empty() || !outputs.contains_key(&attr[0]) {
-                    let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
-                    return Err(format!(
-                        "component `{prefix}` has no output `{}`; its outputs: {}",
-                        attr.join("."),
-                        names.join(", ")
-                    ));
-                }
-                return Ok(Target::Component(name, attr));
+            Some((_, Ok(block), attr)) => return Ok(Target::Resource(block, attr)),
+            Some((prefix, Err((_, outputs)), attr)) if attr.is_empty() || !outputs.contains_key(&attr[0]) => {
+                let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+                return Err(format!(
+                    "component `{prefix}` has no output `{}`; its outputs: {}",
+                    attr.join("."),
+                    names.join(", ")
+                ));
             }
+            Some((_, Err((name, _)), attr)) => return Ok(Target::Component(name, attr)),
+            None => {}
         }
         let wanted = r.segments[..2].join(".");
         let mut known: Vec<&str> = self
