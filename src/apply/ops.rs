@@ -37,7 +37,7 @@ struct Op {
 
 /// The operations as a DAG with a ready queue.
 #[derive(Debug)]
-pub struct OpGraph {
+pub(super) struct OpGraph {
     ops: Vec<Op>,
     ready: VecDeque<usize>,
 }
@@ -66,7 +66,7 @@ fn acyclic(nodes: usize, edges: impl Iterator<Item = (usize, usize)> + Clone) ->
 
 impl OpGraph {
     /// Builds the operations of `plan` and their edges.
-    pub fn build(plan: &Plan) -> Self {
+    pub(super) fn build(plan: &Plan) -> Self {
         let mut ops = Vec::with_capacity(plan.changes.len());
         let mut main = vec![None; plan.changes.len()];
         let mut destroy = vec![None; plan.changes.len()];
@@ -126,7 +126,7 @@ impl OpGraph {
     }
 
     /// Takes the next operation whose dependencies are done, and marks it running.
-    pub fn next_ready(&mut self) -> Option<usize> {
+    pub(super) fn next_ready(&mut self) -> Option<usize> {
         let op = self.ready.pop_front()?;
         self.ops[op].stage = Stage::Running(Instant::now());
         Some(op)
@@ -134,22 +134,22 @@ impl OpGraph {
 
     /// Starts a taken operation's clock again, when it actually starts (after waiting for its
     /// serialization key).
-    pub fn restart_clock(&mut self, op: usize) {
+    pub(super) fn restart_clock(&mut self, op: usize) {
         self.ops[op].stage = Stage::Running(Instant::now());
     }
 
     /// The resource address and phase of an operation.
-    pub fn describe(&self, plan: &Plan, op: usize) -> (String, Phase) {
+    pub(super) fn describe(&self, plan: &Plan, op: usize) -> (String, Phase) {
         (plan.changes[self.ops[op].change].address.clone(), self.ops[op].phase)
     }
 
     /// The index of the plan change an operation belongs to.
-    pub fn change_of(&self, op: usize) -> usize {
+    pub(super) fn change_of(&self, op: usize) -> usize {
         self.ops[op].change
     }
 
     /// How long a running operation has run.
-    pub fn elapsed(&self, op: usize) -> Duration {
+    pub(super) fn elapsed(&self, op: usize) -> Duration {
         match self.ops[op].stage {
             Stage::Running(since) => since.elapsed(),
             _ => Duration::ZERO,
@@ -158,7 +158,7 @@ impl OpGraph {
 
     /// Marks an operation done and readies its dependents. True when it was the last
     /// operation of its change (so the change is complete).
-    pub fn complete(&mut self, op: usize) -> bool {
+    pub(super) fn complete(&mut self, op: usize) -> bool {
         self.ops[op].stage = Stage::Done;
         for i in 0..self.ops[op].dependents.len() {
             let d = self.ops[op].dependents[i];
@@ -172,7 +172,7 @@ impl OpGraph {
     }
 
     /// Marks an operation failed and everything behind it skipped; returns the skipped ones.
-    pub fn prune(&mut self, op: usize) -> Vec<usize> {
+    pub(super) fn prune(&mut self, op: usize) -> Vec<usize> {
         self.ops[op].stage = Stage::Failed;
         let mut skipped = Vec::new();
         let mut stack = self.ops[op].dependents.clone();
@@ -187,7 +187,7 @@ impl OpGraph {
     }
 
     /// Operations neither finished, failed nor skipped (left by Ctrl-C).
-    pub fn unfinished_count(&self) -> usize {
+    pub(super) fn unfinished_count(&self) -> usize {
         self.ops.iter().filter(|o| o.stage == Stage::Waiting).count()
     }
 }

@@ -6,7 +6,7 @@ use clap::CommandFactory;
 use miette::Result;
 
 /// Runs `forge completions`.
-pub fn run(shell: clap_complete::Shell) -> Result<Exit> {
+pub(super) fn run(shell: clap_complete::Shell) -> Result<Exit> {
     clap_complete::generate(shell, &mut Cli::command(), "forge", &mut std::io::stdout());
     Ok(Exit::Ok)
 }

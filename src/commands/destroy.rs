@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Runs `forge destroy`. Destroying is the request itself, so the plan's data losses need no
 /// further flag.
-pub async fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
+pub(super) async fn run(session: &Session, file: &Path, yes: bool) -> Result<Exit> {
     let (stack, graph) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "destroy")?;

@@ -13,11 +13,11 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// The JSON report format (`--json`), documented in docs/drift.md.
-pub const REPORT_FORMAT: u32 = 1;
+pub(super) const REPORT_FORMAT: u32 = 1;
 
 /// How to print the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(super) enum Format {
     /// Text for people, grouped by resource.
     Text,
     /// JSON (see [`REPORT_FORMAT`]).
@@ -29,7 +29,7 @@ pub enum Format {
 /// How one stack came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// Live matches applied, and the file matches applied.
     Clean,
     /// Only the stack file differs from what was applied.
@@ -54,7 +54,7 @@ impl Outcome {
 
 /// A change the stack file asks for that was never applied (not drift).
 #[derive(Debug, Clone, Serialize)]
-pub struct PendingChange {
+pub(super) struct PendingChange {
     /// The resource.
     pub address: String,
     /// Its kind.
@@ -67,7 +67,7 @@ pub struct PendingChange {
 
 /// One stack's report.
 #[derive(Debug, Serialize)]
-pub struct StackReport {
+pub(super) struct StackReport {
     /// The stack's name (the file's name when it did not load).
     pub stack: String,
     /// The stack file.
@@ -106,7 +106,7 @@ struct Report<'a> {
 }
 
 /// Runs `forge drift`.
-pub async fn run(session: &Session, files: &[PathBuf], format: Format, ignore: &[String]) -> Result<Exit> {
+pub(super) async fn run(session: &Session, files: &[PathBuf], format: Format, ignore: &[String]) -> Result<Exit> {
     let mut reports: Vec<StackReport> = futures::future::join_all(files.iter().map(|f| check(session, f, ignore))).await;
     if let [only] = &mut reports[..]
         && let Some(failure) = only.failure.take()

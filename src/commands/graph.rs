@@ -7,7 +7,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge graph`.
-pub async fn run(session: &Session, file: &Path, format: Format) -> Result<Exit> {
+pub(super) async fn run(session: &Session, file: &Path, format: Format) -> Result<Exit> {
     let (stack, graph) = session.load_checked(file, false).await?;
     print!("{}", render(&stack, &graph, format));
     Ok(Exit::Ok)

@@ -14,7 +14,7 @@ use serde_yaml_ng::{Mapping, Value as Yaml};
 use std::path::{Path, PathBuf};
 
 /// Runs `forge kubeconfig`.
-pub fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option<&Path>, print: bool) -> Result<Exit> {
+pub(super) fn run(session: &Session, file: &Path, cluster: Option<&str>, target: Option<&Path>, print: bool) -> Result<Exit> {
     let (stack, _) = session.load(file)?;
     let clusters: Vec<&str> = stack
         .resources

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Runs `forge output`.
-pub fn run(session: &Session, file: &Path, name: Option<&str>, json: bool) -> Result<Exit> {
+pub(super) fn run(session: &Session, file: &Path, name: Option<&str>, json: bool) -> Result<Exit> {
     let (stack, _) = session.load(file)?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "output")?;

@@ -9,7 +9,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge plan`.
-pub async fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit> {
+pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -> Result<Exit> {
     let PlanOptions {
         out,
         json,

@@ -9,7 +9,7 @@ use crate::state::{Event, LocalStore, Store};
 use miette::Result;
 
 /// Runs a `forge state` subcommand.
-pub fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
+pub(super) fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
     match cmd {
         StateCommand::List { file } => {
             let (stack, _) = session.load(&file)?;

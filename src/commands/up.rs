@@ -8,7 +8,7 @@ use miette::Result;
 use std::path::Path;
 
 /// Runs `forge up`; with `wait_ready`, ends by waiting until the clusters are ready for work.
-pub async fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait_ready: bool) -> Result<Exit> {
+pub(super) async fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait_ready: bool) -> Result<Exit> {
     if let Some(plan) = read_saved_plan(file)? {
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
         let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, &plan.stack_file, LockMode::Exclusive, "up")?;

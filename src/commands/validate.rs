@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Runs `forge validate`.
-pub fn run(session: &Session, file: &Path) -> Result<Exit> {
+pub(super) fn run(session: &Session, file: &Path) -> Result<Exit> {
     let (stack, graph) = session.load(file)?;
     let kinds: BTreeSet<&str> = stack.resources.iter().map(|r| r.kind.as_str()).collect();
     session.printer.info(&format!(

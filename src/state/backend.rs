@@ -37,6 +37,7 @@ fn rescue_path(settings: &StateSettings) -> std::path::PathBuf {
 }
 
 /// The object store of a remote `[state]`.
+#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_variables))]
 fn connect(settings: &StateSettings) -> Result<Arc<dyn Objects>, String> {
     let bucket = settings.bucket.as_deref().unwrap_or_default();
     match settings.backend.as_str() {

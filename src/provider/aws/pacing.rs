@@ -34,7 +34,7 @@ impl Storable for Pace {
 /// The interceptor each AWS client gets: `scope` names the account and region its calls
 /// count against, `budgets` the command's budgets they draw on.
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(super) struct Pacer {
     /// The account and region (forge uses the clients' region, profile and endpoint).
     pub scope: String,
     /// The command's rate budgets.
@@ -88,11 +88,11 @@ impl Intercept for Pacer {
 /// credentials is the one step the SDK awaits in each attempt before it signs the request, so
 /// a paced call is signed when its turn comes, never long before it is sent.
 #[derive(Debug)]
-pub struct PacedIdentityCache(SharedIdentityCache);
+pub(super) struct PacedIdentityCache(SharedIdentityCache);
 
 impl PacedIdentityCache {
     /// The SDK's default identity cache behind the budgets.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         PacedIdentityCache(IdentityCache::lazy().build())
     }
 }

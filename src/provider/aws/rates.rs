@@ -22,7 +22,7 @@ const EC2_OWN: &[(&str, Rate)] = &[("CreateNatGateway", Rate::new(10.0, 1.0))];
 const UNPUBLISHED: Rate = Rate::new(20.0, 10.0);
 
 /// The rate an action of a service starts at; `service` as the SDK names it (`EC2`, `IAM`).
-pub fn rate(service: &str, action: &str) -> Rate {
+pub(super) fn rate(service: &str, action: &str) -> Rate {
     if !service.eq_ignore_ascii_case("ec2") {
         return UNPUBLISHED;
     }

@@ -17,7 +17,7 @@ type Sent<T> = Result<T, google_cloud_compute_v1::Error>;
 
 /// Where a Compute object lives.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Scope {
+pub(super) enum Scope {
     /// The project's global collection (networks, firewall rules).
     Global,
     /// One region's (subnetworks, routers).
@@ -27,7 +27,7 @@ pub enum Scope {
 impl Scope {
     /// The id forge records for `name` in `collection`: its path below the API root,
     /// `projects/p/global/networks/n` or `projects/p/regions/r/subnetworks/n`.
-    pub fn id(&self, gcp: &Clients, collection: &str, name: &str) -> String {
+    pub(super) fn id(&self, gcp: &Clients, collection: &str, name: &str) -> String {
         match self {
             Scope::Global => format!("projects/{}/global/{collection}/{name}", gcp.project),
             Scope::Region(region) => format!("projects/{}/regions/{region}/{collection}/{name}", gcp.project),
@@ -35,7 +35,7 @@ impl Scope {
     }
 
     /// The scope and the name an id names.
-    pub fn of_id(id: &str) -> (Scope, &str) {
+    pub(super) fn of_id(id: &str) -> (Scope, &str) {
         let segments: Vec<&str> = id.split('/').collect();
         let name = segments.last().copied().unwrap_or(id);
         match segments.iter().position(|s| *s == "regions") {
@@ -45,7 +45,7 @@ impl Scope {
     }
 
     /// The region a regional collection's calls name ("" for a global one, whose calls name none).
-    pub fn region(&self) -> &str {
+    pub(super) fn region(&self) -> &str {
         match self {
             Scope::Region(region) => region,
             Scope::Global => "",
@@ -55,7 +55,7 @@ impl Scope {
 
 /// One Compute collection (networks, subnetworks, firewalls, routers): its object and its four
 /// calls, so that everything else about its objects is written once, in this module.
-pub trait Collection {
+pub(super) trait Collection {
     /// The API's object.
     type Object: Clone + Send + Sync;
     /// The collection in ids and in the names of its calls (`subnetworks`).
@@ -129,7 +129,7 @@ macro_rules! compute_collection {
 }
 
 /// The object named `name` in `scope`, or `None`.
-pub async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Result<Option<C::Object>, ProviderError> {
+pub(super) async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Result<Option<C::Object>, ProviderError> {
     match C::get(gcp, scope, name).await {
         Ok(object) => Ok(Some(object)),
         Err(e) if not_found(&e) => Ok(None),
@@ -138,7 +138,7 @@ pub async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Res
 }
 
 /// The object `id` names, which a change just left: an error if it cannot be read.
-pub async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object, ProviderError> {
+pub(super) async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object, ProviderError> {
     let (scope, name) = Scope::of_id(id);
     get::<C>(gcp, &scope, name).await?.ok_or_else(|| {
         ProviderError::transient(format!(
@@ -152,7 +152,7 @@ pub async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object,
 /// Creates the object `body` describes in `scope`, and returns its id and the object read
 /// back. An object of that name that an earlier try of this create made (its mark carries
 /// `token`) is adopted instead; anyone else's is an error.
-pub async fn create<C: Collection>(
+pub(super) async fn create<C: Collection>(
     ctx: &Ctx,
     gcp: &Clients,
     token: &str,
@@ -179,7 +179,7 @@ pub async fn create<C: Collection>(
 /// The id of the object named `name` in `scope` when the create with `token` made it. Compute
 /// shows an object only once its insert is DONE, so an insert of that name still running is
 /// waited for first: a create interrupted mid-insert must not look like one that made nothing.
-pub async fn find<C: Collection>(
+pub(super) async fn find<C: Collection>(
     ctx: &Ctx,
     gcp: &Clients,
     token: &str,
@@ -221,7 +221,7 @@ async fn running_insert<C: Collection>(gcp: &Clients, scope: &Scope, name: &str)
 /// regional collection, the provider's region), filtered by the stack's mark, then by id the
 /// recorded objects the list did not show (someone edited the description). `attributes`
 /// gives what the kind compares of an object, given its own part of the description.
-pub async fn read<C: Collection>(
+pub(super) async fn read<C: Collection>(
     gcp: &Clients,
     stack: &str,
     ids: &[String],
@@ -269,7 +269,7 @@ pub async fn read<C: Collection>(
 
 /// Waits for the operation of a change (`what`: `networks.patch`) that `sent` started, and
 /// reads the object `id` back.
-pub async fn changed<C: Collection>(
+pub(super) async fn changed<C: Collection>(
     ctx: &Ctx,
     gcp: &Clients,
     what: &str,
@@ -284,7 +284,7 @@ pub async fn changed<C: Collection>(
 
 /// Deletes the object `id` names: one already gone is a success; one still in use fails its
 /// operation retryably (the apply retries it while its users go, then reports it naming them).
-pub async fn delete<C: Collection>(ctx: &Ctx, gcp: &Clients, id: &str, config: &Value) -> Result<(), ProviderError> {
+pub(super) async fn delete<C: Collection>(ctx: &Ctx, gcp: &Clients, id: &str, config: &Value) -> Result<(), ProviderError> {
     let (scope, name) = Scope::of_id(id);
     let what = format!("{}.delete", C::PATH);
     match C::delete(gcp, &scope, name, fresh_request_id()).await {
@@ -297,7 +297,7 @@ pub async fn delete<C: Collection>(ctx: &Ctx, gcp: &Clients, id: &str, config: &
 }
 
 /// A network as the API takes it: a name becomes the project's network of that name.
-pub fn network_url(gcp: &Clients, network: &str) -> String {
+pub(super) fn network_url(gcp: &Clients, network: &str) -> String {
     if network.contains('/') {
         network.to_owned()
     } else {
@@ -307,7 +307,7 @@ pub fn network_url(gcp: &Clients, network: &str) -> String {
 
 /// A block's attributes with its `network` by name, as the kinds read it back: a block may
 /// name its network by name or by link.
-pub fn network_by_name(config: &Value) -> Value {
+pub(super) fn network_by_name(config: &Value) -> Value {
     let mut config = config.clone();
     if let Some(network) = config.get("network").and_then(Value::as_str) {
         config["network"] = Value::String(last_segment(network).to_owned());
@@ -316,7 +316,7 @@ pub fn network_by_name(config: &Value) -> Value {
 }
 
 /// The last segment of a resource URL (`…/global/networks/main` → `main`).
-pub fn last_segment(url: &str) -> &str {
+pub(super) fn last_segment(url: &str) -> &str {
     url.rsplit('/').next().unwrap_or(url)
 }
 

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The `google_container_cluster` kind.
-pub struct ContainerCluster;
+pub(super) struct ContainerCluster;
 
 attributes! {
     kind ContainerCluster, spec "google_container_cluster", outputs [id, name = attribute, location = attribute, endpoint, certificate_authority, version, workload_pool, self_link], extra [timeouts];

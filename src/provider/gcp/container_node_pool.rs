@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The `google_container_node_pool` kind.
-pub struct ContainerNodePool;
+pub(super) struct ContainerNodePool;
 
 /// One additional node network: a VPC and its subnetwork in the cluster's region.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-pub struct NodeNetwork {
+pub(super) struct NodeNetwork {
     network: String,
     subnetwork: String,
 }
@@ -41,7 +41,7 @@ impl AttributeType for NodeNetwork {
 
 /// A node taint, with GKE's effect names (`NO_SCHEDULE`, `PREFER_NO_SCHEDULE`, `NO_EXECUTE`).
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-pub struct Taint {
+pub(super) struct Taint {
     key: String,
     #[serde(default)]
     value: String,
@@ -209,7 +209,7 @@ impl Config {
 /// The pool a cluster is created with (its `initial_node_pool`: this kind's attributes but
 /// `cluster`, and `address`, the block that manages the pool afterwards), marked with the
 /// cluster create's `token`.
-pub fn inline_pool(ctx: &Ctx, token: &str, initial: &Value) -> Result<NodePool, ProviderError> {
+pub(super) fn inline_pool(ctx: &Ctx, token: &str, initial: &Value) -> Result<NodePool, ProviderError> {
     let mut attributes = initial.as_object().cloned().unwrap_or_default();
     let address = attributes
         .remove("address")

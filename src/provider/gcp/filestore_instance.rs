@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `google_filestore_instance` kind.
-pub struct FilestoreInstance;
+pub(super) struct FilestoreInstance;
 
 attributes! {
     kind FilestoreInstance, spec "google_filestore_instance", outputs [id, name = attribute, ip_address, share = computed planned_share, capacity_gib = attribute], extra [timeouts];

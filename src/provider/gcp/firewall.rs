@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `google_compute_firewall` kind.
-pub struct Firewall;
+pub(super) struct Firewall;
 
 attributes! {
     kind Firewall, spec "google_compute_firewall", outputs [id, name = attribute, self_link], extra [timeouts];

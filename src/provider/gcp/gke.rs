@@ -13,17 +13,17 @@ use std::time::Duration;
 
 /// A cluster or a GPU node pool takes 10–40 minutes (an A3 pool once took 35, past
 /// Terraform's 30-minute limit); forge waits an hour by default.
-pub const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(super) const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Updates roll nodes; deletes drain them.
-pub const CHANGE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(super) const CHANGE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// The id forge records for a cluster: `projects/p/locations/l/clusters/c`, as GKE names it.
-pub fn cluster_id(gcp: &Clients, location: &str, name: &str) -> String {
+pub(super) fn cluster_id(gcp: &Clients, location: &str, name: &str) -> String {
     format!("projects/{}/locations/{location}/clusters/{name}", gcp.project)
 }
 
 /// The location and name of the cluster an id (a cluster's or a node pool's) names.
-pub fn cluster_of(id: &str) -> (&str, &str) {
+pub(super) fn cluster_of(id: &str) -> (&str, &str) {
     let segments: Vec<&str> = id.split('/').collect();
     let after = |key: &str| {
         segments
@@ -38,7 +38,7 @@ pub fn cluster_of(id: &str) -> (&str, &str) {
 
 /// The serialization key of everything done to the cluster at `location` named `name`: GKE
 /// runs one operation at a time on a cluster and its node pools.
-pub fn serialization_key(location: &str, name: &str) -> String {
+pub(super) fn serialization_key(location: &str, name: &str) -> String {
     format!("gke-cluster:{location}/{name}")
 }
 
@@ -48,7 +48,7 @@ const BUSY: &str = "incompatible operation";
 /// Maps a GKE error: [`super::error`]'s reading, and retryable when GKE refused the call
 /// because another operation runs on the cluster (one forge did not start: an auto-upgrade,
 /// someone's gcloud).
-pub fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+pub(super) fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
     let busy = err.status().is_some_and(|s| s.message.contains(BUSY));
     let mut mapped = error_in(&gcp.container_context, what, err);
     mapped.retryable |= busy;
@@ -59,18 +59,24 @@ pub fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> 
 const STOCKOUT: &[&str] = &["GCE_STOCKOUT", "ZONE_RESOURCE_POOL_EXHAUSTED", "RESOURCE_POOL_EXHAUSTED"];
 
 /// The hint for a pool the zone has no capacity for.
-pub const STOCKOUT_HINT: &str = "the zone has no capacity for these machines now: try another `zone`, \
+pub(super) const STOCKOUT_HINT: &str = "the zone has no capacity for these machines now: try another `zone`, \
      a `reservation` of your own, or `flex_start = true`; then run `forge up` again (or `forge destroy`), \
      which deletes the failed pool first";
 
 /// Whether a failure message says the zone ran out of machines.
-pub fn stockout(message: &str) -> bool {
+pub(super) fn stockout(message: &str) -> bool {
     STOCKOUT.iter().any(|code| message.contains(code))
 }
 
 /// Waits until the GKE operation `op` is DONE (at most `limit`), and fails with its error
 /// (and, for a stockout, a hint) if it has one.
-pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<Operation, ProviderError> {
+pub(super) async fn wait_operation(
+    ctx: &Ctx,
+    gcp: &Clients,
+    what: &str,
+    op: Operation,
+    limit: Duration,
+) -> Result<Operation, ProviderError> {
     let name = format!("projects/{}/locations/{}/operations/{}", gcp.project, op.location, op.name);
     let mut first = Some(op);
     let done = wait_until(ctx, limit, || {
@@ -111,7 +117,7 @@ pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation,
 }
 
 /// How a GKE create call ended: its operation waited for, or the object already there (409).
-pub async fn create_sent(
+pub(super) async fn create_sent(
     ctx: &Ctx,
     gcp: &Clients,
     what: &str,
@@ -140,7 +146,7 @@ fn label_value(text: &str) -> String {
 
 /// The labels of forge's mark on a node pool's VMs (`forge-stack`, `forge-address`,
 /// `forge-token`), made by the create with `token`.
-pub fn pool_mark(ctx: &Ctx, token: &str) -> [(String, String); 3] {
+pub(super) fn pool_mark(ctx: &Ctx, token: &str) -> [(String, String); 3] {
     [
         ("forge-stack".into(), label_value(&ctx.stack)),
         ("forge-address".into(), label_value(&ctx.address)),
@@ -150,7 +156,7 @@ pub fn pool_mark(ctx: &Ctx, token: &str) -> [(String, String); 3] {
 
 /// Whether a node pool with these VM labels was made by the create with one of `tokens`: its
 /// own, or the cluster's (a pool created inline with its cluster carries the cluster's token).
-pub fn pool_made_by(ctx: &Ctx, tokens: &[&str], labels: &HashMap<String, String>) -> bool {
+pub(super) fn pool_made_by(ctx: &Ctx, tokens: &[&str], labels: &HashMap<String, String>) -> bool {
     let label = |key: &str| labels.get(key).map(String::as_str);
     label("forge-stack") == Some(label_value(&ctx.stack).as_str())
         && label("forge-address") == Some(label_value(&ctx.address).as_str())
@@ -158,12 +164,12 @@ pub fn pool_made_by(ctx: &Ctx, tokens: &[&str], labels: &HashMap<String, String>
 }
 
 /// The message of an object in ERROR: its conditions' messages.
-pub fn conditions(conditions: &[google_cloud_container_v1::model::StatusCondition]) -> String {
+pub(super) fn conditions(conditions: &[google_cloud_container_v1::model::StatusCondition]) -> String {
     conditions.iter().map(|c| c.message.as_str()).collect::<Vec<_>>().join("; ")
 }
 
 /// Whether a label is forge's mark, which blocks never set and drift never shows.
-pub fn is_mark(key: &str) -> bool {
+pub(super) fn is_mark(key: &str) -> bool {
     matches!(key, "forge-stack" | "forge-address" | "forge-token")
 }
 

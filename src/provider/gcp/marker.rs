@@ -11,12 +11,12 @@ fn marker(ctx: &Ctx, token: &str) -> String {
 }
 
 /// The description an object is created with: the block's own, then forge's marker.
-pub fn marked_description(ctx: &Ctx, token: &str, own: Option<&str>) -> String {
+pub(super) fn marked_description(ctx: &Ctx, token: &str, own: Option<&str>) -> String {
     with_marker(own, &marker(ctx, token))
 }
 
 /// The description an update sends: the block's own, then the marker the live object carries.
-pub fn remarked_description(live: Option<&str>, own: Option<&str>) -> String {
+pub(super) fn remarked_description(live: Option<&str>, own: Option<&str>) -> String {
     let live = live.unwrap_or_default();
     with_marker(own, live.rfind("[forge:stack=").map_or("", |start| &live[start..]))
 }
@@ -29,7 +29,7 @@ fn with_marker(own: Option<&str>, marker: &str) -> String {
 }
 
 /// A live description split into the block's own part and forge's marker fields, if marked.
-pub fn split_description(description: &str) -> (String, Option<std::collections::BTreeMap<String, String>>) {
+pub(super) fn split_description(description: &str) -> (String, Option<std::collections::BTreeMap<String, String>>) {
     let Some(start) = description.rfind("[forge:stack=").filter(|_| description.ends_with(']')) else {
         return (description.to_owned(), None);
     };
@@ -43,13 +43,13 @@ pub fn split_description(description: &str) -> (String, Option<std::collections:
 
 /// Whether an object with this description was made by the create with `token` (forge's one
 /// ownership check on Google Cloud: see [`crate::provider::made_by`]).
-pub fn made_by(ctx: &Ctx, token: &str, description: Option<&str>) -> bool {
+pub(super) fn made_by(ctx: &Ctx, token: &str, description: Option<&str>) -> bool {
     let (_, fields) = split_description(description.unwrap_or_default());
     fields.is_some_and(|f| crate::provider::made_by(ctx, token, |k| f.get(k).map(String::as_str)))
 }
 
 /// The error for a name taken by an object this resource did not create.
-pub fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
+pub(super) fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
     ProviderError::permanent(format!(
         "a {what} named `{name}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
         ctx.address, ctx.stack
@@ -57,7 +57,7 @@ pub fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
 }
 
 /// The list filter for the objects of `stack`: those whose description carries its marker.
-pub fn stack_filter(stack: &str) -> String {
+pub(super) fn stack_filter(stack: &str) -> String {
     let escaped: String = stack
         .chars()
         .flat_map(|c| if c.is_ascii_alphanumeric() { vec![c] } else { vec!['\\', c] })

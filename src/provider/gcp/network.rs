@@ -10,7 +10,7 @@ use google_cloud_compute_v1::model::{Network as Model, NetworkRoutingConfig};
 use serde_json::{Value, json};
 
 /// The `google_compute_network` kind.
-pub struct Network;
+pub(super) struct Network;
 
 attributes! {
     kind Network, spec "google_compute_network", outputs [id, name = attribute, self_link], extra [timeouts];

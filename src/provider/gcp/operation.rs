@@ -16,12 +16,18 @@ const IN_USE: &str = "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE";
 const RETRYABLE: &[&str] = &[IN_USE, "INTERNAL_ERROR", "RESOURCE_NOT_READY", "RATE_LIMIT_EXCEEDED"];
 
 /// How long an operation on a network object may take by default.
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub(super) const OPERATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// Waits until `op` is DONE (at most `limit`), polling it through the global or regional
 /// operations client, and returns it; an operation that ends with an error (Compute's way of
 /// failing an insert, or of refusing to delete something in use) is an error naming `what`.
-pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<Operation, ProviderError> {
+pub(super) async fn wait_operation(
+    ctx: &Ctx,
+    gcp: &Clients,
+    what: &str,
+    op: Operation,
+    limit: Duration,
+) -> Result<Operation, ProviderError> {
     let name = op.name.clone().unwrap_or_default();
     let region = op.region.as_deref().map(|r| super::collection::last_segment(r).to_owned());
     let mut first = Some(op);
@@ -90,7 +96,14 @@ pub async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation,
 /// insert (a retry after a lost answer, a resumed create) gets the first one's operation instead
 /// of a second object. When that operation had already failed (a repeat of a failed insert),
 /// the insert is sent once more under a fresh id: the failed one made nothing.
-pub async fn insert<F, Fut>(ctx: &Ctx, gcp: &Clients, what: &str, token: &str, limit: Duration, send: F) -> Result<Operation, ProviderError>
+pub(super) async fn insert<F, Fut>(
+    ctx: &Ctx,
+    gcp: &Clients,
+    what: &str,
+    token: &str,
+    limit: Duration,
+    send: F,
+) -> Result<Operation, ProviderError>
 where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = Result<Operation, google_cloud_compute_v1::Error>>,
@@ -106,6 +119,6 @@ where
 
 /// A fresh request id, for calls whose repeat is harmless (updates, deletes): a repeated
 /// `requestId` answers the first call's operation, which a retry after a failure must not get.
-pub fn fresh_request_id() -> String {
+pub(super) fn fresh_request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }

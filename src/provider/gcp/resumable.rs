@@ -8,7 +8,7 @@ use crate::provider::{Ctx, ProviderError};
 use std::future::Future;
 
 /// How a create call ended.
-pub enum Sent {
+pub(super) enum Sent {
     /// The operation it started is done.
     Made,
     /// The API answered that the object exists (HTTP 409): an earlier try's, or someone's.
@@ -16,7 +16,7 @@ pub enum Sent {
 }
 
 /// The calls of one kind's create, as closures over its client, id and config.
-pub struct Steps<Get, Owned, Failed, Ready, Delete, Send> {
+pub(super) struct Steps<Get, Owned, Failed, Ready, Delete, Send> {
     /// Reads the object, if it exists.
     pub get: Get,
     /// Whether an object carries the mark of this create.
@@ -36,7 +36,7 @@ impl<Get, Owned, Failed, Ready, Delete, Send> Steps<Get, Owned, Failed, Ready, D
     /// Creates the `what` named `name`, or resumes the create that made it: an object of that
     /// name is waited for when it carries this create's mark (after deleting it when its
     /// create failed), and is someone else's otherwise.
-    pub async fn run<T, GetF, ReadyF, DeleteF, SendF>(self, ctx: &Ctx, what: &str, name: &str) -> Result<T, ProviderError>
+    pub(super) async fn run<T, GetF, ReadyF, DeleteF, SendF>(self, ctx: &Ctx, what: &str, name: &str) -> Result<T, ProviderError>
     where
         Get: Fn() -> GetF,
         GetF: Future<Output = Result<Option<T>, ProviderError>>,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `google_compute_router` kind.
-pub struct Router;
+pub(super) struct Router;
 
 attributes! {
     kind Router, spec "google_compute_router", outputs [id, name = attribute, self_link, region = attribute], extra [timeouts];

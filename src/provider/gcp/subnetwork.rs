@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The `google_compute_subnetwork` kind.
-pub struct Subnetwork;
+pub(super) struct Subnetwork;
 
 attributes! {
     kind Subnetwork, spec "google_compute_subnetwork", outputs [id, name = attribute, self_link, region = attribute, gateway_address], extra [timeouts];

@@ -7,7 +7,7 @@ use super::ClusterRef;
 use crate::provider::{Cloud, ProviderError};
 
 /// What a client needs to talk to one cluster's API server.
-pub struct Access {
+pub(super) struct Access {
     /// `https://host:port`.
     pub endpoint: String,
     /// The cluster CA, base64 of its PEM, as both clouds report it.
@@ -17,7 +17,7 @@ pub struct Access {
 }
 
 /// The access to `cluster`, or `None` when the cloud no longer has it.
-pub async fn access(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Access>, ProviderError> {
+pub(super) async fn access(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Access>, ProviderError> {
     match cluster {
         #[cfg(feature = "aws")]
         ClusterRef::Eks(name) => eks(cloud, name).await,
@@ -31,7 +31,7 @@ pub async fn access(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Access
 }
 
 /// Whether the cloud still has `cluster` (without making a token).
-pub async fn exists(cloud: &Cloud, cluster: &ClusterRef) -> Result<bool, ProviderError> {
+pub(super) async fn exists(cloud: &Cloud, cluster: &ClusterRef) -> Result<bool, ProviderError> {
     match cluster {
         #[cfg(feature = "aws")]
         ClusterRef::Eks(name) => Ok(crate::provider::aws::describe_eks_cluster(cloud.aws().await, name).await?.is_some()),

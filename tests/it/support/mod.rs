@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 /// The emulators for this test binary (AWS and Google on one port): `FORGE_MOTO_URL` if set,
 /// else a launcher started once.
-pub fn launcher_url() -> &'static str {
+pub(crate) fn launcher_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     static CHILD: OnceLock<std::sync::Mutex<Child>> = OnceLock::new();
     URL.get_or_init(|| {
@@ -44,14 +44,14 @@ pub fn launcher_url() -> &'static str {
 
 /// A 12-digit AWS account no other test of any binary uses (the launcher keeps each account's
 /// objects apart, so tests run in parallel on one emulator).
-pub fn fresh_account() -> String {
+pub(crate) fn fresh_account() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     format!("{:06}{:06}", std::process::id() % 1_000_000, n)
 }
 
 /// `METHOD path` with a JSON body to the launcher: the HTTP status and the body.
-pub fn request(method: &str, path: &str, body: &str) -> (u16, String) {
+pub(crate) fn request(method: &str, path: &str, body: &str) -> (u16, String) {
     let url = launcher_url().strip_prefix("http://").unwrap();
     let mut stream = std::net::TcpStream::connect(url).unwrap();
     write!(
@@ -72,7 +72,7 @@ pub fn request(method: &str, path: &str, body: &str) -> (u16, String) {
 /// `forge ARGS` run in `dir`, pointed at the emulator through the standard AWS environment
 /// only, as the 12-digit `account` (the launcher keeps each account's objects apart), with the
 /// emulator's mirror of the Kubernetes bundles' release hosts.
-pub fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Command {
+pub(crate) fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
     cmd.current_dir(dir)
         .env("NO_COLOR", "1")
@@ -91,7 +91,7 @@ pub fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Comm
 
 /// Creates the S3 bucket `name` in us-west-2 (where every test's stack is) on the emulator.
 #[cfg(feature = "aws")]
-pub async fn s3_bucket(s3: &aws_sdk_s3::Client, name: &str) {
+pub(crate) async fn s3_bucket(s3: &aws_sdk_s3::Client, name: &str) {
     s3.create_bucket()
         .bucket(name)
         .create_bucket_configuration(
@@ -106,7 +106,7 @@ pub async fn s3_bucket(s3: &aws_sdk_s3::Client, name: &str) {
 
 /// Asks the emulator's Cloud Storage for the bucket `name` in `project`: the HTTP status (409
 /// when it exists) and the answer.
-pub fn gcs_bucket(project: &str, name: &str) -> (u16, String) {
+pub(crate) fn gcs_bucket(project: &str, name: &str) -> (u16, String) {
     request(
         "POST",
         &format!("/storage/v1/b?project={project}"),

@@ -1,3 +1,3 @@
 //! CloudFormation: stacks, whose template forge applies as one resource.
 
-pub mod stack;
+pub(super) mod stack;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_cloudformation_stack` kind.
-pub struct CloudFormationStack;
+pub(crate) struct CloudFormationStack;
 
 attributes! {
     kind CloudFormationStack, spec "aws_cloudformation_stack", outputs [id, name = attribute, outputs], extra [timeouts, tags];

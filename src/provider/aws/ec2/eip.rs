@@ -7,7 +7,7 @@ use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
 
 /// The `aws_eip` kind.
-pub struct Eip;
+pub(crate) struct Eip;
 
 const SPEC: Spec = Spec {
     name: "aws_eip",

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::ResourceType;
 use serde_json::{Value, json};
 
 /// The `aws_internet_gateway` kind.
-pub struct InternetGateway;
+pub(crate) struct InternetGateway;
 
 attributes! {
     kind InternetGateway, spec "aws_internet_gateway", outputs [id], extra [tags];

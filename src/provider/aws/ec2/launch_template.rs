@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// The `aws_launch_template` kind.
-pub struct LaunchTemplate;
+pub(crate) struct LaunchTemplate;
 
 attributes! {
     kind LaunchTemplate, spec "aws_launch_template", outputs [id, name = attribute, latest_version = fresh], extra [tags];

@@ -72,16 +72,16 @@ macro_rules! find_own {
     }};
 }
 
-pub mod eip;
-pub mod internet_gateway;
-pub mod launch_template;
-pub mod nat_gateway;
-pub mod placement_group;
-pub mod route_table;
-pub mod security_group;
-pub mod security_group_ingress;
-pub mod subnet;
-pub mod vpc;
+pub(super) mod eip;
+pub(super) mod internet_gateway;
+pub(super) mod launch_template;
+pub(super) mod nat_gateway;
+pub(super) mod placement_group;
+pub(super) mod route_table;
+pub(super) mod security_group;
+pub(super) mod security_group_ingress;
+pub(super) mod subnet;
+pub(super) mod vpc;
 
 use super::{Clients, TOKEN_TAG, create_tags, error, made_by, tag_changes, tag_table};
 use crate::provider::{Ctx, ProviderError};
@@ -91,7 +91,7 @@ use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use serde_json::Value;
 
 /// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
-pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
+pub(super) fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
     let tags = create_tags(ctx, token, config)
         .into_iter()
         .map(|(k, v)| Tag::builder().key(k).value(v).build());
@@ -102,12 +102,12 @@ pub fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) 
 }
 
 /// Whether an EC2 object with these tags was made by the create with `token` (see [`made_by`]).
-pub fn ec2_made_by(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
+pub(super) fn ec2_made_by(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
     made_by(ctx, token, |k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
 }
 
 /// Filters that find the object the create with `token` made: its stack, address and token tags.
-pub fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
+pub(super) fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
     [
         ("forge:stack", ctx.stack.as_str()),
         ("forge:address", ctx.address.as_str()),
@@ -121,7 +121,7 @@ pub fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
 /// Maps a failed delete of a VPC, subnet or security group; on `DependencyViolation` it names
 /// the network interfaces still in it (load balancers, EKS, leftover ENIs), found with
 /// `filter` (`vpc-id`, `subnet-id`, `group-id`) = `id`.
-pub async fn delete_error<E>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, HttpResponse>) -> ProviderError
+pub(super) async fn delete_error<E>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, HttpResponse>) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -161,7 +161,7 @@ where
 
 /// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own
 /// included) with one CreateTags and one DeleteTags at most.
-pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+pub(super) async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
     let (removed, changed) = tag_changes(ctx, old, new);
     let removed: Vec<Tag> = removed.iter().map(|k| Tag::builder().key(k).build()).collect();
     let changed: Vec<Tag> = changed.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect();
@@ -190,6 +190,6 @@ pub async fn sync_tags(ctx: &Ctx, clients: &Clients, id: &str, old: &Value, new:
 
 /// EC2 tags as a table, as the stack writes them (forge's own included: drift compares only
 /// the keys a block declares).
-pub fn ec2_tags(tags: &[Tag]) -> Value {
+pub(super) fn ec2_tags(tags: &[Tag]) -> Value {
     tag_table(tags.iter().map(|t| (t.key(), t.value())))
 }

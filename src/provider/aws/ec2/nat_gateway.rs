@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_nat_gateway` kind.
-pub struct NatGateway;
+pub(crate) struct NatGateway;
 
 attributes! {
     kind NatGateway, spec "aws_nat_gateway", outputs [id], extra [tags];

@@ -9,7 +9,7 @@ use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde_json::{Value, json};
 
 /// The `aws_placement_group` kind.
-pub struct PlacementGroup;
+pub(crate) struct PlacementGroup;
 
 attributes! {
     kind PlacementGroup, spec "aws_placement_group", outputs [id = attribute name, name = attribute, group_id], extra [tags];

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The `aws_route_table` kind.
-pub struct RouteTable;
+pub(crate) struct RouteTable;
 
 attributes! {
     kind RouteTable, spec "aws_route_table", outputs [id], extra [tags];

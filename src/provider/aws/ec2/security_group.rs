@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 
 /// The `aws_security_group` kind.
-pub struct SecurityGroup;
+pub(crate) struct SecurityGroup;
 
 attributes! {
     kind SecurityGroup, spec "aws_security_group", outputs [id, name = attribute], extra [tags];

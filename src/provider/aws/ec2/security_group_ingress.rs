@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 /// The `aws_security_group_ingress` kind.
-pub struct SecurityGroupIngress;
+pub(crate) struct SecurityGroupIngress;
 
 attributes! {
     kind SecurityGroupIngress, spec "aws_security_group_ingress", outputs [id = attribute security_group_id];

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
 
 /// The `aws_subnet` kind.
-pub struct Subnet;
+pub(crate) struct Subnet;
 
 attributes! {
     kind Subnet, spec "aws_subnet", outputs [id, availability_zone = attribute, cidr_block = attribute], extra [tags];

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
 
 /// The `aws_vpc` kind.
-pub struct Vpc;
+pub(crate) struct Vpc;
 
 attributes! {
     kind Vpc, spec "aws_vpc", outputs [id, cidr_block = attribute], extra [tags];

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_efs_file_system` kind.
-pub struct EfsFileSystem;
+pub(crate) struct EfsFileSystem;
 
 attributes! {
     kind EfsFileSystem, spec "aws_efs_file_system", outputs [id, arn, dns_name], extra [timeouts, tags];

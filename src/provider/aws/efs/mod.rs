@@ -1,4 +1,4 @@
 //! EFS: file systems and their mount targets, one file each.
 
-pub mod file_system;
-pub mod mount_target;
+pub(super) mod file_system;
+pub(super) mod mount_target;

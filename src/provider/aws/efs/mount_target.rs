@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_efs_mount_target` kind.
-pub struct EfsMountTarget;
+pub(crate) struct EfsMountTarget;
 
 attributes! {
     kind EfsMountTarget, spec "aws_efs_mount_target", outputs [id, ip_address, zone], extra [timeouts];

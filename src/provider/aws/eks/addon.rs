@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_eks_addon` kind.
-pub struct EksAddon;
+pub(crate) struct EksAddon;
 
 attributes! {
     kind EksAddon, spec "aws_eks_addon", outputs [id = computed planned_child_id, name = attribute, arn, version = computed planned_version], extra [timeouts, tags];

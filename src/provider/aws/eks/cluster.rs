@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_eks_cluster` kind.
-pub struct EksCluster;
+pub(crate) struct EksCluster;
 
 attributes! {
     kind EksCluster, spec "aws_eks_cluster", outputs [id = attribute name, name = attribute, arn, endpoint, certificate_authority, oidc_issuer, cluster_security_group_id, version = attribute], extra [timeouts, tags];

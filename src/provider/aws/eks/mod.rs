@@ -1,9 +1,9 @@
 //! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt the object its first try made, and the wait for an EKS update to finish.
 
-pub mod addon;
-pub mod cluster;
-pub mod nodegroup;
+pub(super) mod addon;
+pub(super) mod cluster;
+pub(super) mod nodegroup;
 
 use super::{Claim, Clients, Poll, child_id, error, made_by, wait_until};
 use crate::provider::{Ctx, ProviderError};
@@ -16,24 +16,24 @@ use std::future::Future;
 use std::time::Duration;
 
 /// EKS's error code for a cluster, node group, add-on or update that does not exist.
-pub const NOT_FOUND: &str = "ResourceNotFoundException";
+pub(super) const NOT_FOUND: &str = "ResourceNotFoundException";
 
 /// EKS's error code for a name that is taken (or an object still in use).
-pub const IN_USE: &str = "ResourceInUseException";
+pub(super) const IN_USE: &str = "ResourceInUseException";
 
 /// The tags an EKS object is created with (see [`super::create_tags`]).
-pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
+pub(super) fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
     super::create_tags(ctx, token, config).into_iter().collect()
 }
 
 /// Whether an object with these tags was made by the create with `token` (see [`made_by`]).
-pub fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> bool {
+pub(super) fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String>>) -> bool {
     made_by(ctx, token, |k| tags.and_then(|t| t.get(k)).map(String::as_str))
 }
 
 /// The result of a create: EKS refusing a taken name is a success when the object there is
 /// the `claim`'s own (an earlier try made it; `tags` reads its tags), its refusal otherwise.
-pub async fn created_or_own<T, E, F, Fut>(
+pub(super) async fn created_or_own<T, E, F, Fut>(
     claim: &Claim<'_>,
     aws: &Clients,
     operation: &str,
@@ -65,7 +65,7 @@ where
 
 /// Brings an EKS object's tags from `old` to `new` config with one UntagResource and one
 /// TagResource at most.
-pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+pub(super) async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
     let (removed, changed) = super::tag_changes(ctx, old, new);
     let set = (!changed.is_empty()).then(|| changed.into_iter().collect::<HashMap<_, _>>());
     retag!(aws, eks, untag_resource, tag_resource, resource_arn(arn), removed, set);
@@ -74,7 +74,7 @@ pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &V
 
 /// What an update belongs to besides its cluster.
 #[derive(Clone, Copy)]
-pub enum Scope<'a> {
+pub(super) enum Scope<'a> {
     /// The cluster itself.
     Cluster,
     /// One of its node groups.
@@ -85,7 +85,7 @@ pub enum Scope<'a> {
 
 /// Waits until the update `id` of `cluster` has succeeded; a failed or cancelled update is an
 /// error with EKS's own reasons.
-pub async fn wait_update(
+pub(super) async fn wait_update(
     ctx: &Ctx,
     aws: &Clients,
     cluster: &str,
@@ -130,7 +130,7 @@ pub async fn wait_update(
 }
 
 /// The child id a block will have, known at plan time from `cluster_name` and `name`.
-pub fn planned_child_id(config: &Value, _: Option<&Value>) -> Value {
+pub(super) fn planned_child_id(config: &Value, _: Option<&Value>) -> Value {
     match (
         config.get("cluster_name").and_then(Value::as_str),
         config.get("name").and_then(Value::as_str),

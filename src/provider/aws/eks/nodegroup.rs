@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_eks_nodegroup` kind.
-pub struct EksNodegroup;
+pub(crate) struct EksNodegroup;
 
 attributes! {
     kind EksNodegroup, spec "aws_eks_nodegroup", outputs [id = computed planned_child_id, name = attribute, arn], extra [timeouts, tags];

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_fsx_data_repository_association` kind.
-pub struct FsxDataRepositoryAssociation;
+pub(crate) struct FsxDataRepositoryAssociation;
 
 attributes! {
     kind FsxDataRepositoryAssociation, spec "aws_fsx_data_repository_association", outputs [id, arn], extra [timeouts, tags];

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The `aws_fsx_lustre` kind.
-pub struct FsxLustre;
+pub(crate) struct FsxLustre;
 
 attributes! {
     kind FsxLustre, spec "aws_fsx_lustre", outputs [id, arn, dns_name, mount_name, vpc_id], extra [timeouts, tags];

@@ -1,8 +1,8 @@
 //! What the FSx kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt what its first try made, and tag updates by ARN.
 
-pub mod data_repository_association;
-pub mod lustre;
+pub(super) mod data_repository_association;
+pub(super) mod lustre;
 
 use super::{Clients, made_by};
 use crate::provider::{Ctx, ProviderError};
@@ -10,13 +10,13 @@ use aws_sdk_fsx::types::Tag;
 use serde_json::Value;
 
 /// FSx's error code for a file system that does not exist.
-pub const FILE_SYSTEM_NOT_FOUND: &str = "FileSystemNotFound";
+pub(super) const FILE_SYSTEM_NOT_FOUND: &str = "FileSystemNotFound";
 
 /// FSx's error code for a data repository association that does not exist.
-pub const ASSOCIATION_NOT_FOUND: &str = "DataRepositoryAssociationNotFound";
+pub(super) const ASSOCIATION_NOT_FOUND: &str = "DataRepositoryAssociationNotFound";
 
 /// The tags an FSx object is created with (see [`super::create_tags`]).
-pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<Tag> {
+pub(super) fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<Tag> {
     super::create_tags(ctx, token, config)
         .into_iter()
         .map(|(k, v)| Tag::builder().key(k).value(v).build())
@@ -24,13 +24,13 @@ pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<Tag> {
 }
 
 /// Whether an FSx object with these tags was made by the create with `token` (see [`made_by`]).
-pub fn owned(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
+pub(super) fn owned(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
     made_by(ctx, token, |k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
 }
 
 /// Brings an FSx object's tags from `old` to `new` config with one UntagResource and one
 /// TagResource at most.
-pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+pub(super) async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
     let (removed, changed) = super::tag_changes(ctx, old, new);
     let set = (!changed.is_empty()).then(|| {
         changed

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::collections::HashSet;
 
 /// The `aws_iam_instance_profile` kind.
-pub struct IamInstanceProfile;
+pub(crate) struct IamInstanceProfile;
 
 attributes! {
     kind IamInstanceProfile, spec "aws_iam_instance_profile", outputs [id = attribute name, name = attribute, arn], extra [tags];

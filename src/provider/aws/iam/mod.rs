@@ -10,17 +10,17 @@ macro_rules! sync_iam_tags {
     }};
 }
 
-pub mod instance_profile;
-pub mod oidc_provider;
-pub mod policy;
-pub mod role;
+pub(super) mod instance_profile;
+pub(super) mod oidc_provider;
+pub(super) mod policy;
+pub(super) mod role;
 
 use super::{create_tags, made_by};
 use crate::provider::Ctx;
 use serde_json::Value;
 
 /// The tags an IAM object is created with.
-pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
+pub(super) fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
     ctx.tags(config)
         .into_iter()
         .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
@@ -28,7 +28,7 @@ pub fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
 }
 
 /// The tags an IAM object is created with: [`create_tags`].
-pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
+pub(super) fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {
     create_tags(ctx, token, config)
         .into_iter()
         .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
@@ -36,24 +36,24 @@ pub fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws_sdk_ia
 }
 
 /// Whether an existing IAM object was made by the create with `token` (see [`made_by`]).
-pub fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
+pub(super) fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
     made_by(ctx, token, |k| tags.iter().find(|t| t.key() == k).map(|t| t.value()))
 }
 
 /// What an IAM tag update does: the keys to remove, and the full tag set to apply when
 /// anything changed.
-pub fn iam_tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, Option<Vec<aws_sdk_iam::types::Tag>>) {
+pub(super) fn iam_tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, Option<Vec<aws_sdk_iam::types::Tag>>) {
     let (before, after) = (ctx.tags(old), ctx.tags(new));
     let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
     (removed, (before != after).then(|| iam_tags(ctx, new)))
 }
 
 /// IAM's default path for roles, policies and instance profiles.
-pub fn iam_root_path() -> String {
+pub(super) fn iam_root_path() -> String {
     "/".into()
 }
 
 /// A policy document (a TOML table) as the JSON string IAM takes.
-pub fn policy_json(document: &Value) -> String {
+pub(super) fn policy_json(document: &Value) -> String {
     serde_json::to_string(document).expect("JSON values serialize")
 }

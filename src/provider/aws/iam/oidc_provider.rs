@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::collections::HashSet;
 
 /// The `aws_iam_oidc_provider` kind.
-pub struct IamOidcProvider;
+pub(crate) struct IamOidcProvider;
 
 attributes! {
     kind IamOidcProvider, spec "aws_iam_oidc_provider", outputs [id, arn, url = attribute], extra [tags];

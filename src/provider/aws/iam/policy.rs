@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::collections::HashSet;
 
 /// The `aws_iam_policy` kind.
-pub struct IamPolicy;
+pub(crate) struct IamPolicy;
 
 attributes! {
     kind IamPolicy, spec "aws_iam_policy", outputs [id, arn, name = attribute], extra [tags];

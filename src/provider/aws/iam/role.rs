@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::collections::HashSet;
 
 /// The `aws_iam_role` kind.
-pub struct IamRole;
+pub(crate) struct IamRole;
 
 attributes! {
     kind IamRole, spec "aws_iam_role", outputs [id = attribute name, name = attribute, arn, unique_id], extra [tags];

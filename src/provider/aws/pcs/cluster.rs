@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_pcs_cluster` kind.
-pub struct PcsCluster;
+pub(crate) struct PcsCluster;
 
 attributes! {
     kind PcsCluster, spec "aws_pcs_cluster", outputs [id, name = attribute, arn, slurmctld_endpoint, slurmctld_port, auth_key_secret_arn], extra [timeouts, tags];
@@ -39,7 +39,7 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// The cluster `identifier` (id or name), or `None`.
-pub async fn get(aws: &Clients, identifier: &str) -> Result<Option<Cluster>, ProviderError> {
+pub(crate) async fn get(aws: &Clients, identifier: &str) -> Result<Option<Cluster>, ProviderError> {
     match aws.pcs.get_cluster().cluster_identifier(identifier).send().await {
         Ok(out) => Ok(out.cluster().cloned()),
         Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),

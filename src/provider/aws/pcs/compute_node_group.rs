@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_pcs_compute_node_group` kind.
-pub struct PcsComputeNodeGroup;
+pub(crate) struct PcsComputeNodeGroup;
 
 attributes! {
     kind PcsComputeNodeGroup, spec "aws_pcs_compute_node_group", outputs [id, group_id, name = attribute, arn], extra [timeouts, tags];

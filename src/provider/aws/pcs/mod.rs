@@ -2,9 +2,9 @@
 //! check that lets a resumed create adopt what its first try made, and the waits on `status`
 //! (PCS has no waiters): `*_FAILED` ends a wait with PCS's `errorInfo`.
 
-pub mod cluster;
-pub mod compute_node_group;
-pub mod queue;
+pub(super) mod cluster;
+pub(super) mod compute_node_group;
+pub(super) mod queue;
 
 use super::{Claim, Clients, Poll, error, made_by, wait_until};
 use crate::provider::{Ctx, Observed, ProviderError};
@@ -17,14 +17,14 @@ use std::future::Future;
 use std::time::Duration;
 
 /// PCS's error code for a cluster, node group or queue that does not exist.
-pub const NOT_FOUND: &str = "ResourceNotFoundException";
+pub(super) const NOT_FOUND: &str = "ResourceNotFoundException";
 
 /// PCS's error code for a name that is taken, or an object in a state that forbids the call
 /// (a cluster not ACTIVE yet, a node group a queue still uses).
-pub const CONFLICT: &str = "ConflictException";
+pub(super) const CONFLICT: &str = "ConflictException";
 
 /// Slurm settings as PCS takes them (`slurmCustomSettings`), from `{ name = "value" }`.
-pub fn slurm_settings(settings: &BTreeMap<String, String>) -> Result<Vec<SlurmCustomSetting>, ProviderError> {
+pub(super) fn slurm_settings(settings: &BTreeMap<String, String>) -> Result<Vec<SlurmCustomSetting>, ProviderError> {
     settings
         .iter()
         .map(|(name, value)| {
@@ -38,7 +38,7 @@ pub fn slurm_settings(settings: &BTreeMap<String, String>) -> Result<Vec<SlurmCu
 }
 
 /// Slurm settings as PCS shows them, back into `{ name = "value" }`.
-pub fn settings_of(settings: &[SlurmCustomSetting]) -> BTreeMap<String, String> {
+pub(super) fn settings_of(settings: &[SlurmCustomSetting]) -> BTreeMap<String, String> {
     settings
         .iter()
         .map(|s| (s.parameter_name().to_owned(), s.parameter_value().to_owned()))
@@ -46,12 +46,12 @@ pub fn settings_of(settings: &[SlurmCustomSetting]) -> BTreeMap<String, String> 
 }
 
 /// The tags a PCS object is created with (see [`super::create_tags`]).
-pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
+pub(super) fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
     super::create_tags(ctx, token, config).into_iter().collect()
 }
 
 /// The tags of the PCS object `arn`.
-pub async fn tags(aws: &Clients, arn: &str) -> Result<HashMap<String, String>, ProviderError> {
+pub(super) async fn tags(aws: &Clients, arn: &str) -> Result<HashMap<String, String>, ProviderError> {
     let out = aws
         .pcs
         .list_tags_for_resource()
@@ -63,14 +63,14 @@ pub async fn tags(aws: &Clients, arn: &str) -> Result<HashMap<String, String>, P
 }
 
 /// Whether the PCS object `arn` was made by the create with `token` (see [`made_by`]).
-pub async fn owned(ctx: &Ctx, aws: &Clients, token: &str, arn: &str) -> Result<bool, ProviderError> {
+pub(super) async fn owned(ctx: &Ctx, aws: &Clients, token: &str, arn: &str) -> Result<bool, ProviderError> {
     let tags = tags(aws, arn).await?;
     Ok(made_by(ctx, token, |k| tags.get(k).map(String::as_str)))
 }
 
 /// Brings a PCS object's tags from `old` to `new` config with one UntagResource and one
 /// TagResource at most.
-pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
+pub(super) async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {
     let (removed, changed) = super::tag_changes(ctx, old, new);
     let set = (!changed.is_empty()).then(|| changed.into_iter().collect::<HashMap<_, _>>());
     retag!(aws, pcs, untag_resource, tag_resource, resource_arn(arn), removed, set);
@@ -78,14 +78,14 @@ pub async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &V
 }
 
 /// Whether a create was refused because the name is taken.
-pub fn is_taken<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
+pub(super) fn is_taken<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
     err.code() == Some(CONFLICT) && err.message().is_some_and(|m| m.contains("already exists"))
 }
 
 /// The result of a create: PCS refusing a taken name is a success when the object of that
 /// name is the `claim`'s own (an earlier try made it; `arn` reads the object's ARN), its
 /// refusal otherwise.
-pub async fn created_or_own<T, E, F, Fut>(
+pub(super) async fn created_or_own<T, E, F, Fut>(
     claim: &Claim<'_>,
     aws: &Clients,
     operation: &str,
@@ -108,7 +108,12 @@ where
 }
 
 /// The id of `found` (its ARN and forge id) when the create with `token` made it.
-pub async fn own_id(ctx: &Ctx, aws: &Clients, token: &str, found: Option<(String, String)>) -> Result<Option<String>, ProviderError> {
+pub(super) async fn own_id(
+    ctx: &Ctx,
+    aws: &Clients,
+    token: &str,
+    found: Option<(String, String)>,
+) -> Result<Option<String>, ProviderError> {
     match found {
         Some((arn, id)) if owned(ctx, aws, token, &arn).await? => Ok(Some(id)),
         _ => Ok(None),
@@ -118,7 +123,7 @@ pub async fn own_id(ctx: &Ctx, aws: &Clients, token: &str, found: Option<(String
 /// Maps a PCS error, marking as worth retrying what a later call may not hit: a conflict
 /// with an object's state (a cluster still CREATING, a node group still UPDATING) and PCS's
 /// one-cluster-creating-at-a-time quota.
-pub fn pcs_error<E>(aws: &Clients, what: &str, err: SdkError<E, HttpResponse>) -> ProviderError
+pub(super) fn pcs_error<E>(aws: &Clients, what: &str, err: SdkError<E, HttpResponse>) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -134,7 +139,7 @@ where
 }
 
 /// PCS's `errorInfo`, as one line.
-pub fn error_info(errors: &[ErrorInfo]) -> String {
+pub(super) fn error_info(errors: &[ErrorInfo]) -> String {
     let lines: Vec<String> = errors
         .iter()
         .map(|e| format!("{}: {}", e.code().unwrap_or("error"), e.message().unwrap_or("no reason given")))
@@ -149,7 +154,7 @@ pub fn error_info(errors: &[ErrorInfo]) -> String {
 /// The live members (`<cluster>/<id>`) of clusters as drift sees them: one Get each (PCS's
 /// lists carry no attributes), read with `get` and shown in the shape of their config by
 /// `attributes`.
-pub async fn observe<T, G, GFut>(
+pub(super) async fn observe<T, G, GFut>(
     live: impl IntoIterator<Item = String>,
     get: G,
     attributes: fn(&T) -> Value,
@@ -174,7 +179,7 @@ where
 
 /// What one look at a PCS object found: gone, its status (as PCS names it) with its error
 /// info, and the object.
-pub struct Look<T> {
+pub(super) struct Look<T> {
     /// `CREATING`, `ACTIVE`, …
     pub status: String,
     /// `errorInfo`, as one line.
@@ -185,7 +190,7 @@ pub struct Look<T> {
 
 /// Waits until the object `look` reads is ACTIVE; a `*_FAILED` status ends the wait with PCS's
 /// error info, an object that disappears is an error.
-pub async fn wait_active<T, F, Fut>(ctx: &Ctx, what: &str, limit: Duration, look: F) -> Result<T, ProviderError>
+pub(super) async fn wait_active<T, F, Fut>(ctx: &Ctx, what: &str, limit: Duration, look: F) -> Result<T, ProviderError>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<Option<Look<T>>, ProviderError>>,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `aws_pcs_queue` kind.
-pub struct PcsQueue;
+pub(crate) struct PcsQueue;
 
 attributes! {
     kind PcsQueue, spec "aws_pcs_queue", outputs [id, queue_id, name = attribute, arn], extra [timeouts, tags];
