@@ -355,6 +355,24 @@ where
     wait_gone(ctx, limit, status).await
 }
 
+/// A read of one object by its id or name: the answer, or `None` when the service answers
+/// `not_found` (the object is gone).
+pub(crate) fn found<T, E>(
+    aws: &Clients,
+    what: &str,
+    answer: Result<T, SdkError<E, HttpResponse>>,
+    not_found: &str,
+) -> Result<Option<T>, ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match answer {
+        Ok(out) => Ok(Some(out)),
+        Err(e) if e.code() == Some(not_found) => Ok(None),
+        Err(e) => Err(error(aws, what, e)),
+    }
+}
+
 /// A call whose listed error codes mean "already so" — deleting what is gone, attaching what
 /// is attached — and so count as success.
 pub fn tolerate<T, E>(aws: &Clients, what: &str, result: Result<T, SdkError<E, HttpResponse>>, codes: &[&str]) -> Result<(), ProviderError>

@@ -2,7 +2,7 @@
 //! one network spine), `partition` or `spread`.
 
 use super::tag_spec;
-use crate::provider::aws::{Clients, error, parse};
+use crate::provider::aws::{Clients, error, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
@@ -26,17 +26,18 @@ fn default_strategy() -> String {
 
 /// The group named `name`: its id and whether the create with `token` made it.
 async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Result<Option<(String, bool)>, ProviderError> {
-    match aws.ec2.describe_placement_groups().group_names(name).send().await {
-        Ok(out) => Ok(out.placement_groups().first().map(|g| {
-            let tag = |k: &str| g.tags().iter().find(|t| t.key() == Some(k)).and_then(|t| t.value());
-            (
-                g.group_id().unwrap_or(name).to_owned(),
-                token.is_some_and(|t| crate::provider::aws::made_by(ctx, t, tag)),
-            )
-        })),
-        Err(e) if crate::provider::aws::code(&e) == Some("InvalidPlacementGroup.Unknown") => Ok(None),
-        Err(e) => Err(error(aws, "DescribePlacementGroups", e)),
-    }
+    let answer = aws.ec2.describe_placement_groups().group_names(name).send().await;
+    Ok(
+        found(aws, "DescribePlacementGroups", answer, "InvalidPlacementGroup.Unknown")?.and_then(|out| {
+            out.placement_groups().first().map(|g| {
+                let tag = |k: &str| g.tags().iter().find(|t| t.key() == Some(k)).and_then(|t| t.value());
+                (
+                    g.group_id().unwrap_or(name).to_owned(),
+                    token.is_some_and(|t| crate::provider::aws::made_by(ctx, t, tag)),
+                )
+            })
+        }),
+    )
 }
 
 impl Resource for PlacementGroup {

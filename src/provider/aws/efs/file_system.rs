@@ -3,7 +3,7 @@
 //! file system its first try made; it waits creating → available. The throughput mode changes
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
-use crate::provider::aws::{Clients, Poll, create_tags, error, parse, wait_gone, wait_until};
+use crate::provider::aws::{Clients, Poll, create_tags, error, found, parse, wait_gone, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
@@ -37,11 +37,8 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const NOT_FOUND: &str = "FileSystemNotFound";
 
 async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystemDescription>, ProviderError> {
-    match aws.efs.describe_file_systems().file_system_id(id).send().await {
-        Ok(out) => Ok(out.file_systems().first().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "DescribeFileSystems", e)),
-    }
+    let answer = aws.efs.describe_file_systems().file_system_id(id).send().await;
+    Ok(found(aws, "DescribeFileSystems", answer, NOT_FOUND)?.and_then(|out| out.file_systems().first().cloned()))
 }
 
 async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystemDescription, ProviderError> {

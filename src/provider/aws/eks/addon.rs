@@ -4,7 +4,7 @@
 //! CREATING → ACTIVE; version, service account role and configuration change in place.
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
-use crate::provider::aws::{Claim, Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, error, found, parse, wait_until};
 use crate::provider::aws::{child_id, live_children, split};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, prior_output, timeout};
 use crate::schema::attributes;
@@ -31,11 +31,8 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
 async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Addon>, ProviderError> {
-    match aws.eks.describe_addon().cluster_name(cluster).addon_name(name).send().await {
-        Ok(out) => Ok(out.addon().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "DescribeAddon", e)),
-    }
+    let answer = aws.eks.describe_addon().cluster_name(cluster).addon_name(name).send().await;
+    Ok(found(aws, "DescribeAddon", answer, NOT_FOUND)?.and_then(|out| out.addon().cloned()))
 }
 
 async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Addon, ProviderError> {

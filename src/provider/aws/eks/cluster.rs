@@ -5,7 +5,7 @@
 //! EKS update at a time; deletion waits until the cluster is gone.
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
-use crate::provider::aws::{Claim, Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, error, found, parse, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
@@ -53,11 +53,8 @@ const LOG_TYPES: &[&str] = &["api", "audit", "authenticator", "controllerManager
 
 /// The cluster named `name`, if it exists.
 pub async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, ProviderError> {
-    match aws.eks.describe_cluster().name(name).send().await {
-        Ok(out) => Ok(out.cluster().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "DescribeCluster", e)),
-    }
+    let answer = aws.eks.describe_cluster().name(name).send().await;
+    Ok(found(aws, "DescribeCluster", answer, NOT_FOUND)?.and_then(|out| out.cluster().cloned()))
 }
 
 /// Waits until the cluster is ACTIVE again and returns it.

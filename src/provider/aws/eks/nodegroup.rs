@@ -5,7 +5,7 @@
 //! cluster after it can be deleted.
 
 use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
-use crate::provider::aws::{Claim, Clients, Poll, error, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, error, found, parse, wait_until};
 use crate::provider::aws::{child_id, split};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
@@ -99,11 +99,8 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(40 * 60);
 
 async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Nodegroup>, ProviderError> {
-    match aws.eks.describe_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await {
-        Ok(out) => Ok(out.nodegroup().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "DescribeNodegroup", e)),
-    }
+    let answer = aws.eks.describe_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await;
+    Ok(found(aws, "DescribeNodegroup", answer, NOT_FOUND)?.and_then(|out| out.nodegroup().cloned()))
 }
 
 async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Nodegroup, ProviderError> {

@@ -4,7 +4,7 @@
 //! waits CREATING → AVAILABLE; the import and export policies change in place.
 
 use super::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
-use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
+use crate::provider::aws::{Clients, Poll, error, found, parse, wait_gone, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
@@ -46,11 +46,11 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 async fn describe(aws: &Clients, id: &str) -> Result<Option<DataRepositoryAssociation>, ProviderError> {
-    match aws.fsx.describe_data_repository_associations().association_ids(id).send().await {
-        Ok(out) => Ok(out.associations().first().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(ASSOCIATION_NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "DescribeDataRepositoryAssociations", e)),
-    }
+    let answer = aws.fsx.describe_data_repository_associations().association_ids(id).send().await;
+    Ok(
+        found(aws, "DescribeDataRepositoryAssociations", answer, ASSOCIATION_NOT_FOUND)?
+            .and_then(|out| out.associations().first().cloned()),
+    )
 }
 
 /// Every association of the account and region, all pages.

@@ -6,7 +6,7 @@
 //! system, which deletes the data on it.
 
 use super::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
-use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
+use crate::provider::aws::{Clients, Poll, error, found, parse, wait_gone, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
@@ -55,11 +55,8 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystem>, ProviderError> {
-    match aws.fsx.describe_file_systems().file_system_ids(id).send().await {
-        Ok(out) => Ok(out.file_systems().first().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(FILE_SYSTEM_NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "DescribeFileSystems", e)),
-    }
+    let answer = aws.fsx.describe_file_systems().file_system_ids(id).send().await;
+    Ok(found(aws, "DescribeFileSystems", answer, FILE_SYSTEM_NOT_FOUND)?.and_then(|out| out.file_systems().first().cloned()))
 }
 
 /// Every file system of the account and region, all pages.

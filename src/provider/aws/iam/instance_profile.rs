@@ -1,7 +1,7 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
 use super::iam_owned;
-use crate::provider::aws::{Claim, Clients, error, parse};
+use crate::provider::aws::{Claim, Clients, error, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
@@ -21,13 +21,11 @@ attributes! {
 
 /// The profile's ARN and role names, or `None` when there is no such profile.
 async fn roles(aws: &Clients, name: &str) -> Result<Option<(String, Vec<String>)>, ProviderError> {
-    match aws.iam.get_instance_profile().instance_profile_name(name).send().await {
-        Ok(out) => Ok(out
-            .instance_profile()
-            .map(|p| (p.arn().to_owned(), p.roles().iter().map(|r| r.role_name().to_owned()).collect()))),
-        Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => Ok(None),
-        Err(e) => Err(error(aws, "GetInstanceProfile", e)),
-    }
+    let answer = aws.iam.get_instance_profile().instance_profile_name(name).send().await;
+    Ok(found(aws, "GetInstanceProfile", answer, "NoSuchEntity")?.and_then(|out| {
+        out.instance_profile()
+            .map(|p| (p.arn().to_owned(), p.roles().iter().map(|r| r.role_name().to_owned()).collect()))
+    }))
 }
 
 async fn owned(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<bool, ProviderError> {

@@ -2,7 +2,7 @@
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
 use super::{iam_owned, policy_json};
-use crate::provider::aws::{Claim, Clients, error, parse};
+use crate::provider::aws::{Claim, Clients, error, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
@@ -72,16 +72,15 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
 
 /// The managed policies attached to the role now, or `None` when there is no such role.
 async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, ProviderError> {
-    match aws.iam.list_attached_role_policies().role_name(name).send().await {
-        Ok(out) => Ok(Some(
+    let answer = aws.iam.list_attached_role_policies().role_name(name).send().await;
+    Ok(found(aws, "ListAttachedRolePolicies", answer, "NoSuchEntity")?.and_then(|out| {
+        Some(
             out.attached_policies()
                 .iter()
                 .filter_map(|p| p.policy_arn().map(str::to_owned))
                 .collect(),
-        )),
-        Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => Ok(None),
-        Err(e) => Err(error(aws, "ListAttachedRolePolicies", e)),
-    }
+        )
+    }))
 }
 
 fn nothing_attached() -> Config {
@@ -154,14 +153,12 @@ impl Resource for IamRole {
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        match aws.iam.get_role().role_name(&cfg.name).send().await {
-            Ok(out) => Ok(out
-                .role()
+        let answer = aws.iam.get_role().role_name(&cfg.name).send().await;
+        Ok(found(aws, "GetRole", answer, "NoSuchEntity")?.and_then(|out| {
+            out.role()
                 .filter(|r| iam_owned(ctx, token, r.tags()))
-                .map(|r| r.role_name().to_owned())),
-            Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => Ok(None),
-            Err(e) => Err(error(aws, "GetRole", e)),
-        }
+                .map(|r| r.role_name().to_owned())
+        }))
     }
 
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {

@@ -6,7 +6,7 @@
 //! in place. Deletion waits until it is gone (its node groups and queues go first).
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Claim, Clients, error, parse};
+use crate::provider::aws::{Claim, Clients, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
@@ -40,11 +40,8 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// The cluster `identifier` (id or name), or `None`.
 pub(crate) async fn get(aws: &Clients, identifier: &str) -> Result<Option<Cluster>, ProviderError> {
-    match aws.pcs.get_cluster().cluster_identifier(identifier).send().await {
-        Ok(out) => Ok(out.cluster().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "GetCluster", e)),
-    }
+    let answer = aws.pcs.get_cluster().cluster_identifier(identifier).send().await;
+    Ok(found(aws, "GetCluster", answer, NOT_FOUND)?.and_then(|out| out.cluster().cloned()))
 }
 
 async fn look(aws: &Clients, identifier: &str) -> Result<Option<Look<Cluster>>, ProviderError> {

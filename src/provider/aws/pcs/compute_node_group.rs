@@ -6,7 +6,7 @@
 //! through UpdateComputeNodeGroup. Deletion waits until the group is gone.
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Claim, Clients, child_id, error, live_children, parse, split};
+use crate::provider::aws::{Claim, Clients, child_id, found, live_children, parse, split};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
@@ -59,18 +59,14 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 async fn get(aws: &Clients, cluster: &str, group: &str) -> Result<Option<ComputeNodeGroup>, ProviderError> {
-    match aws
+    let answer = aws
         .pcs
         .get_compute_node_group()
         .cluster_identifier(cluster)
         .compute_node_group_identifier(group)
         .send()
-        .await
-    {
-        Ok(out) => Ok(out.compute_node_group().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "GetComputeNodeGroup", e)),
-    }
+        .await;
+    Ok(found(aws, "GetComputeNodeGroup", answer, NOT_FOUND)?.and_then(|out| out.compute_node_group().cloned()))
 }
 
 async fn look(aws: &Clients, cluster: &str, group: &str) -> Result<Option<Look<ComputeNodeGroup>>, ProviderError> {

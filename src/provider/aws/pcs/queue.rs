@@ -4,7 +4,7 @@
 //! its node groups can go after it.
 
 use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Claim, Clients, child_id, error, live_children, parse, split};
+use crate::provider::aws::{Claim, Clients, child_id, found, live_children, parse, split};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{ComputeNodeGroupConfiguration, Queue, QueueSlurmConfigurationRequest, UpdateQueueSlurmConfigurationRequest};
@@ -30,11 +30,8 @@ const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 async fn get(aws: &Clients, cluster: &str, queue: &str) -> Result<Option<Queue>, ProviderError> {
-    match aws.pcs.get_queue().cluster_identifier(cluster).queue_identifier(queue).send().await {
-        Ok(out) => Ok(out.queue().cloned()),
-        Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => Ok(None),
-        Err(e) => Err(error(aws, "GetQueue", e)),
-    }
+    let answer = aws.pcs.get_queue().cluster_identifier(cluster).queue_identifier(queue).send().await;
+    Ok(found(aws, "GetQueue", answer, NOT_FOUND)?.and_then(|out| out.queue().cloned()))
 }
 
 async fn look(aws: &Clients, cluster: &str, queue: &str) -> Result<Option<Look<Queue>>, ProviderError> {
