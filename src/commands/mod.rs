@@ -350,14 +350,9 @@ impl Session {
         Ok((store, lock, loaded))
     }
 
-    /// Shows the plan, asks for confirmation, applies it and saves the state; returns the state
-    /// as saved (an error when anything failed).
-    pub async fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<crate::state::State> {
-        self.printer.plan(&crate::plan::render::render(plan));
-        let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
-        if plan.is_empty() && !state_only {
-            return Ok(loaded.state);
-        }
+    /// Whether the plan may go ahead: a data loss needs `--allow-data-loss`, any change a `yes`
+    /// (asked on a terminal, else `--yes`).
+    fn agreed(&self, plan: &Plan, consent: Consent) -> Result<()> {
         let losses: Vec<&str> = plan.data_losses().map(|c| c.address.as_str()).collect();
         if !losses.is_empty() && !consent.data_loss {
             return Err(CommandError::new(
@@ -388,27 +383,12 @@ impl Session {
                 }
             }
         }
-        let mut state = loaded.state;
-        let mut journal = store.journal(&state)?;
-        let (tx, rx) = tokio::sync::watch::channel(0u32);
-        let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
-        let options = Options {
-            parallelism: usize::from(self.global.parallelism),
-            retry: self.retry_policy(),
-            cloud: self.cloud(&plan.providers),
-        };
-        let signals = tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                tx.send_modify(|n| *n += 1);
-            }
-        });
-        let report = apply::run(plan, &mut state, &mut journal, &self.registry, &options, progress.clone(), rx).await;
-        signals.abort();
-        progress.finish();
-        let saved = journal
-            .close()
-            .and_then(|()| store.compact(&state))
-            .map_err(|e| rescue(store, &state, e, &plan.stack_file));
+        Ok(())
+    }
+
+    /// Says what an apply did: the counts, each failure with its cause, what was skipped
+    /// behind a failure, and what was not started for want of a recorded intent.
+    fn tell(&self, plan: &Plan, report: &apply::Report) {
         let replaced = report.count(Action::Replace);
         let verb = if report.complete() { "complete" } else { "stopped" };
         let heading = if plan.mode == Mode::Destroy { "Destroy" } else { "Apply" };
@@ -448,6 +428,39 @@ impl Session {
                 sample(report.unrecorded.iter().map(|a| format!("`{a}`")))
             ));
         }
+    }
+
+    /// Shows the plan, asks for confirmation, applies it and saves the state; returns the state
+    /// as saved (an error when anything failed).
+    pub async fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<crate::state::State> {
+        self.printer.plan(&crate::plan::render::render(plan));
+        let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
+        if plan.is_empty() && !state_only {
+            return Ok(loaded.state);
+        }
+        self.agreed(plan, consent)?;
+        let mut state = loaded.state;
+        let mut journal = store.journal(&state)?;
+        let (tx, rx) = tokio::sync::watch::channel(0u32);
+        let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));
+        let options = Options {
+            parallelism: usize::from(self.global.parallelism),
+            retry: self.retry_policy(),
+            cloud: self.cloud(&plan.providers),
+        };
+        let signals = tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                tx.send_modify(|n| *n += 1);
+            }
+        });
+        let report = apply::run(plan, &mut state, &mut journal, &self.registry, &options, progress.clone(), rx).await;
+        signals.abort();
+        progress.finish();
+        let saved = journal
+            .close()
+            .and_then(|()| store.compact(&state))
+            .map_err(|e| rescue(store, &state, e, &plan.stack_file));
+        self.tell(plan, &report);
         saved?;
         if report.complete() {
             if plan.mode == Mode::Apply && !state.outputs.is_empty() {
