@@ -166,6 +166,18 @@ struct Pool<'a> {
     zone: Option<&'a str>,
 }
 
+impl Pool<'_> {
+    /// Its node count at the `bound` (`min` or `max`) of its `size` (checked by
+    /// `check_size`): a fixed size is both.
+    fn nodes(&self, bound: &str) -> i64 {
+        match self.config.get("size") {
+            Some(Value::Object(range)) => range.get(bound).and_then(Value::as_i64),
+            other => other.and_then(Value::as_i64),
+        }
+        .unwrap_or(0)
+    }
+}
+
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let address = input.address;
     let name = match input.text("name") {
@@ -299,10 +311,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         .iter()
         .filter_map(|p| {
             let (_, per_node) = p.gpus?;
-            let nodes = match p.config.get("size") {
-                Some(Value::Object(range)) => range.get("max").and_then(Value::as_i64).unwrap_or(0),
-                other => other.and_then(Value::as_i64).unwrap_or(0),
-            };
+            let nodes = p.nodes("max");
             Some(batch::GpuGroup {
                 label: "cloud.google.com/gke-nodepool",
                 name: json!(p.name),
@@ -422,14 +431,10 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
         .filter(|p| !driver_off(p))
         .filter_map(|p| {
             let (_, gpus) = p.gpus?;
-            let nodes = match p.config.get("size") {
-                Some(Value::Object(range)) => range.get("min").and_then(Value::as_i64),
-                other => other.and_then(Value::as_i64),
-            };
             Some(NodeGroup {
                 label: "cloud.google.com/gke-nodepool".into(),
                 name: p.name.to_string(),
-                nodes: nodes.unwrap_or(0),
+                nodes: p.nodes("min"),
                 devices: [("nvidia.com/gpu".to_owned(), gpus.into())].into(),
             })
         })
