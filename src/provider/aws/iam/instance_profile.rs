@@ -55,8 +55,9 @@ impl Resource for IamInstanceProfile {
         let made_arn = match made {
             Ok(out) => out.instance_profile().map(|p| p.arn().to_owned()),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
-                let own = owned(ctx, aws, &cfg.name, token).await?;
-                Claim::new(ctx, token, "IAM instance profile", &cfg.name).adopt(Some(((), own)))?;
+                if !owned(ctx, aws, &cfg.name, token).await? {
+                    return Err(Claim::new(ctx, token, "IAM instance profile", &cfg.name).refusal());
+                }
                 None
             }
             Err(e) => return Err(error(aws, "CreateInstanceProfile", e)),
