@@ -21,6 +21,8 @@ pub enum FieldType {
     /// A file path, relative to the stack file's folder; the loader reads the file, and the
     /// attribute's value is its text (so an edited file shows in the plan).
     File,
+    /// A node count, or a `{ min, max }` table to autoscale (components' node groups).
+    Size,
 }
 
 impl FieldType {
@@ -33,6 +35,7 @@ impl FieldType {
             FieldType::Table => "a table",
             FieldType::List => "a list",
             FieldType::File => "a file path (a string)",
+            FieldType::Size => "a node count or a `{ min, max }` table",
         }
     }
 
@@ -44,6 +47,7 @@ impl FieldType {
             FieldType::Bool => value.is_boolean(),
             FieldType::Table => value.is_object(),
             FieldType::List => value.is_array(),
+            FieldType::Size => value.is_i64() || value.is_u64() || value.is_object(),
         }
     }
 }
@@ -313,6 +317,73 @@ macro_rules! attributes {
 #[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_imports))]
 pub(crate) use attributes;
 
+/// A component's block, or a table nested in it (a node group, a queue), declared with
+/// [`block!`]: the serde struct the component reads it into, and the attributes it accepts.
+pub trait Block: serde::de::DeserializeOwned {
+    /// The attributes, from the same declaration as the struct: the loader checks written
+    /// blocks against them, and [`misfit`] the nested tables.
+    const FIELDS: &'static [Field];
+}
+
+/// Declares a component's block or nested table once: a serde struct that refuses unknown
+/// keys, and its [`Block::FIELDS`]. A field is required unless it is an `Option` or has a
+/// `#[serde(default…)]`; its type comes from its Rust type ([`AttributeType`]) unless `as
+/// List` (or another [`FieldType`]) says otherwise: an `Option<Value>` that the component
+/// hands on to a resource unread says what the resource will take.
+///
+/// ```ignore
+/// block! {
+///     /// A node group.
+///     struct NodeGroup {
+///         instance_type: String,
+///         size: Value as Size,
+///         efa: Option<bool>,
+///     }
+/// }
+/// ```
+#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_macros))]
+macro_rules! block {
+    (
+        $(#[$meta:meta])*
+        struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $(#[serde($($serde:tt)*)])?
+                $field:ident : $ty:ty $(as $override:ident)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct $name {
+            $(
+                $(#[doc = $doc])*
+                $(#[serde($($serde)*)])?
+                $field: $ty,
+            )*
+        }
+
+        impl $crate::schema::Block for $name {
+            const FIELDS: &'static [$crate::schema::Field] = &[
+                $(
+                    $crate::schema::Field {
+                        name: stringify!($field),
+                        ty: $crate::schema::attributes!(@type $ty $(, $override)?),
+                        required: !<$ty as $crate::schema::AttributeType>::OPTIONAL
+                            && !$crate::schema::attributes!(@defaulted $($($serde)*)?),
+                        replaces: false,
+                        create_only: false,
+                    },
+                )*
+            ];
+        }
+    };
+}
+
+#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_imports))]
+pub(crate) use block;
+
 /// The first attribute of `config` whose value is known (no references, no unknowns) and of
 /// the wrong type.
 pub fn mistyped<'f>(fields: &'f [Field], config: &Value) -> Option<&'f Field> {
@@ -345,23 +416,23 @@ impl std::fmt::Display for Misfit {
     }
 }
 
-/// The first thing wrong with the attributes `config` of a block of `spec`: a key it does not
-/// accept (besides `meta`, the engine's own keys), a required attribute missing, or a known
-/// value of the wrong type (references and values known only after apply are not checked).
-/// The loader holds the blocks components generate to it, as it holds written blocks to the
-/// same rules with their places in the file.
-pub fn misfit(spec: &'static Spec, meta: &[&str], config: &serde_json::Map<String, Value>) -> Option<Misfit> {
+/// The first thing wrong with the attributes `config` of a block that accepts `fields`: a key
+/// it does not accept (besides `meta`, the engine's own keys), a required attribute missing, or
+/// a known value of the wrong type (references and values known only after apply are not
+/// checked). The loader holds the blocks components generate to it, as it holds written blocks
+/// to the same rules with their places in the file; components hold their nested tables to it.
+pub fn misfit(fields: &'static [Field], meta: &[&str], config: &serde_json::Map<String, Value>) -> Option<Misfit> {
     if let Some(key) = config
         .keys()
-        .find(|k| !meta.contains(&k.as_str()) && !spec.fields.iter().any(|f| f.name == k.as_str()))
+        .find(|k| !meta.contains(&k.as_str()) && !fields.iter().any(|f| f.name == k.as_str()))
     {
         return Some(Misfit::Unknown(key.clone()));
     }
-    if let Some(field) = spec.fields.iter().find(|f| f.required && !config.contains_key(f.name)) {
+    if let Some(field) = fields.iter().find(|f| f.required && !config.contains_key(f.name)) {
         return Some(Misfit::Missing(field.name));
     }
     let config = Value::Object(config.clone());
-    mistyped(spec.fields, &config).map(|f| Misfit::Mistyped(f.name, f.ty, describe(&config[f.name])))
+    mistyped(fields, &config).map(|f| Misfit::Mistyped(f.name, f.ty, describe(&config[f.name])))
 }
 
 /// "an integer", "a string", … for messages about a value's type.
@@ -469,7 +540,7 @@ mod tests {
 
     #[test]
     fn misfit_finds_unknown_missing_and_mistyped_keys() {
-        let check = |config: serde_json::Value| misfit(&SPEC, &["depends_on"], config.as_object().unwrap());
+        let check = |config: serde_json::Value| misfit(SPEC.fields, &["depends_on"], config.as_object().unwrap());
         assert_eq!(
             check(serde_json::json!({ "name": "a", "count": "${var.n}", "depends_on": [] })),
             None

@@ -7,29 +7,55 @@
 
 use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, instances, kubernetes};
 use crate::readiness::{Check, NodeGroup};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "eks",
-    schema: &[
-        Field::optional("name", FieldType::String),
-        Field::optional("version", FieldType::String),
-        Field::optional("vpc", FieldType::String),
-        Field::optional("vpc_id", FieldType::String),
-        Field::optional("subnet_ids", FieldType::List),
-        Field::optional("endpoint", FieldType::String),
-        Field::optional("authentication_mode", FieldType::String),
-        Field::optional("logging", FieldType::List),
-        Field::optional("addons", FieldType::List),
-        Field::required("nodegroups", FieldType::Table),
-        Field::optional("kubernetes", FieldType::Table),
-        Field::optional("timeouts", FieldType::Table),
-        Field::optional("tags", FieldType::Table),
-    ],
+    schema: Eks::FIELDS,
     expand,
 };
+
+block! {
+    /// An `eks` block.
+    struct Eks {
+        name: Option<String>,
+        version: Option<String>,
+        vpc: Option<String>,
+        vpc_id: Option<String>,
+        subnet_ids: Option<Value> as List,
+        endpoint: Option<String>,
+        authentication_mode: Option<String>,
+        logging: Option<Value> as List,
+        addons: Option<Vec<String>>,
+        nodegroups: Map<String, Value>,
+        kubernetes: Option<Value>,
+        timeouts: Option<Value>,
+        tags: Option<Value>,
+    }
+}
+
+block! {
+    /// A `nodegroups.<name>` table of an `eks` block.
+    struct NodeGroupBlock {
+        instance_type: Option<String>,
+        instance_types: Option<Vec<String>>,
+        size: Value as Size,
+        zone: Option<String>,
+        subnet_id: Option<String>,
+        efa: Option<bool>,
+        placement_group: Option<bool>,
+        capacity_reservation_id: Option<String>,
+        capacity_type: Option<String>,
+        labels: Option<Value>,
+        taints: Option<Vec<Value>>,
+        volume_gib: Option<Value> as Integer,
+        ami_type: Option<String>,
+        kubernetes: Option<Value>,
+        timeouts: Option<Value>,
+    }
+}
 
 /// The Kubernetes version when the block names none. It is written into the cluster's
 /// attributes, so a later forge with another default shows the upgrade in the plan.
@@ -41,25 +67,6 @@ const DEFAULT_ADDONS: &[&str] = &["vpc-cni", "coredns", "kube-proxy"];
 /// Add-ons the nodes need to join (installed before the node groups); the others, CoreDNS
 /// first among them, need nodes to run on and are installed after.
 const BEFORE_NODES: &[&str] = &["vpc-cni", "kube-proxy", "eks-pod-identity-agent"];
-
-/// What a node group accepts.
-const NODEGROUP_KEYS: &[&str] = &[
-    "instance_type",
-    "instance_types",
-    "size",
-    "zone",
-    "subnet_id",
-    "efa",
-    "placement_group",
-    "capacity_reservation_id",
-    "capacity_type",
-    "labels",
-    "taints",
-    "volume_gib",
-    "ami_type",
-    "kubernetes",
-    "timeouts",
-];
 
 const MANAGED: &str = "arn:aws:iam::aws:policy";
 
@@ -95,14 +102,14 @@ impl Network<'_> {
 }
 
 /// A node group's size: `2`, or `{ min = 1, max = 4, desired = 2 }` (desired defaults to min).
-fn size(key: &str, value: Option<&Value>) -> Result<Value, ComponentError> {
+fn size(key: &str, value: &Value) -> Result<Value, ComponentError> {
     let bad = |message: String| ComponentError::at(key, message, "write `size = 2` or `size = { min = 1, max = 4, desired = 2 }`");
     match value {
-        Some(Value::Number(n)) => match n.as_i64() {
+        Value::Number(n) => match n.as_i64() {
             Some(n) if (1..=1000).contains(&n) => Ok(json!({ "min": n, "max": n, "desired": n })),
             _ => Err(bad(format!("`{key} = {n}` must be a whole number from 1 to 1000"))),
         },
-        Some(Value::Object(range)) => {
+        Value::Object(range) => {
             if let Some(extra) = range.keys().find(|k| !["min", "max", "desired"].contains(&k.as_str())) {
                 return Err(bad(format!("`{key}` has `{extra}`; a size range has `min`, `max` and `desired`")));
             }
@@ -118,8 +125,7 @@ fn size(key: &str, value: Option<&Value>) -> Result<Value, ComponentError> {
             }
             Ok(json!({ "min": min, "max": max, "desired": desired }))
         }
-        None => Err(bad(format!("`{key}` is missing: how many nodes?"))),
-        Some(other) => Err(bad(format!(
+        other => Err(bad(format!(
             "`{key}` must be a number or a table, not {}",
             crate::schema::describe(other)
         ))),
@@ -145,481 +151,566 @@ pub fn ami_type(instance_type: &str) -> &'static str {
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    let Input {
-        address,
-        config,
-        providers,
-        components,
-        facts,
-    } = input;
-    let string = |key: &str| config.get(key).and_then(Value::as_str);
-    let cluster_name = string("name")
-        .unwrap_or_else(|| address.split_once('.').map_or(address, |(_, n)| n))
-        .to_owned();
-    let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
-    let tags = config.get("tags").cloned().unwrap_or_else(|| json!({}));
-
-    let network = match (string("vpc"), string("vpc_id"), config.get("subnet_ids")) {
-        (Some(_), None, None) => {
-            let vpc = input.named_vpc("vpc")?;
-            Network::Component(vpc)
-        }
-        (None, Some(vpc_id), Some(subnet_ids)) => Network::Existing { vpc_id, subnet_ids },
-        _ => {
-            return Err(ComponentError::at(
-                "vpc",
-                "the cluster needs a network: `vpc` or `vpc_id` with `subnet_ids`, not both",
-                "write `vpc = \"vpc.main\"` for a `vpc` block of this stack, or `vpc_id = \"vpc-…\"` and `subnet_ids = [...]` for an existing network",
-            ));
-        }
-    };
-    let (public, private) = match string("endpoint").unwrap_or("public") {
-        "public" => (true, false),
-        "private" => (false, true),
-        "both" => (true, true),
-        other => {
-            return Err(ComponentError::at(
-                "endpoint",
-                format!("`endpoint = \"{other}\"` is not an endpoint access"),
-                "expected \"public\", \"private\" or \"both\"",
-            ));
-        }
-    };
-
-    let mut parts = Vec::new();
-    let part = |local: &str, kind: &'static str, config: Value, depends_on: Vec<String>| Part {
-        local: local.to_owned(),
-        kind,
-        config,
-        depends_on,
-    };
-    parts.push(part(
-        "cluster_role",
-        "aws_iam_role",
-        json!({
-            "name": format!("{cluster_name}-cluster"),
-            "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "eks.amazonaws.com" }, "Action": ["sts:AssumeRole", "sts:TagSession"] }] },
-            "managed_policy_arns": [format!("{MANAGED}/AmazonEKSClusterPolicy")],
-            "tags": tags,
-        }),
-        vec![],
-    ));
-    let mut cluster = json!({
-        "name": cluster_name,
-        "role_arn": reference("cluster_role", "arn"),
-        "version": string("version").unwrap_or(DEFAULT_VERSION),
-        "subnet_ids": network.private_subnets(),
-        "endpoint_public_access": public,
-        "endpoint_private_access": private,
-        "authentication_mode": string("authentication_mode").unwrap_or("API_AND_CONFIG_MAP"),
-        "logging": config.get("logging").cloned().unwrap_or_else(|| json!([])),
-        "tags": tags,
-    });
-    if let Some(timeouts) = config.get("timeouts") {
-        cluster["timeouts"] = timeouts.clone();
-    }
-    parts.push(part("cluster", "aws_eks_cluster", cluster, vec![]));
-    parts.push(part(
-        "oidc",
-        "aws_iam_oidc_provider",
-        json!({ "url": reference("cluster", "oidc_issuer"), "client_ids": ["sts.amazonaws.com"], "tags": tags }),
-        vec![],
-    ));
-    // Storage blocks that list this cluster as a client: the CSI driver for each type, and
-    // the policy it needs on the nodes.
-    let mut node_policies: Vec<String> = [
-        "AmazonEKSWorkerNodePolicy",
-        "AmazonEKS_CNI_Policy",
-        "AmazonEC2ContainerRegistryReadOnly",
-    ]
-    .iter()
-    .map(|p| format!("{MANAGED}/{p}"))
-    .collect();
-    let mut storage_addons = Vec::new();
-    for storage in super::storage_for(components, address) {
-        let Some((policy, driver)) = CSI_DRIVERS.iter().find(|(kind, ..)| *kind == storage).map(|(_, p, d)| (p, d)) else {
-            continue;
-        };
-        let policy = format!("{MANAGED}/{policy}");
-        if !node_policies.contains(&policy) {
-            node_policies.push(policy);
-            storage_addons.push((*driver).to_owned());
-        }
-    }
-    parts.push(part(
-        "node_role",
-        "aws_iam_role",
-        json!({
-            "name": format!("{cluster_name}-node"),
-            "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "ec2.amazonaws.com" }, "Action": "sts:AssumeRole" }] },
-            "managed_policy_arns": node_policies,
-            "tags": tags,
-        }),
-        vec![],
-    ));
-
-    let addons: Vec<String> = match config.get("addons") {
-        None => DEFAULT_ADDONS.iter().map(|a| (*a).to_owned()).collect(),
-        Some(list) => list
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|a| {
-                a.as_str().map(str::to_owned).ok_or_else(|| {
-                    ComponentError::at(
-                        "addons",
-                        "`addons` lists add-on names as strings",
-                        "e.g. `addons = [\"vpc-cni\", \"coredns\", \"kube-proxy\", \"aws-efs-csi-driver\"]`",
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    let mut addons = addons;
-    addons.extend(storage_addons.into_iter().filter(|d| !addons.contains(d)).collect::<Vec<_>>());
+    let block: Eks = super::read(&Value::Object(input.config.clone()), "", "the block", "`[eks.<name>]`")?;
+    let cluster = Cluster::new(input, &block)?;
+    let mut parts = cluster.control_plane(&block);
+    let (node_role, storage_addons) = cluster.node_role(input);
+    parts.push(node_role);
+    let addons = addons(&block, storage_addons);
     let before_nodes: Vec<String> = addons
         .iter()
         .filter(|a| BEFORE_NODES.contains(&a.as_str()))
-        .map(|a| format!("{address}.addon.{a}"))
+        .map(|a| format!("{}.addon.{a}", cluster.address))
         .collect();
 
-    let Some(nodegroups) = config.get("nodegroups").and_then(Value::as_object).filter(|n| !n.is_empty()) else {
+    if block.nodegroups.is_empty() {
         return Err(ComponentError::at(
             "nodegroups",
             "the cluster has no node groups",
             "add one: `[eks.<name>.nodegroups.system]` with `instance_type` and `size`",
         ));
-    };
-    let mut nodegroup_outputs = Map::new();
-    let mut nodegroup_addresses = Vec::new();
-    let mut served_by = Vec::new();
-    for (ng, body) in nodegroups {
-        let key = |k: &str| format!("nodegroups.{ng}.{k}");
-        let Some(body) = body.as_object() else {
-            return Err(ComponentError::at(
-                format!("nodegroups.{ng}"),
-                format!("node group `{ng}` must be a table"),
-                format!("write `[eks.<name>.nodegroups.{ng}]` with `instance_type` and `size`"),
-            ));
-        };
-        if let Some(extra) = body.keys().find(|k| !NODEGROUP_KEYS.contains(&k.as_str())) {
-            return Err(ComponentError::at(
-                key(extra),
-                format!("node group `{ng}` has no attribute `{extra}`"),
-                crate::schema::suggestion(extra, NODEGROUP_KEYS),
-            ));
-        }
-        let text = |k: &str| body.get(k).and_then(Value::as_str);
-        let instance_type = text("instance_type");
-        let instance_types = body.get("instance_types");
-        let scaling = size(&key("size"), body.get("size"))?;
-        let capacity_type = text("capacity_type").unwrap_or("ON_DEMAND");
-        if !["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"].contains(&capacity_type) {
-            return Err(ComponentError::at(
-                key("capacity_type"),
-                format!("`capacity_type = \"{capacity_type}\"` is not a capacity type"),
-                "expected \"ON_DEMAND\", \"SPOT\" or \"CAPACITY_BLOCK\"",
-            ));
-        }
-        let reservation = text("capacity_reservation_id");
-        if capacity_type == "CAPACITY_BLOCK" && reservation.is_none() {
-            return Err(ComponentError::at(
-                key("capacity_type"),
-                format!("node group `{ng}` runs on a Capacity Block but names no reservation"),
-                "add `capacity_reservation_id = \"cr-…\"`: the Capacity Block's reservation id",
-            ));
-        }
-        let own_placement = reservation.is_some();
-        if reservation.is_some() && text("zone").is_none() && text("subnet_id").is_none() {
-            return Err(ComponentError::at(
-                key("capacity_reservation_id"),
-                format!("node group `{ng}` uses a capacity reservation but names no `zone`"),
-                "a reservation is in one availability zone: add `zone = \"…\"` (the reservation's)",
-            ));
-        }
-
-        let types: Vec<&str> = match (instance_type, instance_types) {
-            (Some(t), None) => vec![t],
-            (None, Some(list)) => list.as_array().into_iter().flatten().filter_map(Value::as_str).collect(),
-            (Some(_), Some(_)) => {
-                return Err(ComponentError::at(
-                    key("instance_types"),
-                    format!("node group `{ng}` sets both `instance_type` and `instance_types`"),
-                    "use `instance_type` for one type, `instance_types` for several (SPOT diversification)",
-                ));
-            }
-            (None, None) => {
-                return Err(ComponentError::at(
-                    key("instance_type"),
-                    format!("node group `{ng}` names no instance type"),
-                    "add `instance_type = \"p5.48xlarge\"` (or `instance_types = [...]`)",
-                ));
-            }
-        };
-        let looked = instances::look_up(
-            facts,
-            &key(if instance_type.is_some() {
-                "instance_type"
-            } else {
-                "instance_types"
-            }),
-            &types,
-        )?;
-        let (efa_count, accelerators) = (looked.efa_interfaces, looked.accelerators);
-        let supports_efa = efa_count.unwrap_or(0) > 0;
-        let efa = match body.get("efa") {
-            None => supports_efa && instance_type.is_some(),
-            Some(Value::Bool(wanted)) => *wanted,
-            Some(other) => {
-                return Err(ComponentError::at(
-                    key("efa"),
-                    format!("`efa` must be true or false, not {}", crate::schema::describe(other)),
-                    "write `efa = true` or `efa = false`",
-                ));
-            }
-        };
-        if efa && !supports_efa {
-            let why = match efa_count {
-                Some(_) => format!("`{}` has no EFA support", types[0]),
-                None => format!("forge cannot tell how many EFA interfaces `{}` takes without asking AWS", types[0]),
-            };
-            return Err(ComponentError::at(
-                key("efa"),
-                format!("node group `{ng}` asks for EFA, but {why}"),
-                "use an EFA type (p4d/p4de 4 interfaces, p5/p5e 32, p5en 16, trn1 8, trn1n/trn2 16), set `efa = false`, or run with AWS credentials so forge can ask",
-            ));
-        }
-        if efa && instance_types.is_some() {
-            return Err(ComponentError::at(
-                key("instance_types"),
-                format!(
-                    "EFA node group `{ng}` takes its instance type from its launch template, so the node group cannot list `instance_types` too"
-                ),
-                "write one `instance_type`: the launch template's EFA interfaces are laid out for that type",
-            ));
-        }
-        let zone = text("zone");
-        if efa && zone.is_none() {
-            return Err(ComponentError::at(
-                format!("nodegroups.{ng}"),
-                format!("EFA node group `{ng}` has no `zone`"),
-                "EFA traffic must stay in one subnet: add `zone = \"us-west-2c\"` (a zone of the VPC that offers the instance type)",
-            ));
-        }
-        let placement_group = match body.get("placement_group") {
-            None => efa && !own_placement,
-            Some(Value::Bool(true)) if own_placement => {
-                return Err(ComponentError::at(
-                    key("placement_group"),
-                    format!("node group `{ng}` asks for a placement group and also uses a capacity reservation"),
-                    "a capacity reservation or Capacity Block brings its own placement: drop `placement_group`",
-                ));
-            }
-            Some(Value::Bool(wanted)) => *wanted,
-            Some(other) => {
-                return Err(ComponentError::at(
-                    key("placement_group"),
-                    format!("`placement_group` must be true or false, not {}", crate::schema::describe(other)),
-                    "write `placement_group = true` or `false`",
-                ));
-            }
-        };
-        let subnets = match (&network, zone, text("subnet_id")) {
-            (_, _, Some(subnet)) => json!([subnet]),
-            (Network::Component(vpc), Some(zone), None) => json!([vpc.private_subnet(&key("zone"), zone)?]),
-            (Network::Existing { .. }, Some(_), None) => {
-                return Err(ComponentError::at(
-                    key("zone"),
-                    format!(
-                        "node group `{ng}` is pinned to a zone in an existing network, but forge cannot tell which subnet is that zone's"
-                    ),
-                    "add `subnet_id = \"subnet-…\"`: the private subnet in that zone",
-                ));
-            }
-            (_, None, None) => network.private_subnets(),
-        };
-        if let Some(zone) = zone {
-            for t in &types {
-                if facts.offered(t, zone) == Some(false) {
-                    let offered = facts.zones(t).unwrap_or_default();
-                    return Err(ComponentError::at(
-                        key("zone"),
-                        format!("zone `{zone}` does not offer `{t}`"),
-                        if offered.is_empty() {
-                            "no zone of this region offers it: pick another region or type".to_owned()
-                        } else {
-                            format!("zones that offer it: {}", offered.join(", "))
-                        },
-                    ));
-                }
-            }
-        }
-        let timeouts = match body.get("timeouts") {
-            Some(t) => {
-                check_timeouts(&key("timeouts"), t)?;
-                Some(t.clone())
-            }
-            None => None,
-        };
-
-        let local = |what: &str| format!("nodegroups.{ng}.{what}");
-        let resource_name = format!("{cluster_name}-{ng}");
-        let ami = text("ami_type").unwrap_or_else(|| ami_type(types[0]));
-        served_by.push(ServedGroup {
-            name: ng.clone(),
-            types: types.iter().map(|t| (*t).to_owned()).collect(),
-            taints: body.get("taints").and_then(Value::as_array).cloned().unwrap_or_default(),
-            nodes: scaling["desired"].as_i64().unwrap_or(0),
-            devices: scaling["max"].as_i64().unwrap_or(0) * i64::from(accelerators.unwrap_or(0)),
-            efa: efa.then(|| efa_count.unwrap_or(0)),
-            plugins: group_plugins(body.get("kubernetes"), &key("kubernetes"), ami, efa)?,
-            address: format!("{address}.{}", local("nodegroup")),
-        });
-        let mut nodegroup = json!({
-            "cluster_name": reference("cluster", "name"),
-            "name": ng,
-            "node_role_arn": reference("node_role", "arn"),
-            "subnet_ids": subnets,
-            "ami_type": ami,
-            "capacity_type": capacity_type,
-            "scaling": scaling,
-            "labels": body.get("labels").cloned().unwrap_or_else(|| json!({})),
-            "taints": body.get("taints").cloned().unwrap_or_else(|| json!([])),
-            "tags": tags,
-        });
-        if let Some(t) = timeouts {
-            nodegroup["timeouts"] = t;
-        }
-        let needs_template = efa || reservation.is_some() || placement_group;
-        if needs_template && types.len() > 1 {
-            return Err(ComponentError::at(
-                key("instance_types"),
-                format!(
-                    "node group `{ng}` needs a launch template (EFA, a placement group or a reservation), which takes one instance type"
-                ),
-                "write one `instance_type`",
-            ));
-        }
-        if needs_template {
-            let mut template = json!({
-                "name": resource_name,
-                "instance_type": types[0],
-                "tags": tags,
-            });
-            if placement_group {
-                parts.push(part(
-                    &local("placement_group"),
-                    "aws_placement_group",
-                    json!({ "name": resource_name, "strategy": "cluster", "tags": tags }),
-                    vec![],
-                ));
-                template["placement_group"] = reference(&local("placement_group"), "name");
-            }
-            if efa {
-                let count = efa_count.unwrap_or(0);
-                parts.push(part(
-                    &local("efa_security_group"),
-                    "aws_security_group",
-                    json!({
-                        "name": format!("{resource_name}-efa"),
-                        "description": format!("EFA for node group {ng} of {cluster_name}: all traffic to and from itself"),
-                        "vpc_id": network.vpc_id(),
-                        "ingress": [{ "protocol": "-1", "self": true }],
-                        "egress": [{ "protocol": "-1", "self": true }],
-                        "tags": tags,
-                    }),
-                    vec![],
-                ));
-                let groups = json!([
-                    reference(&local("efa_security_group"), "id"),
-                    reference("cluster", "cluster_security_group_id")
-                ]);
-                template["network_interfaces"] = Value::Array(instances::efa_interfaces(count, &groups));
-            }
-            if let Some(reservation) = reservation {
-                template["capacity_reservation_id"] = json!(reservation);
-                template["capacity_block"] = json!(capacity_type == "CAPACITY_BLOCK");
-            }
-            if let Some(volume) = body.get("volume_gib") {
-                template["block_devices"] = json!([{ "device_name": "/dev/xvda", "volume_size": volume, "volume_type": "gp3" }]);
-            }
-            parts.push(part(&local("launch_template"), "aws_launch_template", template, vec![]));
-            nodegroup["launch_template_id"] = reference(&local("launch_template"), "id");
-            nodegroup["launch_template_version"] = reference(&local("launch_template"), "latest_version");
-        } else {
-            nodegroup["instance_types"] = json!(types);
-            if let Some(volume) = body.get("volume_gib") {
-                nodegroup["disk_size"] = volume.clone();
-            }
-        }
-        parts.push(part(&local("nodegroup"), "aws_eks_nodegroup", nodegroup, before_nodes.clone()));
-        nodegroup_addresses.push(format!("{address}.{}", local("nodegroup")));
-        nodegroup_outputs.insert(
-            ng.clone(),
-            json!({ "name": reference(&local("nodegroup"), "name"), "efa_interfaces": if efa { efa_count.unwrap_or(0) } else { 0 } }),
-        );
     }
-
+    let mut groups = Vec::new();
+    for (name, body) in &block.nodegroups {
+        let group = Group::check(name, body, &cluster, input.facts)?;
+        parts.extend(group.parts(&cluster, &before_nodes)?);
+        groups.push(group);
+    }
+    let nodegroup_addresses: Vec<String> = groups.iter().map(|g| g.address(&cluster)).collect();
     for addon in &addons {
         let after = if BEFORE_NODES.contains(&addon.as_str()) {
             vec![]
         } else {
             nodegroup_addresses.clone()
         };
-        parts.push(part(
+        parts.push(cluster.part(
             &format!("addon.{addon}"),
             "aws_eks_addon",
-            json!({ "cluster_name": reference("cluster", "name"), "name": addon, "tags": tags }),
+            json!({ "cluster_name": cluster.reference("cluster", "name"), "name": addon, "tags": cluster.tags }),
             after,
         ));
     }
+    let served: Vec<ServedGroup> = groups.iter().map(|g| g.served(&cluster)).collect::<Result<_, _>>()?;
+    let (in_cluster, ready) = in_cluster(input, &block, &served, &addons)?;
+    parts.extend(in_cluster);
+    Ok(Expansion {
+        parts,
+        outputs: outputs(input, &cluster, &groups),
+        ready,
+    })
+}
 
-    let settings = config.get("kubernetes");
+/// The cluster a block makes: its address and name, tags and network, which every part of it
+/// reads.
+struct Cluster<'a> {
+    address: &'a str,
+    name: String,
+    tags: Value,
+    network: Network<'a>,
+    /// Its endpoint's public and private access.
+    endpoint: (bool, bool),
+}
+
+impl<'a> Cluster<'a> {
+    /// The block's cluster name and network, checked.
+    fn new(input: &'a Input, block: &'a Eks) -> Result<Self, ComponentError> {
+        let address = input.address;
+        let name = block
+            .name
+            .clone()
+            .unwrap_or_else(|| address.split_once('.').map_or(address, |(_, n)| n).to_owned());
+        let network = match (&block.vpc, &block.vpc_id, &block.subnet_ids) {
+            (Some(_), None, None) => Network::Component(input.named_vpc("vpc")?),
+            (None, Some(vpc_id), Some(subnet_ids)) => Network::Existing { vpc_id, subnet_ids },
+            _ => {
+                return Err(ComponentError::at(
+                    "vpc",
+                    "the cluster needs a network: `vpc` or `vpc_id` with `subnet_ids`, not both",
+                    "write `vpc = \"vpc.main\"` for a `vpc` block of this stack, or `vpc_id = \"vpc-…\"` and `subnet_ids = [...]` for an existing network",
+                ));
+            }
+        };
+        Ok(Cluster {
+            address,
+            name,
+            tags: block.tags.clone().unwrap_or_else(|| json!({})),
+            network,
+            endpoint: endpoint_access(block.endpoint.as_deref())?,
+        })
+    }
+
+    /// A reference to the output `output` of this cluster's part `local`.
+    fn reference(&self, local: &str, output: &str) -> Value {
+        json!(format!("${{{}.{local}.{output}}}", self.address))
+    }
+
+    /// A part of this cluster.
+    fn part(&self, local: &str, kind: &'static str, config: Value, depends_on: Vec<String>) -> Part {
+        Part {
+            local: local.to_owned(),
+            kind,
+            config,
+            depends_on,
+        }
+    }
+
+    /// The cluster's IAM role, the cluster on the private subnets, and its OIDC provider.
+    fn control_plane(&self, block: &Eks) -> Vec<Part> {
+        let (public, private) = self.endpoint;
+        let role = json!({
+            "name": format!("{}-cluster", self.name),
+            "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "eks.amazonaws.com" }, "Action": ["sts:AssumeRole", "sts:TagSession"] }] },
+            "managed_policy_arns": [format!("{MANAGED}/AmazonEKSClusterPolicy")],
+            "tags": self.tags,
+        });
+        let mut cluster = json!({
+            "name": self.name,
+            "role_arn": self.reference("cluster_role", "arn"),
+            "version": block.version.as_deref().unwrap_or(DEFAULT_VERSION),
+            "subnet_ids": self.network.private_subnets(),
+            "endpoint_public_access": public,
+            "endpoint_private_access": private,
+            "authentication_mode": block.authentication_mode.as_deref().unwrap_or("API_AND_CONFIG_MAP"),
+            "logging": block.logging.clone().unwrap_or_else(|| json!([])),
+            "tags": self.tags,
+        });
+        if let Some(timeouts) = &block.timeouts {
+            cluster["timeouts"] = timeouts.clone();
+        }
+        let oidc = json!({ "url": self.reference("cluster", "oidc_issuer"), "client_ids": ["sts.amazonaws.com"], "tags": self.tags });
+        vec![
+            self.part("cluster_role", "aws_iam_role", role, vec![]),
+            self.part("cluster", "aws_eks_cluster", cluster, vec![]),
+            self.part("oidc", "aws_iam_oidc_provider", oidc, vec![]),
+        ]
+    }
+
+    /// The nodes' IAM role, with the policy of each storage type that lists this cluster among
+    /// its clients; and the CSI driver add-ons those need.
+    fn node_role(&self, input: &Input) -> (Part, Vec<String>) {
+        let mut policies: Vec<String> = [
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEKS_CNI_Policy",
+            "AmazonEC2ContainerRegistryReadOnly",
+        ]
+        .iter()
+        .map(|p| format!("{MANAGED}/{p}"))
+        .collect();
+        let mut drivers = Vec::new();
+        for storage in super::storage_for(input.components, self.address) {
+            let Some((_, policy, driver)) = CSI_DRIVERS.iter().find(|(kind, ..)| *kind == storage) else {
+                continue;
+            };
+            let policy = format!("{MANAGED}/{policy}");
+            if !policies.contains(&policy) {
+                policies.push(policy);
+                drivers.push((*driver).to_owned());
+            }
+        }
+        let role = json!({
+            "name": format!("{}-node", self.name),
+            "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "ec2.amazonaws.com" }, "Action": "sts:AssumeRole" }] },
+            "managed_policy_arns": policies,
+            "tags": self.tags,
+        });
+        (self.part("node_role", "aws_iam_role", role, vec![]), drivers)
+    }
+}
+
+/// The cluster endpoint's public and private access, from `endpoint`.
+fn endpoint_access(endpoint: Option<&str>) -> Result<(bool, bool), ComponentError> {
+    match endpoint.unwrap_or("public") {
+        "public" => Ok((true, false)),
+        "private" => Ok((false, true)),
+        "both" => Ok((true, true)),
+        other => Err(ComponentError::at(
+            "endpoint",
+            format!("`endpoint = \"{other}\"` is not an endpoint access"),
+            "expected \"public\", \"private\" or \"both\"",
+        )),
+    }
+}
+
+/// The add-ons: the block's list (or the defaults), then the CSI drivers its storage needs.
+fn addons(block: &Eks, storage: Vec<String>) -> Vec<String> {
+    let mut addons: Vec<String> = match &block.addons {
+        None => DEFAULT_ADDONS.iter().map(|a| (*a).to_owned()).collect(),
+        Some(list) => list.clone(),
+    };
+    for driver in storage {
+        if !addons.contains(&driver) {
+            addons.push(driver);
+        }
+    }
+    addons
+}
+
+/// One node group, checked: what it runs on, how it is placed and networked.
+struct Group<'a> {
+    name: &'a str,
+    block: NodeGroupBlock,
+    types: Vec<String>,
+    scaling: Value,
+    capacity_type: String,
+    /// Its EFA interfaces per node, when it has EFA.
+    efa: Option<u32>,
+    /// GPUs or Neuron devices per node (the fewest of its types).
+    accelerators: u32,
+    placement_group: bool,
+    subnets: Value,
+    ami: String,
+}
+
+impl<'a> Group<'a> {
+    /// Reads and checks the table `nodegroups.<name>`.
+    fn check(name: &'a str, body: &Value, cluster: &Cluster, facts: &crate::facts::Facts) -> Result<Self, ComponentError> {
+        let at = format!("nodegroups.{name}");
+        let key = |k: &str| format!("{at}.{k}");
+        let block: NodeGroupBlock = super::read(
+            body,
+            &at,
+            &format!("node group `{name}`"),
+            &format!("`[eks.<name>.nodegroups.{name}]` with `instance_type` and `size`"),
+        )?;
+        let scaling = size(&key("size"), &block.size)?;
+        let capacity_type = capacity(name, &block, &key)?;
+        let types = types(name, &block, &key)?;
+        let typed: Vec<&str> = types.iter().map(String::as_str).collect();
+        let looked_at = key(if block.instance_type.is_some() { "instance_type" } else { "instance_types" });
+        let looked = instances::look_up(facts, &looked_at, &typed)?;
+        let efa = efa(name, &block, &types, looked.efa_interfaces, &key)?;
+        let placement_group = placement_group(name, &block, efa.is_some(), &key)?;
+        let subnets = subnets(name, &block, &cluster.network, &key)?;
+        if let Some(zone) = &block.zone {
+            offered(facts, &typed, zone, &key("zone"))?;
+        }
+        if let Some(timeouts) = &block.timeouts {
+            check_timeouts(&key("timeouts"), timeouts)?;
+        }
+        let ami = block.ami_type.clone().unwrap_or_else(|| ami_type(&types[0]).to_owned());
+        let group = Group {
+            name,
+            types,
+            scaling,
+            capacity_type,
+            efa,
+            accelerators: looked.accelerators.unwrap_or(0),
+            placement_group,
+            subnets,
+            ami,
+            block,
+        };
+        if group.needs_template() && group.types.len() > 1 {
+            return Err(ComponentError::at(
+                key("instance_types"),
+                format!(
+                    "node group `{name}` needs a launch template (EFA, a placement group or a reservation), which takes one instance type"
+                ),
+                "write one `instance_type`",
+            ));
+        }
+        Ok(group)
+    }
+
+    /// The address below the cluster's of this group's part `what`.
+    fn local(&self, what: &str) -> String {
+        format!("nodegroups.{}.{what}", self.name)
+    }
+
+    /// The full address of its managed node group.
+    fn address(&self, cluster: &Cluster) -> String {
+        format!("{}.{}", cluster.address, self.local("nodegroup"))
+    }
+
+    /// Whether it launches from a launch template of its own.
+    fn needs_template(&self) -> bool {
+        self.efa.is_some() || self.block.capacity_reservation_id.is_some() || self.placement_group
+    }
+
+    /// Its placement group, EFA security group and launch template when it needs them, and
+    /// the managed node group, after the add-ons the nodes need to join.
+    fn parts(&self, cluster: &Cluster, before_nodes: &[String]) -> Result<Vec<Part>, ComponentError> {
+        let mut parts = Vec::new();
+        let mut nodegroup = json!({
+            "cluster_name": cluster.reference("cluster", "name"),
+            "name": self.name,
+            "node_role_arn": cluster.reference("node_role", "arn"),
+            "subnet_ids": self.subnets,
+            "ami_type": self.ami,
+            "capacity_type": self.capacity_type,
+            "scaling": self.scaling,
+            "labels": self.block.labels.clone().unwrap_or_else(|| json!({})),
+            "taints": self.block.taints.clone().unwrap_or_default(),
+            "tags": cluster.tags,
+        });
+        if let Some(timeouts) = &self.block.timeouts {
+            nodegroup["timeouts"] = timeouts.clone();
+        }
+        if self.needs_template() {
+            parts.extend(self.template_parts(cluster));
+            nodegroup["launch_template_id"] = cluster.reference(&self.local("launch_template"), "id");
+            nodegroup["launch_template_version"] = cluster.reference(&self.local("launch_template"), "latest_version");
+        } else {
+            nodegroup["instance_types"] = json!(self.types);
+            if let Some(volume) = &self.block.volume_gib {
+                nodegroup["disk_size"] = volume.clone();
+            }
+        }
+        parts.push(cluster.part(&self.local("nodegroup"), "aws_eks_nodegroup", nodegroup, before_nodes.to_vec()));
+        Ok(parts)
+    }
+
+    /// The launch template, and the placement group and EFA security group it names.
+    fn template_parts(&self, cluster: &Cluster) -> Vec<Part> {
+        let mut parts = Vec::new();
+        let resource_name = format!("{}-{}", cluster.name, self.name);
+        let mut template = json!({
+            "name": resource_name,
+            "instance_type": self.types[0],
+            "tags": cluster.tags,
+        });
+        if self.placement_group {
+            parts.push(cluster.part(
+                &self.local("placement_group"),
+                "aws_placement_group",
+                json!({ "name": resource_name, "strategy": "cluster", "tags": cluster.tags }),
+                vec![],
+            ));
+            template["placement_group"] = cluster.reference(&self.local("placement_group"), "name");
+        }
+        if let Some(count) = self.efa {
+            parts.push(cluster.part(
+                &self.local("efa_security_group"),
+                "aws_security_group",
+                json!({
+                    "name": format!("{resource_name}-efa"),
+                    "description": format!("EFA for node group {} of {}: all traffic to and from itself", self.name, cluster.name),
+                    "vpc_id": cluster.network.vpc_id(),
+                    "ingress": [{ "protocol": "-1", "self": true }],
+                    "egress": [{ "protocol": "-1", "self": true }],
+                    "tags": cluster.tags,
+                }),
+                vec![],
+            ));
+            let groups = json!([
+                cluster.reference(&self.local("efa_security_group"), "id"),
+                cluster.reference("cluster", "cluster_security_group_id")
+            ]);
+            template["network_interfaces"] = Value::Array(instances::efa_interfaces(count, &groups));
+        }
+        if let Some(reservation) = &self.block.capacity_reservation_id {
+            template["capacity_reservation_id"] = json!(reservation);
+            template["capacity_block"] = json!(self.capacity_type == "CAPACITY_BLOCK");
+        }
+        if let Some(volume) = &self.block.volume_gib {
+            template["block_devices"] = json!([{ "device_name": "/dev/xvda", "volume_size": volume, "volume_type": "gp3" }]);
+        }
+        parts.push(cluster.part(&self.local("launch_template"), "aws_launch_template", template, vec![]));
+        parts
+    }
+
+    /// What the device plugins, the batch queues and the readiness check need of it.
+    fn served(&self, cluster: &Cluster) -> Result<ServedGroup, ComponentError> {
+        let bound = |b: &str| self.scaling[b].as_i64().unwrap_or(0);
+        Ok(ServedGroup {
+            name: self.name.to_owned(),
+            types: self.types.clone(),
+            taints: self.block.taints.clone().unwrap_or_default(),
+            nodes: bound("desired"),
+            devices: bound("max") * i64::from(self.accelerators),
+            efa: self.efa,
+            plugins: group_plugins(
+                self.block.kubernetes.as_ref(),
+                &format!("nodegroups.{}.kubernetes", self.name),
+                &self.ami,
+                self.efa.is_some(),
+            )?,
+            address: self.address(cluster),
+        })
+    }
+}
+
+/// The group's capacity type, checked with the reservation it needs.
+fn capacity(name: &str, block: &NodeGroupBlock, key: &dyn Fn(&str) -> String) -> Result<String, ComponentError> {
+    let capacity_type = block.capacity_type.as_deref().unwrap_or("ON_DEMAND");
+    if !["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"].contains(&capacity_type) {
+        return Err(ComponentError::at(
+            key("capacity_type"),
+            format!("`capacity_type = \"{capacity_type}\"` is not a capacity type"),
+            "expected \"ON_DEMAND\", \"SPOT\" or \"CAPACITY_BLOCK\"",
+        ));
+    }
+    let reservation = block.capacity_reservation_id.is_some();
+    if capacity_type == "CAPACITY_BLOCK" && !reservation {
+        return Err(ComponentError::at(
+            key("capacity_type"),
+            format!("node group `{name}` runs on a Capacity Block but names no reservation"),
+            "add `capacity_reservation_id = \"cr-…\"`: the Capacity Block's reservation id",
+        ));
+    }
+    if reservation && block.zone.is_none() && block.subnet_id.is_none() {
+        return Err(ComponentError::at(
+            key("capacity_reservation_id"),
+            format!("node group `{name}` uses a capacity reservation but names no `zone`"),
+            "a reservation is in one availability zone: add `zone = \"…\"` (the reservation's)",
+        ));
+    }
+    Ok(capacity_type.to_owned())
+}
+
+/// The group's instance types: its `instance_type`, or its `instance_types`.
+fn types(name: &str, block: &NodeGroupBlock, key: &dyn Fn(&str) -> String) -> Result<Vec<String>, ComponentError> {
+    match (&block.instance_type, &block.instance_types) {
+        (Some(t), None) => Ok(vec![t.clone()]),
+        (None, Some(list)) => Ok(list.clone()),
+        (Some(_), Some(_)) => Err(ComponentError::at(
+            key("instance_types"),
+            format!("node group `{name}` sets both `instance_type` and `instance_types`"),
+            "use `instance_type` for one type, `instance_types` for several (SPOT diversification)",
+        )),
+        (None, None) => Err(ComponentError::at(
+            key("instance_type"),
+            format!("node group `{name}` names no instance type"),
+            "add `instance_type = \"p5.48xlarge\"` (or `instance_types = [...]`)",
+        )),
+    }
+}
+
+/// The group's EFA interfaces per node when it has EFA: by default when its one type supports
+/// it; asked for, only when it does, with one type and a zone.
+fn efa(
+    name: &str,
+    block: &NodeGroupBlock,
+    types: &[String],
+    interfaces: Option<u32>,
+    key: &dyn Fn(&str) -> String,
+) -> Result<Option<u32>, ComponentError> {
+    let supported = interfaces.unwrap_or(0) > 0;
+    if !block.efa.unwrap_or(supported && block.instance_type.is_some()) {
+        return Ok(None);
+    }
+    if !supported {
+        let why = match interfaces {
+            Some(_) => format!("`{}` has no EFA support", types[0]),
+            None => format!("forge cannot tell how many EFA interfaces `{}` takes without asking AWS", types[0]),
+        };
+        return Err(ComponentError::at(
+            key("efa"),
+            format!("node group `{name}` asks for EFA, but {why}"),
+            "use an EFA type (p4d/p4de 4 interfaces, p5/p5e 32, p5en 16, trn1 8, trn1n/trn2 16), set `efa = false`, or run with AWS credentials so forge can ask",
+        ));
+    }
+    if block.instance_types.is_some() {
+        return Err(ComponentError::at(
+            key("instance_types"),
+            format!(
+                "EFA node group `{name}` takes its instance type from its launch template, so the node group cannot list `instance_types` too"
+            ),
+            "write one `instance_type`: the launch template's EFA interfaces are laid out for that type",
+        ));
+    }
+    if block.zone.is_none() {
+        return Err(ComponentError::at(
+            format!("nodegroups.{name}"),
+            format!("EFA node group `{name}` has no `zone`"),
+            "EFA traffic must stay in one subnet: add `zone = \"us-west-2c\"` (a zone of the VPC that offers the instance type)",
+        ));
+    }
+    Ok(interfaces)
+}
+
+/// Whether the group gets a `cluster` placement group: by default with EFA, unless a
+/// capacity reservation brings its own placement.
+fn placement_group(name: &str, block: &NodeGroupBlock, efa: bool, key: &dyn Fn(&str) -> String) -> Result<bool, ComponentError> {
+    let own_placement = block.capacity_reservation_id.is_some();
+    match block.placement_group {
+        None => Ok(efa && !own_placement),
+        Some(true) if own_placement => Err(ComponentError::at(
+            key("placement_group"),
+            format!("node group `{name}` asks for a placement group and also uses a capacity reservation"),
+            "a capacity reservation or Capacity Block brings its own placement: drop `placement_group`",
+        )),
+        Some(wanted) => Ok(wanted),
+    }
+}
+
+/// The group's subnets: its `subnet_id`, its zone's private subnet, or all private subnets.
+fn subnets(name: &str, block: &NodeGroupBlock, network: &Network, key: &dyn Fn(&str) -> String) -> Result<Value, ComponentError> {
+    match (network, &block.zone, &block.subnet_id) {
+        (_, _, Some(subnet)) => Ok(json!([subnet])),
+        (Network::Component(vpc), Some(zone), None) => Ok(json!([vpc.private_subnet(&key("zone"), zone)?])),
+        (Network::Existing { .. }, Some(_), None) => Err(ComponentError::at(
+            key("zone"),
+            format!("node group `{name}` is pinned to a zone in an existing network, but forge cannot tell which subnet is that zone's"),
+            "add `subnet_id = \"subnet-…\"`: the private subnet in that zone",
+        )),
+        (_, None, None) => Ok(network.private_subnets()),
+    }
+}
+
+/// An error at `key` when the facts say `zone` does not offer one of `types`.
+fn offered(facts: &crate::facts::Facts, types: &[&str], zone: &str, key: &str) -> Result<(), ComponentError> {
+    for t in types {
+        if facts.offered(t, zone) == Some(false) {
+            let offered = facts.zones(t).unwrap_or_default();
+            return Err(ComponentError::at(
+                key,
+                format!("zone `{zone}` does not offer `{t}`"),
+                if offered.is_empty() {
+                    "no zone of this region offers it: pick another region or type".to_owned()
+                } else {
+                    format!("zones that offer it: {}", offered.join(", "))
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The cluster's in-cluster objects — device plugins, namespaces, the teardown, the batch
+/// stack — and its readiness check.
+fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[String]) -> Result<(Vec<Part>, Vec<Check>), ComponentError> {
+    let address = input.address;
+    let settings = block.kubernetes.as_ref();
     kubernetes::check_keys(settings, "kubernetes", kubernetes::CLUSTER_SETTINGS)?;
-    let region = providers
+    let cluster_ref = kubernetes::eks_cluster(address);
+    let mut parts = device_plugins(address, settings, served, &region(input), &cluster_ref)?;
+    parts.extend(kubernetes::namespaces(input.components, address, &cluster_ref));
+    // On destroy, before the node groups and add-ons go: the load balancers and volumes that
+    // Kubernetes made in the VPC.
+    let teardown_after = served
+        .iter()
+        .map(|g| g.address.clone())
+        .chain(addons.iter().map(|a| format!("{address}.addon.{a}")))
+        .collect();
+    parts.push(Part {
+        local: "k8s.teardown".into(),
+        kind: "k8s_teardown",
+        config: json!({ "cluster": cluster_ref }),
+        depends_on: teardown_after,
+    });
+    let gpu_groups: Vec<batch::GpuGroup> = served.iter().filter(|g| g.devices > 0).map(ServedGroup::gpu_group).collect();
+    let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
+    parts.extend(batch.parts);
+    let ready = readiness(settings, served, &cluster_ref, batch.queues)?;
+    Ok((parts, ready))
+}
+
+/// The stack's AWS region: `[aws] region`, else the environment's, else us-east-1.
+fn region(input: &Input) -> String {
+    input
+        .providers
         .get("aws")
         .and_then(|a| a.get("region"))
         .and_then(Value::as_str)
         .map(str::to_owned)
         .or_else(|| std::env::var("AWS_REGION").ok())
         .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .unwrap_or_else(|| "us-east-1".into());
-    let cluster_ref = kubernetes::eks_cluster(address);
-    parts.extend(device_plugins(address, settings, &served_by, &region, &cluster_ref)?);
-    parts.extend(kubernetes::namespaces(components, address, &cluster_ref));
-    // On destroy, before the node groups and add-ons go: the load balancers and volumes that
-    // Kubernetes made in the VPC.
-    let teardown_after = nodegroup_addresses
-        .iter()
-        .cloned()
-        .chain(addons.iter().map(|a| format!("{address}.addon.{a}")))
-        .collect();
-    parts.push(part(
-        "k8s.teardown",
-        "k8s_teardown",
-        json!({ "cluster": cluster_ref }),
-        teardown_after,
-    ));
-    let gpu_groups: Vec<batch::GpuGroup> = served_by
-        .iter()
-        .filter(|g| g.devices > 0)
-        .map(|g| batch::GpuGroup {
-            label: "eks.amazonaws.com/nodegroup",
-            name: json!(format!("${{{}.name}}", g.address)),
-            key: g.name.clone(),
-            resource: if g.plugins.contains(&kubernetes::NEURON.key) {
-                kubernetes::NEURON.resource
-            } else {
-                kubernetes::NVIDIA.resource
-            },
-            devices: g.devices,
-            tolerations: g.taints.iter().map(kubernetes::toleration).collect(),
-        })
-        .collect();
-    let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
-    parts.extend(batch.parts);
-    let ready = readiness(settings, &served_by, &cluster_ref, batch.queues)?;
+        .unwrap_or_else(|| "us-east-1".into())
+}
 
+/// The block's outputs: the cluster's, its node role's and OIDC provider's, and per node group.
+fn outputs(input: &Input, cluster: &Cluster, groups: &[Group]) -> Map<String, Value> {
     let mut outputs = Map::new();
     for key in [
         "name",
@@ -630,17 +721,24 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         "cluster_security_group_id",
         "version",
     ] {
-        outputs.insert(key.into(), reference("cluster", key));
+        outputs.insert(key.into(), cluster.reference("cluster", key));
     }
-    outputs.insert("node_role_arn".into(), reference("node_role", "arn"));
-    outputs.insert("node_role_name".into(), reference("node_role", "name"));
-    outputs.insert("oidc_provider_arn".into(), reference("oidc", "arn"));
+    outputs.insert("node_role_arn".into(), cluster.reference("node_role", "arn"));
+    outputs.insert("node_role_name".into(), cluster.reference("node_role", "name"));
+    outputs.insert("oidc_provider_arn".into(), cluster.reference("oidc", "arn"));
     outputs.insert(
         "region".into(),
-        providers.get("aws").and_then(|a| a.get("region")).cloned().unwrap_or(Value::Null),
+        input.providers.get("aws").and_then(|a| a.get("region")).cloned().unwrap_or(Value::Null),
     );
-    outputs.insert("nodegroups".into(), Value::Object(nodegroup_outputs));
-    Ok(Expansion { parts, outputs, ready })
+    let by_group = groups
+        .iter()
+        .map(|g| {
+            let output = json!({ "name": cluster.reference(&g.local("nodegroup"), "name"), "efa_interfaces": g.efa.unwrap_or(0) });
+            (g.name.to_owned(), output)
+        })
+        .collect();
+    outputs.insert("nodegroups".into(), Value::Object(by_group));
+    outputs
 }
 
 /// What the device plugins and the readiness checks need of one node group.
@@ -656,6 +754,24 @@ struct ServedGroup {
     /// The device plugins it gets (their keys).
     plugins: Vec<&'static str>,
     address: String,
+}
+
+impl ServedGroup {
+    /// The group as the batch stack's Kueue quota sees it.
+    fn gpu_group(&self) -> batch::GpuGroup {
+        batch::GpuGroup {
+            label: "eks.amazonaws.com/nodegroup",
+            name: json!(format!("${{{}.name}}", self.address)),
+            key: self.name.clone(),
+            resource: if self.plugins.contains(&kubernetes::NEURON.key) {
+                kubernetes::NEURON.resource
+            } else {
+                kubernetes::NVIDIA.resource
+            },
+            devices: self.devices,
+            tolerations: self.taints.iter().map(kubernetes::toleration).collect(),
+        }
+    }
 }
 
 /// The device plugins a node group gets: by default NVIDIA's on an NVIDIA AMI, EFA's with EFA,
@@ -809,6 +925,7 @@ fn check_timeouts(key: &str, timeouts: &Value) -> Result<(), ComponentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn ami_type_follows_the_family() {
@@ -823,13 +940,34 @@ mod tests {
     }
 
     #[test]
+    fn a_node_group_is_held_to_its_declared_fields() {
+        let expand_with = |group: Value| {
+            let config = json!({ "vpc_id": "vpc-1", "subnet_ids": ["subnet-1"], "nodegroups": { "gpu": group } });
+            crate::components::expand_alone(expand, "eks.train", config, &BTreeMap::new()).unwrap_err()
+        };
+        let unknown = expand_with(json!({ "instance_typ": "c5.2xlarge", "size": 1 }));
+        assert_eq!(unknown.key.as_deref(), Some("nodegroups.gpu.instance_typ"));
+        assert_eq!(unknown.message, "node group `gpu` has no attribute `instance_typ`");
+        assert_eq!(unknown.hint.as_deref(), Some("did you mean `instance_type`?"));
+        let missing = expand_with(json!({ "instance_type": "c5.2xlarge" }));
+        assert_eq!(missing.key.as_deref(), Some("nodegroups.gpu.size"));
+        assert_eq!(missing.message, "node group `gpu`: `size` is missing");
+        let mistyped = expand_with(json!({ "instance_type": "c5.2xlarge", "size": 1, "efa": "yes" }));
+        assert_eq!(mistyped.key.as_deref(), Some("nodegroups.gpu.efa"));
+        assert_eq!(mistyped.message, "node group `gpu`: `efa` must be a boolean, not a string");
+        let deeper = expand_with(json!({ "instance_types": ["c5.2xlarge", 5], "size": 1 }));
+        assert_eq!(deeper.key.as_deref(), Some("nodegroups.gpu"));
+        assert!(deeper.message.starts_with("node group `gpu`: invalid type: integer `5`"), "{}", deeper.message);
+    }
+
+    #[test]
     fn sizes_are_checked() {
-        assert_eq!(size("size", Some(&json!(2))).unwrap(), json!({"min": 2, "max": 2, "desired": 2}));
+        assert_eq!(size("size", &json!(2)).unwrap(), json!({"min": 2, "max": 2, "desired": 2}));
         assert_eq!(
-            size("size", Some(&json!({"min": 1, "max": 4}))).unwrap(),
+            size("size", &json!({"min": 1, "max": 4})).unwrap(),
             json!({"min": 1, "max": 4, "desired": 1})
         );
-        let err = size("nodegroups.gpu.size", Some(&json!({"min": 3, "max": 2, "desired": 4}))).unwrap_err();
+        let err = size("nodegroups.gpu.size", &json!({"min": 3, "max": 2, "desired": 4})).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("nodegroups.gpu.size"));
         assert!(err.message.contains("min ≤ desired ≤ max"), "{}", err.message);
     }

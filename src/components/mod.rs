@@ -33,7 +33,7 @@ pub mod slurm;
 pub mod vpc;
 
 use crate::facts::Facts;
-use crate::schema::Field;
+use crate::schema::{Block, Field, Misfit};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -113,6 +113,41 @@ impl From<&str> for ComponentError {
     fn from(message: &str) -> Self {
         message.to_owned().into()
     }
+}
+
+/// Reads the table `value`, found at `at` in the block (`nodegroups.gpu`; empty for the block
+/// itself), into `T`. It is held to `T`'s fields first ([`crate::schema::misfit`]: the checks a
+/// written block gets), so the error names the key, says what is wrong and how to fix it;
+/// `what` names the table in messages (``node group `gpu` ``) and `example` shows one.
+pub fn read<T: Block>(value: &Value, at: &str, what: &str, example: &str) -> Result<T, ComponentError> {
+    let key = |name: &str| if at.is_empty() { name.to_owned() } else { format!("{at}.{name}") };
+    let Some(table) = value.as_object() else {
+        return Err(ComponentError::at(
+            at,
+            format!("{what} must be a table, not {}", crate::schema::describe(value)),
+            format!("write {example}"),
+        ));
+    };
+    if let Some(misfit) = crate::schema::misfit(T::FIELDS, &[], table) {
+        let names: Vec<&str> = T::FIELDS.iter().map(|f| f.name).collect();
+        return Err(match misfit {
+            Misfit::Unknown(name) => ComponentError::at(
+                key(&name),
+                format!("{what} has no attribute `{name}`"),
+                crate::schema::suggestion(&name, &names),
+            ),
+            Misfit::Missing(name) => {
+                let ty = T::FIELDS.iter().find(|f| f.name == name).map_or("a value", |f| f.ty.describe());
+                ComponentError::at(key(name), format!("{what}: `{name}` is missing"), format!("add `{name} = …` ({ty})"))
+            }
+            Misfit::Mistyped(name, ty, _) => ComponentError::at(
+                key(name),
+                format!("{what}: {misfit}"),
+                format!("write `{name}` as {}", ty.describe()),
+            ),
+        });
+    }
+    <T as serde::Deserialize>::deserialize(value).map_err(|e| ComponentError::at(at, format!("{what}: {e}"), format!("write {example}")))
 }
 
 /// A `vpc` block of the stack that a component names in `vpc = "vpc.main"`.

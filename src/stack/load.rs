@@ -1043,7 +1043,7 @@ impl Loader<'_> {
         let problem = match (self.registry.get(&block.kind), block.config.as_object()) {
             (None, _) => format!("a kind this forge does not have (`{}`)", block.kind),
             (Some(_), None) => "attributes that are not a table".to_owned(),
-            (Some(kind), Some(config)) => match crate::schema::misfit(kind.spec(), &[], config) {
+            (Some(kind), Some(config)) => match crate::schema::misfit(kind.spec().fields, &[], config) {
                 None => return Ok(()),
                 Some(misfit) => misfit.to_string(),
             },
