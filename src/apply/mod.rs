@@ -7,8 +7,9 @@
 
 mod ops;
 
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, Change, Plan};
 use crate::provider::{Cloud, Created, Ctx, Kind, Registry};
+use crate::state::journal::{Ticket, Waiter};
 use crate::state::{Entry, Event, Journal, ResourceRecord, State, Status};
 use crate::template;
 use ops::OpGraph;
@@ -99,7 +100,7 @@ enum Outcome {
 }
 
 /// Writes one event to the in-memory state and the journal.
-fn record(state: &mut State, journal: &mut Journal, event: Event) -> crate::state::journal::Ticket {
+fn record(state: &mut State, journal: &mut Journal, event: Event) -> Ticket {
     state.apply(event.clone());
     journal.append(&Entry {
         lineage: state.lineage,
@@ -143,16 +144,27 @@ pub async fn run(
     registry: &Registry,
     options: &Options,
     observer: Arc<dyn Observer>,
-    mut interrupts: watch::Receiver<u32>,
+    interrupts: watch::Receiver<u32>,
 ) -> Report {
     let started = Instant::now();
-    let mut graph = OpGraph::build(plan);
-    let mut report = Report::default();
-    let mut tasks: JoinSet<Outcome> = JoinSet::new();
-    let mut running: HashMap<tokio::task::Id, (usize, Option<String>)> = HashMap::new();
-    let mut stopping = *interrupts.borrow() > 0;
-    let mut signals_open = true;
-    let parallelism = options.parallelism.max(1);
+    let stopping = *interrupts.borrow() > 0;
+    record_dependency_updates(plan, state, journal);
+    record_new_bundle_digests(plan, state, journal);
+    let run = Run {
+        plan,
+        registry,
+        options,
+        observer,
+        cloud: options.cloud.clone(),
+    };
+    let mut coordinator = Coordinator::new(run, state, journal, stopping);
+    coordinator.drive(interrupts).await;
+    coordinator.conclude(started)
+}
+
+/// Records the new dependencies of the plan's unchanged resources (no cloud call needed), so
+/// later deletes follow the stack's current order.
+fn record_dependency_updates(plan: &Plan, state: &mut State, journal: &mut Journal) {
     for (address, dependencies) in &plan.dependency_updates {
         if let Some(prior) = state.resources.get(address).cloned() {
             record(
@@ -165,6 +177,10 @@ pub async fn run(
             );
         }
     }
+}
+
+/// Records the digests of the plan's bundles that the state does not hold yet.
+fn record_new_bundle_digests(plan: &Plan, state: &mut State, journal: &mut Journal) {
     let unrecorded: BTreeMap<String, String> = plan
         .bundles
         .iter()
@@ -174,80 +190,6 @@ pub async fn run(
     if !unrecorded.is_empty() {
         record(state, journal, Event::Bundles(unrecorded));
     }
-    let run = Run {
-        plan,
-        registry,
-        options,
-        observer: observer.clone(),
-        cloud: options.cloud.clone(),
-    };
-
-    let mut lanes = Lanes::default();
-    loop {
-        // The state cannot record intents any more (its backend is down): start nothing new,
-        // and let the calls in flight finish.
-        stopping |= journal.failed();
-        while !stopping && running.len() < parallelism {
-            let Some(op) = lanes.next_free().or_else(|| graph.next_ready()) else {
-                break;
-            };
-            let config = applied_config(&run, op, &graph, state);
-            let key = serialization_key(&run, op, &graph, config.as_ref().ok());
-            if !lanes.enter(op, key.clone()) {
-                continue;
-            }
-            graph.restart_clock(op);
-            match dispatch(&run, op, &graph, state, journal, config) {
-                Ok(task) => {
-                    let handle = tasks.spawn(task);
-                    running.insert(handle.id(), (op, key));
-                }
-                Err(message) => {
-                    lanes.leave(key.as_deref());
-                    let (address, phase) = graph.describe(plan, op);
-                    observer.finished(&address, phase, Duration::ZERO, Some(&message));
-                    fail(plan, &mut graph, &mut report, op, message);
-                }
-            }
-        }
-        if tasks.is_empty() {
-            break;
-        }
-        tokio::select! {
-            joined = tasks.join_next_with_id() => {
-                let (id, outcome) = match joined.expect("tasks is not empty") {
-                    Ok((id, outcome)) => (id, outcome),
-                    Err(e) if e.is_panic() => (e.id(), Outcome::Failed("the kind's code panicked (a bug in forge); the state records the call as pending".into())),
-                    Err(e) => (e.id(), Outcome::Failed("stopped by a second Ctrl-C; the state records the call as pending".into())),
-                };
-                let (op, key) = running.remove(&id).expect("every task is tracked");
-                lanes.leave(key.as_deref());
-                finish(plan, op, outcome, &mut graph, state, journal, &mut report, &observer);
-            }
-            changed = interrupts.changed(), if signals_open => {
-                if changed.is_err() {
-                    signals_open = false;
-                    continue;
-                }
-                let presses = *interrupts.borrow();
-                stopping = true;
-                report.interrupted = true;
-                observer.interrupted(running.len(), presses >= 2);
-                if presses >= 2 {
-                    tasks.abort_all();
-                }
-            }
-        }
-    }
-    report.not_started = graph.unfinished_count() + lanes.parked();
-    report.elapsed = started.elapsed();
-    if report.complete() {
-        let outputs = evaluate_outputs(plan, state);
-        if outputs != state.outputs {
-            record(state, journal, Event::Outputs(outputs));
-        }
-    }
-    report
 }
 
 /// The serialization keys held by running operations, and the ready operations parked behind
@@ -309,17 +251,6 @@ fn serialization_key(run: &Run, op: usize, graph: &OpGraph, config: Option<&Valu
     kind.serialization_key(config?)
 }
 
-fn fail(plan: &Plan, graph: &mut OpGraph, report: &mut Report, op: usize, message: String) {
-    let (address, phase) = graph.describe(plan, op);
-    for skipped in graph.prune(op) {
-        let (skipped_address, _) = graph.describe(plan, skipped);
-        if skipped_address != address && !report.skipped.iter().any(|(a, _)| a == &skipped_address) {
-            report.skipped.push((skipped_address, address.clone()));
-        }
-    }
-    report.failures.push(Failure { address, phase, message });
-}
-
 type Task = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
 
 /// What stays the same for every operation of one run.
@@ -331,178 +262,358 @@ struct Run<'a> {
     cloud: Arc<Cloud>,
 }
 
-/// Records the intent and returns the future that makes the cloud call with `config` (see
-/// [`applied_config`]).
-fn dispatch(
-    run: &Run,
-    op: usize,
-    graph: &OpGraph,
-    state: &mut State,
-    journal: &mut Journal,
-    config: Result<Value, String>,
-) -> Result<Task, String> {
-    let Run {
-        plan,
-        registry,
-        options,
-        observer,
-        cloud,
-    } = run;
-    let (address, phase) = graph.describe(plan, op);
-    let change = &plan.changes[graph.change_of(op)];
-    let kind: Arc<dyn Kind> = registry
-        .get(&change.kind)
-        .cloned()
-        .ok_or_else(|| format!("this forge has no resource kind `{}`", change.kind))?;
-    let status_observer = observer.clone();
-    let status_address = address.clone();
-    let ctx = Ctx {
-        stack: plan.stack.clone(),
-        address: address.clone(),
-        status: Arc::new(move |text: &str| status_observer.status(&status_address, text)),
-        cloud: cloud.clone(),
-    };
-    let retry = options.retry.clone();
-    let mut waiter = journal.waiter();
-    observer.started(&address, phase);
-    let prior = state.resources.get(&address).cloned();
-    match phase {
-        Phase::Create => {
-            let config = config?;
-            let token = prior
-                .filter(|p| p.status == Status::PendingCreate)
-                .and_then(|p| p.token)
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-            let intent = ResourceRecord {
-                address: address.clone(),
-                kind: change.kind.clone(),
-                status: Status::PendingCreate,
-                id: None,
-                token: Some(token.clone()),
-                config: config.clone(),
-                outputs: Value::Object(Default::default()),
-                dependencies: change.depends_on.clone(),
-            };
-            let ticket = record(state, journal, Event::Put(intent));
-            Ok(Box::pin(async move {
-                if waiter.wait(ticket).await.is_err() {
-                    return Outcome::Unrecorded;
-                }
-                match retry.run(|| kind.create(&ctx, &token, &config)).await {
-                    Ok(created) => Outcome::Created(created, config),
-                    Err(e) => Outcome::Failed(e.message),
-                }
-            }))
-        }
-        Phase::Update => {
-            let prior = prior.ok_or("the resource is not in the state any more")?;
-            let config = config?;
-            let id = prior.id.clone().unwrap_or_default();
-            // The plan's `before`: what was applied, or, for a resource changed outside forge,
-            // its live values, so the update undoes what someone else did.
-            let before = change.before.clone().unwrap_or_else(|| prior.config.clone());
-            Ok(Box::pin(async move {
-                match retry.run(|| kind.update(&ctx, &id, &before, &config)).await {
-                    Ok(outputs) => Outcome::Updated(outputs, config),
-                    Err(e) => Outcome::Failed(e.message),
-                }
-            }))
-        }
-        Phase::Destroy => {
-            let Some(prior) = prior else {
-                return Ok(Box::pin(async { Outcome::Deleted }));
-            };
-            let ticket = record(
-                state,
-                journal,
-                Event::Put(ResourceRecord {
-                    status: Status::PendingDelete,
-                    ..prior.clone()
-                }),
-            );
-            Ok(Box::pin(async move {
-                if waiter.wait(ticket).await.is_err() {
-                    return Outcome::Unrecorded;
-                }
-                let id = match (&prior.id, &prior.token) {
-                    (Some(id), _) => id.clone(),
-                    // An interrupted create: delete whatever it made, if anything.
-                    (None, Some(token)) => match retry.run(|| kind.find(&ctx, token, &prior.config)).await {
-                        Ok(Some(id)) => id,
-                        Ok(None) => return Outcome::Deleted,
-                        Err(e) => return Outcome::Failed(format!("looking for what an interrupted create made: {}", e.message)),
-                    },
-                    (None, None) => return Outcome::Deleted,
-                };
-                match retry.run(|| kind.delete(&ctx, &id, &prior.config)).await {
-                    Ok(()) => Outcome::Deleted,
-                    Err(e) => Outcome::Failed(e.message),
-                }
-            }))
-        }
+impl Run<'_> {
+    /// What the cloud call of `change` (at `address`) needs: its kind, a context that reports
+    /// status to the observer, and the retry policy.
+    fn call(&self, change: &Change, address: &str) -> Result<Call, String> {
+        let kind: Arc<dyn Kind> = self
+            .registry
+            .get(&change.kind)
+            .cloned()
+            .ok_or_else(|| format!("this forge has no resource kind `{}`", change.kind))?;
+        let status_observer = self.observer.clone();
+        let status_address = address.to_owned();
+        let ctx = Ctx {
+            stack: self.plan.stack.clone(),
+            address: address.to_owned(),
+            status: Arc::new(move |text: &str| status_observer.status(&status_address, text)),
+            cloud: self.cloud.clone(),
+        };
+        Ok(Call {
+            kind,
+            ctx,
+            retry: self.options.retry.clone(),
+        })
     }
 }
 
-/// Records an operation's result and releases its dependents.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    plan: &Plan,
-    op: usize,
-    outcome: Outcome,
-    graph: &mut OpGraph,
-    state: &mut State,
-    journal: &mut Journal,
-    report: &mut Report,
-    observer: &Arc<dyn Observer>,
-) {
-    let (address, phase) = graph.describe(plan, op);
-    let change = &plan.changes[graph.change_of(op)];
-    let elapsed = graph.elapsed(op);
-    match outcome {
-        Outcome::Failed(message) => {
-            observer.finished(&address, phase, elapsed, Some(&message));
-            fail(plan, graph, report, op, message);
-            return;
-        }
-        Outcome::Unrecorded => {
-            // Left unfinished in the graph: the run is stopping, and the next one starts it.
-            observer.finished(&address, phase, elapsed, Some(NOT_RECORDED));
-            report.unrecorded.push(address);
-            return;
-        }
-        Outcome::Created(created, config) => {
-            let rec = ResourceRecord {
-                address: address.clone(),
-                kind: change.kind.clone(),
-                status: Status::Created,
-                id: Some(created.id),
-                token: None,
-                config,
-                outputs: created.outputs,
-                dependencies: change.depends_on.clone(),
-            };
-            record(state, journal, Event::Put(rec));
-        }
-        Outcome::Updated(outputs, config) => {
-            if let Some(prior) = state.resources.get(&address).cloned() {
-                record(
-                    state,
-                    journal,
-                    Event::Put(ResourceRecord {
-                        config,
-                        outputs,
-                        dependencies: change.depends_on.clone(),
-                        ..prior
-                    }),
-                );
+/// One operation's cloud call, owned by the task that makes it.
+struct Call {
+    kind: Arc<dyn Kind>,
+    ctx: Ctx,
+    retry: RetryPolicy,
+}
+
+impl Call {
+    /// Creates with `token` once the pending create (`ticket`) is durable.
+    fn create(self, mut waiter: Waiter, ticket: Ticket, token: String, config: Value) -> Task {
+        let Call { kind, ctx, retry } = self;
+        Box::pin(async move {
+            if waiter.wait(ticket).await.is_err() {
+                return Outcome::Unrecorded;
             }
-        }
-        Outcome::Deleted => {
-            record(state, journal, Event::Remove(address.clone()));
+            match retry.run(|| kind.create(&ctx, &token, &config)).await {
+                Ok(created) => Outcome::Created(created, config),
+                Err(e) => Outcome::Failed(e.message),
+            }
+        })
+    }
+
+    /// Updates object `id` from `before` to `config` (an update records no intent).
+    fn update(self, id: String, before: Value, config: Value) -> Task {
+        let Call { kind, ctx, retry } = self;
+        Box::pin(async move {
+            match retry.run(|| kind.update(&ctx, &id, &before, &config)).await {
+                Ok(outputs) => Outcome::Updated(outputs, config),
+                Err(e) => Outcome::Failed(e.message),
+            }
+        })
+    }
+
+    /// Deletes `prior`'s object once the pending delete (`ticket`) is durable; for an
+    /// interrupted create, first finds by its token whatever it made, if anything.
+    fn delete(self, mut waiter: Waiter, ticket: Ticket, prior: ResourceRecord) -> Task {
+        let Call { kind, ctx, retry } = self;
+        Box::pin(async move {
+            if waiter.wait(ticket).await.is_err() {
+                return Outcome::Unrecorded;
+            }
+            let id = match (&prior.id, &prior.token) {
+                (Some(id), _) => id.clone(),
+                // An interrupted create: delete whatever it made, if anything.
+                (None, Some(token)) => match retry.run(|| kind.find(&ctx, token, &prior.config)).await {
+                    Ok(Some(id)) => id,
+                    Ok(None) => return Outcome::Deleted,
+                    Err(e) => return Outcome::Failed(format!("looking for what an interrupted create made: {}", e.message)),
+                },
+                (None, None) => return Outcome::Deleted,
+            };
+            match retry.run(|| kind.delete(&ctx, &id, &prior.config)).await {
+                Ok(()) => Outcome::Deleted,
+                Err(e) => Outcome::Failed(e.message),
+            }
+        })
+    }
+}
+
+/// The one coordinator of a run: the only writer of the state and the journal, it starts the
+/// operations whose dependencies are done and records what each one did.
+struct Coordinator<'a> {
+    run: Run<'a>,
+    state: &'a mut State,
+    journal: &'a mut Journal,
+    graph: OpGraph,
+    lanes: Lanes,
+    tasks: JoinSet<Outcome>,
+    /// The operation (and serialization key) of every spawned task.
+    running: HashMap<tokio::task::Id, (usize, Option<String>)>,
+    report: Report,
+    /// Set by Ctrl-C or a failed journal: start nothing new.
+    stopping: bool,
+    /// How many operations may run at once (at least one).
+    parallelism: usize,
+}
+
+impl<'a> Coordinator<'a> {
+    /// A coordinator for `run`'s plan, nothing started yet.
+    fn new(run: Run<'a>, state: &'a mut State, journal: &'a mut Journal, stopping: bool) -> Self {
+        Coordinator {
+            graph: OpGraph::build(run.plan),
+            parallelism: run.options.parallelism.max(1),
+            run,
+            state,
+            journal,
+            lanes: Lanes::default(),
+            tasks: JoinSet::new(),
+            running: HashMap::new(),
+            report: Report::default(),
+            stopping,
         }
     }
-    observer.finished(&address, phase, elapsed, None);
-    if graph.complete(op) {
-        *report.done.entry(change.action).or_default() += 1;
+
+    /// Starts what may start and collects what finishes until nothing runs; Ctrl-C stops the
+    /// starting, a second one aborts the calls in flight.
+    async fn drive(&mut self, mut interrupts: watch::Receiver<u32>) {
+        let mut signals_open = true;
+        loop {
+            // The state cannot record intents any more (its backend is down): start nothing new,
+            // and let the calls in flight finish.
+            self.stopping |= self.journal.failed();
+            self.start_ready();
+            if self.tasks.is_empty() {
+                break;
+            }
+            tokio::select! {
+                joined = self.tasks.join_next_with_id() => self.task_ended(joined.expect("tasks is not empty")),
+                changed = interrupts.changed(), if signals_open => {
+                    if changed.is_err() {
+                        signals_open = false;
+                        continue;
+                    }
+                    let presses = *interrupts.borrow();
+                    self.interrupt(presses);
+                }
+            }
+        }
+    }
+
+    /// Starts ready operations (parked ones whose key was released first) while a
+    /// parallelism slot is free and the run is not stopping.
+    fn start_ready(&mut self) {
+        while !self.stopping && self.running.len() < self.parallelism {
+            let Some(op) = self.lanes.next_free().or_else(|| self.graph.next_ready()) else {
+                break;
+            };
+            self.start(op);
+        }
+    }
+
+    /// Starts `op` unless another operation holds its serialization key (then it is parked);
+    /// an operation that cannot be dispatched fails at once.
+    fn start(&mut self, op: usize) {
+        let config = applied_config(&self.run, op, &self.graph, self.state);
+        let key = serialization_key(&self.run, op, &self.graph, config.as_ref().ok());
+        if !self.lanes.enter(op, key.clone()) {
+            return;
+        }
+        self.graph.restart_clock(op);
+        match self.dispatch(op, config) {
+            Ok(task) => {
+                let handle = self.tasks.spawn(task);
+                self.running.insert(handle.id(), (op, key));
+            }
+            Err(message) => {
+                self.lanes.leave(key.as_deref());
+                let (address, phase) = self.graph.describe(self.run.plan, op);
+                self.run.observer.finished(&address, phase, Duration::ZERO, Some(&message));
+                self.fail(op, message);
+            }
+        }
+    }
+
+    /// Records the intent and returns the future that makes the cloud call with `config` (see
+    /// [`applied_config`]).
+    fn dispatch(&mut self, op: usize, config: Result<Value, String>) -> Result<Task, String> {
+        let plan = self.run.plan;
+        let (address, phase) = self.graph.describe(plan, op);
+        let change = &plan.changes[self.graph.change_of(op)];
+        let call = self.run.call(change, &address)?;
+        self.run.observer.started(&address, phase);
+        let prior = self.state.resources.get(&address).cloned();
+        match phase {
+            Phase::Create => Ok(self.intend_create(call, change, address, prior, config?)),
+            Phase::Update => {
+                let prior = prior.ok_or("the resource is not in the state any more")?;
+                let config = config?;
+                let id = prior.id.clone().unwrap_or_default();
+                // The plan's `before`: what was applied, or, for a resource changed outside forge,
+                // its live values, so the update undoes what someone else did.
+                let before = change.before.clone().unwrap_or_else(|| prior.config.clone());
+                Ok(call.update(id, before, config))
+            }
+            Phase::Destroy => Ok(self.intend_delete(call, prior)),
+        }
+    }
+
+    /// Records a pending create, with the token of an interrupted one (so the kind adopts what
+    /// that made) or a new one, and returns the create that waits for it to be durable.
+    fn intend_create(&mut self, call: Call, change: &Change, address: String, prior: Option<ResourceRecord>, config: Value) -> Task {
+        let token = prior
+            .filter(|p| p.status == Status::PendingCreate)
+            .and_then(|p| p.token)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let intent = ResourceRecord {
+            address,
+            kind: change.kind.clone(),
+            status: Status::PendingCreate,
+            id: None,
+            token: Some(token.clone()),
+            config: config.clone(),
+            outputs: Value::Object(Default::default()),
+            dependencies: change.depends_on.clone(),
+        };
+        let waiter = self.journal.waiter();
+        let ticket = record(self.state, self.journal, Event::Put(intent));
+        call.create(waiter, ticket, token, config)
+    }
+
+    /// Records a pending delete of `prior` and returns the delete that waits for it to be
+    /// durable; with nothing recorded there is nothing to delete.
+    fn intend_delete(&mut self, call: Call, prior: Option<ResourceRecord>) -> Task {
+        let Some(prior) = prior else {
+            return Box::pin(async { Outcome::Deleted });
+        };
+        let waiter = self.journal.waiter();
+        let ticket = record(
+            self.state,
+            self.journal,
+            Event::Put(ResourceRecord {
+                status: Status::PendingDelete,
+                ..prior.clone()
+            }),
+        );
+        call.delete(waiter, ticket, prior)
+    }
+
+    /// Takes a joined task's outcome (a panic or an abort is a failure), frees its
+    /// serialization key and records the outcome.
+    fn task_ended(&mut self, joined: Result<(tokio::task::Id, Outcome), tokio::task::JoinError>) {
+        let (id, outcome) = match joined {
+            Ok((id, outcome)) => (id, outcome),
+            Err(e) if e.is_panic() => (
+                e.id(),
+                Outcome::Failed("the kind's code panicked (a bug in forge); the state records the call as pending".into()),
+            ),
+            Err(e) => (
+                e.id(),
+                Outcome::Failed("stopped by a second Ctrl-C; the state records the call as pending".into()),
+            ),
+        };
+        let (op, key) = self.running.remove(&id).expect("every task is tracked");
+        self.lanes.leave(key.as_deref());
+        self.finish(op, outcome);
+    }
+
+    /// Ctrl-C was pressed (`presses` times in all): stop starting operations; from the second
+    /// press on, abort the calls in flight.
+    fn interrupt(&mut self, presses: u32) {
+        self.stopping = true;
+        self.report.interrupted = true;
+        self.run.observer.interrupted(self.running.len(), presses >= 2);
+        if presses >= 2 {
+            self.tasks.abort_all();
+        }
+    }
+
+    /// Records an operation's result and releases its dependents.
+    fn finish(&mut self, op: usize, outcome: Outcome) {
+        let plan = self.run.plan;
+        let (address, phase) = self.graph.describe(plan, op);
+        let change = &plan.changes[self.graph.change_of(op)];
+        let elapsed = self.graph.elapsed(op);
+        match outcome {
+            Outcome::Failed(message) => {
+                self.run.observer.finished(&address, phase, elapsed, Some(&message));
+                self.fail(op, message);
+                return;
+            }
+            Outcome::Unrecorded => {
+                // Left unfinished in the graph: the run is stopping, and the next one starts it.
+                self.run.observer.finished(&address, phase, elapsed, Some(NOT_RECORDED));
+                self.report.unrecorded.push(address);
+                return;
+            }
+            Outcome::Created(created, config) => {
+                let rec = ResourceRecord {
+                    address: address.clone(),
+                    kind: change.kind.clone(),
+                    status: Status::Created,
+                    id: Some(created.id),
+                    token: None,
+                    config,
+                    outputs: created.outputs,
+                    dependencies: change.depends_on.clone(),
+                };
+                record(self.state, self.journal, Event::Put(rec));
+            }
+            Outcome::Updated(outputs, config) => {
+                if let Some(prior) = self.state.resources.get(&address).cloned() {
+                    record(
+                        self.state,
+                        self.journal,
+                        Event::Put(ResourceRecord {
+                            config,
+                            outputs,
+                            dependencies: change.depends_on.clone(),
+                            ..prior
+                        }),
+                    );
+                }
+            }
+            Outcome::Deleted => {
+                record(self.state, self.journal, Event::Remove(address.clone()));
+            }
+        }
+        self.run.observer.finished(&address, phase, elapsed, None);
+        if self.graph.complete(op) {
+            *self.report.done.entry(change.action).or_default() += 1;
+        }
+    }
+
+    /// Records `op`'s failure, the root cause of the dependents it skips.
+    fn fail(&mut self, op: usize, message: String) {
+        let plan = self.run.plan;
+        let (address, phase) = self.graph.describe(plan, op);
+        for skipped in self.graph.prune(op) {
+            let (skipped_address, _) = self.graph.describe(plan, skipped);
+            if skipped_address != address && !self.report.skipped.iter().any(|(a, _)| a == &skipped_address) {
+                self.report.skipped.push((skipped_address, address.clone()));
+            }
+        }
+        self.report.failures.push(Failure { address, phase, message });
+    }
+
+    /// Ends the run: counts the operations never started and, when every change was made,
+    /// records the stack outputs.
+    fn conclude(mut self, started: Instant) -> Report {
+        self.report.not_started = self.graph.unfinished_count() + self.lanes.parked();
+        self.report.elapsed = started.elapsed();
+        if self.report.complete() {
+            let outputs = evaluate_outputs(self.run.plan, self.state);
+            if outputs != self.state.outputs {
+                record(self.state, self.journal, Event::Outputs(outputs));
+            }
+        }
+        self.report
     }
 }

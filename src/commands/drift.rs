@@ -6,7 +6,6 @@ use super::Session;
 use crate::error::{CommandError, Exit};
 use crate::plan::drift::{Drift, IgnoreRules};
 use crate::plan::{Action, render};
-use crate::state::Store;
 use miette::Result;
 use serde::Serialize;
 use std::fmt::Write;
@@ -146,43 +145,24 @@ fn worst(reports: &[StackReport]) -> Exit {
     reports.iter().map(|r| r.outcome).max().unwrap_or(Outcome::Clean).exit()
 }
 
-/// What a check reads before it reaches the cloud.
-struct Loaded {
-    stack: crate::stack::Stack,
-    store: Store,
-    graph: crate::graph::ResourceGraph,
-    state: crate::state::store::Loaded,
-    rules: IgnoreRules,
-    ignores_used: Vec<String>,
-}
-
-/// The stack, its state and the ignore rules.
-async fn load(session: &Session, file: &Path, ignore: &[String]) -> Result<Loaded> {
-    let (stack, graph) = session.load_checked(file, false).await?;
-    let store = Store::open(&stack.state)?;
-    let loaded = store.load(&stack.name)?;
-    let mut rules = IgnoreRules::of_stack(&stack);
+/// The stack's ignore rules with the `--ignore` entries added that name one of its resources
+/// (or one in its `state`), and those entries.
+fn ignore_rules(stack: &crate::stack::Stack, state: &crate::state::State, ignore: &[String]) -> (IgnoreRules, Vec<String>) {
+    let mut rules = IgnoreRules::of_stack(stack);
     let addresses: Vec<&str> = stack
         .resources
         .iter()
         .map(|r| r.address.as_str())
-        .chain(loaded.state.resources.keys().map(String::as_str))
+        .chain(state.resources.keys().map(String::as_str))
         .collect();
-    let mut ignores_used = Vec::new();
+    let mut used = Vec::new();
     for entry in ignore {
         if let Some((address, path)) = split_ignore(entry, &addresses) {
             rules.add(address, path);
-            ignores_used.push(entry.clone());
+            used.push(entry.clone());
         }
     }
-    Ok(Loaded {
-        stack,
-        store,
-        graph,
-        state: loaded,
-        rules,
-        ignores_used,
-    })
+    (rules, used)
 }
 
 /// Splits `ADDR[.ATTR]` at the longest address of the stack it starts with.
@@ -224,16 +204,12 @@ async fn check(session: &Session, file: &Path, ignore: &[String]) -> StackReport
 
 /// Loads, reads and compares one stack into `report`.
 async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report: &mut StackReport) -> Result<()> {
-    let Loaded {
-        stack,
-        store,
-        graph,
-        state: loaded,
-        rules,
-        ignores_used,
-    } = load(session, file, ignore).await?;
+    let (stack, graph) = session.load_checked(file, false).await?;
+    let store = super::open_store(&stack.state)?;
+    let loaded = store.load(&stack.name)?;
+    let (rules, ignores_used) = ignore_rules(&stack, &loaded.state, ignore);
     report.stack = stack.name.clone();
-    report.state = Some(format!("{} ({})", stack.state.location(), stack.state.backend));
+    report.state = Some(format!("{} ({})", stack.state.location(), stack.state.name()));
     report.ignores_used = ignores_used;
     report.apply_in_progress = store.holder().map(|h| {
         format!(

@@ -22,10 +22,10 @@ use crate::plan::drift::{Drift, IgnoreRules, ReadError};
 use crate::plan::{Action, Mode, Plan};
 use crate::provider::budget::Budgets;
 use crate::provider::{Cloud, Registry};
-use crate::stack::{Stack, StateSettings};
+use crate::stack::Stack;
 use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
-use crate::state::{Held, LocalStore, StateError, Store};
+use crate::state::{Access, Backend, Held, LocalStore, StateError, Store};
 use miette::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -120,6 +120,21 @@ fn sample(items: impl ExactSizeIterator<Item = String>) -> String {
     } else {
         shown.join(", ")
     }
+}
+
+/// The state store `settings` name, handed what a remote one needs of the providers (the state
+/// layer reaches none): GCS takes the GCP provider's root URL, credentials and wording of an
+/// answer that is not the API's.
+fn open_store(settings: &Backend) -> Result<Store, StateError> {
+    let access = Access {
+        #[cfg(feature = "gcp")]
+        gcp_root_url: crate::provider::gcp::root_url,
+        #[cfg(feature = "gcp")]
+        gcp_credentials: crate::provider::gcp::credentials,
+        #[cfg(feature = "gcp")]
+        not_the_api: crate::provider::not_the_api,
+    };
+    Store::open(settings, &access)
 }
 
 /// A run's state that its remote store would not take (down, throttled, or changed by someone
@@ -278,25 +293,22 @@ impl Session {
     }
 
     /// Says which stack and which state the command uses.
-    pub fn announce(&self, stack: &str, file: &str, state: &StateSettings) {
-        self.printer.info(&format!(
-            "stack `{stack}` ({file}) · state {} ({})",
-            state.location(),
-            state.backend
-        ));
+    pub fn announce(&self, stack: &str, file: &str, state: &Backend) {
+        self.printer
+            .info(&format!("stack `{stack}` ({file}) · state {} ({})", state.location(), state.name()));
     }
 
     /// Takes the state lock and loads the state, reporting a stale lock taken over. A write
     /// (`Exclusive`) is refused while an earlier run's rescue file waits to be pushed.
     pub fn open_state(
         &self,
-        settings: &StateSettings,
+        settings: &Backend,
         stack: &str,
         file: &str,
         mode: LockMode,
         operation: &str,
     ) -> Result<(Store, Held, Loaded)> {
-        let store = Store::open(settings)?;
+        let store = open_store(settings)?;
         let (lock, stale) = store.lock(mode, operation, self.global.lock_timeout)?;
         if let Some(info) = stale
             && mode == LockMode::Exclusive
@@ -305,13 +317,13 @@ impl Session {
                 .warn(&format!("took over a stale lock: {info} — that process no longer exists"));
         }
         let loaded = store.load(stack)?;
-        if settings.backend != "local" && !loaded.existed && settings.path.exists() {
+        if !matches!(settings, Backend::Local { .. }) && !loaded.existed && settings.path().exists() {
             // Starting an empty remote state beside a local one would make every resource again.
             return Err(CommandError::new(
                 format!(
                     "`{}` has no state yet, but the local state `{}` does: forge will not start an empty one beside it",
                     settings.location(),
-                    settings.path.display()
+                    settings.path().display()
                 ),
                 format!("move it to the bucket with `forge state push {file}`, or keep `[state] backend = \"local\"` for this stack"),
             )

@@ -4,18 +4,18 @@ use super::Session;
 use crate::cli::StateCommand;
 use crate::error::{CommandError, Exit};
 use crate::schema::suggestion;
+use crate::stack::Stack;
 use crate::state::lock::LockMode;
-use crate::state::{Event, LocalStore, Store};
+use crate::state::store::Loaded;
+use crate::state::{Backend, Event, Held, LocalStore, Store};
 use miette::Result;
+use std::path::Path;
 
 /// Runs a `forge state` subcommand.
 pub(super) fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
     match cmd {
         StateCommand::List { file } => {
-            let (stack, _) = session.load(&file)?;
-            session.announce(&stack.name, &stack.source.name, &stack.state);
-            let (_store, _lock, loaded) =
-                session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "state list")?;
+            let (_store, _lock, loaded) = open(session, &file, LockMode::Shared, "state list")?;
             for r in loaded.state.resources.values() {
                 println!(
                     "{}\t{}\t{}\t{}",
@@ -28,19 +28,13 @@ pub(super) fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         StateCommand::Show { file, address } => {
-            let (stack, _) = session.load(&file)?;
-            session.announce(&stack.name, &stack.source.name, &stack.state);
-            let (_store, _lock, loaded) =
-                session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "state show")?;
+            let (_store, _lock, loaded) = open(session, &file, LockMode::Shared, "state show")?;
             let record = find(&loaded.state, &address)?;
             println!("{}", serde_json::to_string_pretty(record).expect("json"));
             Ok(Exit::Ok)
         }
         StateCommand::Rm { file, address } => {
-            let (stack, _) = session.load(&file)?;
-            session.announce(&stack.name, &stack.source.name, &stack.state);
-            let (store, _lock, loaded) =
-                session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "state rm")?;
+            let (store, _lock, loaded) = open(session, &file, LockMode::Exclusive, "state rm")?;
             let mut state = loaded.state;
             let id = find(&state, &address)?.id.clone();
             store.record(&mut state, vec![Event::Remove(address.clone())])?;
@@ -52,15 +46,27 @@ pub(super) fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         StateCommand::Unlock { file, lock_id, force } => {
-            let (stack, _) = session.load(&file)?;
-            session.announce(&stack.name, &stack.source.name, &stack.state);
-            let info = Store::open(&stack.state)?.unlock(&lock_id, force)?;
+            let stack = announced(session, &file)?;
+            let info = super::open_store(&stack.state)?.unlock(&lock_id, force)?;
             session.printer.info(&format!("Released the lock held by {info}."));
             Ok(Exit::Ok)
         }
         StateCommand::Push { file, from } => copy(session, &file, Direction::Push, from),
         StateCommand::Pull { file } => copy(session, &file, Direction::Pull, None),
     }
+}
+
+/// The stack in `file`, once it is said which stack and state the command works on.
+fn announced(session: &Session, file: &Path) -> Result<Stack> {
+    let (stack, _) = session.load(file)?;
+    session.announce(&stack.name, &stack.source.name, &stack.state);
+    Ok(stack)
+}
+
+/// The state of the stack in `file` ([`announced`]), locked (`mode`) for `operation` and loaded.
+fn open(session: &Session, file: &Path, mode: LockMode, operation: &str) -> Result<(Store, Held, Loaded)> {
+    let stack = announced(session, file)?;
+    session.open_state(&stack.state, &stack.name, &stack.source.name, mode, operation)
 }
 
 /// Which way `state push|pull` copies.
@@ -75,10 +81,9 @@ enum Direction {
 /// Copies the state between the local file (`from`, else `[state] path`) and the remote
 /// backend, both locked, refusing to overwrite a state of another lineage or with a newer
 /// serial. A pushed rescue file is removed.
-fn copy(session: &Session, file: &std::path::Path, direction: Direction, from: Option<std::path::PathBuf>) -> Result<Exit> {
-    let (stack, _) = session.load(file)?;
-    session.announce(&stack.name, &stack.source.name, &stack.state);
-    if stack.state.backend == "local" {
+fn copy(session: &Session, file: &Path, direction: Direction, from: Option<std::path::PathBuf>) -> Result<Exit> {
+    let stack = announced(session, file)?;
+    if matches!(stack.state, Backend::Local { .. }) {
         return Err(CommandError::new(
             format!(
                 "`{}` keeps its state locally: there is no remote state to copy to or from",
@@ -88,9 +93,9 @@ fn copy(session: &Session, file: &std::path::Path, direction: Direction, from: O
         )
         .into());
     }
-    let local_path = from.unwrap_or_else(|| stack.state.path.clone());
+    let local_path = from.unwrap_or_else(|| stack.state.path().to_owned());
     let local = Store::Local(LocalStore::new(&local_path));
-    let remote = Store::open(&stack.state)?;
+    let remote = super::open_store(&stack.state)?;
     let (from, to, from_name, to_name) = match direction {
         Direction::Push => (&local, &remote, local_path.display().to_string(), stack.state.location()),
         Direction::Pull => (&remote, &local, stack.state.location(), local_path.display().to_string()),

@@ -6,13 +6,13 @@ pub mod drift;
 pub mod render;
 
 use crate::graph::ResourceGraph;
-use crate::provider::Registry;
-use crate::stack::{Stack, StackError, StateSettings};
-use crate::state::{ResourceRecord, State, Status};
+use crate::provider::{Kind, Registry};
+use crate::stack::{Stack, StackError};
+use crate::state::{Backend, ResourceRecord, State, Status};
 use crate::template::{self, Reference};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
 
 /// The plan file format this forge writes and reads.
@@ -95,7 +95,7 @@ pub struct Plan {
     /// The stack file the plan was made from.
     pub stack_file: String,
     /// Where the state lives.
-    pub state: StateSettings,
+    pub state: Backend,
     /// The state's lineage when planned (`None`: there was no state).
     pub state_lineage: Option<Uuid>,
     /// The state's serial when planned.
@@ -189,75 +189,17 @@ pub fn plan(
     if mode == Mode::Apply {
         check_bundles(stack, state)?;
     }
-    let gone = drift.gone();
-    let mut changes = Vec::new();
-    let mut unchanged = 0;
-    let mut dependency_updates = BTreeMap::new();
-    let mut planned: HashMap<&str, Planned> = HashMap::with_capacity(stack.resources.len());
-    if mode == Mode::Apply {
-        for &i in graph.order() {
-            let r = &stack.resources[i];
-            let kind = registry.get(&r.kind).expect("kinds are checked when the stack loads");
-            let after = template::evaluate(&r.config, &mut |reference| lookup(&planned, reference)).map_err(|e| {
-                stack.source.error(
-                    Some(r.span.clone()),
-                    format!("cannot evaluate `{}` in `{}`", e.reference, r.address),
-                    "in this block",
-                    Some(e.message),
-                )
-            })?;
-            if let Some(field) = crate::schema::mistyped(kind.spec().fields, &after) {
-                return Err(stack.source.error(
-                    Some(r.span.clone()),
-                    format!(
-                        "`{}.{}` must be {}, not {}",
-                        r.address,
-                        field.name,
-                        field.ty.describe(),
-                        crate::schema::describe(&after[field.name])
-                    ),
-                    "in this block",
-                    Some("the value comes from a reference; point it at an attribute of the right type".into()),
-                ));
-            }
-            let prior = state.resources.get(&r.address).filter(|_| !gone.contains(&r.address));
-            let live = prior.and_then(|p| {
-                Some(ResourceRecord {
-                    config: drift.live_config(p, registry)?,
-                    ..p.clone()
-                })
-            });
-            let mut change = diff::classify(r, kind.as_ref(), live.as_ref().or(prior), &after);
-            if let Some(c) = change.as_mut() {
-                if gone.contains(&r.address) {
-                    c.reason = Some("deleted outside forge".into());
-                } else if live.is_some() {
-                    c.reason = Some("changed outside forge: brought back to the stack's values".into());
-                }
-            }
-            let outputs = match (&change, prior) {
-                (None, Some(p)) => p.outputs.clone(),
-                (Some(c), Some(p)) if c.action == Action::Update => kind.planned_outputs(&after, Some(&p.outputs)),
-                _ => kind.planned_outputs(&after, None),
-            };
-            planned.insert(&r.address, Planned { config: after, outputs });
-            match change {
-                Some(c) => changes.push(c),
-                None => {
-                    unchanged += 1;
-                    if let Some(p) = prior.filter(|p| p.dependencies != r.depends_on) {
-                        dependency_updates.insert(p.address.clone(), r.depends_on.clone());
-                    }
-                }
-            }
-        }
-    }
+    let DeclaredChanges {
+        mut changes,
+        unchanged,
+        dependency_updates,
+    } = if mode == Mode::Apply {
+        plan_declared(stack, graph, state, registry, drift)?
+    } else {
+        DeclaredChanges::default()
+    };
     changes.extend(deletes(stack, state, mode));
-    // Only an object that was made (not an interrupted create) can hold data.
-    for c in changes.iter_mut().filter(|c| matches!(c.action, Action::Replace | Action::Delete)) {
-        let made = state.resources.get(&c.address).is_some_and(|r| r.status == Status::Created);
-        c.destroys_data = made && registry.get(&c.kind).is_some_and(|k| k.holds_data());
-    }
+    mark_data_losses(&mut changes, state, registry);
     Ok(Plan {
         format_version: PLAN_FORMAT,
         mode,
@@ -303,6 +245,147 @@ fn check_bundles(stack: &Stack, state: &State) -> Result<(), StackError> {
         }
     }
     Ok(())
+}
+
+/// What planning the declared resources found (see [`plan_declared`]).
+#[derive(Default)]
+struct DeclaredChanges {
+    /// Creates, updates and replaces, in dependency order.
+    changes: Vec<Change>,
+    /// Resources that need nothing.
+    unchanged: usize,
+    /// Unchanged resources whose recorded dependencies differ from the stack's.
+    dependency_updates: BTreeMap<String, Vec<String>>,
+}
+
+impl DeclaredChanges {
+    /// Adds one resource's change, or counts it unchanged (noting a `depends_on` edit).
+    fn add(&mut self, r: &crate::stack::Resource, change: Option<Change>, prior: Option<&ResourceRecord>) {
+        match change {
+            Some(c) => self.changes.push(c),
+            None => {
+                self.unchanged += 1;
+                if let Some(p) = prior.filter(|p| p.dependencies != r.depends_on) {
+                    self.dependency_updates.insert(p.address.clone(), r.depends_on.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Plans every declared resource in dependency order, so each one's references resolve against
+/// what the resources before it will be after apply.
+fn plan_declared(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    state: &State,
+    registry: &Registry,
+    drift: &drift::Drift,
+) -> Result<DeclaredChanges, StackError> {
+    let mut planner = Planner {
+        stack,
+        state,
+        registry,
+        drift,
+        gone: drift.gone(),
+        planned: HashMap::with_capacity(stack.resources.len()),
+    };
+    let mut declared = DeclaredChanges::default();
+    for &i in graph.order() {
+        let r = &stack.resources[i];
+        let (change, prior) = planner.plan_resource(r)?;
+        declared.add(r, change, prior);
+    }
+    Ok(declared)
+}
+
+/// What planning one declared resource reads, and the resources planned before it.
+struct Planner<'a> {
+    stack: &'a Stack,
+    state: &'a State,
+    registry: &'a Registry,
+    drift: &'a drift::Drift,
+    /// Addresses the refresh found deleted outside forge.
+    gone: BTreeSet<String>,
+    /// The resources planned so far, as they will be after apply.
+    planned: HashMap<&'a str, Planned>,
+}
+
+impl<'a> Planner<'a> {
+    /// Plans `r`: its change (none when it needs nothing) and its record (none when it was never
+    /// made or is gone); `r` joins the planned resources later ones refer to.
+    fn plan_resource(&mut self, r: &'a crate::stack::Resource) -> Result<(Option<Change>, Option<&'a ResourceRecord>), StackError> {
+        let kind = self.registry.get(&r.kind).expect("kinds are checked when the stack loads");
+        let after = self.desired_config(r, kind.as_ref())?;
+        let state: &'a State = self.state;
+        let prior = state.resources.get(&r.address).filter(|_| !self.gone.contains(&r.address));
+        let change = self.change(r, kind.as_ref(), prior, &after);
+        let outputs = match (&change, prior) {
+            (None, Some(p)) => p.outputs.clone(),
+            (Some(c), Some(p)) if c.action == Action::Update => kind.planned_outputs(&after, Some(&p.outputs)),
+            _ => kind.planned_outputs(&after, None),
+        };
+        self.planned.insert(&r.address, Planned { config: after, outputs });
+        Ok((change, prior))
+    }
+
+    /// `r`'s config with its references resolved against the resources planned before it,
+    /// checked against the field types of its kind.
+    fn desired_config(&self, r: &crate::stack::Resource, kind: &dyn Kind) -> Result<Value, StackError> {
+        let stack = self.stack;
+        let after = template::evaluate(&r.config, &mut |reference| lookup(&self.planned, reference)).map_err(|e| {
+            stack.source.error(
+                Some(r.span.clone()),
+                format!("cannot evaluate `{}` in `{}`", e.reference, r.address),
+                "in this block",
+                Some(e.message),
+            )
+        })?;
+        if let Some(field) = crate::schema::mistyped(kind.spec().fields, &after) {
+            return Err(stack.source.error(
+                Some(r.span.clone()),
+                format!(
+                    "`{}.{}` must be {}, not {}",
+                    r.address,
+                    field.name,
+                    field.ty.describe(),
+                    crate::schema::describe(&after[field.name])
+                ),
+                "in this block",
+                Some("the value comes from a reference; point it at an attribute of the right type".into()),
+            ));
+        }
+        Ok(after)
+    }
+
+    /// `r`'s change from its record, or from its live values when it changed outside forge,
+    /// with the reason when drift caused it.
+    fn change(&self, r: &crate::stack::Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, after: &Value) -> Option<Change> {
+        let live = prior.and_then(|p| {
+            Some(ResourceRecord {
+                config: self.drift.live_config(p, self.registry)?,
+                ..p.clone()
+            })
+        });
+        let mut change = diff::classify(r, kind, live.as_ref().or(prior), after);
+        if let Some(c) = change.as_mut() {
+            if self.gone.contains(&r.address) {
+                c.reason = Some("deleted outside forge".into());
+            } else if live.is_some() {
+                c.reason = Some("changed outside forge: brought back to the stack's values".into());
+            }
+        }
+        change
+    }
+}
+
+/// Marks the replaces and deletes that destroy data (see [`Change::destroys_data`]).
+fn mark_data_losses(changes: &mut [Change], state: &State, registry: &Registry) {
+    // Only an object that was made (not an interrupted create) can hold data.
+    for c in changes.iter_mut().filter(|c| matches!(c.action, Action::Replace | Action::Delete)) {
+        let made = state.resources.get(&c.address).is_some_and(|r| r.status == Status::Created);
+        c.destroys_data = made && registry.get(&c.kind).is_some_and(|k| k.holds_data());
+    }
 }
 
 /// Deletes for recorded resources the stack no longer declares (all of them when destroying),

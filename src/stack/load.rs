@@ -1,11 +1,12 @@
 //! Reading and checking a stack file. Every error names the file, line and key.
 
 use super::diagnostic::{SourceFile, StackError};
-use super::{Resource, Stack, StateSettings};
+use super::{Resource, Stack};
 use crate::components::{self, Component, Input};
 use crate::facts::{Facts, Needs};
 use crate::provider::Registry;
 use crate::schema::{Field, FieldType, describe, mistyped, suggestion, timeout_problem};
+use crate::state::Backend;
 use crate::template::{self, Reference};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -72,6 +73,36 @@ const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
     ),
 ];
 
+/// The local state file of stack `name` by default: `state/<name>.json`.
+fn default_state_path(name: &str) -> PathBuf {
+    PathBuf::from(format!("state/{name}.json"))
+}
+
+/// What a remote state takes from the provider settings: an S3 bucket's region (unless
+/// `[state] region` gives it) from `[aws] region`; a GCS bucket's project and endpoint from
+/// `[gcp] project` and `endpoints.storage`.
+fn provider_settings(state: &mut Backend, providers: &BTreeMap<String, Value>) {
+    let setting = |provider: &str, pointer: &str| {
+        providers
+            .get(provider)
+            .and_then(|p| p.pointer(pointer))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match state {
+        Backend::S3 { region, .. } => {
+            if region.is_none() {
+                *region = setting("aws", "/region");
+            }
+        }
+        Backend::Gcs { project, endpoint, .. } => {
+            *project = setting("gcp", "/project");
+            *endpoint = setting("gcp", "/endpoints/storage");
+        }
+        Backend::Local { .. } => {}
+    }
+}
+
 /// Reads and checks the stack file at `path`, with `--var` overrides; `facts` answers the
 /// components' questions about instance types (see [`Facts`]). [`parse`] and
 /// [`Parsed::finish`] in one, for commands that ask the clouds nothing.
@@ -129,7 +160,7 @@ pub struct Parsed {
     name: String,
     description: Option<String>,
     providers: BTreeMap<String, Value>,
-    state: StateSettings,
+    state: Backend,
     /// `[outputs]` as written, checked after the resources as always.
     outputs: Option<Outputs>,
     blocks: Vec<Block>,
@@ -182,12 +213,21 @@ struct Loader<'a> {
 #[derive(Clone)]
 struct PendingComponent {
     component: &'static Component,
-    address: String,
-    config: Value,
-    spans: Spans,
-    header: Range<usize>,
-    explicit_deps: Vec<(String, Range<usize>)>,
-    ignore_changes: Vec<String>,
+    /// The block as written (its kind the component's name).
+    block: Block,
+}
+
+/// A block section as written: its key, its type (`null`, `eks`) and its table of named blocks.
+type BlockSection<'t> = (&'t Spanned<std::borrow::Cow<'t, str>>, &'t str, &'t Spanned<DeValue<'t>>);
+
+/// The sections of a stack file but `[stack]`: the providers, `[state]` and `[vars]` read;
+/// `[outputs]` and the block sections kept as written, for after the `--var` overrides.
+struct Sections<'t> {
+    providers: BTreeMap<String, Value>,
+    state: Backend,
+    vars: Map<String, Value>,
+    outputs: Option<&'t Spanned<DeValue<'t>>>,
+    blocks: Vec<BlockSection<'t>>,
 }
 
 /// A block as parsed, before references are checked.
@@ -210,8 +250,55 @@ impl Loader<'_> {
         self.file.error(Some(span), message, label, Some(help.into()))
     }
 
+    /// The stack file's text, read and checked up to the components' expansion.
     fn parse(&self, text: &str, overrides: &[(String, String)]) -> Result<Parsed, StackError> {
-        let root = DeTable::parse(text).map_err(|e| {
+        let root = self.parse_toml(text)?;
+        let root = root.get_ref();
+
+        let Some((_, stack_section)) = root.iter().find(|(k, _)| k.get_ref() == "stack") else {
+            return Err(self.file.error(
+                Some(0..0),
+                "the stack file has no `[stack]` section",
+                "expected `[stack]` with a `name`",
+                Some("start the file with:\n[stack]\nname = \"my-cluster\"".into()),
+            ));
+        };
+        let (name, description) = self.stack_section(stack_section)?;
+
+        let Sections {
+            providers,
+            state,
+            mut vars,
+            outputs,
+            blocks: block_sections,
+        } = self.sections(root, &name)?;
+        self.apply_overrides(&mut vars, overrides)?;
+
+        let mut blocks = Vec::new();
+        let mut pending = Vec::new();
+        for (key, block_type, value) in block_sections {
+            let written = self.block_section(key, block_type, value, &vars)?;
+            match components::find(block_type) {
+                Some(component) => pending.extend(written.into_iter().map(|block| PendingComponent { component, block })),
+                None => blocks.extend(written),
+            }
+        }
+        let outputs = outputs.map(|section| self.outputs_section(section, vars)).transpose()?;
+        Ok(Parsed {
+            file: self.file.clone(),
+            name,
+            description,
+            providers,
+            state,
+            outputs,
+            blocks,
+            pending,
+        })
+    }
+
+    /// The file as a TOML table, or an error at what is not TOML (a key declared twice).
+    fn parse_toml<'t>(&self, text: &'t str) -> Result<Spanned<DeTable<'t>>, StackError> {
+        DeTable::parse(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             if e.message().contains("duplicate key") {
                 let key = text.get(span.clone()).unwrap_or_default();
@@ -228,158 +315,138 @@ impl Loader<'_> {
                 "here",
                 Some("fix the TOML syntax; see docs/stack-format.md".into()),
             )
-        })?;
-        let root = root.get_ref();
+        })
+    }
 
-        let Some((_, stack_section)) = root.iter().find(|(k, _)| k.get_ref() == "stack") else {
-            return Err(self.file.error(
-                Some(0..0),
-                "the stack file has no `[stack]` section",
-                "expected `[stack]` with a `name`",
-                Some("start the file with:\n[stack]\nname = \"my-cluster\"".into()),
-            ));
+    /// The sections but `[stack]`, in file order (see [`Sections`]); `name` is the stack's.
+    fn sections<'t>(&self, root: &'t DeTable<'t>, name: &str) -> Result<Sections<'t>, StackError> {
+        let mut sections = Sections {
+            providers: BTreeMap::new(),
+            state: Backend::Local {
+                path: default_state_path(name),
+            },
+            vars: Map::new(),
+            outputs: None,
+            blocks: Vec::new(),
         };
-        let (name, description) = self.stack_section(stack_section)?;
-
-        let mut providers = BTreeMap::new();
-        let mut state = StateSettings::local(PathBuf::from(format!("state/{name}.json")));
-        let mut vars = Map::new();
-        let mut outputs_section = None;
-        let mut block_sections = Vec::new();
         for (key, value) in root.iter() {
             match key.get_ref().as_ref() {
                 "stack" => {}
                 provider @ ("aws" | "gcp") => {
-                    providers.insert(provider.to_owned(), self.provider_section(provider, value)?);
+                    sections
+                        .providers
+                        .insert(provider.to_owned(), self.provider_section(provider, value)?);
                 }
-                "state" => state = self.state_section(value, &name)?,
+                "state" => sections.state = self.state_section(value, name)?,
                 "vars" => {
                     self.table(value, "vars", "write `[vars]` with `name = default` lines")?;
-                    vars = self.to_json(value, "")?.0.as_object().cloned().unwrap_or_default();
+                    sections.vars = self.to_json(value, "")?.0.as_object().cloned().unwrap_or_default();
                 }
-                "outputs" => outputs_section = Some(value),
-                block_type => block_sections.push((key, block_type, value)),
+                "outputs" => sections.outputs = Some(value),
+                block_type => sections.blocks.push((key, block_type, value)),
             }
         }
-        let provider_setting = |provider: &str, pointer: &str| {
-            providers
-                .get(provider)
-                .and_then(|p| p.pointer(pointer))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        match state.backend.as_str() {
-            "s3" if state.region.is_none() => state.region = provider_setting("aws", "/region"),
-            "gcs" => {
-                state.project = provider_setting("gcp", "/project");
-                state.endpoint = provider_setting("gcp", "/endpoints/storage");
-            }
-            _ => {}
-        }
-        self.apply_overrides(&mut vars, overrides)?;
+        provider_settings(&mut sections.state, &sections.providers);
+        Ok(sections)
+    }
 
-        let mut blocks = Vec::new();
-        let mut pending = Vec::new();
-        for (key, block_type, value) in block_sections {
-            let kind_fields = self.registry.get(block_type).map(|k| k.spec().fields);
-            let comp = components::find(block_type);
-            if kind_fields.is_none() && comp.is_none() {
-                let known: Vec<&str> = SECTIONS
-                    .iter()
-                    .copied()
-                    .chain(self.registry.names())
-                    .chain(components::builtin().iter().map(|c| c.name))
-                    .collect();
-                return Err(self.err(
-                    key.span(),
-                    format!("unknown section `{block_type}`"),
-                    "not a section, resource kind or component",
-                    suggestion(block_type, &known),
-                ));
-            }
-            let DeValue::Table(named) = value.get_ref() else {
-                return Err(self.err(
-                    value.span(),
-                    format!("`{block_type}` must hold named blocks"),
-                    "expected a table",
-                    format!("write `[{block_type}.<name>]`"),
-                ));
-            };
-            for (block_name, body) in named.iter() {
-                let address = format!("{block_type}.{}", block_name.get_ref());
-                self.check_block_name(block_name)?;
-                let header = block_name.span();
-                let body_table = self.table(body, &address, &format!("write `[{address}]` followed by its attributes"))?;
-                let fields = kind_fields.or(comp.map(|c| c.schema)).unwrap_or_default();
-                let (explicit_deps, ignore_changes) =
-                    self.check_attributes(&address, body_table, header.clone(), fields, comp.is_none())?;
-                let (mut config, spans) = self.to_json(body, "")?;
-                if let Some(map) = config.as_object_mut() {
-                    for meta in META_KEYS {
-                        map.remove(*meta);
-                    }
-                }
-                let config = self.substitute_vars(&config, &spans, &vars)?;
-                if let Some(field) = mistyped(fields, &config) {
-                    return Err(self.err(
-                        spans.get(&format!("/{}", field.name)).cloned().unwrap_or(header.clone()),
-                        format!(
-                            "`{address}.{}` must be {}, not {}",
-                            field.name,
-                            field.ty.describe(),
-                            describe(&config[field.name])
-                        ),
-                        format!("expected {} once variables are substituted", field.ty.describe()),
-                        "check the variable's value (its default or `--var`)",
-                    ));
-                }
-                self.check_timeouts(&address, &config, &spans)?;
-                let config = self.read_files(&address, config, &spans, fields)?;
-                match comp {
-                    Some(component) => pending.push(PendingComponent {
-                        component,
-                        address,
-                        config,
-                        spans,
-                        header,
-                        explicit_deps,
-                        ignore_changes,
-                    }),
-                    None => blocks.push(Block {
-                        address,
-                        kind: block_type.to_owned(),
-                        config,
-                        explicit_deps,
-                        ignore_changes,
-                        spans,
-                        span: header,
-                        generated: false,
-                    }),
-                }
+    /// A block section (`[null.a]`, `[eks.main]`, …): each named block it holds, checked
+    /// against its kind's or component's schema.
+    fn block_section(
+        &self,
+        key: &Spanned<std::borrow::Cow<str>>,
+        block_type: &str,
+        value: &Spanned<DeValue>,
+        vars: &Map<String, Value>,
+    ) -> Result<Vec<Block>, StackError> {
+        let kind_fields = self.registry.get(block_type).map(|k| k.spec().fields);
+        let comp = components::find(block_type);
+        let Some(fields) = kind_fields.or(comp.map(|c| c.schema)) else {
+            let known: Vec<&str> = SECTIONS
+                .iter()
+                .copied()
+                .chain(self.registry.names())
+                .chain(components::builtin().iter().map(|c| c.name))
+                .collect();
+            return Err(self.err(
+                key.span(),
+                format!("unknown section `{block_type}`"),
+                "not a section, resource kind or component",
+                suggestion(block_type, &known),
+            ));
+        };
+        let DeValue::Table(named) = value.get_ref() else {
+            return Err(self.err(
+                value.span(),
+                format!("`{block_type}` must hold named blocks"),
+                "expected a table",
+                format!("write `[{block_type}.<name>]`"),
+            ));
+        };
+        named
+            .iter()
+            .map(|(block_name, body)| self.written_block(block_type, block_name, body, fields, comp.is_none(), vars))
+            .collect()
+    }
+
+    /// One written block of a section whose schema is `fields` (a resource kind's when
+    /// `of_kind`, else a component's): keys and types checked, variables substituted, files read.
+    fn written_block(
+        &self,
+        block_type: &str,
+        block_name: &Spanned<std::borrow::Cow<str>>,
+        body: &Spanned<DeValue>,
+        fields: &[Field],
+        of_kind: bool,
+        vars: &Map<String, Value>,
+    ) -> Result<Block, StackError> {
+        let address = format!("{block_type}.{}", block_name.get_ref());
+        self.check_block_name(block_name)?;
+        let header = block_name.span();
+        let body_table = self.table(body, &address, &format!("write `[{address}]` followed by its attributes"))?;
+        let (explicit_deps, ignore_changes) = self.check_attributes(&address, body_table, header.clone(), fields, of_kind)?;
+        let (mut config, spans) = self.to_json(body, "")?;
+        if let Some(map) = config.as_object_mut() {
+            for meta in META_KEYS {
+                map.remove(*meta);
             }
         }
+        let config = self.substitute_vars(&config, &spans, vars)?;
+        if let Some(field) = mistyped(fields, &config) {
+            return Err(self.err(
+                spans.get(&format!("/{}", field.name)).cloned().unwrap_or(header.clone()),
+                format!(
+                    "`{address}.{}` must be {}, not {}",
+                    field.name,
+                    field.ty.describe(),
+                    describe(&config[field.name])
+                ),
+                format!("expected {} once variables are substituted", field.ty.describe()),
+                "check the variable's value (its default or `--var`)",
+            ));
+        }
+        self.check_timeouts(&address, &config, &spans)?;
+        let config = self.read_files(&address, config, &spans, fields)?;
+        Ok(Block {
+            address,
+            kind: block_type.to_owned(),
+            config,
+            explicit_deps,
+            ignore_changes,
+            spans,
+            span: header,
+            generated: false,
+        })
+    }
 
-        let outputs = match outputs_section {
-            Some(section) => {
-                let (json, spans) = self.to_json(section, "")?;
-                Some(Outputs {
-                    json,
-                    spans,
-                    span: section.span(),
-                    vars,
-                })
-            }
-            None => None,
-        };
-        Ok(Parsed {
-            file: self.file.clone(),
-            name,
-            description,
-            providers,
-            state,
-            outputs,
-            blocks,
-            pending,
+    /// `[outputs]` as written, with the variables its templates may use.
+    fn outputs_section(&self, section: &Spanned<DeValue>, vars: Map<String, Value>) -> Result<Outputs, StackError> {
+        let (json, spans) = self.to_json(section, "")?;
+        Ok(Outputs {
+            json,
+            spans,
+            span: section.span(),
+            vars,
         })
     }
 
@@ -399,12 +466,12 @@ impl Loader<'_> {
         let mut components: HashMap<String, Map<String, Value>> = HashMap::new();
         let written: BTreeMap<String, Map<String, Value>> = pending
             .iter()
-            .map(|p| (p.address.clone(), p.config.as_object().cloned().unwrap_or_default()))
+            .map(|p| (p.block.address.clone(), p.block.config.as_object().cloned().unwrap_or_default()))
             .collect();
         let mut readiness = Vec::new();
         for p in pending {
             let expanded = self.expand(p, providers, &written, facts)?;
-            components.insert(p.address.clone(), expanded.outputs);
+            components.insert(p.block.address.clone(), expanded.outputs);
             blocks.extend(expanded.blocks);
             readiness.extend(expanded.ready);
         }
@@ -546,16 +613,61 @@ impl Loader<'_> {
         Ok(self.to_json(section, "")?.0)
     }
 
-    fn state_section(&self, section: &Spanned<DeValue>, stack_name: &str) -> Result<StateSettings, StackError> {
+    /// `[state]`: the backend and its keys (`stack_name` names the default file and key). The
+    /// settings a remote state takes from `[aws]` / `[gcp]`, [`provider_settings`] adds.
+    fn state_section(&self, section: &Spanned<DeValue>, stack_name: &str) -> Result<Backend, StackError> {
         let table = self.table(
             section,
             "state",
             "write `[state]` with `backend` and `path`, or `backend = \"s3\"` (or `\"gcs\"`) and `bucket`",
         )?;
         self.known_keys("state", table, STATE_KEYS)?;
-        let mut settings = StateSettings::local(PathBuf::from(format!("state/{stack_name}.json")));
-        // GCS's `prefix`: it only names the key.
-        let mut prefix = None;
+        let mut values = self.state_values(table)?;
+        let backend = values.remove("backend").unwrap_or_else(|| "local".to_owned());
+        self.check_state_owners(table, &backend)?;
+        let path = values.remove("path").map_or_else(|| default_state_path(stack_name), PathBuf::from);
+        if backend == "local" {
+            return Ok(Backend::Local { path });
+        }
+        let Some(bucket) = values.remove("bucket") else {
+            return Err(self.err(
+                section.span(),
+                format!("`[state] backend = \"{backend}\"` needs a `bucket`"),
+                "no bucket",
+                "add `bucket = \"my-team-forge-state\"`: an existing bucket, with versioning on to keep every snapshot",
+            ));
+        };
+        // GCS's `prefix` only names the key.
+        let key = match (values.remove("key"), values.remove("prefix")) {
+            (Some(key), _) => key,
+            (None, Some(prefix)) => format!("{}/state.json", prefix.trim_end_matches('/')),
+            (None, None) => format!("{stack_name}/state.json"),
+        };
+        Ok(match backend.as_str() {
+            "s3" => Backend::S3 {
+                path,
+                bucket,
+                key,
+                region: values.remove("region"),
+                kms_key_id: values.remove("kms_key_id"),
+                lease: values.remove("lease"),
+            },
+            _ => Backend::Gcs {
+                path,
+                bucket,
+                key,
+                kms_key_name: values.remove("kms_key_name"),
+                project: None,
+                endpoint: None,
+                lease: values.remove("lease"),
+            },
+        })
+    }
+
+    /// The `[state]` values by key, each checked on its own: a string, a backend forge has, a
+    /// path that is not empty, a lease that is a duration.
+    fn state_values(&self, table: &DeTable) -> Result<HashMap<String, String>, StackError> {
+        let mut values = HashMap::new();
         for (key, value) in table.iter() {
             let DeValue::String(s) = value.get_ref() else {
                 return Err(self.err(
@@ -565,7 +677,6 @@ impl Loader<'_> {
                     "write it in quotes",
                 ));
             };
-            let text = Some(s.as_ref().to_owned());
             match key.get_ref().as_ref() {
                 "backend" if !BACKENDS.contains(&s.as_ref()) => {
                     return Err(self.err(
@@ -575,7 +686,6 @@ impl Loader<'_> {
                         format!("use one of: {}", BACKENDS.join(", ")),
                     ));
                 }
-                "backend" => settings.backend = s.as_ref().to_owned(),
                 "path" if s.is_empty() => {
                     return Err(self.err(
                         value.span(),
@@ -584,13 +694,6 @@ impl Loader<'_> {
                         "give a file path such as `state/my-stack.json`",
                     ));
                 }
-                "path" => settings.path = PathBuf::from(s.as_ref()),
-                "bucket" => settings.bucket = text,
-                "key" => settings.key = text,
-                "region" => settings.region = text,
-                "kms_key_id" => settings.kms_key_id = text,
-                "prefix" => prefix = text,
-                "kms_key_name" => settings.kms_key_name = text,
                 "lease" if humantime::parse_duration(s).is_err() => {
                     return Err(self.err(
                         value.span(),
@@ -599,10 +702,15 @@ impl Loader<'_> {
                         "write it like \"2m\" or \"90s\": how long a lock lasts unless its holder renews it",
                     ));
                 }
-                "lease" => settings.lease = text,
                 _ => {}
             }
+            values.insert(key.get_ref().to_string(), s.to_string());
         }
+        Ok(values)
+    }
+
+    /// Refuses a `[state]` key of a remote backend (`REMOTE_KEYS`) that `backend` does not take.
+    fn check_state_owners(&self, table: &DeTable, backend: &str) -> Result<(), StackError> {
         let owner = |key: &str| {
             REMOTE_KEYS
                 .iter()
@@ -611,51 +719,31 @@ impl Loader<'_> {
         };
         let foreign = table.iter().find(|(k, _)| {
             let key = k.get_ref().as_ref();
-            owner(key).is_some() && !REMOTE_KEYS.iter().any(|(b, keys)| *b == settings.backend && keys.contains(&key))
+            owner(key).is_some() && !REMOTE_KEYS.iter().any(|(b, keys)| *b == backend && keys.contains(&key))
         });
-        if let Some((key, _)) = foreign {
-            let key = key.get_ref().as_ref();
-            let owners: Vec<&str> = REMOTE_KEYS
-                .iter()
-                .filter(|(_, keys)| keys.contains(&key))
-                .map(|(b, _)| *b)
-                .collect();
-            let span = table
-                .iter()
-                .find(|(k, _)| k.get_ref().as_ref() == key)
-                .map(|(k, _)| k.span())
-                .expect("found above");
-            return Err(self.err(
-                span,
-                format!(
-                    "`state.{key}` is a setting of the `{}` backend{}, not of `{}`",
-                    owners.join("` and `"),
-                    if owners.len() > 1 { "s" } else { "" },
-                    settings.backend
-                ),
-                format!("not for `{}`", settings.backend),
-                match settings.backend.as_str() {
-                    "local" => format!("add `backend = \"{}\"` to keep the state in a bucket, or remove it", owners[0]),
-                    _ => "remove it, or fix `backend`".to_owned(),
-                },
-            ));
-        }
-        if settings.backend != "local" {
-            if settings.bucket.is_none() {
-                return Err(self.err(
-                    section.span(),
-                    format!("`[state] backend = \"{}\"` needs a `bucket`", settings.backend),
-                    "no bucket",
-                    "add `bucket = \"my-team-forge-state\"`: an existing bucket, with versioning on to keep every snapshot",
-                ));
-            }
-            let key = match prefix.as_deref() {
-                Some(prefix) => format!("{}/state.json", prefix.trim_end_matches('/')),
-                None => format!("{stack_name}/state.json"),
-            };
-            settings.key.get_or_insert(key);
-        }
-        Ok(settings)
+        let Some((key, _)) = foreign else {
+            return Ok(());
+        };
+        let span = key.span();
+        let key = key.get_ref().as_ref();
+        let owners: Vec<&str> = REMOTE_KEYS
+            .iter()
+            .filter(|(_, keys)| keys.contains(&key))
+            .map(|(b, _)| *b)
+            .collect();
+        Err(self.err(
+            span,
+            format!(
+                "`state.{key}` is a setting of the `{}` backend{}, not of `{backend}`",
+                owners.join("` and `"),
+                if owners.len() > 1 { "s" } else { "" },
+            ),
+            format!("not for `{backend}`"),
+            match backend {
+                "local" => format!("add `backend = \"{}\"` to keep the state in a bucket, or remove it", owners[0]),
+                _ => "remove it, or fix `backend`".to_owned(),
+            },
+        ))
     }
 
     fn apply_overrides(&self, vars: &mut Map<String, Value>, overrides: &[(String, String)]) -> Result<(), StackError> {
@@ -976,16 +1064,9 @@ impl Loader<'_> {
         components: &BTreeMap<String, Map<String, Value>>,
         facts: &Facts,
     ) -> Result<Expanded, StackError> {
-        let PendingComponent {
-            component,
-            address,
-            config,
-            spans,
-            header,
-            explicit_deps,
-            ignore_changes,
-        } = pending;
-        let attrs = config.as_object().cloned().unwrap_or_default();
+        let PendingComponent { component, block } = pending;
+        let (address, header) = (&block.address, &block.span);
+        let attrs = block.config.as_object().cloned().unwrap_or_default();
         let input = Input {
             address,
             config: &attrs,
@@ -995,7 +1076,7 @@ impl Loader<'_> {
         };
         let expansion = (component.expand)(&input).map_err(|e| {
             let pointer = e.key.as_ref().map(|k| format!("/{}", k.replace('.', "/")));
-            let (span, label) = match pointer.as_ref().and_then(|p| spans.get(p)) {
+            let (span, label) = match pointer.as_ref().and_then(|p| block.spans.get(p)) {
                 Some(span) => (span.clone(), "here"),
                 None => (header.clone(), "in this component"),
             };
@@ -1018,9 +1099,9 @@ impl Loader<'_> {
                     .depends_on
                     .into_iter()
                     .map(|d| (d, header.clone()))
-                    .chain(explicit_deps.iter().cloned())
+                    .chain(block.explicit_deps.iter().cloned())
                     .collect(),
-                ignore_changes: ignore_changes.clone(),
+                ignore_changes: block.ignore_changes.clone(),
                 spans: Spans::new(),
                 span: header.clone(),
                 generated: true,
@@ -1141,6 +1222,11 @@ impl Targets<'_> {
             None => {}
         }
         let wanted = r.segments[..2].join(".");
+        Err(format!("there is no block `{wanted}`; {}", suggestion(&wanted, &self.addresses())))
+    }
+
+    /// Every address a reference or `depends_on` may name, sorted (for suggestions).
+    fn addresses(&self) -> Vec<&str> {
         let mut known: Vec<&str> = self
             .blocks
             .keys()
@@ -1148,7 +1234,7 @@ impl Targets<'_> {
             .chain(self.components.keys().map(String::as_str))
             .collect();
         known.sort_unstable();
-        Err(format!("there is no block `{wanted}`; {}", suggestion(&wanted, &known)))
+        known
     }
 
     /// Checks a block's references and `depends_on`, inlines component outputs.
@@ -1174,18 +1260,11 @@ impl Targets<'_> {
                 let prefix = format!("{dep}.");
                 deps.extend(self.blocks.keys().filter(|a| a.starts_with(&prefix)).map(|a| a.to_string()));
             } else {
-                let mut known: Vec<&str> = self
-                    .blocks
-                    .keys()
-                    .copied()
-                    .chain(self.components.keys().map(String::as_str))
-                    .collect();
-                known.sort_unstable();
                 return Err(self.loader.err(
                     span.clone(),
                     format!("`{}` depends on `{dep}`, which does not exist", block.address),
                     "unknown address",
-                    suggestion(dep, &known),
+                    suggestion(dep, &self.addresses()),
                 ));
             }
         }
@@ -1308,12 +1387,16 @@ mod tests {
         };
         let pending = PendingComponent {
             component: &MAKER,
-            address: "test_component.c".into(),
-            config: serde_json::json!({ "made": made }),
-            spans: Spans::new(),
-            header: 1..15,
-            explicit_deps: vec![],
-            ignore_changes: vec![],
+            block: Block {
+                address: "test_component.c".into(),
+                kind: "test_component".into(),
+                config: serde_json::json!({ "made": made }),
+                explicit_deps: vec![],
+                ignore_changes: vec![],
+                spans: Spans::new(),
+                span: 1..15,
+                generated: false,
+            },
         };
         loader.expand(&pending, &BTreeMap::new(), &BTreeMap::new(), &Facts::builtin())
     }

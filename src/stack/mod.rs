@@ -11,12 +11,11 @@ mod load;
 pub use diagnostic::{SourceFile, StackError};
 pub use load::{LoadError, Parsed, load, load_str, parse, parse_str};
 
-use serde::{Deserialize, Serialize};
+use crate::state::Backend;
 use serde_json::Value;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::PathBuf;
 
 /// A validated stack: what `forge` builds.
 #[derive(Debug, Clone)]
@@ -29,8 +28,8 @@ pub struct Stack {
     pub source: SourceFile,
     /// Provider settings (`[aws]`, `[gcp]`) by provider name.
     pub providers: BTreeMap<String, Value>,
-    /// Where the state lives.
-    pub state: StateSettings,
+    /// Where the state lives (`[state]`).
+    pub state: Backend,
     /// `[outputs]`: templates evaluated against the state after `up`.
     pub outputs: BTreeMap<String, Value>,
     /// Every resource, components expanded, in file order.
@@ -61,65 +60,4 @@ pub struct Resource {
     pub ignore_changes: Vec<String>,
     /// The block header (or the component's) in the file.
     pub span: Range<usize>,
-}
-
-/// Where and how state is kept (`[state]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateSettings {
-    /// `local` (a file), `s3` or `gcs` (an object in a bucket).
-    pub backend: String,
-    /// The local state file, relative to the working directory.
-    pub path: PathBuf,
-    /// The bucket of a remote state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bucket: Option<String>,
-    /// The object key of a remote state's snapshot: S3's `key` (`<stack>/state.json` by
-    /// default), GCS's `<prefix>/state.json` (prefix `<stack>` by default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// The bucket's region (default `[aws] region`, else the environment's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// SSE-KMS key of an S3 state (default SSE-S3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kms_key_id: Option<String>,
-    /// Cloud KMS key of a GCS state (default Google's keys).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kms_key_name: Option<String>,
-    /// The project of a GCS state's bucket, for messages (`[gcp] project`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
-    /// The Cloud Storage endpoint of a GCS state (`[gcp] endpoints.storage`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-    /// How long a remote lock lasts unless its holder renews it (`"2m"` by default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease: Option<String>,
-}
-
-impl StateSettings {
-    /// The local backend's file `path`.
-    pub fn local(path: PathBuf) -> Self {
-        StateSettings {
-            backend: "local".into(),
-            path,
-            bucket: None,
-            key: None,
-            region: None,
-            kms_key_id: None,
-            kms_key_name: None,
-            project: None,
-            endpoint: None,
-            lease: None,
-        }
-    }
-
-    /// Where the state is, as messages say it: the file, `s3://bucket/key` or `gs://bucket/key`.
-    pub fn location(&self) -> String {
-        let scheme = if self.backend == "gcs" { "gs" } else { &self.backend };
-        match (&self.bucket, &self.key) {
-            (Some(bucket), Some(key)) => format!("{scheme}://{bucket}/{key}"),
-            _ => self.path.display().to_string(),
-        }
-    }
 }

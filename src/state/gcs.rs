@@ -1,14 +1,14 @@
 //! The GCS object store of `[state] backend = "gcs"`, through Google's official
-//! `google-cloud-storage` crate with the GCP provider's credentials. That crate reads and
-//! writes objects over the JSON API but deletes and lists only over gRPC, so this store does
-//! neither: the remote state needs reads, create-only writes (`ifGenerationMatch=0`) and
-//! compare-and-swap writes (`ifGenerationMatch=<generation>`). The endpoint is `[gcp]
-//! endpoints.storage`, else gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`, else
-//! `STORAGE_EMULATOR_HOST` (as Google's clients read it), else Google's. Objects are encrypted
-//! with Google's keys, or with the Cloud KMS key `kms_key_name`.
+//! `google-cloud-storage` crate with the GCP provider's credentials (handed in as an
+//! [`Access`]). That crate reads and writes objects over the JSON API but deletes and lists only
+//! over gRPC, so this store does neither: the remote state needs reads, create-only writes
+//! (`ifGenerationMatch=0`) and compare-and-swap writes (`ifGenerationMatch=<generation>`). The
+//! endpoint is `[gcp] endpoints.storage`, else gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`,
+//! else `STORAGE_EMULATOR_HOST` (as Google's clients read it), else Google's. Objects are
+//! encrypted with Google's keys, or with the Cloud KMS key `kms_key_name`.
 
+use super::backend::Access;
 use super::objects::{CallRuntime, Condition, ObjectError, Objects};
-use crate::provider::gcp;
 use google_cloud_gax::retry_policy::RetryPolicyExt;
 use google_cloud_storage::client::Storage;
 use google_cloud_storage::retry_policy::RetryableErrors;
@@ -23,6 +23,8 @@ pub struct GcsObjects {
     runtime: CallRuntime,
     /// "bucket …, project …, endpoint …", said with every error.
     context: String,
+    /// How the GCP provider words an HTTP answer that is not the API's own.
+    not_the_api: fn(u16, &[u8]) -> String,
 }
 
 /// The endpoint from the settings or the environment, in the order the module doc gives.
@@ -41,12 +43,19 @@ fn configured_endpoint(endpoint: Option<&str>) -> Option<String> {
 
 impl GcsObjects {
     /// The store of `bucket` (of project `project`, named in messages), with the Cloud KMS key
-    /// `kms_key_name` when given, at `endpoint` (`[gcp] endpoints.storage`) or the environment's.
-    pub fn connect(bucket: &str, project: Option<&str>, endpoint: Option<&str>, kms_key_name: Option<&str>) -> Result<GcsObjects, String> {
+    /// `kms_key_name` when given, at `endpoint` (`[gcp] endpoints.storage`) or the environment's;
+    /// root URL, credentials and error wording from the GCP provider, through `access`.
+    pub fn connect(
+        bucket: &str,
+        project: Option<&str>,
+        endpoint: Option<&str>,
+        kms_key_name: Option<&str>,
+        access: &Access,
+    ) -> Result<GcsObjects, String> {
         let runtime = CallRuntime::new("GCS")?;
-        let root = gcp::root_url(configured_endpoint(endpoint), "storage");
+        let root = (access.gcp_root_url)(configured_endpoint(endpoint), "storage");
         let context = format!("bucket {bucket}, project {}, endpoint {root}", project.unwrap_or("(not set)"));
-        let credentials = gcp::credentials()?;
+        let credentials = (access.gcp_credentials)()?;
         let client = runtime
             .block_on(
                 Storage::builder()
@@ -66,6 +75,7 @@ impl GcsObjects {
             kms_key_name: kms_key_name.map(str::to_owned),
             runtime,
             context,
+            not_the_api: access.not_the_api,
         })
     }
 
@@ -73,7 +83,7 @@ impl GcsObjects {
     async fn read(&self, key: &str) -> Result<Option<(Vec<u8>, i64)>, ObjectError> {
         let mut response = match self.client.read_object(&self.bucket_path, key).send().await {
             Ok(response) => response,
-            Err(e) if e.http_status_code() == Some(404) && !message(&e).contains("bucket") => return Ok(None),
+            Err(e) if e.http_status_code() == Some(404) && !self.message(&e).contains("bucket") => return Ok(None),
             Err(e) => return Err(self.failed("cannot read", key, &e)),
         };
         let generation = response.object().generation;
@@ -85,7 +95,7 @@ impl GcsObjects {
     }
 
     fn failed(&self, what: &str, key: &str, err: &google_cloud_storage::Error) -> ObjectError {
-        let text = message(err);
+        let text = self.message(err);
         let hint = match err.http_status_code() {
             Some(404) => " — create the bucket first (with object versioning on, to keep every snapshot), or fix `[state] bucket`",
             Some(401) | Some(403) => " — the credentials in use may not read or write this bucket",
@@ -93,15 +103,15 @@ impl GcsObjects {
         };
         ObjectError::Failed(format!("{what} gs://{}/{key}: {text}{hint} ({})", self.bucket, self.context))
     }
-}
 
-/// GCS's own message, else the HTTP status and the first words of what answered, else the
-/// client's error (a connection refused, a timeout).
-fn message(err: &google_cloud_storage::Error) -> String {
-    match (err.status(), err.http_status_code()) {
-        (Some(status), _) if !status.message.is_empty() => status.message.clone(),
-        (_, Some(code)) => crate::provider::not_the_api(code, err.http_payload().map(|b| b.as_ref()).unwrap_or_default()),
-        _ => err.to_string(),
+    /// GCS's own message, else the HTTP status and the first words of what answered, else the
+    /// client's error (a connection refused, a timeout).
+    fn message(&self, err: &google_cloud_storage::Error) -> String {
+        match (err.status(), err.http_status_code()) {
+            (Some(status), _) if !status.message.is_empty() => status.message.clone(),
+            (_, Some(code)) => (self.not_the_api)(code, err.http_payload().map(|b| b.as_ref()).unwrap_or_default()),
+            _ => err.to_string(),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ pub mod remote;
 pub mod s3;
 pub mod store;
 
-pub use backend::{Held, Store};
+pub use backend::{Access, Backend, Held, Store};
 pub use journal::{Entry, Event, Journal};
 pub use lock::{LockError, LockInfo, StateLock};
 pub use store::{LocalStore, StateError};
@@ -113,6 +113,23 @@ impl State {
             Event::Outputs(outputs) => self.outputs = outputs,
             Event::Bundles(bundles) => self.bundles.extend(bundles),
         }
+    }
+
+    /// Applies the journal `entries` that continue this state (its lineage, each the next
+    /// serial) and passes over the rest.
+    pub(crate) fn replay(&mut self, entries: Vec<Entry>) {
+        for entry in entries {
+            if entry.lineage == self.lineage && entry.serial == self.serial + 1 {
+                self.apply(entry.event);
+            }
+        }
+    }
+
+    /// The snapshot's bytes, as every backend writes them: pretty JSON and a final newline.
+    pub(crate) fn snapshot(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("state serializes");
+        bytes.push(b'\n');
+        bytes
     }
 }
 

@@ -100,11 +100,7 @@ impl RemoteStore {
             let (entries, torn) = journal::read_entries(&bytes);
             dropped_tail |= torn;
             let before = state.serial;
-            for entry in entries {
-                if entry.lineage == state.lineage && entry.serial == state.serial + 1 {
-                    state.apply(entry.event);
-                }
-            }
+            state.replay(entries);
             folded.push(key);
             if state.serial == before {
                 break;
@@ -121,8 +117,7 @@ impl RemoteStore {
     /// Writes `state` as the new snapshot if the snapshot is still the one read (the previous
     /// one kept as `K.backup`), then discards the segments it folds in.
     pub fn compact(&self, state: &State) -> Result<(), StateError> {
-        let mut bytes = serde_json::to_vec_pretty(state).expect("state serializes");
-        bytes.push(b'\n');
+        let bytes = state.snapshot();
         let mut version = self.version.lock().expect("not poisoned");
         let condition = match version.clone() {
             Some(read) => {

@@ -211,11 +211,7 @@ impl LocalStore {
             }
             fresh
         });
-        for entry in entries {
-            if entry.lineage == state.lineage && entry.serial == state.serial + 1 {
-                state.apply(entry.event);
-            }
-        }
+        state.replay(entries);
         Ok(Loaded {
             state,
             existed,
@@ -226,8 +222,7 @@ impl LocalStore {
     /// Writes `state` as the new snapshot (temp file, fsync, rename; the old one becomes the
     /// backup) and empties the journal it folds in.
     pub fn compact(&self, state: &State) -> Result<(), StateError> {
-        let mut bytes = serde_json::to_vec_pretty(state).expect("state serializes");
-        bytes.push(b'\n');
+        let bytes = state.snapshot();
         self.make_dir().map_err(|(dir, e)| self.write_err(&dir, e))?;
         let tmp = self.sibling(".tmp");
         let write = |path: &Path, bytes: &[u8]| -> std::io::Result<()> {
