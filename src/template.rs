@@ -147,30 +147,37 @@ pub struct EvalError {
     pub message: String,
 }
 
+/// Notes an error met at `reference`, unless one is noted already: the first one is the
+/// result.
+fn note(error: &mut Option<EvalError>, reference: String, message: String) {
+    error.get_or_insert(EvalError { reference, message });
+}
+
+/// Maps every string of `value` through `f`, given its parts and where to [`note`] an error:
+/// a string that does not parse stays as it is, and its error is noted. The result, or the
+/// first error noted.
+fn map_templates(value: &Value, f: &mut impl FnMut(&str, Vec<Part>, &mut Option<EvalError>) -> Value) -> Result<Value, EvalError> {
+    let mut error = None;
+    let out = map_strings(value, &mut |s| match parse(s) {
+        Ok(parts) => f(s, parts, &mut error),
+        Err(e) => {
+            note(&mut error, s.to_owned(), e.message);
+            Value::String(s.to_owned())
+        }
+    });
+    error.map_or(Ok(out), Err)
+}
+
 /// Replaces references by templates: `lookup` returns the template that stands for a reference,
 /// or `None` to keep the reference as it is. The result is again a template.
 pub fn substitute(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>) -> Result<Value, EvalError> {
-    let mut error = None;
-    let out = map_strings(value, &mut |s| {
-        let parts = match parse(s) {
-            Ok(parts) => parts,
-            Err(e) => {
-                error.get_or_insert(EvalError {
-                    reference: s.to_owned(),
-                    message: e.message,
-                });
-                return Value::String(s.to_owned());
-            }
-        };
+    map_templates(value, &mut |s, parts, error| {
         if let [Part::Ref(r)] = parts.as_slice() {
             return match lookup(r) {
                 Ok(Some(v)) => v,
                 Ok(None) => Value::String(s.to_owned()),
                 Err(message) => {
-                    error.get_or_insert(EvalError {
-                        reference: r.to_string(),
-                        message,
-                    });
+                    note(error, r.to_string(), message);
                     Value::String(s.to_owned())
                 }
             };
@@ -182,48 +189,23 @@ pub fn substitute(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<O
                 Part::Ref(r) => match lookup(&r) {
                     Ok(Some(Value::String(t))) => text.push_str(&t),
                     Ok(Some(v @ (Value::Number(_) | Value::Bool(_)))) => text.push_str(&v.to_string()),
-                    Ok(Some(_)) => {
-                        error.get_or_insert(EvalError {
-                            reference: r.to_string(),
-                            message: "a table or list cannot be interpolated into a string".into(),
-                        });
-                    }
+                    Ok(Some(_)) => note(error, r.to_string(), "a table or list cannot be interpolated into a string".into()),
                     Ok(None) => text.push_str(&r.to_string()),
-                    Err(message) => {
-                        error.get_or_insert(EvalError {
-                            reference: r.to_string(),
-                            message,
-                        });
-                    }
+                    Err(message) => note(error, r.to_string(), message),
                 },
             }
         }
         Value::String(text)
-    });
-    error.map_or(Ok(out), Err)
+    })
 }
 
 /// Evaluates a template to plain data. `lookup` returns a reference's value, or `None` while it
 /// is unknown (before apply); a value that depends on an unknown becomes JSON `null`, which the
 /// plan shows as "(known after apply)". TOML has no null, so it cannot be mistaken for data.
 pub fn evaluate(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Option<Value>, String>) -> Result<Value, EvalError> {
-    let mut error = None;
-    let out = map_strings(value, &mut |s| {
-        let parts = match parse(s) {
-            Ok(parts) => parts,
-            Err(e) => {
-                error.get_or_insert(EvalError {
-                    reference: s.to_owned(),
-                    message: e.message,
-                });
-                return Value::String(s.to_owned());
-            }
-        };
+    map_templates(value, &mut |_, parts, error| {
         let mut fail = |r: &Reference, message: String| {
-            error.get_or_insert(EvalError {
-                reference: r.to_string(),
-                message,
-            });
+            note(error, r.to_string(), message);
             Value::Null
         };
         if let [Part::Ref(r)] = parts.as_slice() {
@@ -246,8 +228,7 @@ pub fn evaluate(value: &Value, lookup: &mut impl FnMut(&Reference) -> Result<Opt
             }
         }
         Value::String(text)
-    });
-    error.map_or(Ok(out), Err)
+    })
 }
 
 /// Follows `path` (object keys and list indexes) into `value`.

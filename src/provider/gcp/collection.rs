@@ -3,10 +3,10 @@
 //! only the object an earlier try of the same create made, the batched read for drift and
 //! refresh, the wait after a change, and the delete that retries while the object is in use.
 
-use super::marker::{made_by, name_taken, split_description, stack_filter};
+use super::marker::{made_by, name_taken, observed, stack_filter};
 use super::operation::{OPERATION_TIMEOUT, fresh_request_id, insert, wait_operation};
-use super::{Clients, error, not_found};
-use crate::provider::{Ctx, Observed, ProviderError, timeout};
+use super::{Clients, error, found};
+use crate::provider::{Created, Ctx, Observed, ProviderError, timeout};
 use google_cloud_compute_v1::model::Operation;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -41,6 +41,16 @@ impl Scope {
         match segments.iter().position(|s| *s == "regions") {
             Some(i) => (Scope::Region(segments.get(i + 1).copied().unwrap_or_default().to_owned()), name),
             None => (Scope::Global, name),
+        }
+    }
+
+    /// Where a block's object of `C` lives: the project's global collection, or the region the
+    /// block names (`region`), else the provider's.
+    pub(super) fn of<C: Collection>(gcp: &Clients, region: Option<&str>) -> Result<Scope, ProviderError> {
+        if C::REGIONAL {
+            gcp.region_of(region).map(Scope::Region)
+        } else {
+            Ok(Scope::Global)
         }
     }
 
@@ -130,11 +140,7 @@ macro_rules! compute_collection {
 
 /// The object named `name` in `scope`, or `None`.
 pub(super) async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str) -> Result<Option<C::Object>, ProviderError> {
-    match C::get(gcp, scope, name).await {
-        Ok(object) => Ok(Some(object)),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(error(gcp, &format!("{}.get", C::PATH), e)),
-    }
+    found(C::get(gcp, scope, name).await, |e| error(gcp, &format!("{}.get", C::PATH), e))
 }
 
 /// The object `id` names, which a change just left: an error if it cannot be read.
@@ -149,9 +155,9 @@ pub(super) async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::
     })
 }
 
-/// Creates the object `body` describes in `scope`, and returns its id and the object read
-/// back. An object of that name that an earlier try of this create made (its mark carries
-/// `token`) is adopted instead; anyone else's is an error.
+/// Creates the object `body` describes in `scope`, and returns its id and the `outputs` of the
+/// object read back. An object of that name that an earlier try of this create made (its mark
+/// carries `token`) is adopted instead; anyone else's is an error.
 pub(super) async fn create<C: Collection>(
     ctx: &Ctx,
     gcp: &Clients,
@@ -159,33 +165,36 @@ pub(super) async fn create<C: Collection>(
     scope: &Scope,
     body: C::Object,
     config: &Value,
-) -> Result<(String, C::Object), ProviderError> {
+    outputs: impl Fn(&str, &C::Object) -> Value,
+) -> Result<Created, ProviderError> {
     let name = C::fields(&body).0.to_owned();
     let id = scope.id(gcp, C::PATH, &name);
-    match get::<C>(gcp, scope, &name).await? {
-        Some(object) if made_by(ctx, token, C::fields(&object).1) => return Ok((id, object)),
+    let object = match get::<C>(gcp, scope, &name).await? {
+        Some(object) if made_by(ctx, token, C::fields(&object).1) => object,
         Some(_) => return Err(name_taken(ctx, C::WHAT, &name)),
-        None => {}
-    }
-    let what = format!("{}.insert", C::PATH);
-    let limit = timeout(config, "create", OPERATION_TIMEOUT);
-    insert(ctx, gcp, &what, token, limit, |request| {
-        C::insert(gcp, scope, request, body.clone())
+        None => {
+            let what = format!("{}.insert", C::PATH);
+            let limit = timeout(config, "create", OPERATION_TIMEOUT);
+            insert(ctx, gcp, &what, token, limit, |request| {
+                C::insert(gcp, scope, request, body.clone())
+            })
+            .await?;
+            reread::<C>(gcp, &id).await?
+        }
+    };
+    Ok(Created {
+        outputs: outputs(&id, &object),
+        id,
     })
-    .await?;
-    Ok((id.clone(), reread::<C>(gcp, &id).await?))
 }
 
-/// The id of the object named `name` in `scope` when the create with `token` made it. Compute
-/// shows an object only once its insert is DONE, so an insert of that name still running is
-/// waited for first: a create interrupted mid-insert must not look like one that made nothing.
-pub(super) async fn find<C: Collection>(
-    ctx: &Ctx,
-    gcp: &Clients,
-    token: &str,
-    scope: &Scope,
-    name: &str,
-) -> Result<Option<String>, ProviderError> {
+/// The id of the object named `name` (where [`Scope::of`] puts it, given the block's `region`)
+/// when the create with `token` made it. Compute shows an object only once its insert is DONE,
+/// so an insert of that name still running is waited for first: a create interrupted mid-insert
+/// must not look like one that made nothing.
+pub(super) async fn find<C: Collection>(ctx: &Ctx, token: &str, name: &str, region: Option<&str>) -> Result<Option<String>, ProviderError> {
+    let gcp = ctx.cloud.gcp().await?;
+    let scope = &Scope::of::<C>(gcp, region)?;
     let mut found = get::<C>(gcp, scope, name).await?;
     if found.is_none()
         && let Some(op) = running_insert::<C>(gcp, scope, name).await?
@@ -242,16 +251,10 @@ pub(super) async fn read<C: Collection>(
         let (name, description, region) = C::fields(object);
         let scope = region.map_or(Scope::Global, |r| Scope::Region(last_segment(r).to_owned()));
         let id = scope.id(gcp, C::PATH, name);
-        let (own, mark) = split_description(description.unwrap_or_default());
-        let address = mark
-            .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
-            .map(|m| m.get("forge:address").cloned().unwrap_or_default());
-        if (ids.contains(&id) || address.is_some()) && !seen.iter().any(|o| o.id == id) {
-            seen.push(Observed {
-                attributes: attributes(object, &own),
-                id,
-                address,
-            });
+        if !seen.iter().any(|o| o.id == id) {
+            seen.extend(observed(stack, ids, id, description.unwrap_or_default(), |own| {
+                attributes(object, own)
+            }));
         }
     };
     for object in &listed {
@@ -267,19 +270,20 @@ pub(super) async fn read<C: Collection>(
     Ok(seen)
 }
 
-/// Waits for the operation of a change (`what`: `networks.patch`) that `sent` started, and
-/// reads the object `id` back.
+/// Waits for the operation of a change (`what`: `networks.patch`) that the call `sent` starts,
+/// and returns the `outputs` of the object `id` read back.
 pub(super) async fn changed<C: Collection>(
     ctx: &Ctx,
     gcp: &Clients,
     what: &str,
     id: &str,
-    sent: Sent<Operation>,
+    sent: impl Future<Output = Sent<Operation>>,
     config: &Value,
-) -> Result<C::Object, ProviderError> {
-    let op = sent.map_err(|e| error(gcp, what, e))?;
+    outputs: impl Fn(&str, &C::Object) -> Value,
+) -> Result<Value, ProviderError> {
+    let op = sent.await.map_err(|e| error(gcp, what, e))?;
     wait_operation(ctx, gcp, what, op, timeout(config, "update", OPERATION_TIMEOUT)).await?;
-    reread::<C>(gcp, id).await
+    Ok(outputs(id, &reread::<C>(gcp, id).await?))
 }
 
 /// Deletes the object `id` names: one already gone is a success; one still in use fails its
@@ -287,13 +291,12 @@ pub(super) async fn changed<C: Collection>(
 pub(super) async fn delete<C: Collection>(ctx: &Ctx, gcp: &Clients, id: &str, config: &Value) -> Result<(), ProviderError> {
     let (scope, name) = Scope::of_id(id);
     let what = format!("{}.delete", C::PATH);
-    match C::delete(gcp, &scope, name, fresh_request_id()).await {
-        Err(e) if not_found(&e) => Ok(()),
-        Err(e) => Err(error(gcp, &what, e)),
-        Ok(op) => wait_operation(ctx, gcp, &what, op, timeout(config, "delete", OPERATION_TIMEOUT))
-            .await
-            .map(drop),
-    }
+    let Some(op) = found(C::delete(gcp, &scope, name, fresh_request_id()).await, |e| error(gcp, &what, e))? else {
+        return Ok(());
+    };
+    wait_operation(ctx, gcp, &what, op, timeout(config, "delete", OPERATION_TIMEOUT))
+        .await
+        .map(drop)
 }
 
 /// A network as the API takes it: a name becomes the project's network of that name.

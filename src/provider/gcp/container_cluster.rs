@@ -9,20 +9,21 @@
 //! it instead of creating it. GKE has no deletion protection of its own (Terraform's is a
 //! client-side flag), so there is none to turn off here.
 
+use super::Clients;
 use super::container_node_pool::inline_pool;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
-use super::marker::{made_by, marked_description, split_description};
-use super::resumable::Steps;
-use super::{Clients, not_found};
-use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, parse, timeout, wait_gone, wait_until};
+use super::marker::{made_by, marked_description, observed};
+use super::resumable::{self, Tracked};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse, timeout};
 use crate::schema::attributes;
 use google_cloud_container_v1::model::{
     AddonsConfig, Cluster, ClusterUpdate, DatapathProvider, GcpFilestoreCsiDriverConfig, GcsFuseCsiDriverConfig, IPAllocationPolicy,
-    MasterAuthorizedNetworksConfig, NetworkConfig, PrivateClusterConfig, ReleaseChannel, WorkloadIdentityConfig, cluster,
+    MasterAuthorizedNetworksConfig, NetworkConfig, Operation, PrivateClusterConfig, ReleaseChannel, WorkloadIdentityConfig, cluster,
     master_authorized_networks_config::CidrBlock, release_channel::Channel,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// The `google_container_cluster` kind.
 pub(super) struct ContainerCluster;
@@ -60,46 +61,58 @@ fn yes() -> bool {
     true
 }
 
+/// The project's GKE clusters.
+struct Clusters;
+
+impl Tracked for Clusters {
+    type Object = Cluster;
+    type Operation = Operation;
+    const WHAT: &'static str = "GKE cluster";
+    const PATH: &'static str = "clusters";
+    const MAKING: &'static str = "PROVISIONING";
+    const GOING: &'static str = "STOPPING";
+
+    fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+        gke::error(gcp, what, err)
+    }
+
+    async fn get(gcp: &Clients, id: &str) -> Result<Cluster, google_cloud_compute_v1::Error> {
+        gcp.container.get_cluster().set_name(id).send().await
+    }
+
+    async fn delete(gcp: &Clients, id: &str) -> Result<Operation, google_cloud_compute_v1::Error> {
+        gcp.container.delete_cluster().set_name(id).send().await
+    }
+
+    async fn wait(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<(), ProviderError> {
+        gke::wait_operation(ctx, gcp, what, op, limit).await
+    }
+
+    fn state(c: &Cluster) -> Option<&str> {
+        c.status.name()
+    }
+
+    /// RUNNING, or DEGRADED: up, with a warning GKE shows.
+    fn ready(c: &Cluster) -> bool {
+        matches!(c.status, cluster::Status::Running | cluster::Status::Degraded)
+    }
+
+    fn broken(c: &Cluster) -> bool {
+        c.status == cluster::Status::Error
+    }
+
+    fn failure(gcp: &Clients, id: &str, c: &Cluster) -> String {
+        format!(
+            "GKE cluster `{id}` is in ERROR: {} ({})",
+            gke::conditions(&c.conditions),
+            gcp.container_context
+        )
+    }
+}
+
 /// The cluster `id` names, or `None`.
 pub async fn get(gcp: &Clients, id: &str) -> Result<Option<Cluster>, ProviderError> {
-    match gcp.container.get_cluster().set_name(id).send().await {
-        Ok(c) => Ok(Some(c)),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(gke::error(gcp, "clusters.get", e)),
-    }
-}
-
-/// Waits until the cluster `id` is RUNNING (or DEGRADED: up, with a warning GKE shows), and
-/// returns it; ERROR fails with GKE's message.
-async fn wait_running(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<Cluster, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match get(gcp, id).await? {
-            Some(c) if matches!(c.status, cluster::Status::Running | cluster::Status::Degraded) => Poll::Done(c),
-            Some(c) if c.status == cluster::Status::Error => Poll::Failed(format!(
-                "GKE cluster `{id}` is in ERROR: {} ({})",
-                gke::conditions(&c.conditions),
-                gcp.container_context
-            )),
-            Some(c) => Poll::Pending(c.status.name().unwrap_or("PROVISIONING").to_owned()),
-            None => Poll::Failed(format!("GKE cluster `{id}` disappeared while forge waited for it")),
-        })
-    })
-    .await
-}
-
-/// Deletes the cluster `id` and waits until it is gone; one already gone is a success.
-async fn delete_cluster(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<(), ProviderError> {
-    match gcp.container.delete_cluster().set_name(id).send().await {
-        Err(e) if not_found(&e) => return Ok(()),
-        Err(e) => return Err(gke::error(gcp, "clusters.delete", e)),
-        Ok(op) => {
-            gke::wait_operation(ctx, gcp, "clusters.delete", op, limit).await?;
-        }
-    }
-    wait_gone(ctx, limit, || async {
-        Ok(get(gcp, id).await?.map(|c| c.status.name().unwrap_or("STOPPING").to_owned()))
-    })
-    .await
+    resumable::get::<Clusters>(gcp, id).await
 }
 
 fn outputs(id: &str, c: &Cluster) -> Value {
@@ -223,31 +236,19 @@ impl Resource for ContainerCluster {
     }
 
     /// Creates the cluster with its first pool, or resumes the create that made it (see
-    /// [`Steps::run`]).
+    /// [`resumable::create`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = cluster_id(gcp, &cfg.location, &cfg.name);
         let limit = timeout(config, "create", CREATE_TIMEOUT);
         let parent = format!("projects/{}/locations/{}", gcp.project, cfg.location);
-        let steps = Steps {
-            get: || get(gcp, &id),
-            owned: |c: &Cluster| made_by(ctx, token, Some(&c.description)),
-            failed: |c: &Cluster| c.status == cluster::Status::Error,
-            ready: || wait_running(ctx, gcp, &id, limit),
-            delete: || delete_cluster(ctx, gcp, &id, limit),
-            send: || async {
-                let sent = gcp
-                    .container
-                    .create_cluster()
-                    .set_parent(&parent)
-                    .set_cluster(body(ctx, gcp, token, &cfg)?)
-                    .send()
-                    .await;
-                gke::create_sent(ctx, gcp, "clusters.create", sent, limit).await
-            },
-        };
-        let c = steps.run(ctx, "GKE cluster", &cfg.name).await?;
+        let owned = |c: &Cluster| made_by(ctx, token, Some(&c.description));
+        let c = resumable::create::<Clusters, _>(ctx, gcp, &id, &cfg.name, limit, owned, || {
+            let body = body(ctx, gcp, token, &cfg)?;
+            Ok(gcp.container.create_cluster().set_parent(&parent).set_cluster(body).send())
+        })
+        .await?;
         Ok(Created {
             outputs: outputs(&id, &c),
             id,
@@ -266,22 +267,9 @@ impl Resource for ContainerCluster {
             .await
             .map_err(|e| gke::error(gcp, "clusters.list", e))?;
         let mut seen = Vec::new();
-        let mut observe = |c: &Cluster| {
+        for c in listed.clusters.iter().filter(|c| c.status != cluster::Status::Stopping) {
             let id = cluster_id(gcp, &c.location, &c.name);
-            let (own, mark) = split_description(&c.description);
-            let address = mark
-                .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
-                .map(|m| m.get("forge:address").cloned().unwrap_or_default());
-            if (ids.contains(&id) || address.is_some()) && c.status != cluster::Status::Stopping {
-                seen.push(Observed {
-                    attributes: attributes(c, &own),
-                    id,
-                    address,
-                });
-            }
-        };
-        for c in &listed.clusters {
-            observe(c);
+            seen.extend(observed(stack, ids, id, &c.description, |own| attributes(c, own)));
         }
         Ok(seen)
     }
@@ -290,10 +278,7 @@ impl Resource for ContainerCluster {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = cluster_id(gcp, &cfg.location, &cfg.name);
-        Ok(get(gcp, &id)
-            .await?
-            .filter(|c| made_by(ctx, token, Some(&c.description)))
-            .map(|_| id))
+        resumable::find::<Clusters>(gcp, id, |c| made_by(ctx, token, Some(&c.description))).await
     }
 
     /// Each changed setting is one GKE update (GKE takes one field per request), waited for
@@ -327,37 +312,27 @@ impl Resource for ContainerCluster {
             updates.push(ClusterUpdate::new().set_desired_master_authorized_networks_config(authorized(&cfg.authorized_networks)));
         }
         for update in updates {
-            let op = gcp
-                .container
-                .update_cluster()
-                .set_name(id)
-                .set_update(update)
-                .send()
-                .await
-                .map_err(|e| gke::error(gcp, "clusters.update", e))?;
-            gke::wait_operation(ctx, gcp, "clusters.update", op, limit).await?;
+            let call = gcp.container.update_cluster().set_name(id).set_update(update);
+            gke::changed(ctx, gcp, "clusters.update", call.send(), limit).await?;
         }
         if cfg.labels != before.labels {
             let live = get(gcp, id).await?.ok_or_else(|| gone(id))?;
-            let op = gcp
+            let call = gcp
                 .container
                 .set_labels()
                 .set_name(id)
                 .set_resource_labels(cfg.labels.clone())
-                .set_label_fingerprint(live.label_fingerprint)
-                .send()
-                .await
-                .map_err(|e| gke::error(gcp, "clusters.setResourceLabels", e))?;
-            gke::wait_operation(ctx, gcp, "clusters.setResourceLabels", op, limit).await?;
+                .set_label_fingerprint(live.label_fingerprint);
+            gke::changed(ctx, gcp, "clusters.setResourceLabels", call.send(), limit).await?;
         }
-        let c = wait_running(ctx, gcp, id, limit).await?;
+        let c = resumable::wait_ready::<Clusters>(ctx, gcp, id, limit).await?;
         Ok(outputs(id, &c))
     }
 
     /// Deleting the cluster deletes what is left of its node pools.
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let gcp = ctx.cloud.gcp().await?;
-        delete_cluster(ctx, gcp, id, timeout(config, "delete", CHANGE_TIMEOUT)).await
+        resumable::delete::<Clusters>(ctx, gcp, id, timeout(config, "delete", CHANGE_TIMEOUT)).await
     }
 }
 

@@ -9,21 +9,21 @@
 //! is adopted; any other pool of that name is someone else's. A pool whose create failed
 //! (ERROR, e.g. a stockout) is deleted and made again by the next `forge up`.
 
-use super::Clients;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_of, is_mark, pool_made_by, pool_mark};
 use super::marker::split_description;
-use super::not_found;
-use super::resumable::Steps;
-use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, parse, timeout, wait_gone, wait_until};
+use super::resumable::{self, Tracked};
+use super::{Clients, found};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse, timeout};
 use crate::schema::{AttributeType, FieldType, attributes};
 use google_cloud_container_v1::model::{
     AcceleratorConfig, AdditionalNodeNetworkConfig, EphemeralStorageLocalSsdConfig, GPUDriverInstallationConfig, NodeConfig, NodeLabels,
-    NodeManagement, NodeNetworkConfig, NodePool, NodePoolAutoscaling, NodeTaint, NodeTaints, ReservationAffinity, ResourceLabels,
-    VirtualNIC, gpu_driver_installation_config::GPUDriverVersion, node_pool, node_taint, reservation_affinity,
+    NodeManagement, NodeNetworkConfig, NodePool, NodePoolAutoscaling, NodeTaint, NodeTaints, Operation, ReservationAffinity,
+    ResourceLabels, VirtualNIC, gpu_driver_installation_config::GPUDriverVersion, node_pool, node_taint, reservation_affinity,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// The `google_container_node_pool` kind.
 pub(super) struct ContainerNodePool;
@@ -226,62 +226,70 @@ pub(super) fn inline_pool(ctx: &Ctx, token: &str, initial: &Value) -> Result<Nod
     Ok(cfg.model(pool_mark(&owner, token)))
 }
 
-/// The pool `id` names, or `None`.
-async fn get(gcp: &Clients, id: &str) -> Result<Option<NodePool>, ProviderError> {
-    match gcp.container.get_node_pool().set_name(id).send().await {
-        Ok(p) => Ok(Some(p)),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(gke::error(gcp, "nodePools.get", e)),
+/// The node pools of the project's GKE clusters.
+struct Pools;
+
+impl Tracked for Pools {
+    type Object = NodePool;
+    type Operation = Operation;
+    const WHAT: &'static str = "node pool";
+    const PATH: &'static str = "nodePools";
+    const MAKING: &'static str = "PROVISIONING";
+    const GOING: &'static str = "STOPPING";
+
+    fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+        gke::error(gcp, what, err)
+    }
+
+    async fn get(gcp: &Clients, id: &str) -> Result<NodePool, google_cloud_compute_v1::Error> {
+        gcp.container.get_node_pool().set_name(id).send().await
+    }
+
+    async fn delete(gcp: &Clients, id: &str) -> Result<Operation, google_cloud_compute_v1::Error> {
+        gcp.container.delete_node_pool().set_name(id).send().await
+    }
+
+    async fn wait(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<(), ProviderError> {
+        gke::wait_operation(ctx, gcp, what, op, limit).await
+    }
+
+    fn state(p: &NodePool) -> Option<&str> {
+        p.status.name()
+    }
+
+    fn ready(p: &NodePool) -> bool {
+        p.status == node_pool::Status::Running
+    }
+
+    fn broken(p: &NodePool) -> bool {
+        p.status == node_pool::Status::Error
+    }
+
+    /// GKE's message, and for a stockout what to do.
+    fn failure(gcp: &Clients, _id: &str, p: &NodePool) -> String {
+        let message = gke::conditions(&p.conditions);
+        let hint = if gke::stockout(&message) {
+            format!(" — {}", gke::STOCKOUT_HINT)
+        } else {
+            String::new()
+        };
+        format!("node pool `{}` is in ERROR: {message}{hint} ({})", p.name, gcp.container_context)
     }
 }
 
 /// The create token in the mark of the cluster `cluster` (an inline pool carries it).
 async fn cluster_token(gcp: &Clients, cluster: &str) -> Result<Option<String>, ProviderError> {
-    match gcp.container.get_cluster().set_name(cluster).send().await {
-        Ok(c) => Ok(split_description(&c.description).1.and_then(|m| m.get("forge:token").cloned())),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(gke::error(gcp, "clusters.get", e)),
-    }
+    let sent = gcp.container.get_cluster().set_name(cluster).send().await;
+    let live = found(sent, |e| gke::error(gcp, "clusters.get", e))?;
+    Ok(live.and_then(|c| split_description(&c.description).1?.remove("forge:token")))
 }
 
-/// Waits until the pool `id` is RUNNING and returns it; ERROR fails with GKE's message (and,
-/// for a stockout, what to do).
-async fn wait_running(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<NodePool, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match get(gcp, id).await? {
-            Some(p) if p.status == node_pool::Status::Running => Poll::Done(p),
-            Some(p) if p.status == node_pool::Status::Error => Poll::Failed(failed(gcp, &p)),
-            Some(p) => Poll::Pending(p.status.name().unwrap_or("PROVISIONING").to_owned()),
-            None => Poll::Failed(format!("node pool `{id}` disappeared while forge waited for it")),
-        })
-    })
-    .await
-}
-
-/// The message for a pool in ERROR.
-fn failed(gcp: &Clients, p: &NodePool) -> String {
-    let message = gke::conditions(&p.conditions);
-    let hint = if gke::stockout(&message) {
-        format!(" — {}", gke::STOCKOUT_HINT)
-    } else {
-        String::new()
-    };
-    format!("node pool `{}` is in ERROR: {message}{hint} ({})", p.name, gcp.container_context)
-}
-
-/// Deletes the pool `id` and waits until it is gone; one already gone is a success.
-async fn delete_pool(ctx: &Ctx, gcp: &Clients, id: &str, limit: std::time::Duration) -> Result<(), ProviderError> {
-    match gcp.container.delete_node_pool().set_name(id).send().await {
-        Err(e) if not_found(&e) => return Ok(()),
-        Err(e) => return Err(gke::error(gcp, "nodePools.delete", e)),
-        Ok(op) => {
-            gke::wait_operation(ctx, gcp, "nodePools.delete", op, limit).await?;
-        }
-    }
-    wait_gone(ctx, limit, || async {
-        Ok(get(gcp, id).await?.map(|p| p.status.name().unwrap_or("STOPPING").to_owned()))
-    })
-    .await
+/// Whether the pool `p` carries the mark of the create with `token`, or of its cluster's
+/// create (`cluster`: that create's token, which a pool created inline with it carries).
+fn made_by(ctx: &Ctx, token: &str, cluster: Option<&str>, p: &NodePool) -> bool {
+    let mut tokens = vec![token];
+    tokens.extend(cluster);
+    p.config.as_ref().is_some_and(|c| pool_made_by(ctx, &tokens, &c.resource_labels))
 }
 
 fn outputs(id: &str, p: &NodePool) -> Value {
@@ -309,11 +317,8 @@ async fn size(gcp: &Clients, p: &NodePool) -> Result<Option<i32>, ProviderError>
         .set_instance_group_manager(*name)
         .send()
         .await;
-    match sent {
-        Ok(group) => Ok(group.target_size),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(super::error(gcp, "instanceGroupManagers.get", e)),
-    }
+    let group = found(sent, |e| super::error(gcp, "instanceGroupManagers.get", e))?;
+    Ok(group.and_then(|group| group.target_size))
 }
 
 /// What the kind compares of a live pool, in its block's terms.
@@ -387,35 +392,19 @@ impl Resource for ContainerNodePool {
         }
     }
 
+    /// Creates the pool, or resumes the create that made it (see [`resumable::create`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = format!("{}/nodePools/{}", cfg.cluster, cfg.name);
         let limit = timeout(config, "create", CREATE_TIMEOUT);
-        let owned = |p: &NodePool, cluster: &Option<String>| {
-            let mut tokens = vec![token];
-            tokens.extend(cluster.as_deref());
-            p.config.as_ref().is_some_and(|c| pool_made_by(ctx, &tokens, &c.resource_labels))
-        };
         let cluster = cluster_token(gcp, &cfg.cluster).await?;
-        let steps = Steps {
-            get: || get(gcp, &id),
-            owned: |p: &NodePool| owned(p, &cluster),
-            failed: |p: &NodePool| p.status == node_pool::Status::Error,
-            ready: || wait_running(ctx, gcp, &id, limit),
-            delete: || delete_pool(ctx, gcp, &id, limit),
-            send: || async {
-                let sent = gcp
-                    .container
-                    .create_node_pool()
-                    .set_parent(&cfg.cluster)
-                    .set_node_pool(cfg.model(pool_mark(ctx, token)))
-                    .send()
-                    .await;
-                gke::create_sent(ctx, gcp, "nodePools.create", sent, limit).await
-            },
-        };
-        let p = steps.run(ctx, "node pool", &cfg.name).await?;
+        let owned = |p: &NodePool| made_by(ctx, token, cluster.as_deref(), p);
+        let p = resumable::create::<Pools, _>(ctx, gcp, &id, &cfg.name, limit, owned, || {
+            let pool = cfg.model(pool_mark(ctx, token));
+            Ok(gcp.container.create_node_pool().set_parent(&cfg.cluster).set_node_pool(pool).send())
+        })
+        .await?;
         Ok(Created {
             outputs: outputs(&id, &p),
             id,
@@ -429,12 +418,11 @@ impl Resource for ContainerNodePool {
         let clusters: std::collections::BTreeSet<&str> = ids.iter().filter_map(|id| id.split("/nodePools/").next()).collect();
         let mut seen = Vec::new();
         for cluster in clusters {
-            let listed = match gcp.container.list_node_pools().set_parent(cluster).send().await {
-                Ok(listed) => listed.node_pools,
-                Err(e) if not_found(&e) => continue,
-                Err(e) => return Err(gke::error(gcp, "nodePools.list", e)),
+            let sent = gcp.container.list_node_pools().set_parent(cluster).send().await;
+            let Some(listed) = found(sent, |e| gke::error(gcp, "nodePools.list", e))? else {
+                continue;
             };
-            for p in listed.iter().filter(|p| p.status != node_pool::Status::Stopping) {
+            for p in listed.node_pools.iter().filter(|p| p.status != node_pool::Status::Stopping) {
                 let id = format!("{cluster}/nodePools/{}", p.name);
                 if ids.contains(&id) {
                     let mut attributes = attributes(p);
@@ -457,12 +445,7 @@ impl Resource for ContainerNodePool {
         let gcp = ctx.cloud.gcp().await?;
         let id = format!("{}/nodePools/{}", cfg.cluster, cfg.name);
         let cluster = cluster_token(gcp, &cfg.cluster).await?;
-        let mut tokens = vec![token];
-        tokens.extend(cluster.as_deref());
-        Ok(get(gcp, &id)
-            .await?
-            .filter(|p| p.config.as_ref().is_some_and(|c| pool_made_by(ctx, &tokens, &c.resource_labels)))
-            .map(|_| id))
+        resumable::find::<Pools>(gcp, id, |p| made_by(ctx, token, cluster.as_deref(), p)).await
     }
 
     /// Size, autoscaling, management, and labels and taints (one node pool update), each
@@ -472,62 +455,38 @@ impl Resource for ContainerNodePool {
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
         let limit = timeout(new, "update", CHANGE_TIMEOUT);
-        let wait = |what: &'static str, sent: Result<google_cloud_container_v1::model::Operation, google_cloud_compute_v1::Error>| async move {
-            let op = sent.map_err(|e| gke::error(gcp, what, e))?;
-            gke::wait_operation(ctx, gcp, what, op, limit).await.map(drop)
-        };
+        let client = &gcp.container;
         if (cfg.min_node_count, cfg.max_node_count) != (before.min_node_count, before.max_node_count) {
-            let sent = gcp
-                .container
-                .set_node_pool_autoscaling()
-                .set_name(id)
-                .set_autoscaling(cfg.autoscaling())
-                .send()
-                .await;
-            wait("nodePools.setAutoscaling", sent).await?;
+            let call = client.set_node_pool_autoscaling().set_name(id).set_autoscaling(cfg.autoscaling());
+            gke::changed(ctx, gcp, "nodePools.setAutoscaling", call.send(), limit).await?;
         }
         if cfg.node_count != before.node_count
             && let Some(count) = cfg.node_count
         {
-            let sent = gcp
-                .container
-                .set_node_pool_size()
-                .set_name(id)
-                .set_node_count(count as i32)
-                .send()
-                .await;
-            wait("nodePools.setSize", sent).await?;
+            let call = client.set_node_pool_size().set_name(id).set_node_count(count as i32);
+            gke::changed(ctx, gcp, "nodePools.setSize", call.send(), limit).await?;
         }
         if (cfg.auto_repair, cfg.auto_upgrade) != (before.auto_repair, before.auto_upgrade) {
-            let sent = gcp
-                .container
-                .set_node_pool_management()
-                .set_name(id)
-                .set_management(cfg.management())
-                .send()
-                .await;
-            wait("nodePools.setManagement", sent).await?;
+            let call = client.set_node_pool_management().set_name(id).set_management(cfg.management());
+            gke::changed(ctx, gcp, "nodePools.setManagement", call.send(), limit).await?;
         }
         if (&cfg.labels, &cfg.resource_labels, &cfg.taints) != (&before.labels, &before.resource_labels, &before.taints) {
-            let live = get(gcp, id).await?.and_then(|p| p.config).unwrap_or_default();
+            let live = resumable::get::<Pools>(gcp, id).await?.and_then(|p| p.config).unwrap_or_default();
             let mark = live.resource_labels.into_iter().filter(|(k, _)| is_mark(k));
-            let sent = gcp
-                .container
+            let call = client
                 .update_node_pool()
                 .set_name(id)
                 .set_labels(NodeLabels::new().set_labels(cfg.labels.clone()))
                 .set_resource_labels(ResourceLabels::new().set_labels(cfg.resource_labels.clone().into_iter().chain(mark)))
-                .set_taints(NodeTaints::new().set_taints(cfg.taints()))
-                .send()
-                .await;
-            wait("nodePools.update", sent).await?;
+                .set_taints(NodeTaints::new().set_taints(cfg.taints()));
+            gke::changed(ctx, gcp, "nodePools.update", call.send(), limit).await?;
         }
-        let p = wait_running(ctx, gcp, id, limit).await?;
+        let p = resumable::wait_ready::<Pools>(ctx, gcp, id, limit).await?;
         Ok(outputs(id, &p))
     }
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let gcp = ctx.cloud.gcp().await?;
-        delete_pool(ctx, gcp, id, timeout(config, "delete", CHANGE_TIMEOUT)).await
+        resumable::delete::<Pools>(ctx, gcp, id, timeout(config, "delete", CHANGE_TIMEOUT)).await
     }
 }

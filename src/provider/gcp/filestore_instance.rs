@@ -4,10 +4,11 @@
 //! the data, so the plan marks it and `forge up` refuses it without `--allow-data-loss`.
 //! Description, labels and deletion protection change in place, in one patch.
 
-use super::marker::{made_by, marked_description, remarked_description, split_description};
-use super::resumable::{Sent, Steps};
-use super::{Clients, error_in, not_found};
-use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, parse, timeout, wait_gone, wait_until};
+use super::marker::{made_by, marked_description, observed, remarked_description};
+use super::operation::wait_done;
+use super::resumable::{self, Tracked};
+use super::{Clients, error_in};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse, timeout};
 use crate::schema::attributes;
 use google_cloud_filestore_v1::model::{FileShareConfig, Instance, NetworkConfig, instance, network_config};
 use google_cloud_longrunning::model::Operation;
@@ -52,37 +53,21 @@ fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> Prov
     error_in(&gcp.filestore_context, what, err)
 }
 
-/// The instance `id` names, or `None`.
-async fn get(gcp: &Clients, id: &str) -> Result<Option<Instance>, ProviderError> {
-    match gcp.filestore.get_instance().set_name(id).send().await {
-        Ok(i) => Ok(Some(i)),
-        Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(error(gcp, "instances.get", e)),
-    }
-}
-
 /// Waits until the long-running operation `op` is done (at most `limit`) and fails with its
 /// error, if it has one.
 async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<(), ProviderError> {
     let name = op.name.clone();
-    let mut first = Some(op);
-    let done = wait_until(ctx, limit, || {
-        let seen = first.take().filter(|op| op.done);
-        let name = name.clone();
-        async move {
-            if let Some(op) = seen {
-                return Ok(Poll::Done(op));
-            }
-            let op = gcp
-                .filestore
-                .get_operation()
-                .set_name(name)
-                .send()
-                .await
-                .map_err(|e| error(gcp, "operations.get", e))?;
-            Ok(if op.done { Poll::Done(op) } else { Poll::Pending("RUNNING".into()) })
-        }
-    })
+    let done = wait_done(
+        ctx,
+        limit,
+        op,
+        |op| op.done,
+        |_| "RUNNING".into(),
+        || async {
+            let sent = gcp.filestore.get_operation().set_name(&name).send().await;
+            sent.map_err(|e| error(gcp, "operations.get", e))
+        },
+    )
     .await?;
     match done.result {
         Some(Outcome::Error(status)) => Err(ProviderError::permanent(format!(
@@ -93,33 +78,51 @@ async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, lim
     }
 }
 
-/// Waits until the instance `id` is READY and returns it; ERROR fails with Filestore's message.
-async fn wait_ready(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<Instance, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match get(gcp, id).await? {
-            Some(i) if i.state == instance::State::Ready => Poll::Done(i),
-            Some(i) if i.state == instance::State::Error => Poll::Failed(format!(
-                "Filestore instance `{id}` is in ERROR: {} ({})",
-                i.status_message, gcp.filestore_context
-            )),
-            Some(i) => Poll::Pending(i.state.name().unwrap_or("CREATING").to_owned()),
-            None => Poll::Failed(format!("Filestore instance `{id}` disappeared while forge waited for it")),
-        })
-    })
-    .await
-}
+/// The project's Filestore instances.
+struct Instances;
 
-/// Deletes the instance `id` and waits until it is gone; one already gone is a success.
-async fn delete_instance(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
-    match gcp.filestore.delete_instance().set_name(id).send().await {
-        Err(e) if not_found(&e) => return Ok(()),
-        Err(e) => return Err(error(gcp, "instances.delete", e)),
-        Ok(op) => wait_operation(ctx, gcp, "instances.delete", op, limit).await?,
+impl Tracked for Instances {
+    type Object = Instance;
+    type Operation = Operation;
+    const WHAT: &'static str = "Filestore instance";
+    const PATH: &'static str = "instances";
+    const MAKING: &'static str = "CREATING";
+    const GOING: &'static str = "DELETING";
+
+    fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+        error(gcp, what, err)
     }
-    wait_gone(ctx, limit, || async {
-        Ok(get(gcp, id).await?.map(|i| i.state.name().unwrap_or("DELETING").to_owned()))
-    })
-    .await
+
+    async fn get(gcp: &Clients, id: &str) -> Result<Instance, google_cloud_compute_v1::Error> {
+        gcp.filestore.get_instance().set_name(id).send().await
+    }
+
+    async fn delete(gcp: &Clients, id: &str) -> Result<Operation, google_cloud_compute_v1::Error> {
+        gcp.filestore.delete_instance().set_name(id).send().await
+    }
+
+    async fn wait(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<(), ProviderError> {
+        wait_operation(ctx, gcp, what, op, limit).await
+    }
+
+    fn state(i: &Instance) -> Option<&str> {
+        i.state.name()
+    }
+
+    fn ready(i: &Instance) -> bool {
+        i.state == instance::State::Ready
+    }
+
+    fn broken(i: &Instance) -> bool {
+        i.state == instance::State::Error
+    }
+
+    fn failure(gcp: &Clients, id: &str, i: &Instance) -> String {
+        format!(
+            "Filestore instance `{id}` is in ERROR: {} ({})",
+            i.status_message, gcp.filestore_context
+        )
+    }
 }
 
 fn outputs(id: &str, i: &Instance) -> Value {
@@ -190,35 +193,23 @@ impl Resource for FilestoreInstance {
         super::collection::network_by_name(config)
     }
 
-    /// Creates the instance, or resumes the create that made it (see [`Steps::run`]).
+    /// Creates the instance, or resumes the create that made it (see [`resumable::create`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = instance_id(gcp, &cfg);
         let limit = timeout(config, "create", OPERATION_TIMEOUT);
-        let steps = Steps {
-            get: || get(gcp, &id),
-            owned: |i: &Instance| made_by(ctx, token, Some(&i.description)),
-            failed: |i: &Instance| i.state == instance::State::Error,
-            ready: || wait_ready(ctx, gcp, &id, limit),
-            delete: || delete_instance(ctx, gcp, &id, limit),
-            send: || async {
-                let sent = gcp
-                    .filestore
-                    .create_instance()
-                    .set_parent(format!("projects/{}/locations/{}", gcp.project, cfg.location))
-                    .set_instance_id(&cfg.name)
-                    .set_instance(body(ctx, token, &cfg))
-                    .send()
-                    .await;
-                match sent {
-                    Ok(op) => wait_operation(ctx, gcp, "instances.create", op, limit).await.map(|()| Sent::Made),
-                    Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
-                    Err(e) => Err(error(gcp, "instances.create", e)),
-                }
-            },
-        };
-        let i = steps.run(ctx, "Filestore instance", &cfg.name).await?;
+        let owned = |i: &Instance| made_by(ctx, token, Some(&i.description));
+        let i = resumable::create::<Instances, _>(ctx, gcp, &id, &cfg.name, limit, owned, || {
+            let call = gcp
+                .filestore
+                .create_instance()
+                .set_parent(format!("projects/{}/locations/{}", gcp.project, cfg.location))
+                .set_instance_id(&cfg.name)
+                .set_instance(body(ctx, token, &cfg));
+            Ok(call.send())
+        })
+        .await?;
         Ok(Created {
             outputs: outputs(&id, &i),
             id,
@@ -237,16 +228,8 @@ impl Resource for FilestoreInstance {
         let mut seen = Vec::new();
         while let Some(item) = items.next().await {
             let i = item.map_err(|e| error(gcp, "instances.list", e))?;
-            let (own, mark) = split_description(&i.description);
-            let address = mark
-                .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
-                .map(|m| m.get("forge:address").cloned().unwrap_or_default());
-            if (ids.contains(&i.name) || address.is_some()) && i.state != instance::State::Deleting {
-                seen.push(Observed {
-                    attributes: attributes(&i, &own),
-                    id: i.name.clone(),
-                    address,
-                });
+            if i.state != instance::State::Deleting {
+                seen.extend(observed(stack, ids, i.name.clone(), &i.description, |own| attributes(&i, own)));
             }
         }
         Ok(seen)
@@ -256,10 +239,7 @@ impl Resource for FilestoreInstance {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let id = instance_id(gcp, &cfg);
-        Ok(get(gcp, &id)
-            .await?
-            .filter(|i| made_by(ctx, token, Some(&i.description)))
-            .map(|_| id))
+        resumable::find::<Instances>(gcp, id, |i| made_by(ctx, token, Some(&i.description))).await
     }
 
     /// One patch of what changed: capacity (growing), description, labels, deletion protection.
@@ -268,7 +248,7 @@ impl Resource for FilestoreInstance {
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
         let limit = timeout(new, "update", OPERATION_TIMEOUT);
-        let live = get(gcp, id)
+        let live = resumable::get::<Instances>(gcp, id)
             .await?
             .ok_or_else(|| ProviderError::permanent(format!("the Filestore instance `{id}` is gone; run `forge up` again to create it")))?;
         let mut instance = Instance::new().set_name(id);
@@ -300,13 +280,13 @@ impl Resource for FilestoreInstance {
                 .map_err(|e| error(gcp, "instances.patch", e))?;
             wait_operation(ctx, gcp, "instances.patch", op, limit).await?;
         }
-        let i = wait_ready(ctx, gcp, id, limit).await?;
+        let i = resumable::wait_ready::<Instances>(ctx, gcp, id, limit).await?;
         Ok(outputs(id, &i))
     }
 
     /// An instance with deletion protection on is refused by Filestore, whose message says so.
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let gcp = ctx.cloud.gcp().await?;
-        delete_instance(ctx, gcp, id, timeout(config, "delete", OPERATION_TIMEOUT)).await
+        resumable::delete::<Instances>(ctx, gcp, id, timeout(config, "delete", OPERATION_TIMEOUT)).await
     }
 }

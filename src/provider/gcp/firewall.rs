@@ -102,11 +102,7 @@ impl Resource for Firewall {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
         let body = body(gcp, &cfg, marked_description(ctx, token, cfg.description.as_deref()));
-        let (id, rule) = collection::create::<Firewalls>(ctx, gcp, token, &Scope::Global, body, config).await?;
-        Ok(Created {
-            outputs: outputs(&id, &rule),
-            id,
-        })
+        collection::create::<Firewalls>(ctx, gcp, token, &Scope::Global, body, config, outputs).await
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
@@ -146,7 +142,7 @@ impl Resource for Firewall {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        collection::find::<Firewalls>(ctx, ctx.cloud.gcp().await?, token, &Scope::Global, &cfg.name).await
+        collection::find::<Firewalls>(ctx, token, &cfg.name, None).await
     }
 
     /// Sends the whole rule (an update, not a patch: a patch cannot empty a list), keeping the
@@ -157,13 +153,8 @@ impl Resource for Firewall {
         let live = collection::reread::<Firewalls>(gcp, id).await?;
         let description = remarked_description(live.description.as_deref(), cfg.description.as_deref());
         let call = gcp.firewalls.update().set_project(&gcp.project).set_firewall(&cfg.name);
-        let sent = call
-            .set_request_id(fresh_request_id())
-            .set_body(body(gcp, &cfg, description))
-            .send()
-            .await;
-        let rule = collection::changed::<Firewalls>(ctx, gcp, "firewalls.update", id, sent, new).await?;
-        Ok(outputs(id, &rule))
+        let call = call.set_request_id(fresh_request_id()).set_body(body(gcp, &cfg, description));
+        collection::changed::<Firewalls>(ctx, gcp, "firewalls.update", id, call.send(), new, outputs).await
     }
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {

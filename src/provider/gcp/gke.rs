@@ -1,14 +1,15 @@
 //! What GKE's two kinds share: ids and the serialization key of a cluster, the wait on GKE's
-//! own operations (no poller: `get_operation` until DONE, then its `error`), GKE's errors (a
-//! change refused because another operation runs on the cluster is retried), and forge's mark
-//! on node pools, which have no description: labels on their VMs.
+//! own operations (no poller: `get_operation` until DONE, then its `error`) and on a change's
+//! ([`changed`]), GKE's errors (a change refused because another operation runs on the cluster
+//! is retried), and forge's mark on node pools, which have no description: labels on their VMs.
 
-use super::resumable::Sent;
+use super::operation::wait_done;
 use super::{Clients, error_in};
-use crate::provider::{Ctx, Poll, ProviderError, wait_until};
+use crate::provider::{Ctx, ProviderError};
 use google_cloud_container_v1::model::Operation;
 use google_cloud_container_v1::model::operation::Status;
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::Duration;
 
 /// A cluster or a GPU node pool takes 10–40 minutes (an A3 pool once took 35, past
@@ -70,35 +71,19 @@ pub(super) fn stockout(message: &str) -> bool {
 
 /// Waits until the GKE operation `op` is DONE (at most `limit`), and fails with its error
 /// (and, for a stockout, a hint) if it has one.
-pub(super) async fn wait_operation(
-    ctx: &Ctx,
-    gcp: &Clients,
-    what: &str,
-    op: Operation,
-    limit: Duration,
-) -> Result<Operation, ProviderError> {
+pub(super) async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Operation, limit: Duration) -> Result<(), ProviderError> {
     let name = format!("projects/{}/locations/{}/operations/{}", gcp.project, op.location, op.name);
-    let mut first = Some(op);
-    let done = wait_until(ctx, limit, || {
-        let seen = first.take().filter(|op| op.status == Status::Done);
-        let name = name.clone();
-        async move {
-            if let Some(op) = seen {
-                return Ok(Poll::Done(op));
-            }
-            let next = gcp
-                .container
-                .get_operation()
-                .set_name(name)
-                .send()
-                .await
-                .map_err(|e| error(gcp, "operations.get", e))?;
-            Ok(match next.status {
-                Status::Done => Poll::Done(next),
-                ref s => Poll::Pending(s.name().unwrap_or("PENDING").to_owned()),
-            })
-        }
-    })
+    let done = wait_done(
+        ctx,
+        limit,
+        op,
+        |op| op.status == Status::Done,
+        |op| op.status.name().unwrap_or("PENDING").to_owned(),
+        || async {
+            let sent = gcp.container.get_operation().set_name(&name).send().await;
+            sent.map_err(|e| error(gcp, "operations.get", e))
+        },
+    )
     .await?;
     match &done.error {
         Some(status) if status.code != 0 || !status.message.is_empty() => {
@@ -112,23 +97,21 @@ pub(super) async fn wait_operation(
                 status.message, gcp.container_context
             )))
         }
-        _ => Ok(done),
+        _ => Ok(()),
     }
 }
 
-/// How a GKE create call ended: its operation waited for, or the object already there (409).
-pub(super) async fn create_sent(
+/// Waits for the operation of a change (`what`: `nodePools.setSize`) that the call `sent`
+/// starts.
+pub(super) async fn changed(
     ctx: &Ctx,
     gcp: &Clients,
     what: &str,
-    sent: Result<Operation, google_cloud_compute_v1::Error>,
+    sent: impl Future<Output = Result<Operation, google_cloud_compute_v1::Error>>,
     limit: Duration,
-) -> Result<Sent, ProviderError> {
-    match sent {
-        Ok(op) => wait_operation(ctx, gcp, what, op, limit).await.map(|_| Sent::Made),
-        Err(e) if e.http_status_code() == Some(409) => Ok(Sent::Exists),
-        Err(e) => Err(error(gcp, what, e)),
-    }
+) -> Result<(), ProviderError> {
+    let op = sent.await.map_err(|e| error(gcp, what, e))?;
+    wait_operation(ctx, gcp, what, op, limit).await
 }
 
 /// A label value from any text: GCE labels take lowercase letters, digits, `-` and `_`, at

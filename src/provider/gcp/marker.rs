@@ -1,9 +1,11 @@
 //! forge's mark on the Compute objects it makes. Networks, subnetworks, firewall rules and
 //! routers take no labels, so the mark goes at the end of their `description`:
 //! `[forge:stack=… forge:address=… forge:token=…]`, after the block's own description. Only an
-//! object whose mark names this stack, address and create token is ever adopted ([`made_by`]).
+//! object whose mark names this stack, address and create token is ever adopted ([`made_by`]);
+//! a read reports the objects whose mark names this stack ([`observed`]).
 
-use crate::provider::{Ctx, ProviderError};
+use crate::provider::{Ctx, Observed, ProviderError};
+use serde_json::Value;
 
 /// The marker forge writes into a description: `[forge:stack=… forge:address=… forge:token=…]`.
 fn marker(ctx: &Ctx, token: &str) -> String {
@@ -39,6 +41,27 @@ pub(super) fn split_description(description: &str) -> (String, Option<std::colle
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
     (description[..start].trim_end().to_owned(), Some(fields))
+}
+
+/// What a read reports of the listed object `id` with this `description`: the object, when it
+/// is recorded (`ids`) or carries the mark of `stack`, with the address its mark names and the
+/// `attributes` its kind reads of it (given the block's own part of the description).
+pub(super) fn observed(
+    stack: &str,
+    ids: &[String],
+    id: String,
+    description: &str,
+    attributes: impl FnOnce(&str) -> Value,
+) -> Option<Observed> {
+    let (own, mark) = split_description(description);
+    let address = mark
+        .filter(|m| m.get("forge:stack").map(String::as_str) == Some(stack))
+        .map(|m| m.get("forge:address").cloned().unwrap_or_default());
+    (ids.contains(&id) || address.is_some()).then(|| Observed {
+        attributes: attributes(&own),
+        id,
+        address,
+    })
 }
 
 /// Whether an object with this description was made by the create with `token` (forge's one

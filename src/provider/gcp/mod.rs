@@ -2,7 +2,7 @@
 //! environment (project, region, endpoint overrides, credentials) and error mapping, here;
 //! Compute operations (`operation`), forge's mark on the objects it makes (`marker`), what every
 //! Compute kind does the same way (`collection`), GKE's operations and shared rules (`gke`),
-//! the create of objects made by a long operation (`resumable`), and one file per resource kind.
+//! what the objects made by a long operation share (`resumable`), and one file per resource kind.
 
 #[macro_use]
 mod collection;
@@ -264,6 +264,19 @@ impl Cloud {
 /// Whether a failed call found nothing (HTTP 404; Compute's error bodies carry no status).
 pub fn not_found(err: &google_cloud_compute_v1::Error) -> bool {
     err.http_status_code() == Some(404)
+}
+
+/// A call's answer about one object, with an object that is not there (HTTP 404) as `None`
+/// and any other failure mapped by `error`.
+fn found<T>(
+    sent: Result<T, google_cloud_compute_v1::Error>,
+    error: impl FnOnce(google_cloud_compute_v1::Error) -> ProviderError,
+) -> Result<Option<T>, ProviderError> {
+    match sent {
+        Ok(answer) => Ok(Some(answer)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(error(e)),
+    }
 }
 
 /// Error reasons of Compute's that a later try may not hit besides rate limits: an object still

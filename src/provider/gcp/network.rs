@@ -53,11 +53,7 @@ impl Resource for Network {
             .set_auto_create_subnetworks(cfg.auto_create_subnetworks)
             .set_mtu(cfg.mtu as i32)
             .set_routing_config(routing(&cfg.routing_mode));
-        let (id, network) = collection::create::<Networks>(ctx, gcp, token, &Scope::Global, body, config).await?;
-        Ok(Created {
-            outputs: outputs(&id, &network),
-            id,
-        })
+        collection::create::<Networks>(ctx, gcp, token, &Scope::Global, body, config, outputs).await
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
@@ -75,24 +71,21 @@ impl Resource for Network {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        collection::find::<Networks>(ctx, ctx.cloud.gcp().await?, token, &Scope::Global, &cfg.name).await
+        collection::find::<Networks>(ctx, token, &cfg.name, None).await
     }
 
     /// Only the routing mode changes in place (a patch).
     async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
-        let sent = gcp
+        let call = gcp
             .networks
             .patch()
             .set_project(&gcp.project)
             .set_network(&cfg.name)
             .set_request_id(super::operation::fresh_request_id())
-            .set_body(Model::new().set_routing_config(routing(&cfg.routing_mode)))
-            .send()
-            .await;
-        let network = collection::changed::<Networks>(ctx, gcp, "networks.patch", id, sent, new).await?;
-        Ok(outputs(id, &network))
+            .set_body(Model::new().set_routing_config(routing(&cfg.routing_mode)));
+        collection::changed::<Networks>(ctx, gcp, "networks.patch", id, call.send(), new, outputs).await
     }
 
     /// A network that still has subnetworks, firewall rules or routers fails its delete

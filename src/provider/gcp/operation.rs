@@ -1,11 +1,13 @@
-//! Compute's long-running operations: the wait on one, which checks how it ended (Compute
-//! reports a failed insert or an in-use delete as a DONE operation with an `error`), and the
-//! insert whose `requestId` makes a repeated create get the first one's operation.
+//! Long-running operations: the poll every service's wait is made of ([`wait_done`]), and
+//! Compute's: the wait on one, which checks how it ended (Compute reports a failed insert or an
+//! in-use delete as a DONE operation with an `error`), and the insert whose `requestId` makes a
+//! repeated create get the first one's operation.
 
 use super::{Clients, error};
 use crate::provider::{Ctx, Poll, ProviderError, wait_until};
 use google_cloud_compute_v1::model::Operation;
 use google_cloud_compute_v1::model::operation::Status;
+use std::future::Future;
 use std::time::Duration;
 
 /// Compute's "in use" failure: a delete that another object still blocks (the message names it).
@@ -17,6 +19,39 @@ const RETRYABLE: &[&str] = &[IN_USE, "INTERNAL_ERROR", "RESOURCE_NOT_READY", "RA
 
 /// How long an operation on a network object may take by default.
 pub(super) const OPERATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Waits (at most `limit`) until a long-running operation of any service is done, and returns
+/// it as it ended: `op` itself when it already is, else what `get` reads of it, polled while
+/// `done` says it is not and shown meanwhile as `state` names it.
+pub(super) async fn wait_done<Op, Fut>(
+    ctx: &Ctx,
+    limit: Duration,
+    op: Op,
+    done: impl Fn(&Op) -> bool,
+    state: impl Fn(&Op) -> String,
+    get: impl Fn() -> Fut,
+) -> Result<Op, ProviderError>
+where
+    Fut: Future<Output = Result<Op, ProviderError>>,
+{
+    let (done, state, get) = (&done, &state, &get);
+    let mut first = Some(op).filter(|op| done(op));
+    wait_until(ctx, limit, || {
+        let seen = first.take();
+        async move {
+            if let Some(op) = seen {
+                return Ok(Poll::Done(op));
+            }
+            let next = get().await?;
+            Ok(if done(&next) {
+                Poll::Done(next)
+            } else {
+                Poll::Pending(state(&next))
+            })
+        }
+    })
+    .await
+}
 
 /// Waits until `op` is DONE (at most `limit`), polling it through the global or regional
 /// operations client, and returns it; an operation that ends with an error (Compute's way of
@@ -30,15 +65,14 @@ pub(super) async fn wait_operation(
 ) -> Result<Operation, ProviderError> {
     let name = op.name.clone().unwrap_or_default();
     let region = op.region.as_deref().map(|r| super::collection::last_segment(r).to_owned());
-    let mut first = Some(op);
-    let done = wait_until(ctx, limit, || {
-        let seen = first.take().filter(|op| op.status == Some(Status::Done));
-        let (name, region) = (name.clone(), region.clone());
-        async move {
-            if let Some(op) = seen {
-                return Ok(Poll::Done(op));
-            }
-            let next = match &region {
+    let done = wait_done(
+        ctx,
+        limit,
+        op,
+        |op| op.status == Some(Status::Done),
+        |op| op.status.as_ref().and_then(|s| s.name()).unwrap_or("PENDING").to_owned(),
+        || async {
+            let sent = match &region {
                 Some(region) => {
                     gcp.region_operations
                         .get()
@@ -56,14 +90,10 @@ pub(super) async fn wait_operation(
                         .send()
                         .await
                 }
-            }
-            .map_err(|e| error(gcp, "operations.get", e))?;
-            Ok(match next.status {
-                Some(Status::Done) => Poll::Done(next),
-                ref s => Poll::Pending(s.as_ref().and_then(|s| s.name()).unwrap_or("PENDING").to_owned()),
-            })
-        }
-    })
+            };
+            sent.map_err(|e| error(gcp, "operations.get", e))
+        },
+    )
     .await?;
     let errors = done.error.as_ref().map(|e| e.errors.as_slice()).unwrap_or_default();
     if errors.is_empty() {

@@ -1,69 +1,136 @@
-//! The create of an object that a long operation makes and that shows a status — a GKE cluster
-//! or node pool, a Filestore instance — written once: such APIs take no request id, so a create
-//! that ran before (a retry after a lost answer, a run killed mid-wait, a create that failed) is
-//! recognised by forge's mark on the object.
+//! What the kinds whose objects a long operation makes and that show a status — a GKE cluster or
+//! node pool, a Filestore instance — do the same way, written once over their [`Tracked`] calls:
+//! the get by id, the wait until ready, the delete that waits until the object is gone, and the
+//! create. Such APIs take no request id, so a create that ran before (a retry after a lost
+//! answer, a run killed mid-wait, a create that failed) is recognised by forge's mark on the
+//! object.
 
 use super::marker::name_taken;
-use crate::provider::{Ctx, ProviderError};
+use super::{Clients, found};
+use crate::provider::{Ctx, Poll, ProviderError, wait_gone, wait_until};
 use std::future::Future;
+use std::time::Duration;
 
-/// How a create call ended.
-pub(super) enum Sent {
-    /// The operation it started is done.
-    Made,
-    /// The API answered that the object exists (HTTP 409): an earlier try's, or someone's.
-    Exists,
+/// A client call's own result.
+type Sent<T> = Result<T, google_cloud_compute_v1::Error>;
+
+/// One such kind: its calls by id and how its objects' status reads, so that everything else
+/// about its objects is written once, in this module.
+pub(super) trait Tracked {
+    /// The API's object.
+    type Object;
+    /// The API's long-running operation.
+    type Operation;
+    /// One object, in messages (`GKE cluster`).
+    const WHAT: &'static str;
+    /// The collection in the names of its calls (`clusters`).
+    const PATH: &'static str;
+    /// The state shown while a create is waited for, when the API names none.
+    const MAKING: &'static str;
+    /// The state shown while a delete is waited for, when the API names none.
+    const GOING: &'static str;
+    /// Maps the error of a failed call (`what`: `clusters.get`).
+    fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError;
+    /// Gets the object `id` names.
+    fn get(gcp: &Clients, id: &str) -> impl Future<Output = Sent<Self::Object>> + Send;
+    /// Deletes the object `id` names.
+    fn delete(gcp: &Clients, id: &str) -> impl Future<Output = Sent<Self::Operation>> + Send;
+    /// Waits until `op`, started by the call `what`, is done (at most `limit`), and fails with
+    /// its error if it has one.
+    fn wait(
+        ctx: &Ctx,
+        gcp: &Clients,
+        what: &str,
+        op: Self::Operation,
+        limit: Duration,
+    ) -> impl Future<Output = Result<(), ProviderError>> + Send;
+    /// The object's state, as the API names it.
+    fn state(object: &Self::Object) -> Option<&str>;
+    /// Whether the object is ready for use.
+    fn ready(object: &Self::Object) -> bool;
+    /// Whether the object is in ERROR (as a failed create leaves it: it cannot be repaired).
+    fn broken(object: &Self::Object) -> bool;
+    /// The message for the object `id` in ERROR.
+    fn failure(gcp: &Clients, id: &str, object: &Self::Object) -> String;
 }
 
-/// The calls of one kind's create, as closures over its client, id and config.
-pub(super) struct Steps<Get, Owned, Failed, Ready, Delete, Send> {
-    /// Reads the object, if it exists.
-    pub get: Get,
-    /// Whether an object carries the mark of this create.
-    pub owned: Owned,
-    /// Whether an object is left in ERROR by a failed create (it cannot be repaired: it is
-    /// deleted and made again).
-    pub failed: Failed,
-    /// Waits until the object is ready and returns it.
-    pub ready: Ready,
-    /// Deletes the object and waits until it is gone.
-    pub delete: Delete,
-    /// Sends the create and waits for its operation.
-    pub send: Send,
+/// The object `id` names, or `None`.
+pub(super) async fn get<K: Tracked>(gcp: &Clients, id: &str) -> Result<Option<K::Object>, ProviderError> {
+    found(K::get(gcp, id).await, |e| K::error(gcp, &format!("{}.get", K::PATH), e))
 }
 
-impl<Get, Owned, Failed, Ready, Delete, Send> Steps<Get, Owned, Failed, Ready, Delete, Send> {
-    /// Creates the `what` named `name`, or resumes the create that made it: an object of that
-    /// name is waited for when it carries this create's mark (after deleting it when its
-    /// create failed), and is someone else's otherwise.
-    pub(super) async fn run<T, GetF, ReadyF, DeleteF, SendF>(self, ctx: &Ctx, what: &str, name: &str) -> Result<T, ProviderError>
-    where
-        Get: Fn() -> GetF,
-        GetF: Future<Output = Result<Option<T>, ProviderError>>,
-        Owned: Fn(&T) -> bool,
-        Failed: Fn(&T) -> bool,
-        Ready: Fn() -> ReadyF,
-        ReadyF: Future<Output = Result<T, ProviderError>>,
-        Delete: Fn() -> DeleteF,
-        DeleteF: Future<Output = Result<(), ProviderError>>,
-        Send: Fn() -> SendF,
-        SendF: Future<Output = Result<Sent, ProviderError>>,
-    {
-        if let Some(existing) = (self.get)().await? {
-            if !(self.owned)(&existing) {
-                return Err(name_taken(ctx, what, name));
-            }
-            if !(self.failed)(&existing) {
-                return (self.ready)().await;
-            }
-            (ctx.status)(&format!("deleting the {what} its failed create left"));
-            (self.delete)().await?;
+/// Waits until the object `id` is ready and returns it; one in ERROR fails with the API's
+/// message.
+pub(super) async fn wait_ready<K: Tracked>(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<K::Object, ProviderError> {
+    wait_until(ctx, limit, || async {
+        Ok(match get::<K>(gcp, id).await? {
+            Some(o) if K::ready(&o) => Poll::Done(o),
+            Some(o) if K::broken(&o) => Poll::Failed(K::failure(gcp, id, &o)),
+            Some(o) => Poll::Pending(K::state(&o).unwrap_or(K::MAKING).to_owned()),
+            None => Poll::Failed(format!("{} `{id}` disappeared while forge waited for it", K::WHAT)),
+        })
+    })
+    .await
+}
+
+/// Deletes the object `id` and waits until it is gone; one already gone is a success.
+pub(super) async fn delete<K: Tracked>(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
+    let what = format!("{}.delete", K::PATH);
+    let Some(op) = found(K::delete(gcp, id).await, |e| K::error(gcp, &what, e))? else {
+        return Ok(());
+    };
+    K::wait(ctx, gcp, &what, op, limit).await?;
+    wait_gone(ctx, limit, || async {
+        Ok(get::<K>(gcp, id).await?.map(|o| K::state(&o).unwrap_or(K::GOING).to_owned()))
+    })
+    .await
+}
+
+/// Creates the object `id` (named `name`), or resumes the create that made it, and returns it
+/// ready: an object of that name is waited for when `owned` finds the mark of this create on it
+/// (after deleting it when its create failed), and is someone else's otherwise. `send` makes
+/// the create call (or the error of a block that cannot be sent), which the API answers with
+/// an operation, or HTTP 409 when the object exists: an earlier try's, or someone's.
+pub(super) async fn create<K: Tracked, F>(
+    ctx: &Ctx,
+    gcp: &Clients,
+    id: &str,
+    name: &str,
+    limit: Duration,
+    owned: impl Fn(&K::Object) -> bool,
+    send: impl FnOnce() -> Result<F, ProviderError>,
+) -> Result<K::Object, ProviderError>
+where
+    F: Future<Output = Sent<K::Operation>>,
+{
+    if let Some(existing) = get::<K>(gcp, id).await? {
+        if !owned(&existing) {
+            return Err(name_taken(ctx, K::WHAT, name));
         }
-        if let Sent::Exists = (self.send)().await?
-            && !(self.get)().await?.is_some_and(|object| (self.owned)(&object))
-        {
-            return Err(name_taken(ctx, what, name));
+        if !K::broken(&existing) {
+            return wait_ready::<K>(ctx, gcp, id, limit).await;
         }
-        (self.ready)().await
+        (ctx.status)(&format!("deleting the {} its failed create left", K::WHAT));
+        delete::<K>(ctx, gcp, id, limit).await?;
     }
+    let what = format!("{}.create", K::PATH);
+    match send()?.await {
+        Ok(op) => K::wait(ctx, gcp, &what, op, limit).await?,
+        Err(e) if e.http_status_code() == Some(409) => {
+            if !get::<K>(gcp, id).await?.is_some_and(|object| owned(&object)) {
+                return Err(name_taken(ctx, K::WHAT, name));
+            }
+        }
+        Err(e) => return Err(K::error(gcp, &what, e)),
+    }
+    wait_ready::<K>(ctx, gcp, id, limit).await
+}
+
+/// `id`, when the object it names carries the mark of this create (`owned`).
+pub(super) async fn find<K: Tracked>(
+    gcp: &Clients,
+    id: String,
+    owned: impl Fn(&K::Object) -> bool,
+) -> Result<Option<String>, ProviderError> {
+    Ok(get::<K>(gcp, &id).await?.filter(|object| owned(object)).map(|_| id))
 }

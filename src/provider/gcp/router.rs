@@ -76,13 +76,10 @@ impl Resource for Router {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
-        let region = gcp.region_of(cfg.region.as_deref())?;
-        let body = body(gcp, &cfg, &region, marked_description(ctx, token, cfg.description.as_deref()));
-        let (id, router) = collection::create::<Routers>(ctx, gcp, token, &Scope::Region(region), body, config).await?;
-        Ok(Created {
-            outputs: outputs(&id, &router),
-            id,
-        })
+        let scope = Scope::of::<Routers>(gcp, cfg.region.as_deref())?;
+        let description = marked_description(ctx, token, cfg.description.as_deref());
+        let body = body(gcp, &cfg, scope.region(), description);
+        collection::create::<Routers>(ctx, gcp, token, &scope, body, config, outputs).await
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
@@ -124,9 +121,7 @@ impl Resource for Router {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        let gcp = ctx.cloud.gcp().await?;
-        let scope = Scope::Region(gcp.region_of(cfg.region.as_deref())?);
-        collection::find::<Routers>(ctx, gcp, token, &scope, &cfg.name).await
+        collection::find::<Routers>(ctx, token, &cfg.name, cfg.region.as_deref()).await
     }
 
     /// Sends the whole router (an update, not a patch: a patch cannot remove the last NAT).
@@ -142,13 +137,10 @@ impl Resource for Router {
             .set_project(&gcp.project)
             .set_region(scope.region())
             .set_router(name);
-        let sent = call
+        let call = call
             .set_request_id(fresh_request_id())
-            .set_body(body(gcp, &cfg, scope.region(), description))
-            .send()
-            .await;
-        let router = collection::changed::<Routers>(ctx, gcp, "routers.update", id, sent, new).await?;
-        Ok(outputs(id, &router))
+            .set_body(body(gcp, &cfg, scope.region(), description));
+        collection::changed::<Routers>(ctx, gcp, "routers.update", id, call.send(), new, outputs).await
     }
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {

@@ -64,7 +64,7 @@ impl Resource for Subnetwork {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
-        let scope = Scope::Region(gcp.region_of(cfg.region.as_deref())?);
+        let scope = Scope::of::<Subnetworks>(gcp, cfg.region.as_deref())?;
         let body = Model::new()
             .set_name(&cfg.name)
             .set_description(marked_description(ctx, token, cfg.description.as_deref()))
@@ -72,11 +72,7 @@ impl Resource for Subnetwork {
             .set_ip_cidr_range(&cfg.ip_cidr_range)
             .set_secondary_ip_ranges(ranges(&cfg))
             .set_private_ip_google_access(cfg.private_ip_google_access);
-        let (id, subnet) = collection::create::<Subnetworks>(ctx, gcp, token, &scope, body, config).await?;
-        Ok(Created {
-            outputs: outputs(&id, &subnet),
-            id,
-        })
+        collection::create::<Subnetworks>(ctx, gcp, token, &scope, body, config, outputs).await
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
@@ -112,9 +108,7 @@ impl Resource for Subnetwork {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        let gcp = ctx.cloud.gcp().await?;
-        let scope = Scope::Region(gcp.region_of(cfg.region.as_deref())?);
-        collection::find::<Subnetworks>(ctx, gcp, token, &scope, &cfg.name).await
+        collection::find::<Subnetworks>(ctx, token, &cfg.name, cfg.region.as_deref()).await
     }
 
     /// Secondary ranges change by a patch (with the subnetwork's current fingerprint), Private
@@ -123,7 +117,8 @@ impl Resource for Subnetwork {
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
         let (scope, name) = Scope::of_id(id);
-        let mut subnet = collection::reread::<Subnetworks>(gcp, id).await?;
+        let subnet = collection::reread::<Subnetworks>(gcp, id).await?;
+        let mut seen = outputs(id, &subnet);
         if old.get("secondary_ip_ranges") != new.get("secondary_ip_ranges") {
             let body = Model::new()
                 .set_secondary_ip_ranges(ranges(&cfg))
@@ -134,8 +129,8 @@ impl Resource for Subnetwork {
                 .set_project(&gcp.project)
                 .set_region(scope.region())
                 .set_subnetwork(name);
-            let sent = call.set_request_id(fresh_request_id()).set_body(body).send().await;
-            subnet = collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.patch", id, sent, new).await?;
+            let call = call.set_request_id(fresh_request_id()).set_body(body);
+            seen = collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.patch", id, call.send(), new, outputs).await?;
         }
         if old.get("private_ip_google_access") != new.get("private_ip_google_access") {
             let body = SubnetworksSetPrivateIpGoogleAccessRequest::new().set_private_ip_google_access(cfg.private_ip_google_access);
@@ -144,15 +139,11 @@ impl Resource for Subnetwork {
                 .set_private_ip_google_access()
                 .set_project(&gcp.project)
                 .set_region(scope.region());
-            let sent = call
-                .set_subnetwork(name)
-                .set_request_id(fresh_request_id())
-                .set_body(body)
-                .send()
-                .await;
-            subnet = collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.setPrivateIpGoogleAccess", id, sent, new).await?;
+            let call = call.set_subnetwork(name).set_request_id(fresh_request_id()).set_body(body);
+            seen =
+                collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.setPrivateIpGoogleAccess", id, call.send(), new, outputs).await?;
         }
-        Ok(outputs(id, &subnet))
+        Ok(seen)
     }
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
