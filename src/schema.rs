@@ -341,7 +341,6 @@ pub trait Block: serde::de::DeserializeOwned {
 ///     }
 /// }
 /// ```
-#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_macros))]
 macro_rules! block {
     (
         $(#[$meta:meta])*
@@ -381,7 +380,6 @@ macro_rules! block {
     };
 }
 
-#[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_imports))]
 pub(crate) use block;
 
 /// The first attribute of `config` whose value is known (no references, no unknowns) and of

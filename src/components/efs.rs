@@ -5,24 +5,29 @@
 //! `pv_yaml` output is a PersistentVolume and claim for that driver.
 
 use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "efs",
-    schema: &[
-        Field::required("vpc", FieldType::String),
-        Field::optional("clients", FieldType::List),
-        Field::optional("kubernetes", FieldType::Table),
-        Field::optional("performance_mode", FieldType::String),
-        Field::optional("throughput_mode", FieldType::String),
-        Field::optional("encrypted", FieldType::Bool),
-        Field::optional("timeouts", FieldType::Table),
-        Field::optional("tags", FieldType::Table),
-    ],
+    schema: Efs::FIELDS,
     expand,
 };
+
+block! {
+    /// An `efs` block.
+    struct Efs {
+        vpc: String,
+        clients: Option<Value> as List,
+        kubernetes: Option<Value>,
+        performance_mode: Option<String>,
+        throughput_mode: Option<String>,
+        encrypted: Option<Value> as Bool,
+        timeouts: Option<Value>,
+        tags: Option<Value>,
+    }
+}
 
 /// NFS.
 const NFS_PORT: u16 = 2049;
@@ -31,12 +36,13 @@ const NFS_PORT: u16 = 2049;
 const CLAIM_GIB: i64 = 100;
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let block: Efs = input.block()?;
     let address = input.address;
     let name = address.split_once('.').map_or(address, |(_, n)| n);
-    let vpc = input.named_vpc("vpc")?;
-    let clients = input.clients(&["eks"])?;
-    let choice = |key: &str, allowed: &[&str], default: &'static str| -> Result<Value, ComponentError> {
-        match input.text(key) {
+    let vpc = input.named_vpc("vpc", Some(&block.vpc))?;
+    let clients = input.clients(block.clients.as_ref(), &["eks"])?;
+    let choice = |key: &str, written: &Option<String>, allowed: &[&str], default: &'static str| -> Result<Value, ComponentError> {
+        match written.as_deref() {
             None => Ok(json!(default)),
             Some(v) if allowed.contains(&v) => Ok(json!(v)),
             Some(v) => Err(ComponentError::at(
@@ -46,16 +52,16 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             )),
         }
     };
-    let tags = input.config.get("tags").cloned().unwrap_or_else(|| json!({}));
+    let tags = block.tags.clone().unwrap_or_else(|| json!({}));
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
 
     let mut file_system = json!({
-        "performance_mode": choice("performance_mode", &["generalPurpose", "maxIO"], "generalPurpose")?,
-        "throughput_mode": choice("throughput_mode", &["elastic", "bursting", "provisioned"], "elastic")?,
-        "encrypted": input.config.get("encrypted").cloned().unwrap_or(json!(true)),
+        "performance_mode": choice("performance_mode", &block.performance_mode, &["generalPurpose", "maxIO"], "generalPurpose")?,
+        "throughput_mode": choice("throughput_mode", &block.throughput_mode, &["elastic", "bursting", "provisioned"], "elastic")?,
+        "encrypted": block.encrypted.clone().unwrap_or(json!(true)),
         "tags": tags,
     });
-    if let Some(t) = input.config.get("timeouts") {
+    if let Some(t) = &block.timeouts {
         file_system["timeouts"] = t.clone();
     }
     let mut parts = vec![
@@ -108,6 +114,6 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         attributes: Map::new(),
         mount_options: &[],
     };
-    let mounted = kubernetes::mount(address, input.config.get("kubernetes"), &clients, volume, kubernetes::eks_cluster)?;
+    let mounted = kubernetes::mount(address, block.kubernetes.as_ref(), &clients, volume, kubernetes::eks_cluster)?;
     Ok(mounted.expansion(parts, outputs))
 }

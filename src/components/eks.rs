@@ -151,7 +151,7 @@ pub fn ami_type(instance_type: &str) -> &'static str {
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    let block: Eks = super::read(&Value::Object(input.config.clone()), "", "the block", "`[eks.<name>]`")?;
+    let block: Eks = input.block()?;
     let cluster = Cluster::new(input, &block)?;
     let mut parts = cluster.control_plane(&block);
     let (node_role, storage_addons) = cluster.node_role(input);
@@ -220,7 +220,7 @@ impl<'a> Cluster<'a> {
             .clone()
             .unwrap_or_else(|| address.split_once('.').map_or(address, |(_, n)| n).to_owned());
         let network = match (&block.vpc, &block.vpc_id, &block.subnet_ids) {
-            (Some(_), None, None) => Network::Component(input.named_vpc("vpc")?),
+            (Some(vpc), None, None) => Network::Component(input.named_vpc("vpc", Some(vpc))?),
             (None, Some(vpc_id), Some(subnet_ids)) => Network::Existing { vpc_id, subnet_ids },
             _ => {
                 return Err(ComponentError::at(

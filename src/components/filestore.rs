@@ -5,28 +5,33 @@
 
 use super::gcp_vpc::{region_of, valid_name};
 use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "filestore",
-    schema: &[
-        Field::required("capacity_gib", FieldType::Integer),
-        Field::optional("vpc", FieldType::String),
-        Field::optional("network", FieldType::String),
-        Field::optional("tier", FieldType::String),
-        Field::optional("zone", FieldType::String),
-        Field::optional("name", FieldType::String),
-        Field::optional("share", FieldType::String),
-        Field::optional("clients", FieldType::List),
-        Field::optional("labels", FieldType::Table),
-        Field::optional("deletion_protection", FieldType::Bool),
-        Field::optional("kubernetes", FieldType::Table),
-        Field::optional("timeouts", FieldType::Table),
-    ],
+    schema: Filestore::FIELDS,
     expand,
 };
+
+block! {
+    /// A `filestore` block.
+    struct Filestore {
+        capacity_gib: i64,
+        vpc: Option<String>,
+        network: Option<Value> as String,
+        tier: Option<String>,
+        zone: Option<String>,
+        name: Option<String>,
+        share: Option<String>,
+        clients: Option<Value> as List,
+        labels: Option<Value>,
+        deletion_protection: Option<Value> as Bool,
+        kubernetes: Option<Value>,
+        timeouts: Option<Value>,
+    }
+}
 
 /// A tier's facts: smallest and largest capacity (GiB), whether it lives in a zone, and
 /// whether it is a basic tier (any size in range; only grows).
@@ -80,9 +85,10 @@ const TIERS: &[Tier] = &[
 const DRIVER: &str = "filestore.csi.storage.gke.io";
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let block: Filestore = input.block()?;
     let address = input.address;
-    let block = address.split_once('.').map_or(address, |(_, n)| n);
-    let name = input.text("name").map_or_else(|| block.replace('_', "-"), str::to_owned);
+    let own = address.split_once('.').map_or(address, |(_, n)| n);
+    let name = block.name.clone().unwrap_or_else(|| own.replace('_', "-"));
     if !valid_name(&name) || name.len() > 63 {
         return Err(ComponentError::at(
             "name",
@@ -90,7 +96,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             "set `name = \"shared\"`",
         ));
     }
-    let tier_name = input.text("tier").unwrap_or("ENTERPRISE");
+    let tier_name = block.tier.as_deref().unwrap_or("ENTERPRISE");
     let Some(tier) = TIERS.iter().find(|t| t.name == tier_name) else {
         let names: Vec<&str> = TIERS.iter().map(|t| t.name).collect();
         return Err(ComponentError::at(
@@ -99,48 +105,12 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             crate::schema::suggestion(tier_name, &names),
         ));
     };
-    let capacity = input.config.get("capacity_gib").and_then(Value::as_i64).unwrap_or_default();
-    check_capacity(tier, capacity)?;
+    check_capacity(tier, block.capacity_gib)?;
     let region = input.providers.get("gcp").and_then(|g| g.get("region")).and_then(Value::as_str);
-    let location = match (tier.zonal, input.text("zone")) {
-        (true, Some(zone)) => {
-            if let Some(region) = region.filter(|r| region_of(zone) != *r || zone == *r) {
-                return Err(ComponentError::at(
-                    "zone",
-                    format!("zone `{zone}` is not in the region {region} of `[gcp]`"),
-                    format!("use a zone of {region}, like `{region}-c`: the one your GPU nodes are in"),
-                ));
-            }
-            zone.to_owned()
-        }
-        (true, None) => {
-            return Err(ComponentError::at(
-                "zone",
-                format!("tier {} lives in one zone: `zone` is missing", tier.name),
-                "add `zone = \"us-central1-c\"`, the zone of the nodes that mount it (or use tier REGIONAL or ENTERPRISE)",
-            ));
-        }
-        (false, Some(_)) => {
-            return Err(ComponentError::at(
-                "zone",
-                format!("tier {} is regional: it takes no `zone`", tier.name),
-                "remove `zone` (it lives in the `[gcp]` region), or use a zonal tier (ZONAL, BASIC_SSD, BASIC_HDD)",
-            ));
-        }
-        (false, None) => match region {
-            Some(region) => region.to_owned(),
-            None => {
-                return Err(ComponentError::at(
-                    "tier",
-                    format!("tier {} lives in a region, and `[gcp]` names none", tier.name),
-                    "set `region` in `[gcp]`",
-                ));
-            }
-        },
-    };
-    let network = match (input.text("vpc"), input.config.get("network")) {
+    let location = location(tier, block.zone.as_deref(), region)?;
+    let network = match (&block.vpc, &block.network) {
         (Some(_), _) => {
-            let (vpc, _) = input.named_block("vpc", "gcp_vpc")?;
+            let (vpc, _) = input.named_block("vpc", block.vpc.as_deref(), "gcp_vpc")?;
             json!(format!("${{{vpc}.network_self_link}}"))
         }
         (None, Some(network)) => network.clone(),
@@ -152,30 +122,23 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             ));
         }
     };
-    let clients = input.clients(&["gke"])?;
-    let share = input.text("share").map_or_else(|| "share".to_owned(), str::to_owned);
-    let valid_share = share.len() <= 16
-        && share.starts_with(|c: char| c.is_ascii_lowercase())
-        && share.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !valid_share {
-        return Err(ComponentError::at(
-            "share",
-            format!(
-                "`share = \"{share}\"` cannot name a file share: lowercase letters, digits and `_`, starting with a letter, at most 16"
-            ),
-            "e.g. `share = \"data\"`",
-        ));
-    }
+    let clients = input.clients(block.clients.as_ref(), &["gke"])?;
+    let share = share(block.share.as_deref())?;
     let mut config = json!({
         "name": name,
         "location": location,
         "tier": tier.name,
         "share_name": share,
-        "capacity_gib": capacity,
+        "capacity_gib": block.capacity_gib,
         "network": network,
     });
-    for key in ["labels", "deletion_protection", "timeouts"] {
-        if let Some(value) = input.config.get(key) {
+    let handed_on = [
+        ("labels", &block.labels),
+        ("deletion_protection", &block.deletion_protection),
+        ("timeouts", &block.timeouts),
+    ];
+    for (key, value) in handed_on {
+        if let Some(value) = value {
             config[key] = value.clone();
         }
     }
@@ -192,7 +155,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     }
     let volume = kubernetes::SharedVolume {
         driver: DRIVER,
-        capacity_gib: capacity,
+        capacity_gib: block.capacity_gib,
         handle: json!(format!("modeInstance/{location}/{name}/{share}")),
         attributes: [
             ("ip".to_owned(), json!(format!("${{{address}.instance.ip_address}}"))),
@@ -202,8 +165,56 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         .collect(),
         mount_options: &[],
     };
-    let mounted = kubernetes::mount(address, input.config.get("kubernetes"), &clients, volume, kubernetes::gke_cluster)?;
+    let mounted = kubernetes::mount(address, block.kubernetes.as_ref(), &clients, volume, kubernetes::gke_cluster)?;
     Ok(mounted.expansion(parts, outputs))
+}
+
+/// Where the instance lives: its `zone` for a zonal tier (in the `[gcp]` region), else the
+/// region.
+fn location(tier: &Tier, zone: Option<&str>, region: Option<&str>) -> Result<String, ComponentError> {
+    match (tier.zonal, zone) {
+        (true, Some(zone)) => match region.filter(|r| region_of(zone) != *r || zone == *r) {
+            Some(region) => Err(ComponentError::at(
+                "zone",
+                format!("zone `{zone}` is not in the region {region} of `[gcp]`"),
+                format!("use a zone of {region}, like `{region}-c`: the one your GPU nodes are in"),
+            )),
+            None => Ok(zone.to_owned()),
+        },
+        (true, None) => Err(ComponentError::at(
+            "zone",
+            format!("tier {} lives in one zone: `zone` is missing", tier.name),
+            "add `zone = \"us-central1-c\"`, the zone of the nodes that mount it (or use tier REGIONAL or ENTERPRISE)",
+        )),
+        (false, Some(_)) => Err(ComponentError::at(
+            "zone",
+            format!("tier {} is regional: it takes no `zone`", tier.name),
+            "remove `zone` (it lives in the `[gcp]` region), or use a zonal tier (ZONAL, BASIC_SSD, BASIC_HDD)",
+        )),
+        (false, None) => region.map(str::to_owned).ok_or_else(|| {
+            ComponentError::at(
+                "tier",
+                format!("tier {} lives in a region, and `[gcp]` names none", tier.name),
+                "set `region` in `[gcp]`",
+            )
+        }),
+    }
+}
+
+/// The file share's name (`share` by default), checked.
+fn share(written: Option<&str>) -> Result<String, ComponentError> {
+    let share = written.unwrap_or("share");
+    let valid = share.len() <= 16
+        && share.starts_with(|c: char| c.is_ascii_lowercase())
+        && share.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        return Err(ComponentError::at(
+            "share",
+            format!("`share = \"{share}\"` cannot name a file share: lowercase letters, digits and `_`, starting with a letter, at most 16"),
+            "e.g. `share = \"data\"`",
+        ));
+    }
+    Ok(share.to_owned())
 }
 
 /// Capacity within the tier's range and, on the tiers that are not basic, in its steps

@@ -6,30 +6,55 @@
 //! `eks`). Its `pv_yaml` output is a PersistentVolume and claim for that driver.
 
 use super::{Component, ComponentError, Expansion, Input, Part, kubernetes};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "fsx",
-    schema: &[
-        Field::required("vpc", FieldType::String),
-        Field::required("zone", FieldType::String),
-        Field::optional("capacity_gib", FieldType::Integer),
-        Field::optional("deployment", FieldType::String),
-        Field::optional("throughput_per_tib", FieldType::Integer),
-        Field::optional("compression", FieldType::String),
-        Field::optional("version", FieldType::String),
-        Field::optional("clients", FieldType::List),
-        Field::optional("s3", FieldType::Table),
-        Field::optional("final_backup", FieldType::Bool),
-        Field::optional("kubernetes", FieldType::Table),
-        Field::optional("mount_point", FieldType::String),
-        Field::optional("timeouts", FieldType::Table),
-        Field::optional("tags", FieldType::Table),
-    ],
+    schema: Fsx::FIELDS,
     expand,
 };
+
+block! {
+    /// An `fsx` block.
+    struct Fsx {
+        vpc: String,
+        zone: String,
+        capacity_gib: Option<i64>,
+        deployment: Option<String>,
+        throughput_per_tib: Option<i64>,
+        compression: Option<String>,
+        version: Option<String>,
+        clients: Option<Value> as List,
+        s3: Option<Value>,
+        final_backup: Option<Value> as Bool,
+        kubernetes: Option<Value>,
+        mount_point: Option<String>,
+        timeouts: Option<Value>,
+        tags: Option<Value>,
+    }
+}
+
+block! {
+    /// The `s3` table of an `fsx` block: its link to an S3 prefix.
+    struct S3Link {
+        path: String,
+        import: Option<bool>,
+        export: Option<bool>,
+        file_system_path: Option<Value> as String,
+    }
+}
+
+/// Where a Slurm cluster that is a client mounts the file system (`/fsx` unless its block says).
+const DEFAULT_MOUNT: &str = "/fsx";
+
+/// Where the Slurm clusters among the clients of the `fsx` block `config` mount it (they mount
+/// it on their nodes themselves).
+pub(super) fn mount_point(config: &Map<String, Value>) -> String {
+    let block: Option<Fsx> = super::read(&Value::Object(config.clone()), "", "the block", "`[fsx.<name>]`").ok();
+    block.and_then(|b| b.mount_point).unwrap_or_else(|| DEFAULT_MOUNT.to_owned())
+}
 
 /// The Lustre ports clients and servers talk on: LNET, then the range Lustre uses besides.
 const LUSTRE_PORTS: [(u16, u16); 2] = [(988, 988), (1018, 1023)];
@@ -100,29 +125,19 @@ fn node_zones(input: &Input, client: &str) -> Vec<String> {
 }
 
 /// The S3 link: `s3 = { path = "s3://bucket/prefix", import = true, export = true }`.
-fn association(input: &Input, deployment: &str, file_system: &str) -> Result<Option<Value>, ComponentError> {
-    let Some(s3) = input.config.get("s3") else {
+fn association(block: &Fsx, deployment: &str, file_system: &str) -> Result<Option<Value>, ComponentError> {
+    let Some(s3) = &block.s3 else {
         return Ok(None);
     };
-    let bad = |key: &str, message: String| {
-        ComponentError::at(
-            format!("s3.{key}"),
-            message,
-            "write `s3 = { path = \"s3://bucket/prefix\", import = true, export = true }` (`file_system_path` defaults to \"/\")",
-        )
-    };
-    let table = s3.as_object().ok_or_else(|| bad("path", "`s3` must be a table".into()))?;
-    if let Some(extra) = table
-        .keys()
-        .find(|k| !["path", "import", "export", "file_system_path"].contains(&k.as_str()))
-    {
-        return Err(bad(extra, format!("`s3` has no attribute `{extra}`")));
+    let example = "`s3 = { path = \"s3://bucket/prefix\", import = true, export = true }` (`file_system_path` defaults to \"/\")";
+    let link: S3Link = super::read(s3, "s3", "`s3`", example)?;
+    if !(link.path.starts_with("s3://") && link.path.len() > 5) {
+        return Err(ComponentError::at(
+            "s3.path",
+            format!("`s3.path = \"{}\"` is not an S3 path", link.path),
+            format!("write {example}"),
+        ));
     }
-    let path = match table.get("path").and_then(Value::as_str) {
-        Some(p) if p.starts_with("s3://") && p.len() > 5 => p,
-        Some(p) => return Err(bad("path", format!("`s3.path = \"{p}\"` is not an S3 path"))),
-        None => return Err(bad("path", "`s3` has no `path`".into())),
-    };
     if deployment != "PERSISTENT_2" {
         return Err(ComponentError::at(
             "s3",
@@ -130,141 +145,63 @@ fn association(input: &Input, deployment: &str, file_system: &str) -> Result<Opt
             "use `deployment = \"PERSISTENT_2\"`, or drop `s3`",
         ));
     }
-    let flag = |key: &str, default: bool| match table.get(key) {
-        None => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(bad(key, format!("`s3.{key}` must be true or false"))),
-    };
     let events = |on: bool| if on { json!(["NEW", "CHANGED", "DELETED"]) } else { json!([]) };
-    let import = flag("import", true)?;
+    let import = link.import.unwrap_or(true);
     Ok(Some(json!({
         "file_system_id": format!("${{{file_system}.id}}"),
-        "file_system_path": table.get("file_system_path").cloned().unwrap_or_else(|| json!("/")),
-        "data_repository_path": path,
+        "file_system_path": link.file_system_path.unwrap_or_else(|| json!("/")),
+        "data_repository_path": link.path,
         "batch_import_meta_data_on_create": import,
         "auto_import_events": events(import),
-        "auto_export_events": events(flag("export", false)?),
-        "tags": input.config.get("tags").cloned().unwrap_or_else(|| json!({})),
+        "auto_export_events": events(link.export.unwrap_or(false)),
+        "tags": block.tags.clone().unwrap_or_else(|| json!({})),
     })))
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let block: Fsx = input.block()?;
     let address = input.address;
     let name = address.split_once('.').map_or(address, |(_, n)| n);
-    let vpc = input.named_vpc("vpc")?;
-    let zone = input.text("zone").unwrap_or_default();
-    let subnet = vpc.private_subnet("zone", zone)?;
-    let clients = input.clients(&["eks", "slurm"])?;
-    for client in &clients {
-        let zones = node_zones(input, client);
-        if !zones.is_empty() && !zones.iter().any(|z| z == zone) {
-            return Err(ComponentError::at(
-                "zone",
-                format!("zone `{zone}` holds none of `{client}`'s zoned node groups ({})", zones.join(", ")),
-                "put the file system in the zone of the GPU nodes it serves: traffic across zones is slower and billed",
-            ));
-        }
-    }
+    let vpc = input.named_vpc("vpc", Some(&block.vpc))?;
+    let subnet = vpc.private_subnet("zone", &block.zone)?;
+    let clients = input.clients(block.clients.as_ref(), &["eks", "slurm"])?;
+    check_clients_zone(input, &clients, &block.zone)?;
+    let sizing = Sizing::of(&block)?;
 
-    let deployment_name = input.text("deployment").unwrap_or(crate::provider::aws::FSX_DEFAULT_DEPLOYMENT);
-    let Some(deployment) = DEPLOYMENTS.iter().find(|d| d.name == deployment_name) else {
-        let names: Vec<&str> = DEPLOYMENTS.iter().map(|d| d.name).collect();
-        return Err(ComponentError::at(
-            "deployment",
-            format!("`deployment = \"{deployment_name}\"` is not an FSx for Lustre deployment type"),
-            format!("expected one of {}", names.join(", ")),
-        ));
-    };
-    let capacity = input.config.get("capacity_gib").and_then(Value::as_i64).unwrap_or(1200);
-    if !valid_capacity(capacity, deployment.step) {
-        let near: Vec<String> = sizes_near(capacity, deployment.step).iter().map(i64::to_string).collect();
-        return Err(ComponentError::at(
-            "capacity_gib",
-            format!("{deployment_name} cannot have {capacity} GiB"),
-            format!(
-                "FSx for Lustre takes 1200, 2400, then steps of {} GiB; the nearest valid sizes are {} GiB",
-                deployment.step,
-                near.join(" and ")
-            ),
-        ));
-    }
-    let throughput = match (
-        input.config.get("throughput_per_tib").and_then(Value::as_i64),
-        deployment.default_throughput,
-    ) {
-        (Some(t), _) if deployment.throughputs.contains(&t) => Some(t),
-        (Some(t), None) => {
-            return Err(ComponentError::at(
-                "throughput_per_tib",
-                format!("{deployment_name} has no throughput setting (asked for {t} MB/s per TiB)"),
-                "drop `throughput_per_tib`, or use a PERSISTENT deployment",
-            ));
-        }
-        (Some(t), Some(_)) => {
-            let offered: Vec<String> = deployment.throughputs.iter().map(i64::to_string).collect();
-            return Err(ComponentError::at(
-                "throughput_per_tib",
-                format!("{deployment_name} offers no throughput of {t} MB/s per TiB"),
-                format!("pick one of {}", offered.join(", ")),
-            ));
-        }
-        (None, default) => default,
-    };
-    let compression = input.text("compression").unwrap_or("LZ4");
-    if !["LZ4", "NONE"].contains(&compression) {
-        return Err(ComponentError::at(
-            "compression",
-            format!("`compression = \"{compression}\"` is not a Lustre compression"),
-            "expected \"LZ4\" or \"NONE\"",
-        ));
-    }
-
-    let tags = input.config.get("tags").cloned().unwrap_or_else(|| json!({}));
+    let tags = block.tags.clone().unwrap_or_else(|| json!({}));
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
-    let mut parts = vec![Part {
-        local: "security_group".into(),
-        kind: "aws_security_group",
-        config: json!({
-            "name": format!("{name}-lustre"),
-            "description": format!("FSx for Lustre {name}: TCP 988 and 1018-1023 within the file system and from its clients"),
-            "vpc_id": vpc.output("vpc_id"),
-            "ingress": super::tcp_rules(&LUSTRE_PORTS, "self", &json!(true)),
-            "tags": tags,
-        }),
-        depends_on: vec![],
-    }];
-    let mut file_system = json!({
-        "storage_capacity": capacity,
-        "deployment_type": deployment_name,
-        "data_compression_type": compression,
-        "subnet_id": subnet,
-        "security_group_ids": [reference("security_group", "id")],
-        "file_system_type_version": input.text("version").unwrap_or("2.15"),
+    let security_group = json!({
+        "name": format!("{name}-lustre"),
+        "description": format!("FSx for Lustre {name}: TCP 988 and 1018-1023 within the file system and from its clients"),
+        "vpc_id": vpc.output("vpc_id"),
+        "ingress": super::tcp_rules(&LUSTRE_PORTS, "self", &json!(true)),
         "tags": tags,
     });
-    if let Some(t) = throughput {
+    let mut file_system = json!({
+        "storage_capacity": sizing.capacity,
+        "deployment_type": sizing.deployment.name,
+        "data_compression_type": sizing.compression,
+        "subnet_id": subnet,
+        "security_group_ids": [reference("security_group", "id")],
+        "file_system_type_version": block.version.as_deref().unwrap_or("2.15"),
+        "tags": tags,
+    });
+    if let Some(t) = sizing.throughput {
         file_system["per_unit_storage_throughput"] = json!(t);
     }
-    for key in ["final_backup", "timeouts"] {
-        if let Some(v) = input.config.get(key) {
-            file_system[key] = v.clone();
+    for (key, value) in [("final_backup", &block.final_backup), ("timeouts", &block.timeouts)] {
+        if let Some(value) = value {
+            file_system[key] = value.clone();
         }
     }
-    parts.push(Part {
-        local: "file_system".into(),
-        kind: "aws_fsx_lustre",
-        config: file_system,
-        depends_on: vec![],
-    });
+    let mut parts = vec![
+        part("security_group", "aws_security_group", security_group),
+        part("file_system", "aws_fsx_lustre", file_system),
+    ];
     parts.extend(super::client_rules(&reference("security_group", "id"), &clients, &LUSTRE_PORTS));
     let file_system_address = format!("{address}.file_system");
-    if let Some(link) = association(input, deployment_name, &file_system_address)? {
-        parts.push(Part {
-            local: "s3".into(),
-            kind: "aws_fsx_data_repository_association",
-            config: link,
-            depends_on: vec![],
-        });
+    if let Some(link) = association(&block, sizing.deployment.name, &file_system_address)? {
+        parts.push(part("s3", "aws_fsx_data_repository_association", link));
     }
 
     let mut outputs = Map::new();
@@ -274,7 +211,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     outputs.insert("security_group_id".into(), reference("security_group", "id"));
     let volume = kubernetes::SharedVolume {
         driver: "fsx.csi.aws.com",
-        capacity_gib: capacity,
+        capacity_gib: sizing.capacity,
         handle: json!(format!("${{{file_system_address}.id}}")),
         attributes: [
             ("dnsname".to_owned(), json!(format!("${{{file_system_address}.dns_name}}"))),
@@ -286,14 +223,104 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     };
     // Slurm clusters mount it on their nodes themselves (their user data); EKS ones get a volume.
     let kubernetes_clients: Vec<&str> = clients.iter().copied().filter(|c| c.starts_with("eks.")).collect();
-    let mounted = kubernetes::mount(
-        address,
-        input.config.get("kubernetes"),
-        &kubernetes_clients,
-        volume,
-        kubernetes::eks_cluster,
-    )?;
+    let mounted = kubernetes::mount(address, block.kubernetes.as_ref(), &kubernetes_clients, volume, kubernetes::eks_cluster)?;
     Ok(mounted.expansion(parts, outputs))
+}
+
+/// A part with no ordering besides its references.
+fn part(local: &str, kind: &'static str, config: Value) -> Part {
+    Part {
+        local: local.into(),
+        kind,
+        config,
+        depends_on: vec![],
+    }
+}
+
+/// An error when the file system's zone holds none of a client's zoned node groups.
+fn check_clients_zone(input: &Input, clients: &[&str], zone: &str) -> Result<(), ComponentError> {
+    for client in clients {
+        let zones = node_zones(input, client);
+        if !zones.is_empty() && !zones.iter().any(|z| z == zone) {
+            return Err(ComponentError::at(
+                "zone",
+                format!("zone `{zone}` holds none of `{client}`'s zoned node groups ({})", zones.join(", ")),
+                "put the file system in the zone of the GPU nodes it serves: traffic across zones is slower and billed",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The file system's deployment type, capacity, throughput and compression, checked.
+struct Sizing {
+    deployment: &'static Deployment,
+    capacity: i64,
+    throughput: Option<i64>,
+    compression: String,
+}
+
+impl Sizing {
+    fn of(block: &Fsx) -> Result<Sizing, ComponentError> {
+        let name = block.deployment.as_deref().unwrap_or(crate::provider::aws::FSX_DEFAULT_DEPLOYMENT);
+        let Some(deployment) = DEPLOYMENTS.iter().find(|d| d.name == name) else {
+            let names: Vec<&str> = DEPLOYMENTS.iter().map(|d| d.name).collect();
+            return Err(ComponentError::at(
+                "deployment",
+                format!("`deployment = \"{name}\"` is not an FSx for Lustre deployment type"),
+                format!("expected one of {}", names.join(", ")),
+            ));
+        };
+        let capacity = block.capacity_gib.unwrap_or(1200);
+        if !valid_capacity(capacity, deployment.step) {
+            let near: Vec<String> = sizes_near(capacity, deployment.step).iter().map(i64::to_string).collect();
+            return Err(ComponentError::at(
+                "capacity_gib",
+                format!("{name} cannot have {capacity} GiB"),
+                format!(
+                    "FSx for Lustre takes 1200, 2400, then steps of {} GiB; the nearest valid sizes are {} GiB",
+                    deployment.step,
+                    near.join(" and ")
+                ),
+            ));
+        }
+        let compression = block.compression.as_deref().unwrap_or("LZ4");
+        if !["LZ4", "NONE"].contains(&compression) {
+            return Err(ComponentError::at(
+                "compression",
+                format!("`compression = \"{compression}\"` is not a Lustre compression"),
+                "expected \"LZ4\" or \"NONE\"",
+            ));
+        }
+        Ok(Sizing {
+            deployment,
+            capacity,
+            throughput: throughput(deployment, block.throughput_per_tib)?,
+            compression: compression.to_owned(),
+        })
+    }
+}
+
+/// The throughput per TiB: one the deployment offers, else its default (none for scratch).
+fn throughput(deployment: &Deployment, asked: Option<i64>) -> Result<Option<i64>, ComponentError> {
+    let name = deployment.name;
+    match (asked, deployment.default_throughput) {
+        (Some(t), _) if deployment.throughputs.contains(&t) => Ok(Some(t)),
+        (Some(t), None) => Err(ComponentError::at(
+            "throughput_per_tib",
+            format!("{name} has no throughput setting (asked for {t} MB/s per TiB)"),
+            "drop `throughput_per_tib`, or use a PERSISTENT deployment",
+        )),
+        (Some(t), Some(_)) => {
+            let offered: Vec<String> = deployment.throughputs.iter().map(i64::to_string).collect();
+            Err(ComponentError::at(
+                "throughput_per_tib",
+                format!("{name} offers no throughput of {t} MB/s per TiB"),
+                format!("pick one of {}", offered.join(", ")),
+            ))
+        }
+        (None, default) => Ok(default),
+    }
 }
 
 #[cfg(test)]

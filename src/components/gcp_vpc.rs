@@ -5,23 +5,28 @@
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "gcp_vpc",
-    schema: &[
-        Field::required("cidr", FieldType::String),
-        Field::required("pods_cidr", FieldType::String),
-        Field::required("services_cidr", FieldType::String),
-        Field::optional("name", FieldType::String),
-        Field::optional("region", FieldType::String),
-        Field::optional("nat", FieldType::Bool),
-        Field::optional("mtu", FieldType::Integer),
-    ],
+    schema: GcpVpc::FIELDS,
     expand,
 };
+
+block! {
+    /// A `gcp_vpc` block.
+    struct GcpVpc {
+        cidr: String,
+        pods_cidr: String,
+        services_cidr: String,
+        name: Option<String>,
+        region: Option<String>,
+        nat: Option<bool>,
+        mtu: Option<i64>,
+    }
+}
 
 /// The secondary ranges' names in the subnetwork (GKE's `ip_allocation_policy` names them).
 const PODS_RANGE: &str = "pods";
@@ -53,34 +58,11 @@ const RANGES: &[(&str, u32, u32, &str, &str)] = &[
 ];
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
+    let block: GcpVpc = input.block()?;
     let address = input.address;
-    let name = match input.text("name") {
-        Some(name) => name.to_owned(),
-        None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
-    };
-    if !valid_name(&name) || name.len() > 50 {
-        return Err(ComponentError::at(
-            "name",
-            format!(
-                "`{name}` cannot name Google Cloud networks: names are lowercase letters, digits and `-`, start with a letter and end with a letter or digit"
-            ),
-            "set `name = \"nemo-a3\"` (at most 50 characters: forge adds `-subnet`, `-internal`, `-router` to it)",
-        ));
-    }
-    let mut blocks: Vec<(&str, Cidr)> = Vec::new();
-    for (key, shortest, longest, what, hint) in RANGES {
-        let text = input.text(key).unwrap_or_default();
-        let cidr = Cidr::parse(key, text, *shortest..=*longest, what).map_err(|message| ComponentError::at(*key, message, *hint))?;
-        if let Some((other, block)) = blocks.iter().find(|(_, b)| b.overlaps(cidr)) {
-            return Err(ComponentError::at(
-                *key,
-                format!("`{key} = \"{cidr}\"` overlaps `{other} = \"{block}\"`"),
-                "pick ranges that share no address: nodes, pods and services each need their own",
-            ));
-        }
-        blocks.push((key, cidr));
-    }
-    let mtu = input.config.get("mtu").and_then(Value::as_i64).unwrap_or(1460);
+    let name = network_name(address, &block)?;
+    let ranges = ranges(&block)?;
+    let mtu = block.mtu.unwrap_or(1460);
     if !(1300..=8896).contains(&mtu) {
         return Err(ComponentError::at(
             "mtu",
@@ -88,8 +70,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             "use 1300 to 8896 (1460 by default; 8896 for jumbo frames)",
         ));
     }
-    let nat = input.config.get("nat").and_then(Value::as_bool).unwrap_or(true);
-    let region = input.text("region").map(str::to_owned).or_else(|| {
+    let region = block.region.clone().or_else(|| {
         input
             .providers
             .get("gcp")
@@ -98,18 +79,12 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             .map(str::to_owned)
     });
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
-    let range = |key: &str| blocks.iter().find(|(k, _)| *k == key).map(|(_, b)| b.to_string());
+    let [cidr, pods, services] = ranges.map(|r| r.to_string());
     let with_region = |mut config: Value| {
         if let Some(region) = &region {
             config["region"] = json!(region);
         }
         config
-    };
-    let part = |local: &str, kind: &'static str, config: Value| Part {
-        local: local.into(),
-        kind,
-        config,
-        depends_on: vec![],
     };
     let mut parts = vec![
         part(
@@ -123,10 +98,10 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             with_region(json!({
                 "name": format!("{name}-subnet"),
                 "network": reference("network", "self_link"),
-                "ip_cidr_range": range("cidr"),
+                "ip_cidr_range": cidr,
                 "secondary_ip_ranges": [
-                    { "range_name": PODS_RANGE, "ip_cidr_range": range("pods_cidr") },
-                    { "range_name": SERVICES_RANGE, "ip_cidr_range": range("services_cidr") },
+                    { "range_name": PODS_RANGE, "ip_cidr_range": pods },
+                    { "range_name": SERVICES_RANGE, "ip_cidr_range": services },
                 ],
                 "private_ip_google_access": true,
             })),
@@ -139,11 +114,11 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
                 "network": reference("network", "self_link"),
                 "description": "Traffic between the nodes and pods of the network",
                 "allow": [{ "protocol": "all" }],
-                "source_ranges": [range("cidr"), range("pods_cidr")],
+                "source_ranges": [cidr, pods],
             }),
         ),
     ];
-    if nat {
+    if block.nat.unwrap_or(true) {
         parts.push(part(
             "router",
             "google_compute_router",
@@ -166,6 +141,52 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         outputs,
         ready: Vec::new(),
     })
+}
+
+/// A part with no ordering besides its references.
+fn part(local: &str, kind: &'static str, config: Value) -> Part {
+    Part {
+        local: local.into(),
+        kind,
+        config,
+        depends_on: vec![],
+    }
+}
+
+/// The networks' name: the block's `name`, else its own, checked as Google names.
+fn network_name(address: &str, block: &GcpVpc) -> Result<String, ComponentError> {
+    let name = match &block.name {
+        Some(name) => name.clone(),
+        None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
+    };
+    if !valid_name(&name) || name.len() > 50 {
+        return Err(ComponentError::at(
+            "name",
+            format!(
+                "`{name}` cannot name Google Cloud networks: names are lowercase letters, digits and `-`, start with a letter and end with a letter or digit"
+            ),
+            "set `name = \"nemo-a3\"` (at most 50 characters: forge adds `-subnet`, `-internal`, `-router` to it)",
+        ));
+    }
+    Ok(name)
+}
+
+/// The nodes', pods' and services' ranges, each of its size and none overlapping another.
+fn ranges(block: &GcpVpc) -> Result<[Cidr; 3], ComponentError> {
+    let written = [&block.cidr, &block.pods_cidr, &block.services_cidr];
+    let mut checked: Vec<(&str, Cidr)> = Vec::new();
+    for ((key, shortest, longest, what, hint), text) in RANGES.iter().zip(written) {
+        let cidr = Cidr::parse(key, text, *shortest..=*longest, what).map_err(|message| ComponentError::at(*key, message, *hint))?;
+        if let Some((other, range)) = checked.iter().find(|(_, r)| r.overlaps(cidr)) {
+            return Err(ComponentError::at(
+                *key,
+                format!("`{key} = \"{cidr}\"` overlaps `{other} = \"{range}\"`"),
+                "pick ranges that share no address: nodes, pods and services each need their own",
+            ));
+        }
+        checked.push((key, cidr));
+    }
+    Ok([checked[0].1, checked[1].1, checked[2].1])
 }
 
 /// The region of a zone (`us-central1-c` → `us-central1`); a region is its own.

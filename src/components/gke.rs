@@ -14,53 +14,90 @@ use super::cidr::Cidr;
 use super::gcp_vpc::{region_of, valid_name};
 use super::{Component, ComponentError, Expansion, Input, Part, batch, kubernetes};
 use crate::readiness::{Check, NodeGroup};
-use crate::schema::{Field, FieldType, did_you_mean};
+use crate::schema::{AttributeType, Block, FieldType, block, did_you_mean};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "gke",
-    schema: &[
-        Field::required("node_pools", FieldType::Table),
-        Field::optional("name", FieldType::String),
-        Field::optional("location", FieldType::String),
-        Field::optional("version", FieldType::String),
-        Field::optional("release_channel", FieldType::String),
-        Field::optional("vpc", FieldType::String),
-        Field::optional("network", FieldType::String),
-        Field::optional("subnetwork", FieldType::String),
-        Field::optional("pods_range", FieldType::String),
-        Field::optional("services_range", FieldType::String),
-        Field::optional("private_nodes", FieldType::Bool),
-        Field::optional("authorized_networks", FieldType::List),
-        Field::optional("gcs_fuse_csi", FieldType::Bool),
-        Field::optional("gpu_networks_cidr", FieldType::String),
-        Field::optional("labels", FieldType::Table),
-        Field::optional("timeouts", FieldType::Table),
-        Field::optional("kubernetes", FieldType::Table),
-    ],
+    schema: Gke::FIELDS,
     expand,
 };
 
-/// The keys a `node_pools.<name>` table takes.
-const POOL_KEYS: &[&str] = &[
-    "machine_type",
-    "size",
-    "zone",
-    "reservation",
-    "spot",
-    "flex_start",
-    "queued_provisioning",
-    "accelerator",
-    "gpu_driver",
-    "labels",
-    "taints",
-    "disk_gib",
-    "disk_type",
-    "local_ssd_count",
-    "auto_repair",
-    "auto_upgrade",
-];
+block! {
+    /// A `gke` block. What it hands on to the cluster unread stays a value of the type the
+    /// cluster takes.
+    struct Gke {
+        node_pools: Map<String, Value>,
+        name: Option<String>,
+        location: Option<String>,
+        version: Option<Value> as String,
+        release_channel: Option<Value> as String,
+        vpc: Option<String>,
+        network: Option<Value> as String,
+        subnetwork: Option<Value> as String,
+        pods_range: Option<Value> as String,
+        services_range: Option<Value> as String,
+        private_nodes: Option<Value> as Bool,
+        authorized_networks: Option<Value> as List,
+        gcs_fuse_csi: Option<Value> as Bool,
+        gpu_networks_cidr: Option<String>,
+        labels: Option<Value>,
+        timeouts: Option<Value>,
+        kubernetes: Option<Value>,
+    }
+}
+
+block! {
+    /// A `node_pools.<name>` table of a `gke` block.
+    struct PoolBlock {
+        machine_type: String,
+        size: Value as Size,
+        zone: Option<String>,
+        reservation: Option<Value> as String,
+        spot: Option<Value> as Bool,
+        flex_start: Option<Value> as Bool,
+        queued_provisioning: Option<Value> as Bool,
+        accelerator: Option<Accelerator>,
+        gpu_driver: Option<String>,
+        labels: Option<Value>,
+        taints: Option<Vec<Taint>>,
+        disk_gib: Option<Value> as Integer,
+        disk_type: Option<Value> as String,
+        local_ssd_count: Option<Value> as Integer,
+        auto_repair: Option<Value> as Bool,
+        auto_upgrade: Option<Value> as Bool,
+    }
+}
+
+/// `accelerator = { type = "nvidia-tesla-t4", count = 1 }`: GPUs attached to an N1 machine.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Accelerator {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default = "one")]
+    count: i64,
+}
+
+impl AttributeType for Accelerator {
+    const TYPE: FieldType = FieldType::Table;
+}
+
+/// One GPU, the default count of an `accelerator`.
+fn one() -> i64 {
+    1
+}
+
+/// `{ key = "nvidia.com/gpu", value = "present", effect = "NoSchedule" }`
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Taint {
+    key: String,
+    #[serde(default)]
+    value: String,
+    effect: String,
+}
 
 /// How a machine type's GPUs network: GPUDirect-TCPX or -TCPXO over this many extra VPCs.
 #[derive(Clone, Copy)]
@@ -160,172 +197,225 @@ const EFFECTS: &[(&str, &str)] = &[
 /// One `node_pools.<name>` table, checked.
 struct Pool<'a> {
     name: &'a str,
-    config: &'a Map<String, Value>,
+    block: PoolBlock,
+    /// The GPUs each node has: their type and count (`("", 0)` for an `accelerator`).
     gpus: Option<(&'static str, i64)>,
+    /// The GPUDirect networks its nodes attach to.
     networks: usize,
-    zone: Option<&'a str>,
 }
 
 impl Pool<'_> {
     /// Its node count at the `bound` (`min` or `max`) of its `size` (checked by
     /// `check_size`): a fixed size is both.
     fn nodes(&self, bound: &str) -> i64 {
-        match self.config.get("size") {
-            Some(Value::Object(range)) => range.get(bound).and_then(Value::as_i64),
-            other => other.and_then(Value::as_i64),
+        match &self.block.size {
+            Value::Object(range) => range.get(bound).and_then(Value::as_i64),
+            other => other.as_i64(),
         }
         .unwrap_or(0)
+    }
+
+    /// The pool as the batch stack's Kueue quota sees it, when it has GPUs.
+    fn gpu_group(&self) -> Option<batch::GpuGroup> {
+        let (_, per_node) = self.gpus?;
+        Some(batch::GpuGroup {
+            label: "cloud.google.com/gke-nodepool",
+            name: json!(self.name),
+            key: self.name.to_owned(),
+            resource: "nvidia.com/gpu",
+            devices: self.nodes("max") * per_node,
+            tolerations: vec![],
+        })
     }
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    let address = input.address;
-    let name = match input.text("name") {
-        Some(name) => name.to_owned(),
-        None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
-    };
-    if !valid_name(&name) || name.len() > 30 {
-        return Err(ComponentError::at(
-            "name",
-            format!("`{name}` cannot name a GKE cluster: lowercase letters, digits and `-`, starting with a letter"),
-            "set `name = \"nemo\"` (at most 30 characters: forge adds `-gpu-<n>` to it for GPU networks)",
-        ));
-    }
-    let region = input.providers.get("gcp").and_then(|g| g.get("region")).and_then(Value::as_str);
-    let location = match input.text("location").or(region) {
-        Some(location) => location.to_owned(),
-        None => {
+    let block: Gke = input.block()?;
+    let cluster = Cluster::new(input, &block)?;
+    let network = network(input, &block)?;
+    let pools = pools(input, &block, &cluster.region)?;
+    let networks = pools.iter().map(|p| p.networks).max().unwrap_or(0);
+    let gpu_cidrs = gpu_cidrs(&block, networks, &network.cidrs)?;
+    let mut parts = cluster.gpu_networks(&gpu_cidrs);
+    let pool_parts = pool_parts(input, &block, &pools, &cluster);
+    parts.push(cluster.part(input, &block, &network, &pools, &pool_parts, networks > 0));
+    parts.extend(pool_parts);
+    let (in_cluster, ready) = in_cluster(input, &block, &pools, &cluster)?;
+    parts.extend(in_cluster);
+    Ok(Expansion {
+        parts,
+        outputs: outputs(&cluster, &pools, gpu_cidrs.len()),
+        ready,
+    })
+}
+
+/// The cluster a block makes: its address, name, location and region.
+struct Cluster<'a> {
+    address: &'a str,
+    name: String,
+    location: String,
+    region: String,
+}
+
+impl<'a> Cluster<'a> {
+    /// The block's cluster name and location, checked.
+    fn new(input: &'a Input, block: &Gke) -> Result<Self, ComponentError> {
+        let address = input.address;
+        let name = match &block.name {
+            Some(name) => name.clone(),
+            None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
+        };
+        if !valid_name(&name) || name.len() > 30 {
+            return Err(ComponentError::at(
+                "name",
+                format!("`{name}` cannot name a GKE cluster: lowercase letters, digits and `-`, starting with a letter"),
+                "set `name = \"nemo\"` (at most 30 characters: forge adds `-gpu-<n>` to it for GPU networks)",
+            ));
+        }
+        let region = input.providers.get("gcp").and_then(|g| g.get("region")).and_then(Value::as_str);
+        let Some(location) = block.location.as_deref().or(region).map(str::to_owned) else {
             return Err(ComponentError::at(
                 "location",
                 "the cluster has no location",
                 "set `location = \"us-central1\"` (a regional control plane), or `region` in `[gcp]`",
             ));
-        }
-    };
-    let region = region.map(str::to_owned).unwrap_or_else(|| region_of(&location));
-    let network = network(input)?;
-    let pools = pools(input, &region)?;
-    let networks = pools.iter().map(|p| p.networks).max().unwrap_or(0);
-    let gpu_cidrs = gpu_cidrs(input, networks, &network.cidrs)?;
-
-    let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
-    let mut parts = Vec::new();
-    let mut gpu_networks = Vec::new();
-    for (i, cidr) in gpu_cidrs.iter().enumerate() {
-        let n = i + 1;
-        let net = format!("{name}-gpu-{n}");
-        parts.push(part(
-            &format!("gpu_network_{n}"),
-            "google_compute_network",
-            json!({ "name": net, "mtu": GPU_MTU, "auto_create_subnetworks": false, "description": format!("GPUDirect network {n} of GKE cluster {name}") }),
-        ));
-        parts.push(part(
-            &format!("gpu_subnetwork_{n}"),
-            "google_compute_subnetwork",
-            json!({ "name": format!("{net}-subnet"), "region": region, "network": reference(&format!("gpu_network_{n}"), "self_link"), "ip_cidr_range": cidr.to_string() }),
-        ));
-        parts.push(part(
-            &format!("gpu_firewall_{n}"),
-            "google_compute_firewall",
-            json!({
-                "name": format!("{net}-internal"),
-                "network": reference(&format!("gpu_network_{n}"), "self_link"),
-                "description": "GPU-to-GPU traffic between the nodes",
-                "allow": [{ "protocol": "all" }],
-                "source_ranges": [cidr.to_string()],
-            }),
-        ));
-        gpu_networks.push(reference(&format!("gpu_network_{n}"), "name"));
+        };
+        let region = region.map(str::to_owned).unwrap_or_else(|| region_of(&location));
+        Ok(Cluster {
+            address,
+            name,
+            location,
+            region,
+        })
     }
 
-    let timeouts = input.config.get("timeouts").cloned();
-    // `[gcp] default_labels` would reach the pools' VM labels only after expansion; the pool
-    // created inline with the cluster needs them in the cluster's create.
-    let default_labels = input.providers.get("gcp").and_then(|g| g.get("default_labels")).cloned();
-    let first = pools.iter().position(|p| p.gpus.is_none()).unwrap_or(0);
-    let mut pool_parts = Vec::new();
-    for pool in &pools {
-        let mut config = pool_config(pool, &reference);
-        if let Some(timeouts) = &timeouts {
-            config["timeouts"] = timeouts.clone();
-        }
-        if let Some(labels) = &default_labels {
-            config["resource_labels"] = crate::template::quote(labels);
-        }
-        pool_parts.push(part(&format!("node_pools.{}", pool.name), "google_container_node_pool", config));
+    /// A reference to the output `output` of this cluster's part `local`.
+    fn reference(&self, local: &str, output: &str) -> Value {
+        json!(format!("${{{}.{local}.{output}}}", self.address))
     }
-    let mut initial = pool_parts[first].config.clone();
-    let initial_map = initial.as_object_mut().expect("pool configs are tables");
-    initial_map.remove("cluster");
-    initial_map.remove("timeouts");
-    initial_map.insert("address".into(), json!(format!("{address}.node_pools.{}", pools[first].name)));
 
-    let filestore = super::storage_for(input.components, address).any(|kind| kind == "filestore");
-    let mut cluster = json!({
-        "name": name,
-        "location": location,
-        "network": network.network,
-        "subnetwork": network.subnetwork,
-        "datapath_provider": "ADVANCED_DATAPATH",
-        "multi_networking": networks > 0,
-        "workload_identity": true,
-        "filestore_csi": filestore,
-        "initial_node_pool": initial,
-    });
-    for (key, value) in [("pods_range", &network.pods_range), ("services_range", &network.services_range)] {
-        if let Some(value) = value {
-            cluster[key] = value.clone();
+    /// Per GPU network (one per `/24` of `cidrs`): the network, its subnetwork and its
+    /// internal allow-all firewall rule.
+    fn gpu_networks(&self, cidrs: &[Cidr]) -> Vec<Part> {
+        let mut parts = Vec::new();
+        for (i, cidr) in cidrs.iter().enumerate() {
+            let n = i + 1;
+            let net = format!("{}-gpu-{n}", self.name);
+            let network = self.reference(&format!("gpu_network_{n}"), "self_link");
+            parts.push(part(
+                &format!("gpu_network_{n}"),
+                "google_compute_network",
+                json!({ "name": net, "mtu": GPU_MTU, "auto_create_subnetworks": false, "description": format!("GPUDirect network {n} of GKE cluster {}", self.name) }),
+            ));
+            parts.push(part(
+                &format!("gpu_subnetwork_{n}"),
+                "google_compute_subnetwork",
+                json!({ "name": format!("{net}-subnet"), "region": self.region, "network": network, "ip_cidr_range": cidr.to_string() }),
+            ));
+            parts.push(part(
+                &format!("gpu_firewall_{n}"),
+                "google_compute_firewall",
+                json!({
+                    "name": format!("{net}-internal"),
+                    "network": network,
+                    "description": "GPU-to-GPU traffic between the nodes",
+                    "allow": [{ "protocol": "all" }],
+                    "source_ranges": [cidr.to_string()],
+                }),
+            ));
         }
+        parts
     }
-    for key in [
-        "version",
-        "release_channel",
-        "private_nodes",
-        "authorized_networks",
-        "gcs_fuse_csi",
-        "labels",
-        "timeouts",
-    ] {
-        if let Some(value) = input.config.get(key) {
-            cluster[key] = value.clone();
+
+    /// The cluster, created with its first pool inline (the first without GPUs, else the
+    /// first): `pool_parts` are the pools' parts, in the pools' order.
+    fn part(&self, input: &Input, block: &Gke, network: &Network, pools: &[Pool], pool_parts: &[Part], multi_networking: bool) -> Part {
+        let first = pools.iter().position(|p| p.gpus.is_none()).unwrap_or(0);
+        let mut initial = pool_parts[first].config.clone();
+        let initial_map = initial.as_object_mut().expect("pool configs are tables");
+        initial_map.remove("cluster");
+        initial_map.remove("timeouts");
+        initial_map.insert("address".into(), json!(format!("{}.node_pools.{}", self.address, pools[first].name)));
+        let filestore = super::storage_for(input.components, self.address).any(|kind| kind == "filestore");
+        let mut cluster = json!({
+            "name": self.name,
+            "location": self.location,
+            "network": network.network,
+            "subnetwork": network.subnetwork,
+            "datapath_provider": "ADVANCED_DATAPATH",
+            "multi_networking": multi_networking,
+            "workload_identity": true,
+            "filestore_csi": filestore,
+            "initial_node_pool": initial,
+        });
+        let handed_on = [
+            ("pods_range", &network.pods_range),
+            ("services_range", &network.services_range),
+            ("version", &block.version),
+            ("release_channel", &block.release_channel),
+            ("private_nodes", &block.private_nodes),
+            ("authorized_networks", &block.authorized_networks),
+            ("gcs_fuse_csi", &block.gcs_fuse_csi),
+            ("labels", &block.labels),
+            ("timeouts", &block.timeouts),
+        ];
+        for (key, value) in handed_on {
+            if let Some(value) = value {
+                cluster[key] = value.clone();
+            }
         }
+        part("cluster", "google_container_cluster", cluster)
     }
-    parts.push(part("cluster", "google_container_cluster", cluster));
-    let pool_addresses: Vec<String> = pools.iter().map(|p| format!("{address}.node_pools.{}", p.name)).collect();
-    parts.extend(pool_parts);
-    let settings = input.config.get("kubernetes");
+}
+
+/// One `google_container_node_pool` part per pool, with the block's `timeouts` and `[gcp]
+/// default_labels` (which would reach the pools' VM labels only after expansion, but the pool
+/// created inline with the cluster needs them in the cluster's create).
+fn pool_parts(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> Vec<Part> {
+    let default_labels = input.providers.get("gcp").and_then(|g| g.get("default_labels"));
+    pools
+        .iter()
+        .map(|pool| {
+            let mut config = pool_config(pool, &|local, output| cluster.reference(local, output));
+            if let Some(timeouts) = &block.timeouts {
+                config["timeouts"] = timeouts.clone();
+            }
+            if let Some(labels) = default_labels {
+                config["resource_labels"] = crate::template::quote(labels);
+            }
+            part(&format!("node_pools.{}", pool.name), "google_container_node_pool", config)
+        })
+        .collect()
+}
+
+/// The cluster's in-cluster objects — namespaces, GPUDirect's, the teardown, the batch
+/// stack — and its readiness check.
+fn in_cluster(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> Result<(Vec<Part>, Vec<Check>), ComponentError> {
+    let address = cluster.address;
+    let settings = block.kubernetes.as_ref();
     kubernetes::check_keys(settings, "kubernetes", kubernetes::GKE_SETTINGS)?;
     let cluster_ref = kubernetes::gke_cluster(address);
-    parts.extend(kubernetes::namespaces(input.components, address, &cluster_ref));
+    let mut parts = kubernetes::namespaces(input.components, address, &cluster_ref);
     if settings.and_then(|s| s.get("gpudirect")) != Some(&Value::Bool(false)) {
-        parts.extend(gpudirect_objects(&pools, &cluster_ref, &reference));
+        parts.extend(gpudirect_objects(pools, &cluster_ref, &|local, output| cluster.reference(local, output)));
     }
     // On destroy, before the pools go: the load balancers and disks Kubernetes made.
     parts.push(Part {
         local: "k8s.teardown".into(),
         kind: "k8s_teardown",
         config: json!({ "cluster": cluster_ref }),
-        depends_on: pool_addresses,
+        depends_on: pools.iter().map(|p| format!("{address}.node_pools.{}", p.name)).collect(),
     });
-    let gpu_groups: Vec<batch::GpuGroup> = pools
-        .iter()
-        .filter_map(|p| {
-            let (_, per_node) = p.gpus?;
-            let nodes = p.nodes("max");
-            Some(batch::GpuGroup {
-                label: "cloud.google.com/gke-nodepool",
-                name: json!(p.name),
-                key: p.name.to_owned(),
-                resource: "nvidia.com/gpu",
-                devices: nodes * per_node,
-                tolerations: vec![],
-            })
-        })
-        .collect();
+    let gpu_groups: Vec<batch::GpuGroup> = pools.iter().filter_map(Pool::gpu_group).collect();
     let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
     parts.extend(batch.parts);
-    let ready = readiness(settings, &pools, &cluster_ref, batch.queues)?;
+    let ready = readiness(settings, pools, &cluster_ref, batch.queues)?;
+    Ok((parts, ready))
+}
 
+/// The block's outputs: the cluster's, its GPU networks, and per pool its name and the GPU
+/// networks it uses.
+fn outputs(cluster: &Cluster, pools: &[Pool], networks: usize) -> Map<String, Value> {
     let mut outputs = Map::new();
     for key in [
         "name",
@@ -336,8 +426,11 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         "workload_pool",
         "id",
     ] {
-        outputs.insert(key.into(), reference("cluster", key));
+        outputs.insert(key.into(), cluster.reference("cluster", key));
     }
+    let gpu_networks: Vec<Value> = (1..=networks)
+        .map(|n| cluster.reference(&format!("gpu_network_{n}"), "name"))
+        .collect();
     outputs.insert("gpu_networks".into(), Value::Array(gpu_networks.clone()));
     let by_pool: Map<String, Value> = pools
         .iter()
@@ -345,14 +438,14 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             (
                 p.name.to_owned(),
                 json!({
-                    "name": reference(&format!("node_pools.{}", p.name), "name"),
+                    "name": cluster.reference(&format!("node_pools.{}", p.name), "name"),
                     "gpu_networks": gpu_networks[..p.networks],
                 }),
             )
         })
         .collect();
     outputs.insert("node_pools".into(), Value::Object(by_pool));
-    Ok(Expansion { parts, outputs, ready })
+    outputs
 }
 
 /// For the pools wired for GPUDirect: a `GKENetworkParamSet` and `Network` per GPU network
@@ -425,7 +518,7 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
-    let driver_off = |p: &Pool| p.config.get("gpu_driver").and_then(Value::as_str) == Some("disabled");
+    let driver_off = |p: &Pool| p.block.gpu_driver.as_deref() == Some("disabled");
     let node_pools: Vec<NodeGroup> = pools
         .iter()
         .filter(|p| !driver_off(p))
@@ -470,10 +563,9 @@ struct Network {
     cidrs: Vec<(String, Cidr)>,
 }
 
-fn network(input: &Input) -> Result<Network, ComponentError> {
-    let given = |key: &str| input.config.get(key).cloned();
-    if input.text("vpc").is_none() {
-        let (Some(network), Some(subnetwork)) = (given("network"), given("subnetwork")) else {
+fn network(input: &Input, block: &Gke) -> Result<Network, ComponentError> {
+    if block.vpc.is_none() {
+        let (Some(network), Some(subnetwork)) = (&block.network, &block.subnetwork) else {
             return Err(ComponentError::at(
                 "vpc",
                 "the cluster has no network",
@@ -481,14 +573,14 @@ fn network(input: &Input) -> Result<Network, ComponentError> {
             ));
         };
         return Ok(Network {
-            network,
-            subnetwork,
-            pods_range: given("pods_range"),
-            services_range: given("services_range"),
+            network: network.clone(),
+            subnetwork: subnetwork.clone(),
+            pods_range: block.pods_range.clone(),
+            services_range: block.services_range.clone(),
             cidrs: Vec::new(),
         });
     }
-    let (vpc, config) = input.named_block("vpc", "gcp_vpc")?;
+    let (vpc, config) = input.named_block("vpc", block.vpc.as_deref(), "gcp_vpc")?;
     let cidrs = ["cidr", "pods_cidr", "services_cidr"]
         .iter()
         .filter_map(|key| {
@@ -500,26 +592,26 @@ fn network(input: &Input) -> Result<Network, ComponentError> {
     Ok(Network {
         network: output("network_self_link"),
         subnetwork: output("subnetwork_self_link"),
-        pods_range: Some(given("pods_range").unwrap_or_else(|| output("pods_range"))),
-        services_range: Some(given("services_range").unwrap_or_else(|| output("services_range"))),
+        pods_range: Some(block.pods_range.clone().unwrap_or_else(|| output("pods_range"))),
+        services_range: Some(block.services_range.clone().unwrap_or_else(|| output("services_range"))),
         cidrs,
     })
 }
 
 /// The `/24` of each GPU network, cut from `gpu_networks_cidr`, checked against the VPC's.
-fn gpu_cidrs(input: &Input, count: usize, vpc: &[(String, Cidr)]) -> Result<Vec<Cidr>, ComponentError> {
+fn gpu_cidrs(block: &Gke, count: usize, vpc: &[(String, Cidr)]) -> Result<Vec<Cidr>, ComponentError> {
     if count == 0 {
         return Ok(Vec::new());
     }
-    let text = input.text("gpu_networks_cidr").unwrap_or(GPU_NETWORKS_CIDR);
+    let text = block.gpu_networks_cidr.as_deref().unwrap_or(GPU_NETWORKS_CIDR);
     let hint = "give the GPU networks a range of their own, e.g. `gpu_networks_cidr = \"192.168.0.0/16\"`; forge takes one /24 per network from it";
-    let block = Cidr::parse("gpu_networks_cidr", text, 8..=20, "a range for the GPU networks")
+    let range = Cidr::parse("gpu_networks_cidr", text, 8..=20, "a range for the GPU networks")
         .map_err(|m| ComponentError::at("gpu_networks_cidr", m, hint))?;
-    let cidrs: Vec<Cidr> = (1..=count).filter_map(|i| block.subnet(24, i as u32)).collect();
+    let cidrs: Vec<Cidr> = (1..=count).filter_map(|i| range.subnet(24, i as u32)).collect();
     if cidrs.len() < count {
         return Err(ComponentError::at(
             "gpu_networks_cidr",
-            format!("`{block}` has no room for {count} /24 networks"),
+            format!("`{range}` has no room for {count} /24 networks"),
             hint,
         ));
     }
@@ -536,134 +628,134 @@ fn gpu_cidrs(input: &Input, count: usize, vpc: &[(String, Cidr)]) -> Result<Vec<
 }
 
 /// The `node_pools` tables, checked, in the order written.
-fn pools<'a>(input: &'a Input, region: &str) -> Result<Vec<Pool<'a>>, ComponentError> {
-    let Some(tables) = input.config.get("node_pools").and_then(Value::as_object).filter(|t| !t.is_empty()) else {
+fn pools<'a>(input: &Input, block: &'a Gke, region: &str) -> Result<Vec<Pool<'a>>, ComponentError> {
+    if block.node_pools.is_empty() {
         return Err(ComponentError::at(
             "node_pools",
             "the cluster has no node pools",
             "add one: `[gke.<name>.node_pools.system]` with `machine_type = \"e2-standard-8\"` and `size = 4`",
         ));
-    };
-    let known = machine_types();
-    let mut pools = Vec::new();
-    for (name, config) in tables {
-        let at = |key: &str| format!("node_pools.{name}.{key}");
-        let Some(config) = config.as_object() else {
-            return Err(ComponentError::at(
-                format!("node_pools.{name}"),
-                "a node pool is a table",
-                format!("write `[{}.node_pools.{name}]` with `machine_type` and `size`", input.address),
-            ));
-        };
-        if !valid_name(name) || name.len() > 40 {
-            return Err(ComponentError::at(
-                format!("node_pools.{name}"),
-                format!("`{name}` cannot name a node pool: lowercase letters, digits and `-`, starting with a letter, at most 40"),
-                "rename the table",
-            ));
-        }
-        if let Some(key) = config.keys().find(|k| !POOL_KEYS.contains(&k.as_str())) {
-            return Err(ComponentError::at(
-                at(key),
-                format!("unknown node pool key `{key}`"),
-                crate::schema::suggestion(key, POOL_KEYS),
-            ));
-        }
-        let machine = config.get("machine_type").and_then(Value::as_str).ok_or_else(|| {
-            ComponentError::at(
-                at("machine_type"),
-                "`machine_type` is missing",
-                "e.g. `machine_type = \"a3-highgpu-8g\"`",
-            )
-        })?;
-        if !known.iter().any(|k| k == machine) {
-            let hint = match did_you_mean(machine, known.iter().map(String::as_str)) {
-                Some(best) => format!("did you mean `{best}`?"),
-                None => "use a machine type of Compute Engine, e.g. `e2-standard-8` or `a3-highgpu-8g`".into(),
-            };
-            return Err(ComponentError::at(
-                at("machine_type"),
-                format!("unknown machine type `{machine}`"),
-                hint,
-            ));
-        }
-        let fixed = GPU_MACHINES.iter().find(|m| m.0 == machine);
-        if let Some((_, _, _, GpuDirect::NotYet(why))) = fixed {
-            return Err(ComponentError::at(
-                at("machine_type"),
-                format!("forge does not build `{machine}` node pools yet: {why}, which forge does not set up"),
-                "use `a3-highgpu-8g` (GPUDirect-TCPX) or `a3-megagpu-8g` (GPUDirect-TCPXO), or make this pool outside forge",
-            ));
-        }
-        if config.contains_key("accelerator") && fixed.is_some() {
-            return Err(ComponentError::at(
-                at("accelerator"),
-                format!("`{machine}` comes with its own GPUs; it takes no `accelerator`"),
-                "remove `accelerator`: forge gives the pool the machine's GPUs and GKE's driver installation",
-            ));
-        }
-        let networks = match fixed {
-            Some((_, _, _, GpuDirect::Networks(n))) => *n,
-            _ => 0,
-        };
-        let zone = config.get("zone").and_then(Value::as_str);
-        match zone {
-            None if networks > 0 => {
-                return Err(ComponentError::at(
-                    at("zone"),
-                    format!("`{machine}` pools need a `zone`: their GPUDirect nodes are placed compactly, in one zone"),
-                    format!("add e.g. `zone = \"{region}-c\"`: a zone of {region} that has the machines (or your reservation)"),
-                ));
-            }
-            Some(zone) if region_of(zone) != region || zone == region => {
-                return Err(ComponentError::at(
-                    at("zone"),
-                    format!("zone `{zone}` is not in the cluster's region {region}"),
-                    format!("use a zone of {region}, like `{region}-c`"),
-                ));
-            }
-            _ => {}
-        }
-        check_size(config, &at)?;
-        if config.contains_key("reservation") && config.get("spot") == Some(&Value::Bool(true)) {
-            return Err(ComponentError::at(
-                at("reservation"),
-                "a pool takes either a `reservation` or `spot = true`, not both",
-                "reserved capacity is not spot capacity: drop one of them",
-            ));
-        }
-        let gpus = fixed.map(|m| (m.1, m.2)).or(config.get("accelerator").map(|_| ("", 0)));
-        if config.contains_key("accelerator") {
-            check_accelerator(config, machine, &at)?;
-        }
-        if let Some(driver) = config.get("gpu_driver").and_then(Value::as_str)
-            && !DRIVERS.iter().any(|(k, _)| *k == driver)
-        {
-            let names: Vec<&str> = DRIVERS.iter().map(|d| d.0).collect();
-            return Err(ComponentError::at(
-                at("gpu_driver"),
-                format!("`gpu_driver = \"{driver}\"` is not a driver installation GKE knows"),
-                crate::schema::suggestion(driver, &names),
-            ));
-        }
-        check_taints(config, &at)?;
-        pools.push(Pool {
-            name,
-            config,
-            gpus,
-            networks,
-            zone,
-        });
     }
-    Ok(pools)
+    let known = machine_types();
+    block
+        .node_pools
+        .iter()
+        .map(|(name, table)| pool(input.address, name, table, &known, region))
+        .collect()
 }
 
-fn check_size(config: &Map<String, Value>, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+/// The table `node_pools.<name>`, checked.
+fn pool<'a>(address: &str, name: &'a str, table: &Value, known: &[String], region: &str) -> Result<Pool<'a>, ComponentError> {
+    let at = |key: &str| format!("node_pools.{name}.{key}");
+    if !valid_name(name) || name.len() > 40 {
+        return Err(ComponentError::at(
+            format!("node_pools.{name}"),
+            format!("`{name}` cannot name a node pool: lowercase letters, digits and `-`, starting with a letter, at most 40"),
+            "rename the table",
+        ));
+    }
+    let block: PoolBlock = super::read(
+        table,
+        &format!("node_pools.{name}"),
+        &format!("node pool `{name}`"),
+        &format!("`[{address}.node_pools.{name}]` with `machine_type` and `size`"),
+    )?;
+    let machine = block.machine_type.as_str();
+    let fixed = machine_of(machine, known, &at)?;
+    if block.accelerator.is_some() && fixed.is_some() {
+        return Err(ComponentError::at(
+            at("accelerator"),
+            format!("`{machine}` comes with its own GPUs; it takes no `accelerator`"),
+            "remove `accelerator`: forge gives the pool the machine's GPUs and GKE's driver installation",
+        ));
+    }
+    let networks = match fixed {
+        Some((_, _, _, GpuDirect::Networks(n))) => *n,
+        _ => 0,
+    };
+    check_zone(&block, machine, networks, region, &at)?;
+    check_size(&block.size, &at)?;
+    if block.reservation.is_some() && block.spot == Some(Value::Bool(true)) {
+        return Err(ComponentError::at(
+            at("reservation"),
+            "a pool takes either a `reservation` or `spot = true`, not both",
+            "reserved capacity is not spot capacity: drop one of them",
+        ));
+    }
+    if let Some(accelerator) = &block.accelerator {
+        check_accelerator(accelerator, machine, &at)?;
+    }
+    if let Some(driver) = &block.gpu_driver
+        && !DRIVERS.iter().any(|(k, _)| k == driver)
+    {
+        let names: Vec<&str> = DRIVERS.iter().map(|d| d.0).collect();
+        return Err(ComponentError::at(
+            at("gpu_driver"),
+            format!("`gpu_driver = \"{driver}\"` is not a driver installation GKE knows"),
+            crate::schema::suggestion(driver, &names),
+        ));
+    }
+    check_taints(&block, &at)?;
+    let gpus = fixed.map(|m| (m.1, m.2)).or(block.accelerator.as_ref().map(|_| ("", 0)));
+    Ok(Pool {
+        name,
+        block,
+        gpus,
+        networks,
+    })
+}
+
+/// The machine type, known to forge and built by it: its GPUs and GPUDirect when it comes
+/// with GPUs.
+fn machine_of(
+    machine: &str,
+    known: &[String],
+    at: &dyn Fn(&str) -> String,
+) -> Result<Option<&'static (&'static str, &'static str, i64, GpuDirect)>, ComponentError> {
+    if !known.iter().any(|k| k == machine) {
+        let hint = match did_you_mean(machine, known.iter().map(String::as_str)) {
+            Some(best) => format!("did you mean `{best}`?"),
+            None => "use a machine type of Compute Engine, e.g. `e2-standard-8` or `a3-highgpu-8g`".into(),
+        };
+        return Err(ComponentError::at(
+            at("machine_type"),
+            format!("unknown machine type `{machine}`"),
+            hint,
+        ));
+    }
+    let fixed = GPU_MACHINES.iter().find(|m| m.0 == machine);
+    if let Some((_, _, _, GpuDirect::NotYet(why))) = fixed {
+        return Err(ComponentError::at(
+            at("machine_type"),
+            format!("forge does not build `{machine}` node pools yet: {why}, which forge does not set up"),
+            "use `a3-highgpu-8g` (GPUDirect-TCPX) or `a3-megagpu-8g` (GPUDirect-TCPXO), or make this pool outside forge",
+        ));
+    }
+    Ok(fixed)
+}
+
+/// A pool's zone: in the cluster's region, and set where GPUDirect places nodes compactly.
+fn check_zone(block: &PoolBlock, machine: &str, networks: usize, region: &str, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+    match block.zone.as_deref() {
+        None if networks > 0 => Err(ComponentError::at(
+            at("zone"),
+            format!("`{machine}` pools need a `zone`: their GPUDirect nodes are placed compactly, in one zone"),
+            format!("add e.g. `zone = \"{region}-c\"`: a zone of {region} that has the machines (or your reservation)"),
+        )),
+        Some(zone) if region_of(zone) != region || zone == region => Err(ComponentError::at(
+            at("zone"),
+            format!("zone `{zone}` is not in the cluster's region {region}"),
+            format!("use a zone of {region}, like `{region}-c`"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_size(size: &Value, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
     let hint = "write `size = 4` for a fixed size, or `size = { min = 0, max = 8 }` to autoscale";
-    match config.get("size") {
-        None => Err(ComponentError::at(at("size"), "`size` is missing", hint)),
-        Some(Value::Number(n)) if n.as_i64().is_some_and(|n| (0..=1000).contains(&n)) => Ok(()),
-        Some(Value::Object(range)) => {
+    match size {
+        Value::Number(n) if n.as_i64().is_some_and(|n| (0..=1000).contains(&n)) => Ok(()),
+        Value::Object(range) => {
             let bound = |key: &str| range.get(key).and_then(Value::as_i64);
             match (bound("min"), bound("max")) {
                 (Some(min), Some(max)) if 0 <= min && min <= max && max >= 1 && range.len() == 2 => Ok(()),
@@ -679,7 +771,7 @@ fn check_size(config: &Map<String, Value>, at: &dyn Fn(&str) -> String) -> Resul
                 )),
             }
         }
-        Some(_) => Err(ComponentError::at(
+        _ => Err(ComponentError::at(
             at("size"),
             "`size` must be a node count (0 to 1000) or a `{ min, max }` table",
             hint,
@@ -687,17 +779,15 @@ fn check_size(config: &Map<String, Value>, at: &dyn Fn(&str) -> String) -> Resul
     }
 }
 
-fn check_accelerator(config: &Map<String, Value>, machine: &str, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
-    let accelerator = config.get("accelerator").and_then(Value::as_object);
-    let kind = accelerator.and_then(|a| a.get("type")).and_then(Value::as_str);
-    let count = accelerator.and_then(|a| a.get("count")).and_then(Value::as_i64).unwrap_or(1);
-    let fits = machine.starts_with("n1-") && kind.is_some_and(|k| N1_GPUS.contains(&k)) && [1, 2, 4, 8].contains(&count);
+fn check_accelerator(accelerator: &Accelerator, machine: &str, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+    let Accelerator { kind, count } = accelerator;
+    let fits = machine.starts_with("n1-") && N1_GPUS.contains(&kind.as_str()) && [1, 2, 4, 8].contains(count);
     if fits {
         return Ok(());
     }
     Err(ComponentError::at(
         at("accelerator"),
-        format!("`{machine}` cannot attach {count} × `{}`", kind.unwrap_or("?")),
+        format!("`{machine}` cannot attach {count} × `{kind}`"),
         format!(
             "attached GPUs go on N1 machines: `accelerator = {{ type = \"nvidia-tesla-t4\", count = 1 }}` (types: {}); A2, A3 and G2 machines come with theirs",
             N1_GPUS.join(", ")
@@ -705,54 +795,46 @@ fn check_accelerator(config: &Map<String, Value>, machine: &str, at: &dyn Fn(&st
     ))
 }
 
-fn check_taints(config: &Map<String, Value>, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
-    let hint = "write `taints = [{ key = \"nvidia.com/gpu\", value = \"present\", effect = \"NoSchedule\" }]`";
-    for taint in config.get("taints").and_then(Value::as_array).into_iter().flatten() {
-        let effect = taint.get("effect").and_then(Value::as_str).unwrap_or_default();
-        if taint.get("key").and_then(Value::as_str).is_none() || !EFFECTS.iter().any(|(k, g)| *k == effect || *g == effect) {
-            return Err(ComponentError::at(
-                at("taints"),
-                "each taint needs a `key` and an `effect` Kubernetes knows",
-                hint,
-            ));
-        }
+fn check_taints(block: &PoolBlock, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+    let known = |effect: &str| EFFECTS.iter().any(|(k, g)| *k == effect || *g == effect);
+    if block.taints.iter().flatten().any(|taint| !known(&taint.effect)) {
+        return Err(ComponentError::at(
+            at("taints"),
+            "each taint needs a `key` and an `effect` Kubernetes knows",
+            "write `taints = [{ key = \"nvidia.com/gpu\", value = \"present\", effect = \"NoSchedule\" }]`",
+        ));
     }
     Ok(())
 }
 
 /// A pool's `google_container_node_pool` attributes.
 fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
-    let c = pool.config;
+    let b = &pool.block;
     let mut config = json!({
         "cluster": reference("cluster", "id"),
         "name": pool.name,
-        "machine_type": c.get("machine_type"),
+        "machine_type": b.machine_type,
     });
-    match c.get("size") {
-        Some(Value::Object(range)) => {
+    match &b.size {
+        Value::Object(range) => {
             config["min_node_count"] = range["min"].clone();
             config["max_node_count"] = range["max"].clone();
         }
-        Some(count) => config["node_count"] = count.clone(),
-        None => {}
+        count => config["node_count"] = count.clone(),
     }
-    if let Some(zone) = pool.zone {
+    if let Some(zone) = &b.zone {
         config["node_locations"] = json!([zone]);
     }
-    let driver = c.get("gpu_driver").and_then(Value::as_str).unwrap_or("LATEST");
+    let driver = b.gpu_driver.as_deref().unwrap_or("LATEST");
     let driver = DRIVERS.iter().find(|d| d.0 == driver).map_or("LATEST", |d| d.1);
-    match (pool.gpus, c.get("accelerator")) {
-        (_, Some(accelerator)) => {
-            config["accelerator_type"] = accelerator["type"].clone();
-            config["accelerator_count"] = accelerator.get("count").cloned().unwrap_or(json!(1));
-            config["gpu_driver"] = json!(driver);
-        }
-        (Some((kind, count)), None) => {
-            config["accelerator_type"] = json!(kind);
-            config["accelerator_count"] = json!(count);
-            config["gpu_driver"] = json!(driver);
-        }
-        (None, None) => {}
+    let gpus = match (&b.accelerator, pool.gpus) {
+        (Some(Accelerator { kind, count }), _) => Some((kind.as_str(), *count)),
+        (None, gpus) => gpus,
+    };
+    if let Some((kind, count)) = gpus {
+        config["accelerator_type"] = json!(kind);
+        config["accelerator_count"] = json!(count);
+        config["gpu_driver"] = json!(driver);
     }
     if pool.networks > 0 {
         config["gvnic"] = json!(true);
@@ -768,30 +850,30 @@ fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
                 .collect(),
         );
     }
-    for key in [
-        "reservation",
-        "spot",
-        "flex_start",
-        "queued_provisioning",
-        "labels",
-        "disk_gib",
-        "disk_type",
-        "local_ssd_count",
-        "auto_repair",
-        "auto_upgrade",
-    ] {
-        if let Some(value) = c.get(key) {
+    let handed_on = [
+        ("reservation", &b.reservation),
+        ("spot", &b.spot),
+        ("flex_start", &b.flex_start),
+        ("queued_provisioning", &b.queued_provisioning),
+        ("labels", &b.labels),
+        ("disk_gib", &b.disk_gib),
+        ("disk_type", &b.disk_type),
+        ("local_ssd_count", &b.local_ssd_count),
+        ("auto_repair", &b.auto_repair),
+        ("auto_upgrade", &b.auto_upgrade),
+    ];
+    for (key, value) in handed_on {
+        if let Some(value) = value {
             config[key] = value.clone();
         }
     }
-    if let Some(taints) = c.get("taints").and_then(Value::as_array) {
+    if let Some(taints) = &b.taints {
         config["taints"] = Value::Array(
             taints
                 .iter()
                 .map(|t| {
-                    let effect = t["effect"].as_str().unwrap_or_default();
-                    let effect = EFFECTS.iter().find(|(k, _)| *k == effect).map_or(effect, |e| e.1);
-                    json!({ "key": t["key"], "value": t.get("value").cloned().unwrap_or(json!("")), "effect": effect })
+                    let effect = EFFECTS.iter().find(|(k, _)| *k == t.effect).map_or(t.effect.as_str(), |e| e.1);
+                    json!({ "key": t.key, "value": t.value, "effect": effect })
                 })
                 .collect(),
         );

@@ -6,27 +6,33 @@
 //! outputs (`${fsx.data.dns_name}`; `$${` writes `${`); a URL's are taken as they are.
 
 use super::{Component, ComponentError, Expansion, Input, kubernetes, manifests};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "k8s_manifest",
-    schema: &[
-        Field::required("cluster", FieldType::String),
-        Field::optional("file", FieldType::File),
-        Field::optional("objects", FieldType::List),
-        Field::optional("url", FieldType::String),
-        Field::optional("sha256", FieldType::String),
-    ],
+    schema: K8sManifest::FIELDS,
     expand,
 };
 
+block! {
+    /// A `k8s_manifest` block (`file` holds the file's text: the loader reads it).
+    struct K8sManifest {
+        cluster: String,
+        file: Option<String> as File,
+        objects: Option<Vec<Value>>,
+        url: Option<String>,
+        sha256: Option<String>,
+    }
+}
+
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    let cluster_block = input.text("cluster").unwrap_or_default();
+    let block: K8sManifest = input.block()?;
+    let cluster_block = block.cluster.as_str();
     let cluster = match cluster_block.split_once('.').map(|(kind, _)| kind) {
-        Some("eks") => input.named_block("cluster", "eks").map(|(a, _)| kubernetes::eks_cluster(a))?,
-        Some("gke") => input.named_block("cluster", "gke").map(|(a, _)| kubernetes::gke_cluster(a))?,
+        Some("eks") => input.named_block("cluster", Some(cluster_block), "eks").map(|(a, _)| kubernetes::eks_cluster(a))?,
+        Some("gke") => input.named_block("cluster", Some(cluster_block), "gke").map(|(a, _)| kubernetes::gke_cluster(a))?,
         _ => {
             return Err(ComponentError::at(
                 "cluster",
@@ -36,17 +42,17 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         }
     };
     let mut objects: Vec<Value> = Vec::new();
-    if let Some(text) = input.text("file") {
+    if let Some(text) = &block.file {
         objects.extend(manifests::documents(&text.replace("$${", "${"), "file")?);
     }
-    objects.extend(input.config.get("objects").and_then(Value::as_array).cloned().unwrap_or_default());
+    objects.extend(block.objects.unwrap_or_default());
     let mut fetched = true;
-    if let Some(url) = input.text("url") {
-        match manifests::bundle(input, url, input.text("sha256"), "url")? {
+    if let Some(url) = &block.url {
+        match manifests::bundle(input, url, block.sha256.as_deref(), "url")? {
             Some(bundle) => objects.extend(bundle),
             None => fetched = false,
         }
-    } else if input.config.contains_key("sha256") {
+    } else if block.sha256.is_some() {
         return Err(ComponentError::at(
             "sha256",
             "`sha256` pins the bundle of `url`, and there is no `url`",

@@ -178,14 +178,15 @@ impl NamedVpc<'_> {
 }
 
 impl Input<'_> {
-    /// A string attribute of the block.
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.config.get(key).and_then(Value::as_str)
+    /// The block itself, read into its declared struct (see [`read`]).
+    pub fn block<T: Block>(&self) -> Result<T, ComponentError> {
+        let kind = self.address.split_once('.').map_or(self.address, |(kind, _)| kind);
+        read(&Value::Object(self.config.clone()), "", "the block", &format!("`[{kind}.<name>]`"))
     }
 
-    /// The `vpc` block named by the string attribute `key`, or an error that lists the stack's.
-    pub fn named_vpc(&self, key: &str) -> Result<NamedVpc<'_>, ComponentError> {
-        let (vpc, config) = self.named_block(key, "vpc")?;
+    /// The `vpc` block `named` by the attribute `key`, or an error that lists the stack's.
+    pub fn named_vpc(&self, key: &str, named: Option<&str>) -> Result<NamedVpc<'_>, ComponentError> {
+        let (vpc, config) = self.named_block(key, named, "vpc")?;
         let zones = config
             .get("zones")
             .and_then(Value::as_array)
@@ -194,10 +195,10 @@ impl Input<'_> {
         Ok(NamedVpc { address: vpc, zones })
     }
 
-    /// The block of type `kind` (`vpc`, `gcp_vpc`) that the string attribute `key` names: its
+    /// The block of type `kind` (`vpc`, `gcp_vpc`) `named` by the attribute `key`: its
     /// address and attributes, or an error that lists the stack's blocks of that type.
-    pub fn named_block(&self, key: &str, kind: &str) -> Result<(&str, &Map<String, Value>), ComponentError> {
-        let Some(named) = self.text(key) else {
+    pub fn named_block(&self, key: &str, named: Option<&str>, kind: &str) -> Result<(&str, &Map<String, Value>), ComponentError> {
+        let Some(named) = named else {
             return Err(ComponentError::at(
                 key,
                 format!("`{key}` is missing"),
@@ -223,14 +224,14 @@ impl Input<'_> {
         }
     }
 
-    /// The cluster blocks of the types `clusters` (`eks`, `gke`, `slurm`) listed in `clients`,
-    /// checked to exist.
-    pub fn clients(&self, clusters: &[&str]) -> Result<Vec<&str>, ComponentError> {
+    /// The cluster blocks of the types `clusters` (`eks`, `gke`, `slurm`) that the block's
+    /// `clients` list (`listed`), checked to exist.
+    pub fn clients<'v>(&self, listed: Option<&'v Value>, clusters: &[&str]) -> Result<Vec<&'v str>, ComponentError> {
         let of_type = |k: &str| clusters.iter().any(|c| k.split_once('.').is_some_and(|(kind, _)| kind == *c));
         let known: Vec<&str> = self.components.keys().map(String::as_str).filter(|k| of_type(k)).collect();
         let cluster = clusters.join("` or `");
         let mut clients = Vec::new();
-        for item in self.config.get("clients").and_then(Value::as_array).into_iter().flatten() {
+        for item in listed.and_then(Value::as_array).into_iter().flatten() {
             match item.as_str() {
                 Some(c) if known.contains(&c) => clients.push(c),
                 Some(c) => {

@@ -3,29 +3,35 @@
 //! `i-1`, so the critical path is `layers × delay_ms`.
 
 use super::{Component, ComponentError, Expansion, Input, Part};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "null_layers",
-    schema: &[
-        Field::required("layers", FieldType::Integer),
-        Field::required("width", FieldType::Integer),
-        Field::optional("delay_ms", FieldType::Integer),
-    ],
+    schema: NullLayers::FIELDS,
     expand,
 };
+
+block! {
+    /// A `null_layers` block.
+    struct NullLayers {
+        layers: i64,
+        width: i64,
+        delay_ms: Option<i64>,
+    }
+}
 
 const MAX_NODES: u64 = 100_000;
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    Ok(layers(input.address, input.config)?)
+    let block: NullLayers = input.block()?;
+    Ok(layers(input.address, &block)?)
 }
 
-fn layers(address: &str, config: &Map<String, Value>) -> Result<Expansion, String> {
-    let number = |key: &str| config.get(key).and_then(Value::as_u64);
-    let (Some(layers), Some(width)) = (number("layers"), number("width")) else {
+fn layers(address: &str, block: &NullLayers) -> Result<Expansion, String> {
+    let number = |n: i64| u64::try_from(n).ok();
+    let (Some(layers), Some(width)) = (number(block.layers), number(block.width)) else {
         return Err("`layers` and `width` must be whole numbers of at least 1".into());
     };
     if layers == 0 || width == 0 || layers.checked_mul(width).is_none_or(|n| n > MAX_NODES) {
@@ -33,7 +39,7 @@ fn layers(address: &str, config: &Map<String, Value>) -> Result<Expansion, Strin
             "`layers × width` must be between 1 and {MAX_NODES}, got {layers} × {width}"
         ));
     }
-    let delay = number("delay_ms").unwrap_or(0);
+    let delay = block.delay_ms.and_then(number).unwrap_or(0);
     let node = |i: u64, j: u64| format!("l{i}.n{j}");
     let mut parts = Vec::new();
     for i in 0..layers {

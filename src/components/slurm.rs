@@ -16,26 +16,54 @@
 //! zone = "us-west-2c"
 //! ```
 
-use super::{Component, ComponentError, Expansion, Input, Part, instances};
-use crate::schema::{Field, FieldType};
+use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, instances};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "slurm",
-    schema: &[
-        Field::required("vpc", FieldType::String),
-        Field::required("version", FieldType::String),
-        Field::required("queues", FieldType::Table),
-        Field::optional("ami_id", FieldType::String),
-        Field::optional("name", FieldType::String),
-        Field::optional("size", FieldType::String),
-        Field::optional("login", FieldType::Table),
-        Field::optional("slurm_settings", FieldType::Table),
-        Field::optional("tags", FieldType::Table),
-    ],
+    schema: Slurm::FIELDS,
     expand,
 };
+
+block! {
+    /// A `slurm` block.
+    struct Slurm {
+        vpc: String,
+        version: String,
+        queues: Map<String, Value>,
+        ami_id: Option<String>,
+        name: Option<String>,
+        size: Option<String>,
+        login: Option<Value>,
+        slurm_settings: Option<Value>,
+        tags: Option<Value>,
+    }
+}
+
+block! {
+    /// A `queues.<name>` table of a `slurm` block.
+    struct QueueBlock {
+        instance_type: String,
+        nodes: Option<Value> as Size,
+        zone: Option<String>,
+        efa: Option<bool>,
+        capacity_type: Option<String>,
+        capacity_reservation_id: Option<String>,
+        volume_gib: Option<Value> as Integer,
+        slurm_settings: Option<Value>,
+    }
+}
+
+block! {
+    /// The `login` table of a `slurm` block.
+    struct LoginBlock {
+        instance_type: Option<String>,
+        ssh_cidrs: Option<Vec<String>>,
+        zone: Option<String>,
+    }
+}
 
 /// The Slurm versions PCS runs.
 const VERSIONS: &[&str] = &["24.11", "25.05", "25.11"];
@@ -43,42 +71,89 @@ const VERSIONS: &[&str] = &["24.11", "25.05", "25.11"];
 /// PCS's cluster sizes and the most instances each manages.
 const SIZES: &[(&str, i64)] = &[("SMALL", 32), ("MEDIUM", 512), ("LARGE", 2048)];
 
-/// The keys of a `queues` table and of `login`.
-const QUEUE_KEYS: &[&str] = &[
-    "instance_type",
-    "nodes",
-    "zone",
-    "efa",
-    "capacity_type",
-    "capacity_reservation_id",
-    "volume_gib",
-    "slurm_settings",
-];
-const LOGIN_KEYS: &[&str] = &["instance_type", "ssh_cidrs", "zone"];
-
-/// Where each file system the block is a client of is mounted (`/fsx` unless its block says).
-const DEFAULT_MOUNT: &str = "/fsx";
-
 /// IMDSv2 hop limit: containers (Enroot / Pyxis) are one hop further than the node's processes.
 const IMDS_HOPS: i64 = 2;
 
 /// One queue as written, checked.
 struct Queue<'a> {
     name: &'a str,
-    instance_type: &'a str,
+    block: QueueBlock,
     min: i64,
     max: i64,
-    zone: Option<&'a str>,
     efa: Option<u32>,
     purchase: &'static str,
-    reservation: Option<&'a str>,
-    body: &'a Map<String, Value>,
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    let address = input.address;
-    let block = address.split_once('.').map_or(address, |(_, n)| n);
-    let name = input.text("name").map_or_else(|| block.replace('_', "-"), str::to_owned);
+    let block: Slurm = input.block()?;
+    let name = cluster_name(input.address, &block)?;
+    if !VERSIONS.contains(&block.version.as_str()) {
+        return Err(ComponentError::at(
+            "version",
+            format!("PCS does not run Slurm {}", block.version),
+            format!("write one of {}", VERSIONS.join(", ")),
+        ));
+    }
+    let Some(ami) = block.ami_id.as_deref() else {
+        return Err(ComponentError::at(
+            "ami_id",
+            "a Slurm cluster on PCS needs a PCS-ready image for its nodes: `ami_id` is missing",
+            "build one with the PCS agent, Slurm, the EFA driver, the Lustre client, Enroot and Pyxis (AWS's PCS sample AMI recipes), and write `ami_id = \"ami-…\"`",
+        ));
+    };
+    let vpc = input.named_vpc("vpc", Some(&block.vpc))?;
+    let queues = queues(input, &block, &vpc)?;
+    let login: Option<LoginBlock> = match &block.login {
+        Some(table) => Some(super::read(table, "login", "`login`", "`login = { instance_type = \"c6i.2xlarge\" }`")?),
+        None => None,
+    };
+    let total: i64 = queues.iter().map(|q| q.max).sum::<i64>() + i64::from(login.is_some());
+    let home_zone = queues
+        .iter()
+        .find_map(|q| q.block.zone.clone())
+        .unwrap_or_else(|| vpc.zones[0].clone());
+    let cluster = Cluster {
+        address: input.address,
+        size: size(block.size.as_deref(), total)?,
+        name,
+        tags: block.tags.clone().unwrap_or_else(|| json!({})),
+        ami,
+        user_data: user_data(input, input.address),
+        vpc,
+        home_zone,
+    };
+    let ssh_cidrs = login.as_ref().and_then(|l| l.ssh_cidrs.clone()).unwrap_or_default();
+    let mut parts = cluster.shared(&block, &ssh_cidrs)?;
+    let mut outputs = Map::new();
+    if let Some(login) = &login {
+        parts.extend(cluster.login(input, login, &ssh_cidrs)?);
+        outputs.insert("login_node_group_id".into(), cluster.reference("login.node_group", "group_id"));
+        outputs.insert("login".into(), json!(login_command(input, input.address, !ssh_cidrs.is_empty())));
+    }
+    let mut by_queue = Map::new();
+    for q in &queues {
+        parts.extend(cluster.queue(q)?);
+        let (group_local, _) = group_of(q);
+        by_queue.insert(
+            q.name.to_owned(),
+            json!({ "node_group_id": cluster.reference(&group_local, "group_id"), "queue_id": cluster.reference(&format!("queues.{}.queue", q.name), "queue_id"), "efa_interfaces": q.efa.unwrap_or(0) }),
+        );
+    }
+    outputs.insert("cluster_id".into(), cluster.reference("cluster", "id"));
+    outputs.insert("slurmctld_endpoint".into(), cluster.reference("cluster", "slurmctld_endpoint"));
+    outputs.insert("cluster_security_group_id".into(), cluster.reference("security_group", "id"));
+    outputs.insert("queues".into(), Value::Object(by_queue));
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
+}
+
+/// The PCS cluster's name: the block's `name`, else its own, checked as PCS names.
+fn cluster_name(address: &str, block: &Slurm) -> Result<String, ComponentError> {
+    let own = address.split_once('.').map_or(address, |(_, n)| n);
+    let name = block.name.clone().unwrap_or_else(|| own.replace('_', "-"));
     let valid = name.len() >= 3
         && name.len() <= 40
         && !name.starts_with("pcs_")
@@ -91,275 +166,236 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             "set `name = \"nemo\"`",
         ));
     }
-    let version = input.text("version").unwrap_or_default();
-    if !VERSIONS.contains(&version) {
-        return Err(ComponentError::at(
-            "version",
-            format!("PCS does not run Slurm {version}"),
-            format!("write one of {}", VERSIONS.join(", ")),
-        ));
-    }
-    let Some(ami) = input.text("ami_id") else {
-        return Err(ComponentError::at(
-            "ami_id",
-            "a Slurm cluster on PCS needs a PCS-ready image for its nodes: `ami_id` is missing",
-            "build one with the PCS agent, Slurm, the EFA driver, the Lustre client, Enroot and Pyxis (AWS's PCS sample AMI recipes), and write `ami_id = \"ami-…\"`",
-        ));
-    };
-    let vpc = input.named_vpc("vpc")?;
-    let queues = queues(input, &vpc)?;
-    let login = input.config.get("login").map(|l| l.as_object().cloned().unwrap_or_default());
-    if let Some(login) = &login {
-        check_keys(login, "login", LOGIN_KEYS)?;
-    }
-    let total: i64 = queues.iter().map(|q| q.max).sum::<i64>() + i64::from(login.is_some());
-    let size = match input.text("size") {
+    Ok(name)
+}
+
+/// The PCS cluster size: the block's, checked against the `total` instances it manages, or
+/// the smallest that manages them.
+fn size(written: Option<&str>, total: i64) -> Result<String, ComponentError> {
+    match written {
         Some(size) => match SIZES.iter().find(|(s, _)| *s == size) {
-            Some((_, limit)) if total <= *limit => size.to_owned(),
-            Some((_, limit)) => {
-                return Err(ComponentError::at(
-                    "size",
-                    format!("a {size} cluster manages {limit} instances, and the queues' max and the login node come to {total}"),
-                    "pick a larger `size`, or fewer nodes",
-                ));
-            }
-            None => {
-                return Err(ComponentError::at(
-                    "size",
-                    format!("`size = \"{size}\"` is not a PCS cluster size"),
-                    "write SMALL (32 instances), MEDIUM (512) or LARGE (2048), or leave it out",
-                ));
-            }
+            Some((_, limit)) if total <= *limit => Ok(size.to_owned()),
+            Some((_, limit)) => Err(ComponentError::at(
+                "size",
+                format!("a {size} cluster manages {limit} instances, and the queues' max and the login node come to {total}"),
+                "pick a larger `size`, or fewer nodes",
+            )),
+            None => Err(ComponentError::at(
+                "size",
+                format!("`size = \"{size}\"` is not a PCS cluster size"),
+                "write SMALL (32 instances), MEDIUM (512) or LARGE (2048), or leave it out",
+            )),
         },
         None => match SIZES.iter().find(|(_, limit)| total <= *limit) {
-            Some((size, _)) => (*size).to_owned(),
-            None => {
-                return Err(ComponentError::at(
-                    "queues",
-                    format!("the queues' max come to {total} instances, more than a PCS cluster (LARGE) manages: 2048"),
-                    "split them across clusters",
-                ));
-            }
+            Some((size, _)) => Ok((*size).to_owned()),
+            None => Err(ComponentError::at(
+                "queues",
+                format!("the queues' max come to {total} instances, more than a PCS cluster (LARGE) manages: 2048"),
+                "split them across clusters",
+            )),
         },
-    };
+    }
+}
 
-    let reference = |part: &str, output: &str| Value::String(format!("${{{address}.{part}.{output}}}"));
-    let tags = input.config.get("tags").cloned().unwrap_or_else(|| json!({}));
-    let mut parts = Vec::new();
-    let mut part = |local: &str, kind: &'static str, config: Value| {
-        parts.push(Part {
-            local: local.to_owned(),
-            kind,
-            config,
-            depends_on: vec![],
-        })
-    };
+/// The cluster a block makes, and what all its node groups share.
+struct Cluster<'a> {
+    address: &'a str,
+    name: String,
+    size: String,
+    tags: Value,
+    ami: &'a str,
+    user_data: String,
+    vpc: NamedVpc<'a>,
+    /// The zone of the cluster's controller: the first queue's with a zone, else the VPC's first.
+    home_zone: String,
+}
 
-    // One group on the cluster and every node: all traffic within it (Slurm, EFA, Lustre's
-    // clients), out anywhere.
-    part(
-        "security_group",
-        "aws_security_group",
-        json!({
-            "name": format!("{name}-slurm"),
-            "description": format!("Slurm cluster {name}: all traffic within the cluster, EFA included"),
-            "vpc_id": vpc.output("vpc_id"),
-            "ingress": [{ "protocol": "-1", "self": true }],
-            "egress": [{ "protocol": "-1", "self": true }, { "protocol": "-1", "cidr_blocks": ["0.0.0.0/0"] }],
-            "tags": tags,
-        }),
-    );
-    let ssh_cidrs: Vec<Value> = login
-        .as_ref()
-        .and_then(|l| l.get("ssh_cidrs"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if !ssh_cidrs.is_empty() {
-        part(
-            "login_security_group",
+impl Cluster<'_> {
+    /// A reference to the output `output` of this cluster's part `local`.
+    fn reference(&self, local: &str, output: &str) -> Value {
+        Value::String(format!("${{{}.{local}.{output}}}", self.address))
+    }
+
+    /// The security groups, the nodes' role and instance profile, and the PCS cluster.
+    fn shared(&self, block: &Slurm, ssh_cidrs: &[String]) -> Result<Vec<Part>, ComponentError> {
+        let name = &self.name;
+        let tags = &self.tags;
+        // One group on the cluster and every node: all traffic within it (Slurm, EFA,
+        // Lustre's clients), out anywhere.
+        let mut parts = vec![part(
+            "security_group",
             "aws_security_group",
             json!({
-                "name": format!("{name}-login"),
-                "description": format!("SSH to the login node of Slurm cluster {name}"),
-                "vpc_id": vpc.output("vpc_id"),
-                "ingress": [{ "protocol": "tcp", "from_port": 22, "to_port": 22, "cidr_blocks": ssh_cidrs }],
+                "name": format!("{name}-slurm"),
+                "description": format!("Slurm cluster {name}: all traffic within the cluster, EFA included"),
+                "vpc_id": self.vpc.output("vpc_id"),
+                "ingress": [{ "protocol": "-1", "self": true }],
+                "egress": [{ "protocol": "-1", "self": true }, { "protocol": "-1", "cidr_blocks": ["0.0.0.0/0"] }],
                 "tags": tags,
             }),
-        );
+        )];
+        if !ssh_cidrs.is_empty() {
+            parts.push(part(
+                "login_security_group",
+                "aws_security_group",
+                json!({
+                    "name": format!("{name}-login"),
+                    "description": format!("SSH to the login node of Slurm cluster {name}"),
+                    "vpc_id": self.vpc.output("vpc_id"),
+                    "ingress": [{ "protocol": "tcp", "from_port": 22, "to_port": 22, "cidr_blocks": ssh_cidrs }],
+                    "tags": tags,
+                }),
+            ));
+        }
+        // PCS takes an instance profile whose role is named AWSPCS… (or has the path /aws-pcs/).
+        parts.push(part(
+            "node_role",
+            "aws_iam_role",
+            json!({
+                "name": format!("AWSPCS-{name}-nodes"),
+                "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "ec2.amazonaws.com" }, "Action": "sts:AssumeRole" }] },
+                "managed_policy_arns": ["arn:aws:iam::aws:policy/AWSPCSComputeNodePolicy", "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"],
+                "tags": tags,
+            }),
+        ));
+        parts.push(part(
+            "instance_profile",
+            "aws_iam_instance_profile",
+            json!({ "name": format!("AWSPCS-{name}-nodes"), "role": self.reference("node_role", "name"), "tags": tags }),
+        ));
+        parts.push(part(
+            "cluster",
+            "aws_pcs_cluster",
+            json!({
+                "name": name,
+                "slurm_version": block.version,
+                "size": self.size,
+                "subnet_id": self.vpc.private_subnet("vpc", &self.home_zone)?,
+                "security_group_ids": [self.reference("security_group", "id")],
+                "slurm_settings": block.slurm_settings.clone().unwrap_or_else(|| json!({})),
+                "tags": tags,
+            }),
+        ));
+        Ok(parts)
     }
-    // PCS takes an instance profile whose role is named AWSPCS… (or has the path /aws-pcs/).
-    part(
-        "node_role",
-        "aws_iam_role",
+
+    /// A compute node group of this cluster, launched from `template`.
+    fn node_group(&self, group: &str, instance_type: &str, subnets: Value, template: &str, scaling: Value, purchase: &str, settings: Value) -> Value {
         json!({
-            "name": format!("AWSPCS-{name}-nodes"),
-            "assume_role_policy": { "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "ec2.amazonaws.com" }, "Action": "sts:AssumeRole" }] },
-            "managed_policy_arns": ["arn:aws:iam::aws:policy/AWSPCSComputeNodePolicy", "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"],
-            "tags": tags,
-        }),
-    );
-    part(
-        "instance_profile",
-        "aws_iam_instance_profile",
-        json!({ "name": format!("AWSPCS-{name}-nodes"), "role": reference("node_role", "name"), "tags": tags }),
-    );
-    let home_zone = queues
-        .iter()
-        .find_map(|q| q.zone)
-        .map(str::to_owned)
-        .unwrap_or_else(|| vpc.zones[0].clone());
-    part(
-        "cluster",
-        "aws_pcs_cluster",
-        json!({
-            "name": name,
-            "slurm_version": version,
-            "size": size,
-            "subnet_id": vpc.private_subnet("vpc", &home_zone)?,
-            "security_group_ids": [reference("security_group", "id")],
-            "slurm_settings": input.config.get("slurm_settings").cloned().unwrap_or_else(|| json!({})),
-            "tags": tags,
-        }),
-    );
-    let user_data = user_data(input, address);
-    let node_group = |group: &str, types: Value, subnets: Value, template: &str, scaling: Value, purchase: &str, settings: Value| {
-        json!({
-            "cluster_id": reference("cluster", "id"),
+            "cluster_id": self.reference("cluster", "id"),
             "name": group,
-            "instance_types": types,
+            "instance_types": [instance_type],
             "subnet_ids": subnets,
-            "instance_profile_arn": reference("instance_profile", "arn"),
-            "launch_template_id": reference(template, "id"),
-            "launch_template_version": reference(template, "latest_version"),
-            "ami_id": ami,
+            "instance_profile_arn": self.reference("instance_profile", "arn"),
+            "launch_template_id": self.reference(template, "id"),
+            "launch_template_version": self.reference(template, "latest_version"),
+            "ami_id": self.ami,
             "purchase_option": purchase,
             "scaling": scaling,
             "slurm_settings": settings,
-            "tags": tags,
+            "tags": self.tags,
         })
-    };
-
-    let mut outputs = Map::new();
-    if let Some(login) = &login {
-        let instance_type = login.get("instance_type").and_then(Value::as_str).unwrap_or("c6i.2xlarge");
-        instances::look_up(input.facts, "login.instance_type", &[instance_type])?;
-        let zone = login.get("zone").and_then(Value::as_str).unwrap_or(&home_zone);
-        let public = !ssh_cidrs.is_empty();
-        let subnet = if public {
-            vpc.private_subnet("login.zone", zone)?;
-            vpc.output(&format!("public_subnets_by_zone.{zone}"))
-        } else {
-            vpc.private_subnet("login.zone", zone)?
-        };
-        let mut groups = vec![reference("security_group", "id")];
-        if public {
-            groups.push(reference("login_security_group", "id"));
-        }
-        part(
-            "login.launch_template",
-            "aws_launch_template",
-            json!({
-                "name": format!("{name}-login"),
-                "user_data": user_data,
-                "imds_hop_limit": IMDS_HOPS,
-                "network_interfaces": [{ "network_card_index": 0, "device_index": 0, "security_groups": groups, "associate_public_ip_address": public }],
-                "tags": tags,
-            }),
-        );
-        part(
-            "login.node_group",
-            "aws_pcs_compute_node_group",
-            node_group(
-                "login",
-                json!([instance_type]),
-                json!([subnet]),
-                "login.launch_template",
-                json!({ "min": 1, "max": 1 }),
-                "ONDEMAND",
-                json!({}),
-            ),
-        );
-        outputs.insert("login_node_group_id".into(), reference("login.node_group", "group_id"));
-        outputs.insert("login".into(), json!(login_command(input, address, public)));
     }
 
-    let mut by_queue = Map::new();
-    for q in &queues {
+    /// The login node's launch template and node group of one instance: public with
+    /// `ssh_cidrs`, else private (reached through SSM).
+    fn login(&self, input: &Input, login: &LoginBlock, ssh_cidrs: &[String]) -> Result<Vec<Part>, ComponentError> {
+        let instance_type = login.instance_type.as_deref().unwrap_or("c6i.2xlarge");
+        instances::look_up(input.facts, "login.instance_type", &[instance_type])?;
+        let zone = login.zone.as_deref().unwrap_or(&self.home_zone);
+        let public = !ssh_cidrs.is_empty();
+        let private = self.vpc.private_subnet("login.zone", zone)?;
+        let subnet = if public {
+            self.vpc.output(&format!("public_subnets_by_zone.{zone}"))
+        } else {
+            private
+        };
+        let mut groups = vec![self.reference("security_group", "id")];
+        if public {
+            groups.push(self.reference("login_security_group", "id"));
+        }
+        let template = json!({
+            "name": format!("{}-login", self.name),
+            "user_data": self.user_data,
+            "imds_hop_limit": IMDS_HOPS,
+            "network_interfaces": [{ "network_card_index": 0, "device_index": 0, "security_groups": groups, "associate_public_ip_address": public }],
+            "tags": self.tags,
+        });
+        let scaling = json!({ "min": 1, "max": 1 });
+        let group = self.node_group("login", instance_type, json!([subnet]), "login.launch_template", scaling, "ONDEMAND", json!({}));
+        Ok(vec![
+            part("login.launch_template", "aws_launch_template", template),
+            part("login.node_group", "aws_pcs_compute_node_group", group),
+        ])
+    }
+
+    /// A queue's launch template (EFA interfaces, its reservation or a placement group), its
+    /// node group and the queue.
+    fn queue(&self, q: &Queue) -> Result<Vec<Part>, ComponentError> {
         let local = |what: &str| format!("queues.{}.{what}", q.name);
-        let subnets = match q.zone {
-            Some(zone) => json!([vpc.private_subnet(&format!("queues.{}.zone", q.name), zone)?]),
-            None => vpc.output("private_subnet_ids"),
+        let mut parts = Vec::new();
+        let subnets = match &q.block.zone {
+            Some(zone) => json!([self.vpc.private_subnet(&format!("queues.{}.zone", q.name), zone)?]),
+            None => self.vpc.output("private_subnet_ids"),
         };
         let mut template = json!({
-            "name": format!("{name}-{}", q.name),
-            "user_data": user_data,
+            "name": format!("{}-{}", self.name, q.name),
+            "user_data": self.user_data,
             "imds_hop_limit": IMDS_HOPS,
-            "tags": tags,
+            "tags": self.tags,
         });
         // The interfaces carry the cluster's group: with interfaces in the template, groups go
         // on each of them, not on the node group.
-        let groups = json!([reference("security_group", "id")]);
+        let groups = json!([self.reference("security_group", "id")]);
         template["network_interfaces"] = match q.efa {
             Some(count) => Value::Array(instances::efa_interfaces(count, &groups)),
             None => json!([{ "network_card_index": 0, "device_index": 0, "security_groups": groups }]),
         };
-        if let Some(volume) = q.body.get("volume_gib") {
+        if let Some(volume) = &q.block.volume_gib {
             template["block_devices"] = json!([{ "device_name": "/dev/xvda", "volume_size": volume, "volume_type": "gp3" }]);
         }
-        if let Some(reservation) = q.reservation {
+        if let Some(reservation) = &q.block.capacity_reservation_id {
             template["capacity_reservation_id"] = json!(reservation);
             template["capacity_block"] = json!(q.purchase == "CAPACITY_BLOCK");
         } else if q.efa.is_some() && q.purchase != "CAPACITY_BLOCK" {
-            part(
+            parts.push(part(
                 &local("placement_group"),
                 "aws_placement_group",
-                json!({ "name": format!("{name}-{}", q.name), "strategy": "cluster", "tags": tags }),
-            );
-            template["placement_group"] = reference(&local("placement_group"), "name");
+                json!({ "name": format!("{}-{}", self.name, q.name), "strategy": "cluster", "tags": self.tags }),
+            ));
+            template["placement_group"] = self.reference(&local("placement_group"), "name");
         }
-        part(&local("launch_template"), "aws_launch_template", template);
+        parts.push(part(&local("launch_template"), "aws_launch_template", template));
         // The group is named and addressed by its instance type: a new type is a new group,
         // made and taken into the queue before the old one goes (PCS keeps a group a queue
         // uses, so it cannot go first).
         let (group_local, group_name) = group_of(q);
-        part(
-            &group_local,
-            "aws_pcs_compute_node_group",
-            node_group(
-                &group_name,
-                json!([q.instance_type]),
-                subnets,
-                &local("launch_template"),
-                json!({ "min": q.min, "max": q.max }),
-                q.purchase,
-                q.body.get("slurm_settings").cloned().unwrap_or_else(|| json!({})),
-            ),
-        );
-        part(
+        let settings = q.block.slurm_settings.clone().unwrap_or_else(|| json!({}));
+        let scaling = json!({ "min": q.min, "max": q.max });
+        let group = self.node_group(&group_name, &q.block.instance_type, subnets, &local("launch_template"), scaling, q.purchase, settings);
+        parts.push(part(&group_local, "aws_pcs_compute_node_group", group));
+        parts.push(part(
             &local("queue"),
             "aws_pcs_queue",
             json!({
-                "cluster_id": reference("cluster", "id"),
+                "cluster_id": self.reference("cluster", "id"),
                 "name": q.name,
-                "compute_node_group_ids": [reference(&group_local, "group_id")],
-                "tags": tags,
+                "compute_node_group_ids": [self.reference(&group_local, "group_id")],
+                "tags": self.tags,
             }),
-        );
-        by_queue.insert(
-            q.name.to_owned(),
-            json!({ "node_group_id": reference(&group_local, "group_id"), "queue_id": reference(&local("queue"), "queue_id"), "efa_interfaces": q.efa.unwrap_or(0) }),
-        );
+        ));
+        Ok(parts)
     }
-    outputs.insert("cluster_id".into(), reference("cluster", "id"));
-    outputs.insert("slurmctld_endpoint".into(), reference("cluster", "slurmctld_endpoint"));
-    outputs.insert("cluster_security_group_id".into(), reference("security_group", "id"));
-    outputs.insert("queues".into(), Value::Object(by_queue));
-    Ok(Expansion {
-        parts,
-        outputs,
-        ready: Vec::new(),
-    })
+}
+
+/// A part with no ordering besides its references.
+fn part(local: &str, kind: &'static str, config: Value) -> Part {
+    Part {
+        local: local.to_owned(),
+        kind,
+        config,
+        depends_on: vec![],
+    }
 }
 
 /// A queue's node group: its address below the block (`queues.gpu.node_group_p5_48xlarge`)
@@ -367,6 +403,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 /// that passes PCS's 25 characters), both following the instance type.
 fn group_of(q: &Queue) -> (String, String) {
     let segment: String = q
+        .block
         .instance_type
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -376,7 +413,7 @@ fn group_of(q: &Queue) -> (String, String) {
         readable
     } else {
         use sha2::Digest;
-        let digest = format!("{:x}", sha2::Sha256::digest(q.instance_type.as_bytes()));
+        let digest = format!("{:x}", sha2::Sha256::digest(q.block.instance_type.as_bytes()));
         format!("{}-{}", &q.name[..q.name.len().min(18)], &digest[..6])
     };
     (format!("queues.{}.node_group_{segment}", q.name), name)
@@ -402,172 +439,153 @@ fn login_command(input: &Input, address: &str, public: bool) -> String {
     )
 }
 
-/// The `queues` tables, checked: a type that exists, nodes in order, EFA (by default where the
-/// type has it) only in one zone, a zone of the VPC, a reservation not with SPOT.
-fn queues<'a>(input: &'a Input, vpc: &super::NamedVpc) -> Result<Vec<Queue<'a>>, ComponentError> {
-    let tables = input.config.get("queues").and_then(Value::as_object);
-    let Some(tables) = tables.filter(|t| !t.is_empty()) else {
+/// The `queues` tables, checked, in the order written.
+fn queues<'a>(input: &Input, block: &'a Slurm, vpc: &NamedVpc) -> Result<Vec<Queue<'a>>, ComponentError> {
+    if block.queues.is_empty() {
         return Err(ComponentError::at(
             "queues",
             "a Slurm cluster needs at least one queue",
             "add `[slurm.<name>.queues.gpu]` with `instance_type = \"p5.48xlarge\"`",
         ));
+    }
+    block.queues.iter().map(|(name, table)| queue(input, name, table, vpc)).collect()
+}
+
+/// The table `queues.<name>`, checked: a type that exists, nodes in order, EFA (by default
+/// where the type has it) only in one zone, a zone of the VPC, a reservation not with SPOT.
+fn queue<'a>(input: &Input, name: &'a str, table: &Value, vpc: &NamedVpc) -> Result<Queue<'a>, ComponentError> {
+    let key = |k: &str| format!("queues.{name}.{k}");
+    let block: QueueBlock = super::read(
+        table,
+        &format!("queues.{name}"),
+        &format!("queue `{name}`"),
+        "`[slurm.<name>.queues.<queue>]` with `instance_type`",
+    )?;
+    let valid = name.len() >= 3
+        && name.len() <= 25
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if !valid {
+        return Err(ComponentError::at(
+            format!("queues.{name}"),
+            format!("`{name}` cannot name a PCS queue: 3–25 letters, digits and `-`, starting with a letter"),
+            "rename the table, e.g. `[slurm.nemo.queues.gpu]`",
+        ));
+    }
+    let instance_type = block.instance_type.as_str();
+    let looked = instances::look_up(input.facts, &key("instance_type"), &[instance_type])?;
+    let (min, max) = nodes(name, block.nodes.as_ref(), &key)?;
+    let supports = looked.efa_interfaces.unwrap_or(0);
+    let efa = match block.efa {
+        None => (supports > 0).then_some(supports),
+        Some(false) => None,
+        Some(true) if supports > 0 => Some(supports),
+        Some(true) => {
+            return Err(ComponentError::at(
+                key("efa"),
+                format!("`{instance_type}` has no EFA forge knows of"),
+                "leave `efa` out, or pick an EFA type (p4d, p5, trn1)",
+            ));
+        }
     };
-    let mut queues = Vec::new();
-    for (name, body) in tables {
-        let key = |k: &str| format!("queues.{name}.{k}");
-        let Some(body) = body.as_object() else {
-            return Err(ComponentError::at(
-                format!("queues.{name}"),
-                format!("queue `{name}` must be a table"),
-                "write `[slurm.<name>.queues.<queue>]`",
-            ));
-        };
-        check_keys(body, &format!("queues.{name}"), QUEUE_KEYS)?;
-        let valid = name.len() >= 3
-            && name.len() <= 25
-            && name.starts_with(|c: char| c.is_ascii_alphabetic())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-        if !valid {
-            return Err(ComponentError::at(
-                format!("queues.{name}"),
-                format!("`{name}` cannot name a PCS queue: 3–25 letters, digits and `-`, starting with a letter"),
-                "rename the table, e.g. `[slurm.nemo.queues.gpu]`",
-            ));
-        }
-        let Some(instance_type) = body.get("instance_type").and_then(Value::as_str) else {
-            return Err(ComponentError::at(
-                key("instance_type"),
-                format!("queue `{name}` names no instance type"),
-                "add `instance_type = \"p5.48xlarge\"`",
-            ));
-        };
-        let looked = instances::look_up(input.facts, &key("instance_type"), &[instance_type])?;
-        let (min, max) = match body.get("nodes") {
-            None => (0, 1),
-            Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n >= 1) => (n.as_i64().unwrap_or(1), n.as_i64().unwrap_or(1)),
-            Some(Value::Object(range)) => {
-                let get = |k: &str| range.get(k).and_then(Value::as_i64);
-                match (get("min"), get("max")) {
-                    (Some(min), Some(max)) if 0 <= min && min <= max && max >= 1 => (min, max),
-                    (Some(min), Some(max)) => {
-                        return Err(ComponentError::at(
-                            key("nodes"),
-                            format!("queue `{name}`: nodes min {min} and max {max} are out of order"),
-                            "min ≤ max, and max ≥ 1",
-                        ));
-                    }
-                    _ => {
-                        return Err(ComponentError::at(
-                            key("nodes"),
-                            "`nodes` needs whole numbers `min` and `max`",
-                            "write `nodes = { min = 0, max = 2 }`, or `nodes = 2` for static nodes",
-                        ));
-                    }
-                }
-            }
-            Some(_) => {
-                return Err(ComponentError::at(
+    check_zone(input, name, &block, efa.is_some(), vpc, &key)?;
+    let purchase = purchase(&block, &key)?;
+    Ok(Queue {
+        name,
+        block,
+        min,
+        max,
+        efa,
+        purchase,
+    })
+}
+
+/// A queue's `nodes`: `2` static nodes, or `{ min, max }` (0 to 1 when left out).
+fn nodes(name: &str, nodes: Option<&Value>, key: &dyn Fn(&str) -> String) -> Result<(i64, i64), ComponentError> {
+    match nodes {
+        None => Ok((0, 1)),
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n >= 1) => Ok((n.as_i64().unwrap_or(1), n.as_i64().unwrap_or(1))),
+        Some(Value::Object(range)) => {
+            let get = |k: &str| range.get(k).and_then(Value::as_i64);
+            match (get("min"), get("max")) {
+                (Some(min), Some(max)) if 0 <= min && min <= max && max >= 1 => Ok((min, max)),
+                (Some(min), Some(max)) => Err(ComponentError::at(
                     key("nodes"),
-                    "`nodes` must be a count or `{ min, max }`",
-                    "write `nodes = 2` (static) or `nodes = { min = 0, max = 2 }`",
-                ));
+                    format!("queue `{name}`: nodes min {min} and max {max} are out of order"),
+                    "min ≤ max, and max ≥ 1",
+                )),
+                _ => Err(ComponentError::at(
+                    key("nodes"),
+                    "`nodes` needs whole numbers `min` and `max`",
+                    "write `nodes = { min = 0, max = 2 }`, or `nodes = 2` for static nodes",
+                )),
             }
-        };
-        let supports = looked.efa_interfaces.unwrap_or(0);
-        let efa = match body.get("efa") {
-            None => (supports > 0).then_some(supports),
-            Some(Value::Bool(false)) => None,
-            Some(Value::Bool(true)) if supports > 0 => Some(supports),
-            Some(Value::Bool(true)) => {
-                return Err(ComponentError::at(
-                    key("efa"),
-                    format!("`{instance_type}` has no EFA forge knows of"),
-                    "leave `efa` out, or pick an EFA type (p4d, p5, trn1)",
-                ));
-            }
-            Some(_) => {
-                return Err(ComponentError::at(
-                    key("efa"),
-                    "`efa` must be true or false",
-                    "write `efa = false` to leave EFA out",
-                ));
-            }
-        };
-        let zone = body.get("zone").and_then(Value::as_str);
-        if let Some(zone) = zone {
-            vpc.private_subnet(&key("zone"), zone)?;
         }
-        if efa.is_some() && zone.is_none() {
+        Some(_) => Err(ComponentError::at(
+            key("nodes"),
+            "`nodes` must be a count or `{ min, max }`",
+            "write `nodes = 2` (static) or `nodes = { min = 0, max = 2 }`",
+        )),
+    }
+}
+
+/// A queue's zone: one of the VPC's that offers its type, and set where it has EFA.
+fn check_zone(input: &Input, name: &str, block: &QueueBlock, efa: bool, vpc: &NamedVpc, key: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+    let instance_type = block.instance_type.as_str();
+    let Some(zone) = block.zone.as_deref() else {
+        if efa {
             return Err(ComponentError::at(
                 format!("queues.{name}"),
                 format!("EFA queue `{name}` has no `zone`"),
                 "EFA traffic must stay in one subnet and one placement group: add `zone = \"us-west-2c\"` (a zone of the VPC that offers the type)",
             ));
         }
-        if let Some(zone) = zone
-            && input.facts.offered(instance_type, zone) == Some(false)
-        {
-            return Err(ComponentError::at(
-                key("zone"),
-                format!("zone `{zone}` does not offer `{instance_type}`"),
-                format!(
-                    "zones that offer it: {}",
-                    input.facts.zones(instance_type).unwrap_or_default().join(", ")
-                ),
-            ));
-        }
-        let purchase = match body.get("capacity_type").and_then(Value::as_str) {
-            None | Some("ON_DEMAND") | Some("ONDEMAND") => "ONDEMAND",
-            Some("SPOT") => "SPOT",
-            Some("CAPACITY_BLOCK") => "CAPACITY_BLOCK",
-            Some(other) => {
-                return Err(ComponentError::at(
-                    key("capacity_type"),
-                    format!("`capacity_type = \"{other}\"` is not a PCS purchase option"),
-                    "write ON_DEMAND, SPOT or CAPACITY_BLOCK",
-                ));
-            }
-        };
-        let reservation = body.get("capacity_reservation_id").and_then(Value::as_str);
-        if reservation.is_some() && purchase == "SPOT" {
-            return Err(ComponentError::at(
-                key("capacity_reservation_id"),
-                "a capacity reservation does not take SPOT instances",
-                "drop `capacity_type = \"SPOT\"`, or the reservation",
-            ));
-        }
-        if purchase == "CAPACITY_BLOCK" && reservation.is_none() {
-            return Err(ComponentError::at(
-                key("capacity_type"),
-                "a Capacity Block queue needs the block's reservation",
-                "add `capacity_reservation_id = \"cr-…\"`",
-            ));
-        }
-        queues.push(Queue {
-            name,
-            instance_type,
-            min,
-            max,
-            zone,
-            efa,
-            purchase,
-            reservation,
-            body,
-        });
+        return Ok(());
+    };
+    vpc.private_subnet(&key("zone"), zone)?;
+    if input.facts.offered(instance_type, zone) == Some(false) {
+        return Err(ComponentError::at(
+            key("zone"),
+            format!("zone `{zone}` does not offer `{instance_type}`"),
+            format!(
+                "zones that offer it: {}",
+                input.facts.zones(instance_type).unwrap_or_default().join(", ")
+            ),
+        ));
     }
-    Ok(queues)
+    Ok(())
 }
 
-fn check_keys(table: &Map<String, Value>, path: &str, allowed: &[&str]) -> Result<(), ComponentError> {
-    match table.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(extra) => Err(ComponentError::at(
-            format!("{path}.{extra}"),
-            format!("`{path}` has no setting `{extra}`"),
-            crate::schema::suggestion(extra, allowed),
-        )),
-        None => Ok(()),
+/// A queue's PCS purchase option, checked with its reservation.
+fn purchase(block: &QueueBlock, key: &dyn Fn(&str) -> String) -> Result<&'static str, ComponentError> {
+    let purchase = match block.capacity_type.as_deref() {
+        None | Some("ON_DEMAND") | Some("ONDEMAND") => "ONDEMAND",
+        Some("SPOT") => "SPOT",
+        Some("CAPACITY_BLOCK") => "CAPACITY_BLOCK",
+        Some(other) => {
+            return Err(ComponentError::at(
+                key("capacity_type"),
+                format!("`capacity_type = \"{other}\"` is not a PCS purchase option"),
+                "write ON_DEMAND, SPOT or CAPACITY_BLOCK",
+            ));
+        }
+    };
+    let reservation = block.capacity_reservation_id.is_some();
+    if reservation && purchase == "SPOT" {
+        return Err(ComponentError::at(
+            key("capacity_reservation_id"),
+            "a capacity reservation does not take SPOT instances",
+            "drop `capacity_type = \"SPOT\"`, or the reservation",
+        ));
     }
+    if purchase == "CAPACITY_BLOCK" && !reservation {
+        return Err(ComponentError::at(
+            key("capacity_type"),
+            "a Capacity Block queue needs the block's reservation",
+            "add `capacity_reservation_id = \"cr-…\"`",
+        ));
+    }
+    Ok(purchase)
 }
 
 /// The nodes' user data, MIME multi-part as PCS wants it: a shell script (run after the node
@@ -582,7 +600,7 @@ fn user_data(input: &Input, address: &str) -> String {
             continue;
         }
         any = true;
-        let mount_point = config.get("mount_point").and_then(Value::as_str).unwrap_or(DEFAULT_MOUNT);
+        let mount_point = super::fsx::mount_point(config);
         let source = format!("${{{block}.dns_name}}@tcp:/${{{block}.mount_name}}");
         script.push_str(&format!(
             "mkdir -p {mount_point}\n\

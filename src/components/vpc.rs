@@ -4,23 +4,27 @@
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
-use crate::schema::{Field, FieldType};
+use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
 
 /// The component's registration.
 pub const COMPONENT: Component = Component {
     name: "vpc",
-    schema: &[
-        Field::required("cidr", FieldType::String),
-        Field::required("zones", FieldType::List),
-        Field::optional("nat", FieldType::String),
-        Field::optional("public_subnet_bits", FieldType::Integer),
-        Field::optional("private_subnet_bits", FieldType::Integer),
-        Field::optional("tags", FieldType::Table),
-    ],
+    schema: Vpc::FIELDS,
     expand,
 };
+
+block! {
+    /// A `vpc` block.
+    struct Vpc {
+        cidr: String,
+        zones: Vec<String>,
+        nat: Option<String>,
+        public_subnet_bits: Option<i64>,
+        private_subnet_bits: Option<i64>,
+        tags: Option<Value>,
+    }
+}
 
 /// Carves `zones` private blocks from the bottom of `vpc` and `zones` public blocks from the
 /// top, so zone `i`'s subnets keep their ranges when zones are added after it. `None` when the
@@ -43,187 +47,232 @@ fn carve(vpc: Cidr, zones: usize, private_prefix: u32, public_prefix: u32) -> Op
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
-    Ok(network(input.address, input.config, input.providers)?)
+    let block: Vpc = input.block()?;
+    let region = input.providers.get("aws").and_then(|a| a.get("region")).and_then(Value::as_str);
+    Ok(Layout::new(&block, region)?.expansion(input.address, &block))
 }
 
-fn network(address: &str, config: &Map<String, Value>, providers: &BTreeMap<String, Value>) -> Result<Expansion, String> {
-    let vpc = Cidr::parse(
-        "cidr",
-        config.get("cidr").and_then(Value::as_str).unwrap_or_default(),
-        16..=28,
-        "a VPC",
-    )?;
-    let zones: Vec<String> = config
-        .get("zones")
-        .and_then(Value::as_array)
-        .map(|z| {
-            z.iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or("`zones` must be a list of zone names, e.g. [\"us-west-2a\"]")
-                })
-                .collect()
+/// The network a block asks for, checked: the VPC's range, its zones, its NAT and each zone's
+/// two subnets.
+struct Layout<'a> {
+    vpc: Cidr,
+    zones: &'a [String],
+    nat: &'a str,
+    private: Vec<Cidr>,
+    public: Vec<Cidr>,
+}
+
+impl<'a> Layout<'a> {
+    fn new(block: &'a Vpc, region: Option<&str>) -> Result<Self, String> {
+        let vpc = Cidr::parse("cidr", &block.cidr, 16..=28, "a VPC")?;
+        check_zones(&block.zones, region)?;
+        let nat = block.nat.as_deref().unwrap_or("single");
+        if !["single", "per-zone", "none"].contains(&nat) {
+            return Err(format!("`nat = \"{nat}\"`: expected \"single\", \"per-zone\" or \"none\""));
+        }
+        let private_prefix = vpc.prefix + subnet_bits(vpc, "private_subnet_bits", block.private_subnet_bits, 4)?;
+        let public_prefix = vpc.prefix + subnet_bits(vpc, "public_subnet_bits", block.public_subnet_bits, 8)?;
+        let zones = &block.zones;
+        let Some((private, public)) = carve(vpc, zones.len(), private_prefix, public_prefix) else {
+            return Err(format!(
+                "{n} zones need {n} private /{private_prefix} and {n} public /{public_prefix} subnets, more than {vpc} holds; use a larger `cidr`, fewer zones or smaller subnets (`private_subnet_bits`, `public_subnet_bits`)",
+                n = zones.len()
+            ));
+        };
+        Ok(Layout {
+            vpc,
+            zones,
+            nat,
+            private,
+            public,
         })
-        .transpose()?
-        .unwrap_or_default();
+    }
+
+    /// The zones that get a NAT gateway.
+    fn nat_zones(&self) -> &[String] {
+        match self.nat {
+            "per-zone" => self.zones,
+            "single" => &self.zones[..1],
+            _ => &[],
+        }
+    }
+
+    /// The VPC's parts and outputs.
+    fn expansion(&self, address: &str, block: &Vpc) -> Expansion {
+        let names = Names {
+            address,
+            name: address.rsplit('.').next().unwrap_or(address),
+            tags: block.tags.clone().unwrap_or_else(|| json!({})),
+        };
+        let mut parts = vec![
+            names.part("vpc", "aws_vpc", json!({ "cidr_block": self.vpc.to_string() }), json!({ "Name": names.name })),
+            names.part("igw", "aws_internet_gateway", json!({ "vpc_id": names.reference("vpc", "id") }), json!({ "Name": names.name })),
+        ];
+        parts.extend(self.subnets(&names));
+        parts.extend(self.routes(&names));
+        Expansion {
+            parts,
+            outputs: self.outputs(&names),
+            ready: Vec::new(),
+        }
+    }
+
+    /// A public and a private subnet per zone, tagged for EKS's load balancers.
+    fn subnets(&self, names: &Names) -> Vec<Part> {
+        let mut parts = Vec::new();
+        let vpc_id = names.reference("vpc", "id");
+        for (i, zone) in self.zones.iter().enumerate() {
+            let name = names.name;
+            parts.push(names.part(
+                &format!("public.{zone}"),
+                "aws_subnet",
+                json!({ "vpc_id": vpc_id, "cidr_block": self.public[i].to_string(), "availability_zone": zone, "map_public_ip_on_launch": true }),
+                json!({ "Name": format!("{name}-public-{zone}"), "kubernetes.io/role/elb": "1" }),
+            ));
+            parts.push(names.part(
+                &format!("private.{zone}"),
+                "aws_subnet",
+                json!({ "vpc_id": vpc_id, "cidr_block": self.private[i].to_string(), "availability_zone": zone }),
+                json!({ "Name": format!("{name}-private-{zone}"), "kubernetes.io/role/internal-elb": "1" }),
+            ));
+        }
+        parts
+    }
+
+    /// The public route table through the internet gateway; the NAT gateways with their
+    /// addresses; per zone a private route table through its NAT gateway (or the one).
+    fn routes(&self, names: &Names) -> Vec<Part> {
+        let name = names.name;
+        let vpc_id = names.reference("vpc", "id");
+        let public_ids: Vec<Value> = self.zones.iter().map(|z| names.reference(&format!("public.{z}"), "id")).collect();
+        let mut parts = vec![names.part(
+            "public_routes",
+            "aws_route_table",
+            json!({ "vpc_id": vpc_id, "routes": [{ "cidr_block": "0.0.0.0/0", "gateway_id": names.reference("igw", "id") }], "subnet_ids": public_ids }),
+            json!({ "Name": format!("{name}-public") }),
+        )];
+        for zone in self.nat_zones() {
+            parts.push(names.part(&format!("nat_ip.{zone}"), "aws_eip", json!({}), json!({ "Name": format!("{name}-nat-{zone}") })));
+            let mut gateway = names.part(
+                &format!("nat.{zone}"),
+                "aws_nat_gateway",
+                json!({ "subnet_id": names.reference(&format!("public.{zone}"), "id"), "allocation_id": names.reference(&format!("nat_ip.{zone}"), "id") }),
+                json!({ "Name": format!("{name}-{zone}") }),
+            );
+            // A NAT gateway needs the internet gateway attached first.
+            gateway.depends_on.push(format!("{}.igw", names.address));
+            parts.push(gateway);
+        }
+        for zone in self.zones {
+            let nat_zone = if self.nat == "per-zone" {
+                Some(zone)
+            } else {
+                self.nat_zones().first()
+            };
+            let routes: Vec<Value> = nat_zone
+                .map(|z| json!({ "cidr_block": "0.0.0.0/0", "nat_gateway_id": names.reference(&format!("nat.{z}"), "id") }))
+                .into_iter()
+                .collect();
+            parts.push(names.part(
+                &format!("private_routes.{zone}"),
+                "aws_route_table",
+                json!({ "vpc_id": vpc_id, "routes": routes, "subnet_ids": [names.reference(&format!("private.{zone}"), "id")] }),
+                json!({ "Name": format!("{name}-private-{zone}") }),
+            ));
+        }
+        parts
+    }
+
+    /// The VPC's id and range, and its subnets' ids: all, and by zone.
+    fn outputs(&self, names: &Names) -> Map<String, Value> {
+        let ids = |kind: &str| -> Vec<Value> { self.zones.iter().map(|z| names.reference(&format!("{kind}.{z}"), "id")).collect() };
+        let by_zone = |kind: &str| Value::Object(self.zones.iter().cloned().zip(ids(kind)).collect());
+        let mut outputs = Map::new();
+        outputs.insert("vpc_id".into(), names.reference("vpc", "id"));
+        outputs.insert("cidr".into(), json!(self.vpc.to_string()));
+        outputs.insert("public_subnet_ids".into(), Value::Array(ids("public")));
+        outputs.insert("private_subnet_ids".into(), Value::Array(ids("private")));
+        outputs.insert("public_subnets_by_zone".into(), by_zone("public"));
+        outputs.insert("private_subnets_by_zone".into(), by_zone("private"));
+        outputs
+    }
+}
+
+/// How the block's parts are addressed, named and tagged.
+struct Names<'a> {
+    address: &'a str,
+    /// The block's own name (`main` of `vpc.main`), which names the parts in the console.
+    name: &'a str,
+    tags: Value,
+}
+
+impl Names<'_> {
+    /// A reference to the output `output` of the part `local`.
+    fn reference(&self, local: &str, output: &str) -> Value {
+        json!(format!("${{{}.{local}.{output}}}", self.address))
+    }
+
+    /// A part whose `tags` are the block's with `extra` over them.
+    fn part(&self, local: &str, kind: &'static str, mut config: Value, extra: Value) -> Part {
+        let mut tags = self.tags.as_object().cloned().unwrap_or_default();
+        tags.extend(extra.as_object().cloned().unwrap_or_default());
+        config["tags"] = Value::Object(tags);
+        Part {
+            local: local.to_owned(),
+            kind,
+            config,
+            depends_on: vec![],
+        }
+    }
+}
+
+/// The zones: at least one, none twice, all in the stack's region (or the first zone's).
+fn check_zones(zones: &[String], region: Option<&str>) -> Result<(), String> {
     if zones.is_empty() {
         return Err("`zones` is empty: name at least one availability zone".into());
     }
+    let first_region = zones[0].trim_end_matches(|c: char| c.is_ascii_lowercase());
     for (i, zone) in zones.iter().enumerate() {
         if zones[..i].contains(zone) {
             return Err(format!("zone `{zone}` is listed twice in `zones`"));
         }
-        let region = providers.get("aws").and_then(|a| a.get("region")).and_then(Value::as_str);
         // `us-west-2a`, and Local Zones such as `us-west-2-lax-1a`, start with their region.
         let in_region = |r: &str| {
             zone.strip_prefix(r)
                 .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_lowercase() || c == '-'))
         };
-        let first_region = zones[0].trim_end_matches(|c: char| c.is_ascii_lowercase());
         match region {
             Some(r) if !in_region(r) => return Err(format!("zone `{zone}` is not in the region `{r}` set in `[aws]`")),
             None if !in_region(first_region) => return Err(format!("zones `{}` and `{zone}` are in different regions", zones[0])),
             _ => {}
         }
     }
-    let nat = config.get("nat").and_then(Value::as_str).unwrap_or("single");
-    if !["single", "per-zone", "none"].contains(&nat) {
-        return Err(format!("`nat = \"{nat}\"`: expected \"single\", \"per-zone\" or \"none\""));
-    }
-    let bits = |key: &str, default: u32| -> Result<u32, String> {
-        let most = 28 - vpc.prefix;
-        let (b, given) = match config.get(key) {
-            None => (i64::from(default), false),
-            Some(v) => (v.as_i64().ok_or_else(|| format!("`{key}` must be a whole number"))?, true),
-        };
-        if (1..=i64::from(most)).contains(&b) {
-            return Ok(u32::try_from(b).expect("in range"));
-        }
-        let origin = if given {
-            format!("`{key} = {b}`")
-        } else {
-            format!("the default `{key}` of {b}")
-        };
-        Err(format!(
-            "{origin} does not fit a /{} VPC: subnets are at most /28, so `{key}` must be 1 to {most}",
-            vpc.prefix
-        ))
-    };
-    let (private_prefix, public_prefix) = (
-        vpc.prefix + bits("private_subnet_bits", 4)?,
-        vpc.prefix + bits("public_subnet_bits", 8)?,
-    );
-    let Some((private_blocks, public_blocks)) = carve(vpc, zones.len(), private_prefix, public_prefix) else {
-        return Err(format!(
-            "{n} zones need {n} private /{private_prefix} and {n} public /{public_prefix} subnets, more than {vpc} holds; use a larger `cidr`, fewer zones or smaller subnets (`private_subnet_bits`, `public_subnet_bits`)",
-            n = zones.len()
-        ));
-    };
+    Ok(())
+}
 
-    let tags = config.get("tags").cloned().unwrap_or_else(|| json!({}));
-    let with_tags = |extra: Value| {
-        let mut t = tags.as_object().cloned().unwrap_or_default();
-        t.extend(extra.as_object().cloned().unwrap_or_default());
-        Value::Object(t)
-    };
-    let name = address.rsplit('.').next().unwrap_or(address);
-    let reference = |local: &str, attr: &str| json!(format!("${{{address}.{local}.{attr}}}"));
-    let part = |local: String, kind: &'static str, config: Value| Part {
-        local,
-        kind,
-        config,
-        depends_on: vec![],
-    };
-    let mut parts = vec![
-        part(
-            "vpc".into(),
-            "aws_vpc",
-            json!({ "cidr_block": vpc.to_string(), "tags": with_tags(json!({ "Name": name })) }),
-        ),
-        part(
-            "igw".into(),
-            "aws_internet_gateway",
-            json!({ "vpc_id": reference("vpc", "id"), "tags": with_tags(json!({ "Name": name })) }),
-        ),
-    ];
-    for (i, zone) in zones.iter().enumerate() {
-        parts.push(part(
-            format!("public.{zone}"),
-            "aws_subnet",
-            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": public_blocks[i].to_string(), "availability_zone": zone, "map_public_ip_on_launch": true,
-                    "tags": with_tags(json!({ "Name": format!("{name}-public-{zone}"), "kubernetes.io/role/elb": "1" })) }),
-        ));
-        parts.push(part(
-            format!("private.{zone}"),
-            "aws_subnet",
-            json!({ "vpc_id": reference("vpc", "id"), "cidr_block": private_blocks[i].to_string(), "availability_zone": zone,
-                    "tags": with_tags(json!({ "Name": format!("{name}-private-{zone}"), "kubernetes.io/role/internal-elb": "1" })) }),
-        ));
+/// The bits a subnet's prefix adds to the VPC's: `given`, else `default`; subnets are at most
+/// /28.
+fn subnet_bits(vpc: Cidr, key: &str, given: Option<i64>, default: u32) -> Result<u32, String> {
+    let most = 28 - vpc.prefix;
+    let bits = given.unwrap_or(i64::from(default));
+    if (1..=i64::from(most)).contains(&bits) {
+        return Ok(u32::try_from(bits).expect("in range"));
     }
-    let public_ids: Vec<Value> = zones.iter().map(|z| reference(&format!("public.{z}"), "id")).collect();
-    parts.push(part(
-        "public_routes".into(),
-        "aws_route_table",
-        json!({ "vpc_id": reference("vpc", "id"), "routes": [{ "cidr_block": "0.0.0.0/0", "gateway_id": reference("igw", "id") }], "subnet_ids": public_ids, "tags": with_tags(json!({ "Name": format!("{name}-public") })) }),
-    ));
-    let nat_zones: Vec<&String> = match nat {
-        "per-zone" => zones.iter().collect(),
-        "single" => vec![&zones[0]],
-        _ => vec![],
+    let origin = if given.is_some() {
+        format!("`{key} = {bits}`")
+    } else {
+        format!("the default `{key}` of {bits}")
     };
-    for zone in &nat_zones {
-        parts.push(part(
-            format!("nat_ip.{zone}"),
-            "aws_eip",
-            json!({ "tags": with_tags(json!({ "Name": format!("{name}-nat-{zone}") })) }),
-        ));
-        let mut gateway = part(
-            format!("nat.{zone}"),
-            "aws_nat_gateway",
-            json!({ "subnet_id": reference(&format!("public.{zone}"), "id"), "allocation_id": reference(&format!("nat_ip.{zone}"), "id"), "tags": with_tags(json!({ "Name": format!("{name}-{zone}") })) }),
-        );
-        // A NAT gateway needs the internet gateway attached first.
-        gateway.depends_on.push(format!("{address}.igw"));
-        parts.push(gateway);
-    }
-    for zone in &zones {
-        let nat_zone = if nat == "per-zone" {
-            Some(zone)
-        } else {
-            nat_zones.first().copied()
-        };
-        let routes: Vec<Value> = nat_zone
-            .map(|z| json!({ "cidr_block": "0.0.0.0/0", "nat_gateway_id": reference(&format!("nat.{z}"), "id") }))
-            .into_iter()
-            .collect();
-        parts.push(part(
-            format!("private_routes.{zone}"),
-            "aws_route_table",
-            json!({ "vpc_id": reference("vpc", "id"), "routes": routes, "subnet_ids": [reference(&format!("private.{zone}"), "id")], "tags": with_tags(json!({ "Name": format!("{name}-private-{zone}") })) }),
-        ));
-    }
-    let by_zone = |kind: &str| Value::Object(zones.iter().map(|z| (z.clone(), reference(&format!("{kind}.{z}"), "id"))).collect());
-    let mut outputs = Map::new();
-    outputs.insert("vpc_id".into(), reference("vpc", "id"));
-    outputs.insert("cidr".into(), json!(vpc.to_string()));
-    outputs.insert("public_subnet_ids".into(), Value::Array(public_ids));
-    outputs.insert(
-        "private_subnet_ids".into(),
-        Value::Array(zones.iter().map(|z| reference(&format!("private.{z}"), "id")).collect()),
-    );
-    outputs.insert("public_subnets_by_zone".into(), by_zone("public"));
-    outputs.insert("private_subnets_by_zone".into(), by_zone("private"));
-    Ok(Expansion {
-        parts,
-        outputs,
-        ready: Vec::new(),
-    })
+    Err(format!(
+        "{origin} does not fit a /{} VPC: subnets are at most /28, so `{key}` must be 1 to {most}",
+        vpc.prefix
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn run(config: Value, region: Option<&str>) -> Result<Expansion, String> {
         let providers = region
