@@ -18,34 +18,24 @@ macro_rules! all_pages {
     }};
 }
 
-/// The names an EKS list call returns for one cluster, all pages; `None` when the cluster is
-/// gone: `eks_names!(aws, list_addons, addons, cluster)`.
-macro_rules! eks_names {
-    ($aws:expr, $call:ident, $items:ident, $cluster:expr) => {{
-        let mut names = Vec::new();
-        let mut pages = $aws.eks.$call().cluster_name($cluster).into_paginator().send();
+/// The members a list call returns for one cluster, all pages; `None` when the cluster is
+/// gone: `members!(eks aws, list_addons, addons, cluster)` (names), `members!(pcs aws,
+/// list_queues, queues, cluster)` (ids).
+macro_rules! members {
+    (eks $aws:expr, $call:ident, $items:ident, $cluster:expr) => {
+        members!(@list $aws, eks, $call, cluster_name($cluster), $items, String::clone)
+    };
+    (pcs $aws:expr, $call:ident, $items:ident, $cluster:expr) => {
+        members!(@list $aws, pcs, $call, cluster_identifier($cluster), $items, |item| item.id().to_owned())
+    };
+    (@list $aws:expr, $service:ident, $call:ident, $key:ident($cluster:expr), $items:ident, $member:expr) => {{
+        let mut members = Vec::new();
+        let mut pages = $aws.$service.$call().$key($cluster).into_paginator().send();
         loop {
             match pages.next().await {
-                None => break Ok(Some(names)),
-                Some(Ok(page)) => names.extend(page.$items().iter().cloned()),
-                Some(Err(e)) if $crate::provider::aws::code(&e) == Some($crate::provider::aws::eks::NOT_FOUND) => break Ok(None),
-                Some(Err(e)) => break Err($crate::provider::aws::error($aws, stringify!($call), e)),
-            }
-        }
-    }};
-}
-
-/// The ids a PCS list call returns for one cluster, all pages; `None` when the cluster is
-/// gone: `pcs_members!(aws, list_queues, queues, cluster)`.
-macro_rules! pcs_members {
-    ($aws:expr, $call:ident, $items:ident, $cluster:expr) => {{
-        let mut ids = Vec::new();
-        let mut pages = $aws.pcs.$call().cluster_identifier($cluster).into_paginator().send();
-        loop {
-            match pages.next().await {
-                None => break Ok(Some(ids)),
-                Some(Ok(page)) => ids.extend(page.$items().iter().map(|item| item.id().to_owned())),
-                Some(Err(e)) if $crate::provider::aws::code(&e) == Some($crate::provider::aws::pcs::NOT_FOUND) => break Ok(None),
+                None => break Ok(Some(members)),
+                Some(Ok(page)) => members.extend(page.$items().iter().map($member)),
+                Some(Err(e)) if $crate::provider::aws::code(&e) == Some($crate::provider::aws::$service::NOT_FOUND) => break Ok(None),
                 Some(Err(e)) => break Err($crate::provider::aws::error($aws, stringify!($call), e)),
             }
         }
@@ -316,43 +306,107 @@ impl<'a> Claim<'a> {
     }
 }
 
-/// Deletes an object of a service that shows a status (EKS, PCS) and waits until it is gone.
-/// `status` reads its status (`None`: gone); `delete` sends the delete, which is skipped when
-/// the object is gone or already DELETING (after a run that ran out of time). `busy` is the
-/// service's code for "still in use" — a cluster whose node groups are still going, an object
-/// mid-update —, retried with backoff; `ResourceNotFoundException` is success.
-pub async fn delete_and_wait<S, SFut, T, E, D, DFut>(
+/// An object whose status forge reads while it waits for it (EKS, PCS, EFS, FSx).
+pub(crate) trait Status {
+    /// Its status as the service names it (`ACTIVE`, `DELETING`, `available`, …), when it
+    /// shows one.
+    fn status_name(&self) -> Option<&str>;
+}
+
+/// Waits until the object `get` reads is where `settled` says it should be, and returns it as it
+/// is then. `settled` reads it as `Done(())` (there), `Pending(state)`, or `Failed(why)` (it
+/// never will be), `why` following `what` ("EFS file system fs-1" "is in error"); an object that
+/// disappears is an error too.
+pub(crate) async fn wait_for<O, G, GFut>(
     ctx: &Ctx,
-    aws: &Clients,
-    operation: &str,
-    busy: &str,
+    what: &str,
     limit: std::time::Duration,
-    status: S,
+    get: G,
+    settled: impl Fn(&O) -> Poll,
+) -> Result<O, ProviderError>
+where
+    G: Fn() -> GFut,
+    GFut: std::future::Future<Output = Result<Option<O>, ProviderError>>,
+{
+    wait_until(ctx, limit, || async {
+        let Some(found) = get().await? else {
+            return Ok(Poll::Failed(format!("{what} disappeared while forge waited for it")));
+        };
+        Ok(match settled(&found) {
+            Poll::Done(()) => Poll::Done(found),
+            Poll::Pending(state) => Poll::Pending(state),
+            Poll::Failed(why) => Poll::Failed(format!("{what} {why}")),
+        })
+    })
+    .await
+}
+
+/// Waits until the object `get` reads is gone, its status (none reads as DELETING) on the
+/// progress line.
+pub(crate) async fn wait_deleted<O, G, GFut>(ctx: &Ctx, limit: std::time::Duration, get: G) -> Result<(), ProviderError>
+where
+    O: Status,
+    G: Fn() -> GFut,
+    GFut: std::future::Future<Output = Result<Option<O>, ProviderError>>,
+{
+    wait_gone(ctx, limit, || async {
+        Ok(get().await?.map(|found| found.status_name().unwrap_or("DELETING").to_owned()))
+    })
+    .await
+}
+
+/// Deletes an object and waits until it is gone ([`wait_deleted`]). `get` reads it; the delete
+/// is skipped when the object is gone or already DELETING (after a run that ran out of time;
+/// EFS says `deleting`). `delete` sends it and answers whether there is anything left to wait
+/// for.
+pub(crate) async fn delete_then_wait<O, G, GFut, D, DFut>(
+    ctx: &Ctx,
+    limit: std::time::Duration,
+    get: G,
     delete: D,
 ) -> Result<(), ProviderError>
 where
-    S: Fn() -> SFut,
-    SFut: std::future::Future<Output = Result<Option<String>, ProviderError>>,
+    O: Status,
+    G: Fn() -> GFut,
+    GFut: std::future::Future<Output = Result<Option<O>, ProviderError>>,
     D: FnOnce() -> DFut,
-    DFut: std::future::Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    DFut: std::future::Future<Output = Result<bool, ProviderError>>,
+{
+    match get().await? {
+        None => return Ok(()),
+        Some(found) if found.status_name().is_some_and(|s| s.eq_ignore_ascii_case("DELETING")) => {}
+        Some(_) => {
+            if !delete().await? {
+                return Ok(());
+            }
+        }
+    }
+    wait_deleted(ctx, limit, get).await
+}
+
+/// What the answer to a delete leaves to wait for ([`delete_then_wait`]): the object unless the
+/// service answers `gone`. `busy` is its code for "still in use" — a cluster whose node groups
+/// are still going, an object mid-update, a file system with mount targets —, retried with
+/// backoff.
+pub(crate) fn deleted<T, E>(
+    aws: &Clients,
+    operation: &str,
+    gone: &str,
+    busy: &str,
+    answer: Result<T, SdkError<E, HttpResponse>>,
+) -> Result<bool, ProviderError>
+where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    match status().await?.as_deref() {
-        None => return Ok(()),
-        Some("DELETING") => {}
-        Some(_) => match delete().await {
-            Ok(_) => {}
-            Err(e) if code(&e) == Some("ResourceNotFoundException") => return Ok(()),
-            Err(e) if code(&e) == Some(busy) => {
-                return Err(ProviderError {
-                    retryable: true,
-                    ..error(aws, operation, e)
-                });
-            }
-            Err(e) => return Err(error(aws, operation, e)),
-        },
+    match answer {
+        Ok(_) => Ok(true),
+        Err(e) if code(&e) == Some(gone) => Ok(false),
+        Err(e) if code(&e) == Some(busy) => Err(ProviderError {
+            retryable: true,
+            ..error(aws, operation, e)
+        }),
+        Err(e) => Err(error(aws, operation, e)),
     }
-    wait_gone(ctx, limit, status).await
 }
 
 /// A read of one object by its id or name: the answer, or `None` when the service answers
@@ -407,6 +461,14 @@ pub fn tag_table<'t>(tags: impl Iterator<Item = (Option<&'t str>, Option<&'t str
         tags.filter_map(|(k, v)| Some((k?.to_owned(), Value::String(v.unwrap_or_default().to_owned()))))
             .collect(),
     )
+}
+
+/// The recorded `ids` that a whole-account list shows (`listed`: its objects' ids or names), as
+/// [`Observed`](crate::provider::Observed)s without attributes: the read of the kinds whose lists
+/// tell nothing more than existence.
+pub(crate) fn existing<'a>(ids: &[String], listed: impl IntoIterator<Item = &'a str>) -> Vec<crate::provider::Observed> {
+    let live = listed.into_iter().filter(|id| ids.iter().any(|x| x == id)).map(str::to_owned);
+    crate::provider::Observed::existing(live.collect::<Vec<_>>())
 }
 
 /// An object of a whole-account list (FSx, EFS, CloudFormation) as an

@@ -4,7 +4,7 @@
 //! to settle; its outputs are readable as `${aws_cloudformation_stack.<name>.outputs.<key>}`.
 //! A failure names the first resource that failed and CloudFormation's reason for it.
 
-use crate::provider::aws::{Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
+use crate::provider::aws::{Claim, Clients, Poll, TOKEN_TAG, create_tags, error, made_by, parse, wait_until};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
@@ -197,15 +197,12 @@ impl Resource for CloudFormationStack {
             .await;
         let id = match made {
             Ok(out) => out.stack_id().unwrap_or(&cfg.name).to_owned(),
-            Err(e) if crate::provider::aws::code(&e) == Some("AlreadyExistsException") => match describe(aws, &cfg.name).await? {
-                Some(stack) if owned(ctx, token, &stack) => stack.stack_id().unwrap_or(&cfg.name).to_owned(),
-                _ => {
-                    return Err(ProviderError::permanent(format!(
-                        "a CloudFormation stack named `{}` already exists and was not created by `{}` in stack `{}`; pick another name, or delete it if it is a leftover",
-                        cfg.name, ctx.address, ctx.stack
-                    )));
-                }
-            },
+            Err(e) if crate::provider::aws::code(&e) == Some("AlreadyExistsException") => {
+                let existing = describe(aws, &cfg.name).await?;
+                let found = existing.map(|stack| (stack.stack_id().unwrap_or(&cfg.name).to_owned(), owned(ctx, token, &stack)));
+                // The refusal reads "a CloudFormation stack named `…` already exists and was not created by …".
+                Claim::new(ctx, token, "a CloudFormation stack named", &cfg.name).adopt(found)?
+            }
             Err(e) => return Err(error(aws, "CreateStack", e)),
         };
         let stack = match settle(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await? {

@@ -118,13 +118,26 @@ pub(super) fn own_filters(ctx: &Ctx, token: &str) -> Vec<Filter> {
     .collect()
 }
 
-/// Maps a failed delete of a VPC, subnet or security group; on `DependencyViolation` it names
-/// the network interfaces still in it (load balancers, EKS, leftover ENIs), found with
-/// `filter` (`vpc-id`, `subnet-id`, `group-id`) = `id`.
-pub(super) async fn delete_error<E>(aws: &Clients, what: &str, filter: &str, id: &str, err: SdkError<E, HttpResponse>) -> ProviderError
+/// The result of a delete (`what`) of the VPC, subnet or security group `id`: one that is gone
+/// (`gone`, EC2's code for that) is deleted; on `DependencyViolation` the error names the network
+/// interfaces still in it (load balancers, EKS, leftover ENIs), found with `filter` (`vpc-id`,
+/// `subnet-id`, `group-id`) = `id`.
+pub(super) async fn delete_outcome<T, E>(
+    aws: &Clients,
+    what: &str,
+    gone: &str,
+    filter: &str,
+    id: &str,
+    result: Result<T, SdkError<E, HttpResponse>>,
+) -> Result<(), ProviderError>
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
+    let err = match result {
+        Ok(_) => return Ok(()),
+        Err(e) if e.code() == Some(gone) => return Ok(()),
+        Err(e) => e,
+    };
     let in_use = err.code() == Some("DependencyViolation");
     let mut mapped = error(aws, what, err);
     if in_use {
@@ -156,7 +169,7 @@ where
             );
         }
     }
-    mapped
+    Err(mapped)
 }
 
 /// Brings an EC2 object's tags from `old` to `new` config (`default_tags` and forge's own

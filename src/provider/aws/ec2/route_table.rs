@@ -5,7 +5,8 @@ use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::operation::describe_route_tables::builders::DescribeRouteTablesFluentBuilder;
+use aws_sdk_ec2::types::{Filter, ResourceType};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -36,15 +37,10 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
     Ok(found.and_then(|t| t.route_table_id().map(str::to_owned)))
 }
 
-/// The table's explicit subnet associations: subnet id → association id.
-async fn associations(aws: &Clients, id: &str) -> Result<BTreeMap<String, String>, ProviderError> {
-    let found = aws
-        .ec2
-        .describe_route_tables()
-        .route_table_ids(id)
-        .send()
-        .await
-        .map_err(|e| error(aws, "DescribeRouteTables", e))?;
+/// The explicit subnet associations (subnet id → association id) of the route tables that
+/// `describe` finds: a table's own, or those of the table a subnet is in.
+async fn associations(aws: &Clients, describe: DescribeRouteTablesFluentBuilder) -> Result<BTreeMap<String, String>, ProviderError> {
+    let found = describe.send().await.map_err(|e| error(aws, "DescribeRouteTables", e))?;
     Ok(found
         .route_tables()
         .iter()
@@ -62,24 +58,31 @@ async fn sync(
     new: &Config,
     present: &BTreeMap<String, String>,
 ) -> Result<(), ProviderError> {
-    for gone in old_routes
-        .iter()
-        .filter(|r| !new.routes.iter().any(|n| n.cidr_block == r.cidr_block))
-    {
-        match aws
+    remove_routes(aws, id, old_routes, &new.routes).await?;
+    put_routes(aws, id, old_routes, &new.routes).await?;
+    associate(aws, id, present, &new.subnet_ids).await
+}
+
+/// Deletes the routes `old` had for CIDR blocks `new` has none for.
+async fn remove_routes(aws: &Clients, id: &str, old: &[Route], new: &[Route]) -> Result<(), ProviderError> {
+    for gone in old.iter().filter(|r| !new.iter().any(|n| n.cidr_block == r.cidr_block)) {
+        let deleted = aws
             .ec2
             .delete_route()
             .route_table_id(id)
             .destination_cidr_block(&gone.cidr_block)
             .send()
-            .await
-        {
-            Err(e) if crate::provider::aws::code(&e) != Some("InvalidRoute.NotFound") => return Err(error(aws, "DeleteRoute", e)),
-            _ => {}
-        }
+            .await;
+        crate::provider::aws::tolerate(aws, "DeleteRoute", deleted, &["InvalidRoute.NotFound"])?;
     }
-    for route in &new.routes {
-        let before = old_routes.iter().find(|r| r.cidr_block == route.cidr_block);
+    Ok(())
+}
+
+/// Creates the routes of `new` that `old` did not have, and points those that changed where
+/// `new` says.
+async fn put_routes(aws: &Clients, id: &str, old: &[Route], new: &[Route]) -> Result<(), ProviderError> {
+    for route in new {
+        let before = old.iter().find(|r| r.cidr_block == route.cidr_block);
         if before == Some(route) {
             continue;
         }
@@ -115,7 +118,13 @@ async fn sync(
             Err(e) => return Err(error(aws, "CreateRoute", e)),
         }
     }
-    for (subnet, association) in present.iter().filter(|(s, _)| !new.subnet_ids.contains(s)) {
+    Ok(())
+}
+
+/// Disassociates the subnets `present` (subnet id → association id) has that `subnets` does
+/// not, and associates those it lacks.
+async fn associate(aws: &Clients, id: &str, present: &BTreeMap<String, String>, subnets: &[String]) -> Result<(), ProviderError> {
+    for (subnet, association) in present.iter().filter(|(s, _)| !subnets.contains(s)) {
         aws.ec2
             .disassociate_route_table()
             .association_id(association)
@@ -123,29 +132,16 @@ async fn sync(
             .await
             .map_err(|e| error(aws, &format!("DisassociateRouteTable ({subnet})"), e))?;
     }
-    for subnet in new.subnet_ids.iter().filter(|s| !present.contains_key(*s)) {
+    for subnet in subnets.iter().filter(|s| !present.contains_key(*s)) {
         match aws.ec2.associate_route_table().route_table_id(id).subnet_id(subnet).send().await {
             Ok(_) => {}
             // The subnet is associated with another table: move it here.
             Err(e) if crate::provider::aws::code(&e) == Some("Resource.AlreadyAssociated") => {
-                let by_subnet = aws_sdk_ec2::types::Filter::builder()
-                    .name("association.subnet-id")
-                    .values(subnet)
-                    .build();
-                let found = aws
-                    .ec2
-                    .describe_route_tables()
-                    .filters(by_subnet)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "DescribeRouteTables", e))?;
-                let association = found
-                    .route_tables()
-                    .iter()
-                    .flat_map(|t| t.associations())
-                    .find(|a| a.subnet_id() == Some(subnet.as_str()))
-                    .and_then(|a| a.route_table_association_id())
-                    .ok_or_else(|| error(aws, "AssociateRouteTable", e))?;
+                let by_subnet = Filter::builder().name("association.subnet-id").values(subnet).build();
+                let elsewhere = associations(aws, aws.ec2.describe_route_tables().filters(by_subnet)).await?;
+                let Some(association) = elsewhere.get(subnet) else {
+                    return Err(error(aws, "AssociateRouteTable", e));
+                };
                 aws.ec2
                     .replace_route_table_association()
                     .association_id(association)
@@ -166,7 +162,7 @@ impl Resource for RouteTable {
         let aws = ctx.cloud.aws().await;
         let (id, present) = match find_own(ctx, aws, token).await? {
             Some(id) => {
-                let present = associations(aws, &id).await?;
+                let present = associations(aws, aws.ec2.describe_route_tables().route_table_ids(&id)).await?;
                 (id, present)
             }
             None => {
@@ -216,7 +212,7 @@ impl Resource for RouteTable {
         let present = if before.subnet_ids == after.subnet_ids {
             before.subnet_ids.iter().map(|s| (s.clone(), String::new())).collect()
         } else {
-            associations(aws, id).await?
+            associations(aws, aws.ec2.describe_route_tables().route_table_ids(id)).await?
         };
         sync(aws, id, &before.routes, &after, &present).await?;
         Ok(json!({ "id": id }))
@@ -227,7 +223,7 @@ impl Resource for RouteTable {
         let present = match aws.ec2.describe_route_tables().route_table_ids(id).send().await {
             Err(e) if crate::provider::aws::code(&e) == Some("InvalidRouteTableID.NotFound") => return Ok(()),
             Err(e) => return Err(error(aws, "DescribeRouteTables", e)),
-            Ok(_) => associations(aws, id).await?,
+            Ok(_) => associations(aws, aws.ec2.describe_route_tables().route_table_ids(id)).await?,
         };
         for association in present.values() {
             crate::provider::aws::tolerate(

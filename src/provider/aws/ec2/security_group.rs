@@ -289,8 +289,9 @@ pub(super) async fn sync_rules(
 ) -> Result<(), ProviderError> {
     let revoke: Vec<IpPermission> = have.difference(want).map(Atom::permission).collect();
     let authorize: Vec<IpPermission> = want.difference(have).map(Atom::permission).collect();
-    change_rules(aws, tags, id, direction, Change::Revoke, revoke).await?;
-    change_rules(aws, tags, id, direction, Change::Authorize, authorize).await
+    let side = Side { aws, tags, id, direction };
+    side.change(Change::Revoke, revoke).await?;
+    side.change(Change::Authorize, authorize).await
 }
 
 #[derive(Clone, Copy)]
@@ -299,66 +300,65 @@ enum Change {
     Authorize,
 }
 
-/// One Authorize or Revoke call; on failure, the error code and the mapped error.
-async fn call(
-    aws: &Clients,
-    tags: &TagSpecification,
-    id: &str,
+/// One direction of one group's rules, where the Authorize and Revoke calls go: the group `id`,
+/// and the tags authorized rules get.
+#[derive(Clone, Copy)]
+struct Side<'a> {
+    aws: &'a Clients,
+    tags: &'a TagSpecification,
+    id: &'a str,
     direction: Direction,
-    change: Change,
-    perms: Vec<IpPermission>,
-) -> Result<(), (Option<String>, ProviderError)> {
-    macro_rules! send {
-        ($op:ident, $what:literal $(, $tags:expr)?) => {
-            aws.ec2
-                .$op()
-                .group_id(id)
-                .set_ip_permissions(Some(perms))
-                $(.tag_specifications($tags.clone()))?
-                .send()
-                .await
-                .map(drop)
-                .map_err(|e| (crate::provider::aws::code(&e).map(str::to_owned), error(aws, $what, e)))
-        };
-    }
-    match (change, direction) {
-        (Change::Revoke, Direction::Ingress) => send!(revoke_security_group_ingress, "RevokeSecurityGroupIngress"),
-        (Change::Revoke, Direction::Egress) => send!(revoke_security_group_egress, "RevokeSecurityGroupEgress"),
-        (Change::Authorize, Direction::Ingress) => send!(authorize_security_group_ingress, "AuthorizeSecurityGroupIngress", tags),
-        (Change::Authorize, Direction::Egress) => send!(authorize_security_group_egress, "AuthorizeSecurityGroupEgress", tags),
-    }
 }
 
-/// Applies `perms` in one call. AWS refuses a whole batch when one rule in it is already so (a
-/// resumed create finds some rules authorized or revoked); then the rules go one by one and
-/// only those already so are skipped.
-async fn change_rules(
-    aws: &Clients,
-    tags: &TagSpecification,
-    id: &str,
-    direction: Direction,
-    change: Change,
-    perms: Vec<IpPermission>,
-) -> Result<(), ProviderError> {
-    let already = match change {
-        Change::Revoke => "InvalidPermission.NotFound",
-        Change::Authorize => "InvalidPermission.Duplicate",
-    };
-    if perms.is_empty() {
-        return Ok(());
-    }
-    match call(aws, tags, id, direction, change, perms.clone()).await {
-        Ok(()) => Ok(()),
-        Err((Some(code), _)) if code == already => {
-            for perm in perms {
-                match call(aws, tags, id, direction, change, vec![perm]).await {
-                    Err((code, e)) if code.as_deref() != Some(already) => return Err(e),
-                    _ => {}
-                }
-            }
-            Ok(())
+impl Side<'_> {
+    /// One Authorize or Revoke call; on failure, the error code and the mapped error.
+    async fn call(self, change: Change, perms: Vec<IpPermission>) -> Result<(), (Option<String>, ProviderError)> {
+        let Side { aws, tags, id, direction } = self;
+        macro_rules! send {
+            ($op:ident, $what:literal $(, $tags:expr)?) => {
+                aws.ec2
+                    .$op()
+                    .group_id(id)
+                    .set_ip_permissions(Some(perms))
+                    $(.tag_specifications($tags.clone()))?
+                    .send()
+                    .await
+                    .map(drop)
+                    .map_err(|e| (crate::provider::aws::code(&e).map(str::to_owned), error(aws, $what, e)))
+            };
         }
-        Err((_, e)) => Err(e),
+        match (change, direction) {
+            (Change::Revoke, Direction::Ingress) => send!(revoke_security_group_ingress, "RevokeSecurityGroupIngress"),
+            (Change::Revoke, Direction::Egress) => send!(revoke_security_group_egress, "RevokeSecurityGroupEgress"),
+            (Change::Authorize, Direction::Ingress) => send!(authorize_security_group_ingress, "AuthorizeSecurityGroupIngress", tags),
+            (Change::Authorize, Direction::Egress) => send!(authorize_security_group_egress, "AuthorizeSecurityGroupEgress", tags),
+        }
+    }
+
+    /// Applies `perms` in one call. AWS refuses a whole batch when one rule in it is already so
+    /// (a resumed create finds some rules authorized or revoked); then the rules go one by one
+    /// and only those already so are skipped.
+    async fn change(self, change: Change, perms: Vec<IpPermission>) -> Result<(), ProviderError> {
+        let already = match change {
+            Change::Revoke => "InvalidPermission.NotFound",
+            Change::Authorize => "InvalidPermission.Duplicate",
+        };
+        if perms.is_empty() {
+            return Ok(());
+        }
+        match self.call(change, perms.clone()).await {
+            Ok(()) => Ok(()),
+            Err((Some(code), _)) if code == already => {
+                for perm in perms {
+                    match self.call(change, vec![perm]).await {
+                        Err((code, e)) if code.as_deref() != Some(already) => return Err(e),
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+            Err((_, e)) => Err(e),
+        }
     }
 }
 
@@ -436,11 +436,8 @@ impl Resource for SecurityGroup {
 
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        match aws.ec2.delete_security_group().group_id(id).send().await {
-            Ok(_) => Ok(()),
-            Err(e) if crate::provider::aws::code(&e) == Some("InvalidGroup.NotFound") => Ok(()),
-            Err(e) => Err(super::delete_error(aws, "DeleteSecurityGroup", "group-id", id, e).await),
-        }
+        let result = aws.ec2.delete_security_group().group_id(id).send().await;
+        super::delete_outcome(aws, "DeleteSecurityGroup", "InvalidGroup.NotFound", "group-id", id, result).await
     }
 }
 

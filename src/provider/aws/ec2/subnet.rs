@@ -115,10 +115,7 @@ impl Resource for Subnet {
 
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        match aws.ec2.delete_subnet().subnet_id(id).send().await {
-            Ok(_) => Ok(()),
-            Err(e) if crate::provider::aws::code(&e) == Some("InvalidSubnetID.NotFound") => Ok(()),
-            Err(e) => Err(super::delete_error(aws, "DeleteSubnet", "subnet-id", id, e).await),
-        }
+        let result = aws.ec2.delete_subnet().subnet_id(id).send().await;
+        super::delete_outcome(aws, "DeleteSubnet", "InvalidSubnetID.NotFound", "subnet-id", id, result).await
     }
 }

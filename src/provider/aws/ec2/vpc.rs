@@ -29,21 +29,14 @@ fn outputs(id: &str, cfg: &Config) -> Value {
 
 async fn set_dns(aws: &Clients, id: &str, cfg: &Config) -> Result<(), ProviderError> {
     let on = |v: bool| AttributeBooleanValue::builder().value(v).build();
+    let modify = || aws.ec2.modify_vpc_attribute().vpc_id(id);
     // The API takes one attribute per call; support must be on before hostnames.
-    aws.ec2
-        .modify_vpc_attribute()
-        .vpc_id(id)
-        .enable_dns_support(on(cfg.enable_dns_support))
-        .send()
-        .await
-        .map_err(|e| error(aws, "ModifyVpcAttribute", e))?;
-    aws.ec2
-        .modify_vpc_attribute()
-        .vpc_id(id)
-        .enable_dns_hostnames(on(cfg.enable_dns_hostnames))
-        .send()
-        .await
-        .map_err(|e| error(aws, "ModifyVpcAttribute", e))?;
+    for call in [
+        modify().enable_dns_support(on(cfg.enable_dns_support)),
+        modify().enable_dns_hostnames(on(cfg.enable_dns_hostnames)),
+    ] {
+        call.send().await.map_err(|e| error(aws, "ModifyVpcAttribute", e))?;
+    }
     Ok(())
 }
 
@@ -113,10 +106,7 @@ impl Resource for Vpc {
 
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        match aws.ec2.delete_vpc().vpc_id(id).send().await {
-            Ok(_) => Ok(()),
-            Err(e) if crate::provider::aws::code(&e) == Some("InvalidVpcID.NotFound") => Ok(()),
-            Err(e) => Err(super::delete_error(aws, "DeleteVpc", "vpc-id", id, e).await),
-        }
+        let result = aws.ec2.delete_vpc().vpc_id(id).send().await;
+        super::delete_outcome(aws, "DeleteVpc", "InvalidVpcID.NotFound", "vpc-id", id, result).await
     }
 }

@@ -3,11 +3,12 @@
 //! file system its first try made; it waits creating → available. The throughput mode changes
 //! in place; the performance mode and encryption need a new file system, which deletes the data.
 
-use crate::provider::aws::{Clients, Poll, create_tags, error, found, parse, wait_gone, wait_until};
+use super::available;
+use crate::provider::aws::{Clients, create_tags, delete_then_wait, deleted, error, found, parse, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
-use aws_sdk_efs::types::{FileSystemDescription, LifeCycleState, PerformanceMode, Tag, ThroughputMode};
+use aws_sdk_efs::types::{FileSystemDescription, PerformanceMode, Tag, ThroughputMode};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -39,20 +40,6 @@ const NOT_FOUND: &str = "FileSystemNotFound";
 async fn describe(aws: &Clients, id: &str) -> Result<Option<FileSystemDescription>, ProviderError> {
     let answer = aws.efs.describe_file_systems().file_system_id(id).send().await;
     Ok(found(aws, "DescribeFileSystems", answer, NOT_FOUND)?.and_then(|out| out.file_systems().first().cloned()))
-}
-
-async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystemDescription, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match describe(aws, id).await? {
-            None => Poll::Failed(format!("EFS file system {id} disappeared while forge waited for it")),
-            Some(fs) => match fs.life_cycle_state() {
-                LifeCycleState::Available => Poll::Done(fs),
-                LifeCycleState::Error => Poll::Failed(format!("EFS file system {id} is in error")),
-                state => Poll::Pending(state.as_str().to_owned()),
-            },
-        })
-    })
-    .await
 }
 
 /// The file system's DNS name, `fs-….efs.<region>.amazonaws.com`, with the region from its ARN.
@@ -97,7 +84,8 @@ impl Resource for EfsFileSystem {
                 _ => return Err(error(aws, "CreateFileSystem", e)),
             },
         };
-        let fs = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        let fs = wait_for(ctx, &format!("EFS file system {id}"), limit, || describe(aws, &id), available).await?;
         Ok(Created { outputs: outputs(&fs), id })
     }
 
@@ -137,7 +125,8 @@ impl Resource for EfsFileSystem {
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let cfg: Config = parse(ctx, new)?;
         let aws = ctx.cloud.aws().await;
-        let mut live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        let what = format!("EFS file system {id}");
+        let mut live = wait_for(ctx, &what, CREATE_TIMEOUT, || describe(aws, id), available).await?;
         if live.throughput_mode() != Some(&cfg.throughput_mode()) {
             aws.efs
                 .update_file_system()
@@ -146,7 +135,7 @@ impl Resource for EfsFileSystem {
                 .send()
                 .await
                 .map_err(|e| error(aws, "UpdateFileSystem", e))?;
-            live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+            live = wait_for(ctx, &what, CREATE_TIMEOUT, || describe(aws, id), available).await?;
         }
         let (removed, changed) = crate::provider::aws::tag_changes(ctx, old, new);
         let set = (!changed.is_empty()).then(|| {
@@ -163,23 +152,10 @@ impl Resource for EfsFileSystem {
     /// disappear): that answer is retried.
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        match describe(aws, id).await? {
-            None => return Ok(()),
-            Some(fs) if fs.life_cycle_state() == &LifeCycleState::Deleting => {}
-            Some(_) => match aws.efs.delete_file_system().file_system_id(id).send().await {
-                Ok(_) => {}
-                Err(e) if crate::provider::aws::code(&e) == Some(NOT_FOUND) => return Ok(()),
-                Err(e) if crate::provider::aws::code(&e) == Some("FileSystemInUse") => {
-                    return Err(ProviderError {
-                        retryable: true,
-                        ..error(aws, "DeleteFileSystem", e)
-                    });
-                }
-                Err(e) => return Err(error(aws, "DeleteFileSystem", e)),
-            },
-        }
-        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-            Ok(describe(aws, id).await?.map(|fs| fs.life_cycle_state().as_str().to_owned()))
+        let live = || describe(aws, id);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws.efs.delete_file_system().file_system_id(id).send().await;
+            deleted(aws, "DeleteFileSystem", NOT_FOUND, "FileSystemInUse", answer)
         })
         .await
     }

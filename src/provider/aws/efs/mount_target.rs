@@ -4,10 +4,11 @@
 //! answers MountTargetConflict, and the one in that subnet is adopted. Security groups change
 //! in place.
 
-use crate::provider::aws::{Clients, Poll, child_id, error, live_children, parse, split, wait_gone, wait_until};
+use super::available;
+use crate::provider::aws::{Clients, child_id, delete_then_wait, error, live_children, parse, split, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
-use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
+use aws_sdk_efs::types::MountTargetDescription;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -50,20 +51,6 @@ async fn describe(aws: &Clients, id: &str) -> Result<Option<MountTargetDescripti
         .find(|m| m.mount_target_id() == target))
 }
 
-async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<MountTargetDescription, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match describe(aws, id).await? {
-            None => Poll::Failed(format!("EFS mount target {id} disappeared while forge waited for it")),
-            Some(m) => match m.life_cycle_state() {
-                LifeCycleState::Available => Poll::Done(m),
-                LifeCycleState::Error => Poll::Failed(format!("EFS mount target {id} is in error")),
-                state => Poll::Pending(state.as_str().to_owned()),
-            },
-        })
-    })
-    .await
-}
-
 fn outputs(id: &str, m: &MountTargetDescription) -> Value {
     json!({ "id": id, "ip_address": m.ip_address(), "zone": m.availability_zone_name() })
 }
@@ -92,7 +79,8 @@ impl Resource for EfsMountTarget {
             Err(e) => return Err(error(aws, "CreateMountTarget", e)),
         };
         let id = child_id(&cfg.file_system_id, &target);
-        let live = wait_available(ctx, aws, &id, timeout(config, "create", CREATE_TIMEOUT)).await?;
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        let live = wait_for(ctx, &format!("EFS mount target {id}"), limit, || describe(aws, &id), available).await?;
         Ok(Created {
             outputs: outputs(&id, &live),
             id,
@@ -134,24 +122,23 @@ impl Resource for EfsMountTarget {
             .send()
             .await
             .map_err(|e| error(aws, "ModifyMountTargetSecurityGroups", e))?;
-        let live = wait_available(ctx, aws, id, CREATE_TIMEOUT).await?;
+        let live = wait_for(
+            ctx,
+            &format!("EFS mount target {id}"),
+            CREATE_TIMEOUT,
+            || describe(aws, id),
+            available,
+        )
+        .await?;
         Ok(outputs(id, &live))
     }
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        match describe(aws, id).await? {
-            None => return Ok(()),
-            Some(m) if m.life_cycle_state() == &LifeCycleState::Deleting => {}
-            Some(_) => crate::provider::aws::tolerate(
-                aws,
-                "DeleteMountTarget",
-                aws.efs.delete_mount_target().mount_target_id(split(id).1).send().await,
-                &["MountTargetNotFound"],
-            )?,
-        }
-        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-            Ok(describe(aws, id).await?.map(|m| m.life_cycle_state().as_str().to_owned()))
+        let live = || describe(aws, id);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let deleted = aws.efs.delete_mount_target().mount_target_id(split(id).1).send().await;
+            crate::provider::aws::tolerate(aws, "DeleteMountTarget", deleted, &["MountTargetNotFound"]).map(|()| true)
         })
         .await
     }

@@ -3,8 +3,8 @@
 //! cluster's Kubernetes version) or left out (EKS's default for that version). Creation waits
 //! CREATING → ACTIVE; version, service account role and configuration change in place.
 
-use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
-use crate::provider::aws::{Claim, Clients, Poll, error, found, parse, wait_until};
+use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
+use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, found, parse, wait_for};
 use crate::provider::aws::{child_id, live_children, split};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, prior_output, timeout};
 use crate::schema::attributes;
@@ -35,24 +35,19 @@ async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Add
     Ok(found(aws, "DescribeAddon", answer, NOT_FOUND)?.and_then(|out| out.addon().cloned()))
 }
 
+/// Whether the add-on is ACTIVE, for [`wait_for`]: a failed or degraded one never will be.
+fn active(a: &Addon) -> Poll {
+    match a.status() {
+        Some(AddonStatus::Active) => Poll::Done(()),
+        Some(s @ (AddonStatus::CreateFailed | AddonStatus::UpdateFailed | AddonStatus::Degraded)) => {
+            Poll::Failed(format!("is {}: {}", s.as_str(), a.issues()))
+        }
+        status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
+    }
+}
+
 async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Addon, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match describe(aws, cluster, name).await? {
-            Some(a) => match a.status() {
-                Some(AddonStatus::Active) => Poll::Done(a),
-                Some(s @ (AddonStatus::CreateFailed | AddonStatus::UpdateFailed | AddonStatus::Degraded)) => Poll::Failed(format!(
-                    "EKS add-on `{name}` is {}: {}",
-                    s.as_str(),
-                    a.health()
-                        .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
-                        .unwrap_or_default()
-                )),
-                status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
-            },
-            None => Poll::Failed(format!("EKS add-on `{name}` disappeared while forge waited for it")),
-        })
-    })
-    .await
+    wait_for(ctx, &format!("EKS add-on `{name}`"), limit, || describe(aws, cluster, name), active).await
 }
 
 /// The version to ask for: a fixed one as written, `"latest"` resolved for the cluster's
@@ -137,12 +132,7 @@ impl Resource for EksAddon {
             .send()
             .await;
         let claim = Claim::new(ctx, token, "EKS add-on", &cfg.name);
-        created_or_own(&claim, aws, "CreateAddon", made, || async {
-            Ok(describe(aws, &cfg.cluster_name, &cfg.name)
-                .await?
-                .and_then(|found| found.tags().cloned()))
-        })
-        .await?;
+        created_or_own(&claim, aws, "CreateAddon", made, || describe(aws, &cfg.cluster_name, &cfg.name)).await?;
         let addon = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
         Ok(Created {
             outputs: outputs(&cfg.cluster_name, &addon),
@@ -153,7 +143,7 @@ impl Resource for EksAddon {
     /// One ListAddons per cluster the ids name.
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        live_children(ids, |cluster| async move { eks_names!(aws, list_addons, addons, cluster) })
+        live_children(ids, |cluster| async move { members!(eks aws, list_addons, addons, cluster) })
             .await
             .map(Observed::existing)
     }
@@ -204,14 +194,10 @@ impl Resource for EksAddon {
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let (cluster, name) = split(id);
         let aws = ctx.cloud.aws().await;
-        let status = || async {
-            Ok(describe(aws, cluster, name)
-                .await?
-                .map(|a| a.status().map_or("DELETING", |s| s.as_str()).to_owned()))
-        };
-        let limit = timeout(config, "delete", DELETE_TIMEOUT);
-        crate::provider::aws::delete_and_wait(ctx, aws, "DeleteAddon", IN_USE, limit, status, || {
-            aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send()
+        let live = || describe(aws, cluster, name);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws.eks.delete_addon().cluster_name(cluster).addon_name(name).send().await;
+            deleted(aws, "DeleteAddon", NOT_FOUND, IN_USE, answer)
         })
         .await
     }

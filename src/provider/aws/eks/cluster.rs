@@ -4,8 +4,8 @@
 //! same cluster. Version, endpoint access, authentication mode and logging change in place, one
 //! EKS update at a time; deletion waits until the cluster is gone.
 
-use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
-use crate::provider::aws::{Claim, Clients, Poll, error, found, parse, wait_until};
+use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
+use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, existing, found, parse, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
@@ -13,7 +13,6 @@ use aws_sdk_eks::types::{
     VpcConfigRequest,
 };
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// The `aws_eks_cluster` kind.
@@ -57,25 +56,19 @@ pub async fn describe(aws: &Clients, name: &str) -> Result<Option<Cluster>, Prov
     Ok(found(aws, "DescribeCluster", answer, NOT_FOUND)?.and_then(|out| out.cluster().cloned()))
 }
 
+/// Whether the cluster is ACTIVE, for [`wait_for`]: a failed or deleting one never will be.
+fn active(c: &Cluster) -> Poll {
+    match c.status() {
+        Some(ClusterStatus::Active) => Poll::Done(()),
+        Some(ClusterStatus::Failed) => Poll::Failed(format!("FAILED: {}", c.issues())),
+        Some(ClusterStatus::Deleting) => Poll::Failed("is being deleted by someone else".into()),
+        status => Poll::Pending(status.map_or("PENDING", |s| s.as_str()).to_owned()),
+    }
+}
+
 /// Waits until the cluster is ACTIVE again and returns it.
 async fn wait_active(ctx: &Ctx, aws: &Clients, name: &str, limit: Duration) -> Result<Cluster, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match describe(aws, name).await? {
-            Some(c) if c.status() == Some(&ClusterStatus::Active) => Poll::Done(c),
-            Some(c) if c.status() == Some(&ClusterStatus::Failed) => Poll::Failed(format!(
-                "EKS cluster `{name}` FAILED: {}",
-                c.health()
-                    .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
-                    .unwrap_or_default()
-            )),
-            Some(c) if c.status() == Some(&ClusterStatus::Deleting) => {
-                Poll::Failed(format!("EKS cluster `{name}` is being deleted by someone else"))
-            }
-            Some(c) => Poll::Pending(c.status().map_or("PENDING", |s| s.as_str()).to_owned()),
-            None => Poll::Failed(format!("EKS cluster `{name}` disappeared while forge waited for it")),
-        })
-    })
-    .await
+    wait_for(ctx, &format!("EKS cluster `{name}`"), limit, || describe(aws, name), active).await
 }
 
 /// Waits for an update EKS accepted (EKS runs one update of a cluster at a time), then for the
@@ -174,10 +167,7 @@ impl Resource for EksCluster {
             .send()
             .await;
         let claim = Claim::new(ctx, token, "EKS cluster", &cfg.name);
-        created_or_own(&claim, aws, "CreateCluster", made, || async {
-            Ok(describe(aws, &cfg.name).await?.and_then(|found| found.tags().cloned()))
-        })
-        .await?;
+        created_or_own(&claim, aws, "CreateCluster", made, || describe(aws, &cfg.name)).await?;
         let cluster = wait_active(ctx, aws, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
         Ok(Created {
             outputs: outputs(&cluster),
@@ -187,13 +177,8 @@ impl Resource for EksCluster {
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        let mut live = HashSet::new();
-        let mut pages = aws.eks.list_clusters().into_paginator().send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| error(aws, "ListClusters", e))?;
-            live.extend(page.clusters().iter().filter(|c| ids.contains(c)).cloned());
-        }
-        Ok(Observed::existing(live))
+        let clusters = all_pages!(aws, aws.eks.list_clusters(), clusters, "ListClusters");
+        Ok(existing(ids, clusters.iter().map(String::as_str)))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
@@ -254,14 +239,10 @@ impl Resource for EksCluster {
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let status = || async {
-            Ok(describe(aws, id)
-                .await?
-                .map(|c| c.status().map_or("DELETING", |s| s.as_str()).to_owned()))
-        };
-        let limit = timeout(config, "delete", DELETE_TIMEOUT);
-        crate::provider::aws::delete_and_wait(ctx, aws, "DeleteCluster", IN_USE, limit, status, || {
-            aws.eks.delete_cluster().name(id).send()
+        let live = || describe(aws, id);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws.eks.delete_cluster().name(id).send().await;
+            deleted(aws, "DeleteCluster", NOT_FOUND, IN_USE, answer)
         })
         .await
     }

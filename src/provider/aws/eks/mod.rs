@@ -5,11 +5,11 @@ pub(super) mod addon;
 pub(super) mod cluster;
 pub(super) mod nodegroup;
 
-use super::{Claim, Clients, Poll, child_id, error, made_by, wait_until};
+use super::{Claim, Clients, Poll, Status, child_id, error, made_by, wait_until};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_eks::types::UpdateStatus;
+use aws_sdk_eks::types::{Addon, Cluster, Nodegroup, UpdateStatus};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,6 +20,41 @@ pub(super) const NOT_FOUND: &str = "ResourceNotFoundException";
 
 /// EKS's error code for a name that is taken (or an object still in use).
 pub(super) const IN_USE: &str = "ResourceInUseException";
+
+/// What forge reads of every EKS object (cluster, node group, add-on) besides its status
+/// ([`Status`]): its tags and the issues its health reports.
+pub(super) trait Object: Status {
+    /// Its tags.
+    fn tag_map(&self) -> Option<&HashMap<String, String>>;
+    /// The issues its health reports, as one line.
+    fn issues(&self) -> String;
+}
+
+/// The EKS object types answer [`Status`] and [`Object`] with the accessors they all have; an
+/// object that shows no status reads as DELETING.
+macro_rules! objects {
+    ($($object:ty),+) => {$(
+        impl Status for $object {
+            fn status_name(&self) -> Option<&str> {
+                Some(self.status().map_or("DELETING", |s| s.as_str()))
+            }
+        }
+
+        impl Object for $object {
+            fn tag_map(&self) -> Option<&HashMap<String, String>> {
+                self.tags()
+            }
+
+            fn issues(&self) -> String {
+                self.health()
+                    .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_default()
+            }
+        }
+    )+};
+}
+
+objects!(Cluster, Nodegroup, Addon);
 
 /// The tags an EKS object is created with (see [`super::create_tags`]).
 pub(super) fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> HashMap<String, String> {
@@ -32,23 +67,24 @@ pub(super) fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String
 }
 
 /// The result of a create: EKS refusing a taken name is a success when the object there is
-/// the `claim`'s own (an earlier try made it; `tags` reads its tags), its refusal otherwise.
-pub(super) async fn created_or_own<T, E, F, Fut>(
+/// the `claim`'s own (an earlier try made it; `get` reads the object), its refusal otherwise.
+pub(super) async fn created_or_own<T, O, E, F, Fut>(
     claim: &Claim<'_>,
     aws: &Clients,
     operation: &str,
-    made: Result<T, SdkError<E, HttpResponse>>,
-    tags: F,
+    made: Result<O, SdkError<E, HttpResponse>>,
+    get: F,
 ) -> Result<(), ProviderError>
 where
+    T: Object,
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<Option<HashMap<String, String>>, ProviderError>>,
+    Fut: Future<Output = Result<Option<T>, ProviderError>>,
 {
     match made {
         Ok(_) => Ok(()),
-        Err(e) if super::code(&e) == Some(IN_USE) => match tags().await? {
-            Some(tags) if claim.adopts(|k| tags.get(k).map(String::as_str)) => Ok(()),
+        Err(e) if super::code(&e) == Some(IN_USE) => match get().await? {
+            Some(found) if claim.adopts(|k| found.tag_map()?.get(k).map(String::as_str)) => Ok(()),
             _ => Err(claim.refusal()),
         },
         // A role made seconds ago may not be assumable yet (IAM is eventually consistent):

@@ -4,8 +4,8 @@
 //! followed to its end with DescribeUpdate. Deletion waits until the group is gone, so the
 //! cluster after it can be deleted.
 
-use super::{IN_USE, NOT_FOUND, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
-use crate::provider::aws::{Claim, Clients, Poll, error, found, parse, wait_until};
+use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
+use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, found, parse, wait_for};
 use crate::provider::aws::{child_id, split};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
@@ -103,24 +103,25 @@ async fn describe(aws: &Clients, cluster: &str, name: &str) -> Result<Option<Nod
     Ok(found(aws, "DescribeNodegroup", answer, NOT_FOUND)?.and_then(|out| out.nodegroup().cloned()))
 }
 
+/// Whether the node group is ACTIVE, for [`wait_for`]: a failed, degraded or deleting one never
+/// will be.
+fn active(n: &Nodegroup) -> Poll {
+    match n.status() {
+        Some(NodegroupStatus::Active) => Poll::Done(()),
+        Some(s @ (NodegroupStatus::CreateFailed | NodegroupStatus::Degraded)) => Poll::Failed(format!("is {}: {}", s.as_str(), n.issues())),
+        Some(NodegroupStatus::Deleting) => Poll::Failed("is being deleted by someone else".into()),
+        status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
+    }
+}
+
 async fn wait_active(ctx: &Ctx, aws: &Clients, cluster: &str, name: &str, limit: Duration) -> Result<Nodegroup, ProviderError> {
-    wait_until(ctx, limit, || async {
-        Ok(match describe(aws, cluster, name).await? {
-            Some(n) => match n.status() {
-                Some(NodegroupStatus::Active) => Poll::Done(n),
-                Some(s @ (NodegroupStatus::CreateFailed | NodegroupStatus::Degraded)) => Poll::Failed(format!(
-                    "EKS node group `{name}` is {}: {}",
-                    s.as_str(),
-                    n.health()
-                        .map(|h| h.issues().iter().filter_map(|i| i.message()).collect::<Vec<_>>().join("; "))
-                        .unwrap_or_default()
-                )),
-                Some(NodegroupStatus::Deleting) => Poll::Failed(format!("EKS node group `{name}` is being deleted by someone else")),
-                status => Poll::Pending(status.map_or("CREATING", |s| s.as_str()).to_owned()),
-            },
-            None => Poll::Failed(format!("EKS node group `{name}` disappeared while forge waited for it")),
-        })
-    })
+    wait_for(
+        ctx,
+        &format!("EKS node group `{name}`"),
+        limit,
+        || describe(aws, cluster, name),
+        active,
+    )
     .await
 }
 
@@ -190,12 +191,7 @@ impl Resource for EksNodegroup {
             .send()
             .await;
         let claim = Claim::new(ctx, token, "EKS node group", &cfg.name);
-        created_or_own(&claim, aws, "CreateNodegroup", made, || async {
-            Ok(describe(aws, &cfg.cluster_name, &cfg.name)
-                .await?
-                .and_then(|found| found.tags().cloned()))
-        })
-        .await?;
+        created_or_own(&claim, aws, "CreateNodegroup", made, || describe(aws, &cfg.cluster_name, &cfg.name)).await?;
         let group = wait_active(ctx, aws, &cfg.cluster_name, &cfg.name, timeout(config, "create", CREATE_TIMEOUT)).await?;
         Ok(Created {
             outputs: outputs(&cfg.cluster_name, &group),
@@ -339,14 +335,10 @@ impl Resource for EksNodegroup {
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let (cluster, name) = split(id);
         let aws = ctx.cloud.aws().await;
-        let status = || async {
-            Ok(describe(aws, cluster, name)
-                .await?
-                .map(|n| n.status().map_or("DELETING", |s| s.as_str()).to_owned()))
-        };
-        let limit = timeout(config, "delete", DELETE_TIMEOUT);
-        crate::provider::aws::delete_and_wait(ctx, aws, "DeleteNodegroup", IN_USE, limit, status, || {
-            aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send()
+        let live = || describe(aws, cluster, name);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws.eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(name).send().await;
+            deleted(aws, "DeleteNodegroup", NOT_FOUND, IN_USE, answer)
         })
         .await
     }

@@ -4,7 +4,7 @@
 //! waits CREATING → AVAILABLE; the import and export policies change in place.
 
 use super::{ASSOCIATION_NOT_FOUND, create_tags, owned, sync_tags};
-use crate::provider::aws::{Clients, Poll, error, found, parse, wait_gone, wait_until};
+use crate::provider::aws::{Clients, Poll, delete_then_wait, error, existing, found, parse, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
@@ -63,23 +63,28 @@ async fn all(aws: &Clients) -> Result<Vec<DataRepositoryAssociation>, ProviderEr
     ))
 }
 
+/// Whether the association is AVAILABLE, for [`wait_for`]: a failed or misconfigured one never
+/// will be.
+fn available(a: &DataRepositoryAssociation) -> Poll {
+    match a.lifecycle() {
+        Some(DataRepositoryLifecycle::Available) => Poll::Done(()),
+        Some(l @ (DataRepositoryLifecycle::Failed | DataRepositoryLifecycle::Misconfigured)) => Poll::Failed(format!(
+            "is {}: {}",
+            l.as_str(),
+            a.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
+        )),
+        l => Poll::Pending(l.map_or("CREATING", |l| l.as_str()).to_owned()),
+    }
+}
+
 async fn wait_available(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<DataRepositoryAssociation, ProviderError> {
-    wait_until(ctx, limit, || async {
-        let Some(a) = describe(aws, id).await? else {
-            return Ok(Poll::Failed(format!(
-                "data repository association {id} disappeared while forge waited for it"
-            )));
-        };
-        Ok(match a.lifecycle() {
-            Some(DataRepositoryLifecycle::Available) => Poll::Done(a),
-            Some(l @ (DataRepositoryLifecycle::Failed | DataRepositoryLifecycle::Misconfigured)) => Poll::Failed(format!(
-                "data repository association {id} is {}: {}",
-                l.as_str(),
-                a.failure_details().and_then(|f| f.message()).unwrap_or("no reason given")
-            )),
-            l => Poll::Pending(l.map_or("CREATING", |l| l.as_str()).to_owned()),
-        })
-    })
+    wait_for(
+        ctx,
+        &format!("data repository association {id}"),
+        limit,
+        || describe(aws, id),
+        available,
+    )
     .await
 }
 
@@ -115,14 +120,7 @@ impl Resource for FsxDataRepositoryAssociation {
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let found = all(cloud.aws().await).await?;
-        Ok(Observed::existing(
-            found
-                .iter()
-                .filter_map(|a| a.association_id())
-                .filter(|id| ids.iter().any(|x| x == id))
-                .map(str::to_owned)
-                .collect::<Vec<_>>(),
-        ))
+        Ok(existing(ids, found.iter().filter_map(|a| a.association_id())))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
@@ -159,25 +157,16 @@ impl Resource for FsxDataRepositoryAssociation {
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        match describe(aws, id).await? {
-            None => return Ok(()),
-            Some(a) if a.lifecycle() == Some(&DataRepositoryLifecycle::Deleting) => {}
-            Some(_) => crate::provider::aws::tolerate(
-                aws,
-                "DeleteDataRepositoryAssociation",
-                aws.fsx
-                    .delete_data_repository_association()
-                    .association_id(id)
-                    .delete_data_in_file_system(cfg.delete_data_in_file_system)
-                    .send()
-                    .await,
-                &[ASSOCIATION_NOT_FOUND],
-            )?,
-        }
-        wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-            Ok(describe(aws, id)
-                .await?
-                .map(|a| a.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
+        let live = || describe(aws, id);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let deleted = aws
+                .fsx
+                .delete_data_repository_association()
+                .association_id(id)
+                .delete_data_in_file_system(cfg.delete_data_in_file_system)
+                .send()
+                .await;
+            crate::provider::aws::tolerate(aws, "DeleteDataRepositoryAssociation", deleted, &[ASSOCIATION_NOT_FOUND]).map(|()| true)
         })
         .await
     }

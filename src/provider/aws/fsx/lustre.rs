@@ -6,7 +6,7 @@
 //! system, which deletes the data on it.
 
 use super::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
-use crate::provider::aws::{Clients, Poll, error, found, parse, wait_gone, wait_until};
+use crate::provider::aws::{Clients, Poll, delete_then_wait, error, found, parse, wait_deleted, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
@@ -95,27 +95,26 @@ fn broken(fs: &FileSystem) -> bool {
     )
 }
 
-/// Waits until the file system settles — AVAILABLE with no in-place update running, or
-/// [`broken`] — and returns it as it is then.
+/// Whether the file system has settled, for [`wait_for`]: AVAILABLE with no in-place update
+/// running, or [`broken`].
+fn settled(fs: &FileSystem) -> Poll {
+    if broken(fs) {
+        return Poll::Done(());
+    }
+    let updating = last_update(fs)
+        .and_then(|a| a.status())
+        .filter(|s| matches!(s, Status::Pending | Status::InProgress))
+        .map(|s| format!("update {}", s.as_str()));
+    match (fs.lifecycle(), updating) {
+        (Some(FileSystemLifecycle::Available), None) => Poll::Done(()),
+        (Some(FileSystemLifecycle::Available), Some(update)) => Poll::Pending(update),
+        (lifecycle, _) => Poll::Pending(lifecycle.map_or("CREATING", |l| l.as_str()).to_owned()),
+    }
+}
+
+/// Waits until the file system settles ([`settled`]) and returns it as it is then.
 async fn wait_settled(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<FileSystem, ProviderError> {
-    wait_until(ctx, limit, || async {
-        let Some(fs) = describe(aws, id).await? else {
-            return Ok(Poll::Failed(format!("FSx file system {id} disappeared while forge waited for it")));
-        };
-        if broken(&fs) {
-            return Ok(Poll::Done(fs));
-        }
-        let updating = last_update(&fs)
-            .and_then(|a| a.status())
-            .filter(|s| matches!(s, Status::Pending | Status::InProgress))
-            .map(|s| format!("update {}", s.as_str()));
-        Ok(match (fs.lifecycle(), updating) {
-            (Some(FileSystemLifecycle::Available), None) => Poll::Done(fs),
-            (Some(FileSystemLifecycle::Available), Some(update)) => Poll::Pending(update),
-            (lifecycle, _) => Poll::Pending(lifecycle.map_or("CREATING", |l| l.as_str()).to_owned()),
-        })
-    })
-    .await
+    wait_for(ctx, &format!("FSx file system {id}"), limit, || describe(aws, id), settled).await
 }
 
 /// [`wait_settled`], with a broken file system as an error that gives FSx's reason.
@@ -181,15 +180,6 @@ async fn start_delete(aws: &Clients, id: &str, persistent: bool, final_backup: b
     )
 }
 
-async fn wait_deleted(ctx: &Ctx, aws: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
-    wait_gone(ctx, limit, || async {
-        Ok(describe(aws, id)
-            .await?
-            .map(|fs| fs.lifecycle().map_or("DELETING", |l| l.as_str()).to_owned()))
-    })
-    .await
-}
-
 fn outputs(fs: &FileSystem) -> Value {
     json!({
         "id": fs.file_system_id(),
@@ -250,7 +240,7 @@ impl Resource for FsxLustre {
         if broken(&fs) || fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) {
             let old = fs.file_system_id().unwrap_or_default().to_owned();
             start_delete(aws, &old, cfg.persistent(), false).await?;
-            wait_deleted(ctx, aws, &old, DELETE_TIMEOUT).await?;
+            wait_deleted(ctx, DELETE_TIMEOUT, || describe(aws, &old)).await?;
             fs = send_create(ctx, aws, token, &format!("{token}-{old}"), &cfg, config).await?;
         }
         let id = fs.file_system_id().unwrap_or_default().to_owned();
@@ -331,11 +321,10 @@ impl Resource for FsxLustre {
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        match describe(aws, id).await? {
-            None => return Ok(()),
-            Some(fs) if fs.lifecycle() == Some(&FileSystemLifecycle::Deleting) => {}
-            Some(_) => start_delete(aws, id, cfg.persistent(), cfg.final_backup).await?,
-        }
-        wait_deleted(ctx, aws, id, timeout(config, "delete", DELETE_TIMEOUT)).await
+        let live = || describe(aws, id);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            start_delete(aws, id, cfg.persistent(), cfg.final_backup).await.map(|()| true)
+        })
+        .await
     }
 }

@@ -1,12 +1,12 @@
 //! What the FSx kinds share: their tags, the owner check that lets a retried or resumed create
-//! adopt what its first try made, and tag updates by ARN.
+//! adopt what its first try made, tag updates by ARN, and their lifecycle states.
 
 pub(super) mod data_repository_association;
 pub(super) mod lustre;
 
-use super::{Clients, made_by};
+use super::{Clients, Status, made_by};
 use crate::provider::{Ctx, ProviderError};
-use aws_sdk_fsx::types::Tag;
+use aws_sdk_fsx::types::{DataRepositoryAssociation, FileSystem, Tag};
 use serde_json::Value;
 
 /// FSx's error code for a file system that does not exist.
@@ -14,6 +14,18 @@ pub(super) const FILE_SYSTEM_NOT_FOUND: &str = "FileSystemNotFound";
 
 /// FSx's error code for a data repository association that does not exist.
 pub(super) const ASSOCIATION_NOT_FOUND: &str = "DataRepositoryAssociationNotFound";
+
+impl Status for FileSystem {
+    fn status_name(&self) -> Option<&str> {
+        self.lifecycle().map(|l| l.as_str())
+    }
+}
+
+impl Status for DataRepositoryAssociation {
+    fn status_name(&self) -> Option<&str> {
+        self.lifecycle().map(|l| l.as_str())
+    }
+}
 
 /// The tags an FSx object is created with (see [`super::create_tags`]).
 pub(super) fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<Tag> {

@@ -1,11 +1,10 @@
 //! `aws_iam_instance_profile`: an instance profile holding one role.
 
-use super::iam_owned;
-use crate::provider::aws::{Claim, Clients, error, found, parse};
+use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, remove_role};
+use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_iam_instance_profile` kind.
 pub(crate) struct IamInstanceProfile;
@@ -22,7 +21,7 @@ attributes! {
 /// The profile's ARN and role names, or `None` when there is no such profile.
 async fn roles(aws: &Clients, name: &str) -> Result<Option<(String, Vec<String>)>, ProviderError> {
     let answer = aws.iam.get_instance_profile().instance_profile_name(name).send().await;
-    Ok(found(aws, "GetInstanceProfile", answer, "NoSuchEntity")?.and_then(|out| {
+    Ok(found(aws, "GetInstanceProfile", answer, NO_SUCH_ENTITY)?.and_then(|out| {
         out.instance_profile()
             .map(|p| (p.arn().to_owned(), p.roles().iter().map(|r| r.role_name().to_owned()).collect()))
     }))
@@ -39,10 +38,25 @@ async fn owned(ctx: &Ctx, aws: &Clients, name: &str, token: &str) -> Result<bool
     Ok(iam_owned(ctx, token, tags.tags()))
 }
 
+/// Adds `role` to the profile `name` unless it is among the roles `present` there.
+async fn add_role(aws: &Clients, name: &str, role: &str, present: &[String]) -> Result<(), ProviderError> {
+    if !present.iter().any(|r| r == role) {
+        aws.iam
+            .add_role_to_instance_profile()
+            .instance_profile_name(name)
+            .role_name(role)
+            .send()
+            .await
+            .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
+    }
+    Ok(())
+}
+
 impl Resource for IamInstanceProfile {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
+        let claim = Claim::new(ctx, token, "IAM instance profile", &cfg.name);
         let made = aws
             .iam
             .create_instance_profile()
@@ -56,7 +70,7 @@ impl Resource for IamInstanceProfile {
             Ok(out) => out.instance_profile().map(|p| p.arn().to_owned()),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
                 if !owned(ctx, aws, &cfg.name, token).await? {
-                    return Err(Claim::new(ctx, token, "IAM instance profile", &cfg.name).refusal());
+                    return Err(claim.refusal());
                 }
                 None
             }
@@ -64,15 +78,7 @@ impl Resource for IamInstanceProfile {
         };
         let (live_arn, present) = roles(aws, &cfg.name).await?.unwrap_or_default();
         let arn = made_arn.unwrap_or(live_arn);
-        if !present.contains(&cfg.role) {
-            aws.iam
-                .add_role_to_instance_profile()
-                .instance_profile_name(&cfg.name)
-                .role_name(&cfg.role)
-                .send()
-                .await
-                .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
-        }
+        add_role(aws, &cfg.name, &cfg.role, &present).await?;
         Ok(Created {
             outputs: json!({ "id": cfg.name, "name": cfg.name, "arn": arn }),
             id: cfg.name,
@@ -81,19 +87,8 @@ impl Resource for IamInstanceProfile {
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        let ids: HashSet<&String> = ids.iter().collect();
-        let mut found = HashSet::new();
-        let mut pages = aws.iam.list_instance_profiles().into_paginator().send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| error(aws, "ListInstanceProfiles", e))?;
-            found.extend(
-                page.instance_profiles()
-                    .iter()
-                    .map(|p| p.instance_profile_name().to_owned())
-                    .filter(|n| ids.contains(n)),
-            );
-        }
-        Ok(Observed::existing(found))
+        let profiles = all_pages!(aws, aws.iam.list_instance_profiles(), instance_profiles, "ListInstanceProfiles");
+        Ok(existing(ids, profiles.iter().map(|p| p.instance_profile_name())))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
@@ -113,27 +108,9 @@ impl Resource for IamInstanceProfile {
             // not yet added) then finishes instead of failing on the old role forever.
             let (_, present) = roles(aws, id).await?.unwrap_or_default();
             for role in present.iter().filter(|r| **r != after.role) {
-                crate::provider::aws::tolerate(
-                    aws,
-                    "RemoveRoleFromInstanceProfile",
-                    aws.iam
-                        .remove_role_from_instance_profile()
-                        .instance_profile_name(id)
-                        .role_name(role)
-                        .send()
-                        .await,
-                    &["NoSuchEntity"],
-                )?;
+                remove_role(aws, id, role).await?;
             }
-            if !present.contains(&after.role) {
-                aws.iam
-                    .add_role_to_instance_profile()
-                    .instance_profile_name(id)
-                    .role_name(&after.role)
-                    .send()
-                    .await
-                    .map_err(|e| error(aws, "AddRoleToInstanceProfile", e))?;
-            }
+            add_role(aws, id, &after.role, &present).await?;
         }
         sync_iam_tags!(
             ctx,
@@ -160,11 +137,7 @@ impl Resource for IamInstanceProfile {
                 .await
                 .map_err(|e| error(aws, "RemoveRoleFromInstanceProfile", e))?;
         }
-        crate::provider::aws::tolerate(
-            aws,
-            "DeleteInstanceProfile",
-            aws.iam.delete_instance_profile().instance_profile_name(id).send().await,
-            &["NoSuchEntity"],
-        )
+        let deleted = aws.iam.delete_instance_profile().instance_profile_name(id).send().await;
+        gone_ok(aws, "DeleteInstanceProfile", deleted)
     }
 }

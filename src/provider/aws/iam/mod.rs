@@ -1,5 +1,6 @@
 //! IAM: roles, policies, instance profiles and OIDC providers, one file each, and what they
-//! share here: IAM's tag types, ownership by forge's token, and the default path.
+//! share here: IAM's tag types, ownership by forge's token, its code for what is gone, and the
+//! default path.
 
 /// Applies an IAM tag update (see [`iam_tag_changes`]) with the kind's own calls:
 /// `sync_iam_tags!(ctx, aws, old, new, untag_role, tag_role, role_name(id))`.
@@ -15,9 +16,36 @@ pub(super) mod oidc_provider;
 pub(super) mod policy;
 pub(super) mod role;
 
-use super::{create_tags, made_by};
-use crate::provider::Ctx;
+use super::{Clients, create_tags, made_by, tolerate};
+use crate::provider::{Ctx, ProviderError};
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use serde_json::Value;
+
+/// IAM's error code for an object that does not exist.
+pub(super) const NO_SUCH_ENTITY: &str = "NoSuchEntity";
+
+/// An IAM call that is already so when what it names is gone ([`NO_SUCH_ENTITY`]): a delete,
+/// a detach, a removal (see [`tolerate`]).
+pub(super) fn gone_ok<T, E>(aws: &Clients, what: &str, result: Result<T, SdkError<E, HttpResponse>>) -> Result<(), ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    tolerate(aws, what, result, &[NO_SUCH_ENTITY])
+}
+
+/// Takes `role` out of the instance profile `profile`; a profile or role that is gone is out
+/// already.
+pub(super) async fn remove_role(aws: &Clients, profile: &str, role: &str) -> Result<(), ProviderError> {
+    let removed = aws
+        .iam
+        .remove_role_from_instance_profile()
+        .instance_profile_name(profile)
+        .role_name(role)
+        .send()
+        .await;
+    gone_ok(aws, "RemoveRoleFromInstanceProfile", removed)
+}
 
 /// The tags an IAM object is created with.
 pub(super) fn iam_tags(ctx: &Ctx, config: &Value) -> Vec<aws_sdk_iam::types::Tag> {

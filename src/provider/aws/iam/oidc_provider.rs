@@ -1,12 +1,11 @@
 //! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
-use super::iam_owned;
-use crate::provider::aws::{Claim, Clients, error, parse};
+use super::{gone_ok, iam_owned};
+use crate::provider::aws::{Claim, Clients, error, existing, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_iam_oidc_provider` kind.
 pub(crate) struct IamOidcProvider;
@@ -24,35 +23,45 @@ fn default_clients() -> Vec<String> {
     vec!["sts.amazonaws.com".into()]
 }
 
-/// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
-/// resource owns it.
-async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
-    let host = url.trim_start_matches("https://");
+/// The ARNs of the account's OIDC providers (one call: the list has no pages).
+async fn arns(aws: &Clients) -> Result<Vec<String>, ProviderError> {
     let list = aws
         .iam
         .list_open_id_connect_providers()
         .send()
         .await
         .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
-    for arn in list.open_id_connect_provider_list().iter().filter_map(|p| p.arn()) {
-        if arn.ends_with(&format!("oidc-provider/{host}")) {
-            let got = aws
-                .iam
-                .get_open_id_connect_provider()
-                .open_id_connect_provider_arn(arn)
-                .send()
-                .await
-                .map_err(|e| error(aws, "GetOpenIDConnectProvider", e))?;
-            return Ok(Some((arn.to_owned(), iam_owned(ctx, token, got.tags()))));
-        }
-    }
-    Ok(None)
+    Ok(list
+        .open_id_connect_provider_list()
+        .iter()
+        .filter_map(|p| p.arn())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
+/// resource owns it.
+async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    let suffix = format!("oidc-provider/{}", url.trim_start_matches("https://"));
+    let Some(arn) = arns(aws).await?.into_iter().find(|arn| arn.ends_with(&suffix)) else {
+        return Ok(None);
+    };
+    let got = aws
+        .iam
+        .get_open_id_connect_provider()
+        .open_id_connect_provider_arn(&arn)
+        .send()
+        .await
+        .map_err(|e| error(aws, "GetOpenIDConnectProvider", e))?;
+    let own = iam_owned(ctx, token, got.tags());
+    Ok(Some((arn, own)))
 }
 
 impl Resource for IamOidcProvider {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
+        let claim = Claim::new(ctx, token, "IAM OIDC provider", &cfg.url);
         let made = aws
             .iam
             .create_open_id_connect_provider()
@@ -65,7 +74,7 @@ impl Resource for IamOidcProvider {
         let arn = match made {
             Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
-                Claim::new(ctx, token, "IAM OIDC provider", &cfg.url).adopt(lookup(ctx, aws, &cfg.url, token).await?)?
+                claim.adopt(lookup(ctx, aws, &cfg.url, token).await?)?
             }
             Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
         };
@@ -76,22 +85,8 @@ impl Resource for IamOidcProvider {
     }
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        let aws = cloud.aws().await;
-        let ids: HashSet<&String> = ids.iter().collect();
-        let list = aws
-            .iam
-            .list_open_id_connect_providers()
-            .send()
-            .await
-            .map_err(|e| error(aws, "ListOpenIDConnectProviders", e))?;
-        Ok(Observed::existing(
-            list.open_id_connect_provider_list()
-                .iter()
-                .filter_map(|p| p.arn())
-                .map(str::to_owned)
-                .filter(|a| ids.contains(a))
-                .collect::<Vec<_>>(),
-        ))
+        let arns = arns(cloud.aws().await).await?;
+        Ok(existing(ids, arns.iter().map(String::as_str)))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
@@ -146,15 +141,12 @@ impl Resource for IamOidcProvider {
 
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        match aws
+        let deleted = aws
             .iam
             .delete_open_id_connect_provider()
             .open_id_connect_provider_arn(id)
             .send()
-            .await
-        {
-            Err(e) if crate::provider::aws::code(&e) != Some("NoSuchEntity") => Err(error(aws, "DeleteOpenIDConnectProvider", e)),
-            _ => Ok(()),
-        }
+            .await;
+        gone_ok(aws, "DeleteOpenIDConnectProvider", deleted)
     }
 }

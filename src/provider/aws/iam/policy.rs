@@ -1,13 +1,12 @@
 //! `aws_iam_policy`: a customer-managed IAM policy. A document change publishes a new default
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
-use super::{iam_owned, policy_json};
-use crate::provider::aws::{Claim, Clients, error, parse};
+use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, policy_json};
+use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_iam::types::PolicyScopeType;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 
 /// The `aws_iam_policy` kind.
 pub(crate) struct IamPolicy;
@@ -45,6 +44,7 @@ impl Resource for IamPolicy {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
+        let claim = Claim::new(ctx, token, "IAM policy", &cfg.name);
         let made = aws
             .iam
             .create_policy()
@@ -58,7 +58,7 @@ impl Resource for IamPolicy {
         let arn = match made {
             Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
             Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
-                Claim::new(ctx, token, "IAM policy", &cfg.name).adopt(lookup(ctx, aws, &cfg.name, token).await?)?
+                claim.adopt(lookup(ctx, aws, &cfg.name, token).await?)?
             }
             Err(e) => return Err(error(aws, "CreatePolicy", e)),
         };
@@ -70,20 +70,8 @@ impl Resource for IamPolicy {
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        let ids: HashSet<&String> = ids.iter().collect();
-        let mut found = HashSet::new();
-        let mut pages = aws.iam.list_policies().scope(PolicyScopeType::Local).into_paginator().send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| error(aws, "ListPolicies", e))?;
-            found.extend(
-                page.policies()
-                    .iter()
-                    .filter_map(|p| p.arn())
-                    .map(str::to_owned)
-                    .filter(|a| ids.contains(a)),
-            );
-        }
-        Ok(Observed::existing(found))
+        let policies = all_pages!(aws, aws.iam.list_policies().scope(PolicyScopeType::Local), policies, "ListPolicies");
+        Ok(existing(ids, policies.iter().filter_map(|p| p.arn())))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
@@ -133,10 +121,9 @@ impl Resource for IamPolicy {
 
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let versions = match aws.iam.list_policy_versions().policy_arn(id).send().await {
-            Ok(out) => out,
-            Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => return Ok(()),
-            Err(e) => return Err(error(aws, "ListPolicyVersions", e)),
+        let answer = aws.iam.list_policy_versions().policy_arn(id).send().await;
+        let Some(versions) = found(aws, "ListPolicyVersions", answer, NO_SUCH_ENTITY)? else {
+            return Ok(());
         };
         // IAM refuses to delete an attached policy: detach it from whatever still uses it
         // (a replace runs before the roles that use it are updated).
@@ -148,28 +135,16 @@ impl Resource for IamPolicy {
             .await
             .map_err(|e| error(aws, "ListEntitiesForPolicy", e))?;
         for role in users.policy_roles().iter().filter_map(|r| r.role_name()) {
-            crate::provider::aws::tolerate(
-                aws,
-                "DetachRolePolicy",
-                aws.iam.detach_role_policy().role_name(role).policy_arn(id).send().await,
-                &["NoSuchEntity"],
-            )?;
+            let detached = aws.iam.detach_role_policy().role_name(role).policy_arn(id).send().await;
+            gone_ok(aws, "DetachRolePolicy", detached)?;
         }
         for user in users.policy_users().iter().filter_map(|u| u.user_name()) {
-            crate::provider::aws::tolerate(
-                aws,
-                "DetachUserPolicy",
-                aws.iam.detach_user_policy().user_name(user).policy_arn(id).send().await,
-                &["NoSuchEntity"],
-            )?;
+            let detached = aws.iam.detach_user_policy().user_name(user).policy_arn(id).send().await;
+            gone_ok(aws, "DetachUserPolicy", detached)?;
         }
         for group in users.policy_groups().iter().filter_map(|g| g.group_name()) {
-            crate::provider::aws::tolerate(
-                aws,
-                "DetachGroupPolicy",
-                aws.iam.detach_group_policy().group_name(group).policy_arn(id).send().await,
-                &["NoSuchEntity"],
-            )?;
+            let detached = aws.iam.detach_group_policy().group_name(group).policy_arn(id).send().await;
+            gone_ok(aws, "DetachGroupPolicy", detached)?;
         }
         for version in versions
             .versions()
@@ -185,11 +160,6 @@ impl Resource for IamPolicy {
                 .await
                 .map_err(|e| error(aws, "DeletePolicyVersion", e))?;
         }
-        crate::provider::aws::tolerate(
-            aws,
-            "DeletePolicy",
-            aws.iam.delete_policy().policy_arn(id).send().await,
-            &["NoSuchEntity"],
-        )
+        gone_ok(aws, "DeletePolicy", aws.iam.delete_policy().policy_arn(id).send().await)
     }
 }

@@ -1,13 +1,12 @@
 //! `aws_iam_role`: an IAM role with its trust policy, attached managed policies and inline
 //! policies. Policies are TOML tables, so they are compared as data, not as text.
 
-use super::{iam_owned, policy_json};
-use crate::provider::aws::{Claim, Clients, error, found, parse};
+use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, policy_json, remove_role};
+use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
-use std::collections::HashSet;
 
 /// The `aws_iam_role` kind.
 pub(crate) struct IamRole;
@@ -33,12 +32,8 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
     let (before, after): (BTreeSet<&String>, BTreeSet<&String>) =
         (old.managed_policy_arns.iter().collect(), new.managed_policy_arns.iter().collect());
     for arn in before.difference(&after) {
-        crate::provider::aws::tolerate(
-            aws,
-            "DetachRolePolicy",
-            aws.iam.detach_role_policy().role_name(name).policy_arn(*arn).send().await,
-            &["NoSuchEntity"],
-        )?;
+        let detached = aws.iam.detach_role_policy().role_name(name).policy_arn(*arn).send().await;
+        gone_ok(aws, "DetachRolePolicy", detached)?;
     }
     for arn in after.difference(&before) {
         aws.iam
@@ -50,12 +45,8 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
             .map_err(|e| error(aws, &format!("AttachRolePolicy {arn}"), e))?;
     }
     for policy in old.inline_policies.keys().filter(|k| !new.inline_policies.contains_key(*k)) {
-        crate::provider::aws::tolerate(
-            aws,
-            "DeleteRolePolicy",
-            aws.iam.delete_role_policy().role_name(name).policy_name(policy).send().await,
-            &["NoSuchEntity"],
-        )?;
+        let deleted = aws.iam.delete_role_policy().role_name(name).policy_name(policy).send().await;
+        gone_ok(aws, "DeleteRolePolicy", deleted)?;
     }
     for (policy, document) in new.inline_policies.iter().filter(|(k, v)| old.inline_policies.get(*k) != Some(*v)) {
         aws.iam
@@ -73,7 +64,7 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
 /// The managed policies attached to the role now, or `None` when there is no such role.
 async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, ProviderError> {
     let answer = aws.iam.list_attached_role_policies().role_name(name).send().await;
-    Ok(found(aws, "ListAttachedRolePolicies", answer, "NoSuchEntity")?.and_then(|out| {
+    Ok(found(aws, "ListAttachedRolePolicies", answer, NO_SUCH_ENTITY)?.and_then(|out| {
         Some(
             out.attached_policies()
                 .iter()
@@ -100,6 +91,7 @@ impl Resource for IamRole {
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
+        let claim = Claim::new(ctx, token, "IAM role", &cfg.name);
         let made = aws
             .iam
             .create_role()
@@ -126,7 +118,7 @@ impl Resource for IamRole {
                     let own = iam_owned(ctx, token, role.tags());
                     (role, own)
                 });
-                Some(Claim::new(ctx, token, "IAM role", &cfg.name).adopt(found)?)
+                Some(claim.adopt(found)?)
             }
             Err(e) => return Err(error(aws, "CreateRole", e)),
         };
@@ -140,21 +132,15 @@ impl Resource for IamRole {
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        let ids: HashSet<&String> = ids.iter().collect();
-        let mut found = HashSet::new();
-        let mut pages = aws.iam.list_roles().into_paginator().send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| error(aws, "ListRoles", e))?;
-            found.extend(page.roles().iter().map(|r| r.role_name().to_owned()).filter(|n| ids.contains(n)));
-        }
-        Ok(Observed::existing(found))
+        let roles = all_pages!(aws, aws.iam.list_roles(), roles, "ListRoles");
+        Ok(existing(ids, roles.iter().map(|r| r.role_name())))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
         let answer = aws.iam.get_role().role_name(&cfg.name).send().await;
-        Ok(found(aws, "GetRole", answer, "NoSuchEntity")?.and_then(|out| {
+        Ok(found(aws, "GetRole", answer, NO_SUCH_ENTITY)?.and_then(|out| {
             out.role()
                 .filter(|r| iam_owned(ctx, token, r.tags()))
                 .map(|r| r.role_name().to_owned())
@@ -210,15 +196,7 @@ impl Resource for IamRole {
     /// only what the stack declared), then deletes the role.
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let attached = match aws.iam.list_attached_role_policies().role_name(id).send().await {
-            Ok(out) => out
-                .attached_policies()
-                .iter()
-                .filter_map(|p| p.policy_arn().map(str::to_owned))
-                .collect(),
-            Err(e) if crate::provider::aws::code(&e) == Some("NoSuchEntity") => return Ok(()),
-            Err(e) => return Err(error(aws, "ListAttachedRolePolicies", e)),
-        };
+        let Some(attached) = attached(aws, id).await? else { return Ok(()) };
         // IAM refuses to delete a role still in an instance profile.
         let profiles = aws
             .iam
@@ -228,17 +206,7 @@ impl Resource for IamRole {
             .await
             .map_err(|e| error(aws, "ListInstanceProfilesForRole", e))?;
         for profile in profiles.instance_profiles() {
-            crate::provider::aws::tolerate(
-                aws,
-                "RemoveRoleFromInstanceProfile",
-                aws.iam
-                    .remove_role_from_instance_profile()
-                    .instance_profile_name(profile.instance_profile_name())
-                    .role_name(id)
-                    .send()
-                    .await,
-                &["NoSuchEntity"],
-            )?;
+            remove_role(aws, profile.instance_profile_name(), id).await?;
         }
         let inline = aws
             .iam
@@ -253,11 +221,6 @@ impl Resource for IamRole {
             ..nothing_attached()
         };
         sync_policies(aws, id, &present, &nothing_attached()).await?;
-        crate::provider::aws::tolerate(
-            aws,
-            "DeleteRole",
-            aws.iam.delete_role().role_name(id).send().await,
-            &["NoSuchEntity"],
-        )
+        gone_ok(aws, "DeleteRole", aws.iam.delete_role().role_name(id).send().await)
     }
 }

@@ -5,8 +5,8 @@
 //! builds with has no scheduler update); the Slurm settings and the scale-down idle time change
 //! in place. Deletion waits until it is gone (its node groups and queues go first).
 
-use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Claim, Clients, found, parse};
+use super::{CONFLICT, NOT_FOUND, active, create_tags, pcs_error, slurm_settings, sync_tags};
+use crate::provider::aws::{Claim, Clients, delete_then_wait, deleted, existing, found, parse, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
@@ -42,14 +42,6 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub(crate) async fn get(aws: &Clients, identifier: &str) -> Result<Option<Cluster>, ProviderError> {
     let answer = aws.pcs.get_cluster().cluster_identifier(identifier).send().await;
     Ok(found(aws, "GetCluster", answer, NOT_FOUND)?.and_then(|out| out.cluster().cloned()))
-}
-
-async fn look(aws: &Clients, identifier: &str) -> Result<Option<Look<Cluster>>, ProviderError> {
-    Ok(get(aws, identifier).await?.map(|c| Look {
-        status: c.status().as_str().to_owned(),
-        errors: super::error_info(c.error_info()),
-        object: c,
-    }))
 }
 
 fn outputs(c: &Cluster) -> Value {
@@ -110,12 +102,8 @@ impl Resource for PcsCluster {
             .send()
             .await;
         let claim = Claim::new(ctx, token, "PCS cluster", &cfg.name);
-        super::created_or_own(&claim, aws, "CreateCluster", made, || async {
-            Ok(get(aws, &cfg.name).await?.map(|c| c.arn().to_owned()))
-        })
-        .await?;
-        let what = format!("PCS cluster `{}`", cfg.name);
-        let cluster = wait_active(ctx, &what, timeout(config, "create", CREATE_TIMEOUT), || look(aws, &cfg.name)).await?;
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        let cluster = super::created_and_active(&claim, aws, "CreateCluster", made, limit, || get(aws, &cfg.name)).await?;
         Ok(Created {
             id: cluster.id().to_owned(),
             outputs: outputs(&cluster),
@@ -126,15 +114,14 @@ impl Resource for PcsCluster {
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
         let listed = all_pages!(aws, aws.pcs.list_clusters(), clusters, "ListClusters");
-        let live: Vec<String> = listed.iter().map(|c| c.id().to_owned()).filter(|id| ids.contains(id)).collect();
-        Ok(Observed::existing(live))
+        Ok(existing(ids, listed.iter().map(|c| c.id())))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        let found = get(aws, &cfg.name).await?.map(|c| (c.arn().to_owned(), c.id().to_owned()));
-        super::own_id(ctx, aws, token, found).await
+        let found = super::own(ctx, aws, token, get(aws, &cfg.name).await?).await?;
+        Ok(found.map(|c| c.id().to_owned()))
     }
 
     /// The Slurm settings and scale-down time through UpdateCluster; tags.
@@ -143,7 +130,7 @@ impl Resource for PcsCluster {
         let aws = ctx.cloud.aws().await;
         let limit = timeout(new, "update", UPDATE_TIMEOUT);
         let what = format!("PCS cluster `{}`", cfg.name);
-        let mut live = wait_active(ctx, &what, limit, || look(aws, id)).await?;
+        let mut live = wait_for(ctx, &what, limit, || get(aws, id), active).await?;
         if before.slurm_settings != cfg.slurm_settings || before.scale_down_idle_seconds != cfg.scale_down_idle_seconds {
             let slurm = UpdateClusterSlurmConfigurationRequest::builder()
                 .set_scale_down_idle_time_in_seconds(cfg.scale_down_idle_seconds)
@@ -157,7 +144,7 @@ impl Resource for PcsCluster {
                 .send()
                 .await
                 .map_err(|e| pcs_error(aws, "UpdateCluster", e))?;
-            live = wait_active(ctx, &what, limit, || look(aws, id)).await?;
+            live = wait_for(ctx, &what, limit, || get(aws, id), active).await?;
         }
         sync_tags(ctx, aws, live.arn(), old, new).await?;
         Ok(outputs(&live))
@@ -165,22 +152,17 @@ impl Resource for PcsCluster {
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let status = || async { Ok(get(aws, id).await?.map(|c| c.status().as_str().to_owned())) };
-        crate::provider::aws::delete_and_wait(
-            ctx,
-            aws,
-            "DeleteCluster",
-            CONFLICT,
-            timeout(config, "delete", DELETE_TIMEOUT),
-            status,
-            || {
-                aws.pcs
-                    .delete_cluster()
-                    .cluster_identifier(id)
-                    .client_token(uuid::Uuid::new_v4().to_string())
-                    .send()
-            },
-        )
+        let live = || get(aws, id);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws
+                .pcs
+                .delete_cluster()
+                .cluster_identifier(id)
+                .client_token(uuid::Uuid::new_v4().to_string())
+                .send()
+                .await;
+            deleted(aws, "DeleteCluster", NOT_FOUND, CONFLICT, answer)
+        })
         .await
     }
 }

@@ -5,8 +5,8 @@
 //! version, AMI, subnets, instance profile, purchase option and Slurm settings change in place
 //! through UpdateComputeNodeGroup. Deletion waits until the group is gone.
 
-use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Claim, Clients, child_id, found, live_children, parse, split};
+use super::{CONFLICT, NOT_FOUND, active, create_tags, pcs_error, slurm_settings, sync_tags};
+use crate::provider::aws::{Claim, Clients, child_id, delete_then_wait, deleted, found, live_children, parse, split, wait_for};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{
@@ -67,14 +67,6 @@ async fn get(aws: &Clients, cluster: &str, group: &str) -> Result<Option<Compute
         .send()
         .await;
     Ok(found(aws, "GetComputeNodeGroup", answer, NOT_FOUND)?.and_then(|out| out.compute_node_group().cloned()))
-}
-
-async fn look(aws: &Clients, cluster: &str, group: &str) -> Result<Option<Look<ComputeNodeGroup>>, ProviderError> {
-    Ok(get(aws, cluster, group).await?.map(|g| Look {
-        status: g.status().as_str().to_owned(),
-        errors: super::error_info(g.error_info()),
-        object: g,
-    }))
 }
 
 /// The live group in the shape of its config, for drift.
@@ -150,13 +142,9 @@ impl Resource for PcsComputeNodeGroup {
             .send()
             .await;
         let claim = Claim::new(ctx, token, "PCS compute node group", &cfg.name);
-        super::created_or_own(&claim, aws, "CreateComputeNodeGroup", made, || async {
-            Ok(get(aws, &cfg.cluster_id, &cfg.name).await?.map(|found| found.arn().to_owned()))
-        })
-        .await?;
-        let what = format!("PCS compute node group `{}`", cfg.name);
-        let group = wait_active(ctx, &what, timeout(config, "create", CREATE_TIMEOUT), || {
-            look(aws, &cfg.cluster_id, &cfg.name)
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        let group = super::created_and_active(&claim, aws, "CreateComputeNodeGroup", made, limit, || {
+            get(aws, &cfg.cluster_id, &cfg.name)
         })
         .await?;
         Ok(Created {
@@ -170,7 +158,7 @@ impl Resource for PcsComputeNodeGroup {
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
         let live = live_children(ids, |cluster| async move {
-            pcs_members!(aws, list_compute_node_groups, compute_node_groups, &cluster)
+            members!(pcs aws, list_compute_node_groups, compute_node_groups, &cluster)
         })
         .await?;
         super::observe(live, |cluster, member| async move { get(aws, &cluster, &member).await }, attributes).await
@@ -179,10 +167,8 @@ impl Resource for PcsComputeNodeGroup {
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        let found = get(aws, &cfg.cluster_id, &cfg.name)
-            .await?
-            .map(|f| (f.arn().to_owned(), child_id(f.cluster_id(), f.id())));
-        super::own_id(ctx, aws, token, found).await
+        let found = super::own(ctx, aws, token, get(aws, &cfg.cluster_id, &cfg.name).await?).await?;
+        Ok(found.map(|g| child_id(g.cluster_id(), g.id())))
     }
 
     /// Compares with the live group, so an update that failed or ran out of time is picked up
@@ -193,7 +179,7 @@ impl Resource for PcsComputeNodeGroup {
         let aws = ctx.cloud.aws().await;
         let limit = timeout(new, "update", UPDATE_TIMEOUT);
         let what = format!("PCS compute node group `{}`", cfg.name);
-        let mut live = wait_active(ctx, &what, limit, || look(aws, cluster, group)).await?;
+        let mut live = wait_for(ctx, &what, limit, || get(aws, cluster, group), active).await?;
         let live_scaling = live
             .scaling_configuration()
             .map(|s| (s.min_instance_count(), s.max_instance_count()));
@@ -243,7 +229,7 @@ impl Resource for PcsComputeNodeGroup {
                 .send()
                 .await
                 .map_err(|e| pcs_error(aws, "UpdateComputeNodeGroup", e))?;
-            live = wait_active(ctx, &what, limit, || look(aws, cluster, group)).await?;
+            live = wait_for(ctx, &what, limit, || get(aws, cluster, group), active).await?;
         }
         sync_tags(ctx, aws, live.arn(), old, new).await?;
         Ok(outputs(&live))
@@ -252,23 +238,18 @@ impl Resource for PcsComputeNodeGroup {
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let (cluster, group) = split(id);
         let aws = ctx.cloud.aws().await;
-        let status = || async { Ok(get(aws, cluster, group).await?.map(|g| g.status().as_str().to_owned())) };
-        crate::provider::aws::delete_and_wait(
-            ctx,
-            aws,
-            "DeleteComputeNodeGroup",
-            CONFLICT,
-            timeout(config, "delete", DELETE_TIMEOUT),
-            status,
-            || {
-                aws.pcs
-                    .delete_compute_node_group()
-                    .cluster_identifier(cluster)
-                    .compute_node_group_identifier(group)
-                    .client_token(uuid::Uuid::new_v4().to_string())
-                    .send()
-            },
-        )
+        let live = || get(aws, cluster, group);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws
+                .pcs
+                .delete_compute_node_group()
+                .cluster_identifier(cluster)
+                .compute_node_group_identifier(group)
+                .client_token(uuid::Uuid::new_v4().to_string())
+                .send()
+                .await;
+            deleted(aws, "DeleteComputeNodeGroup", NOT_FOUND, CONFLICT, answer)
+        })
         .await
     }
 }

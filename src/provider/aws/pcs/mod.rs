@@ -6,11 +6,11 @@ pub(super) mod cluster;
 pub(super) mod compute_node_group;
 pub(super) mod queue;
 
-use super::{Claim, Clients, Poll, error, made_by, wait_until};
+use super::{Claim, Clients, Poll, Status, error, made_by, wait_for};
 use crate::provider::{Ctx, Observed, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_pcs::types::{ErrorInfo, SlurmCustomSetting};
+use aws_sdk_pcs::types::{Cluster, ComputeNodeGroup, ErrorInfo, Queue, SlurmCustomSetting};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -22,6 +22,38 @@ pub(super) const NOT_FOUND: &str = "ResourceNotFoundException";
 /// PCS's error code for a name that is taken, or an object in a state that forbids the call
 /// (a cluster not ACTIVE yet, a node group a queue still uses).
 pub(super) const CONFLICT: &str = "ConflictException";
+
+/// What forge reads of every PCS object (cluster, compute node group, queue) besides its status
+/// ([`Status`]): its ARN, by which its tags are read, and its `errorInfo`.
+pub(super) trait Object: Status {
+    /// Its ARN.
+    fn object_arn(&self) -> &str;
+    /// Its `errorInfo`.
+    fn errors(&self) -> &[ErrorInfo];
+}
+
+/// The PCS object types answer [`Status`] and [`Object`] with the accessors they all have.
+macro_rules! objects {
+    ($($object:ty),+) => {$(
+        impl Status for $object {
+            fn status_name(&self) -> Option<&str> {
+                Some(self.status().as_str())
+            }
+        }
+
+        impl Object for $object {
+            fn object_arn(&self) -> &str {
+                self.arn()
+            }
+
+            fn errors(&self) -> &[ErrorInfo] {
+                self.error_info()
+            }
+        }
+    )+};
+}
+
+objects!(Cluster, ComputeNodeGroup, Queue);
 
 /// Slurm settings as PCS takes them (`slurmCustomSettings`), from `{ name = "value" }`.
 pub(super) fn slurm_settings(settings: &BTreeMap<String, String>) -> Result<Vec<SlurmCustomSetting>, ProviderError> {
@@ -82,40 +114,39 @@ pub(super) fn is_taken<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool
     err.code() == Some(CONFLICT) && err.message().is_some_and(|m| m.contains("already exists"))
 }
 
-/// The result of a create: PCS refusing a taken name is a success when the object of that
-/// name is the `claim`'s own (an earlier try made it; `arn` reads the object's ARN), its
-/// refusal otherwise.
-pub(super) async fn created_or_own<T, E, F, Fut>(
+/// The end of a create: PCS refusing a taken name is a success when the object of that name
+/// is the `claim`'s own (an earlier try made it; `get` reads the object), its refusal
+/// otherwise; then the wait until the object is ACTIVE ([`active`]), which returns it.
+pub(super) async fn created_and_active<T, O, E, F, Fut>(
     claim: &Claim<'_>,
     aws: &Clients,
     operation: &str,
-    made: Result<T, SdkError<E, HttpResponse>>,
-    arn: F,
-) -> Result<(), ProviderError>
+    made: Result<O, SdkError<E, HttpResponse>>,
+    limit: Duration,
+    get: F,
+) -> Result<T, ProviderError>
 where
+    T: Object,
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<Option<String>, ProviderError>>,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Option<T>, ProviderError>>,
 {
     match made {
-        Ok(_) => Ok(()),
-        Err(e) if is_taken(&e) => match arn().await? {
-            Some(arn) if owned(claim.ctx, aws, claim.token, &arn).await? => Ok(()),
-            _ => Err(claim.refusal()),
-        },
-        Err(e) => Err(pcs_error(aws, operation, e)),
+        Ok(_) => {}
+        Err(e) if is_taken(&e) => {
+            if own(claim.ctx, aws, claim.token, get().await?).await?.is_none() {
+                return Err(claim.refusal());
+            }
+        }
+        Err(e) => return Err(pcs_error(aws, operation, e)),
     }
+    wait_for(claim.ctx, &format!("{} `{}`", claim.what, claim.name), limit, get, active).await
 }
 
-/// The id of `found` (its ARN and forge id) when the create with `token` made it.
-pub(super) async fn own_id(
-    ctx: &Ctx,
-    aws: &Clients,
-    token: &str,
-    found: Option<(String, String)>,
-) -> Result<Option<String>, ProviderError> {
+/// `found` when the create with `token` made it (its tags, read by its ARN, say so).
+pub(super) async fn own<T: Object>(ctx: &Ctx, aws: &Clients, token: &str, found: Option<T>) -> Result<Option<T>, ProviderError> {
     match found {
-        Some((arn, id)) if owned(ctx, aws, token, &arn).await? => Ok(Some(id)),
+        Some(found) if owned(ctx, aws, token, found.object_arn()).await? => Ok(Some(found)),
         _ => Ok(None),
     }
 }
@@ -139,7 +170,7 @@ where
 }
 
 /// PCS's `errorInfo`, as one line.
-pub(super) fn error_info(errors: &[ErrorInfo]) -> String {
+fn error_info(errors: &[ErrorInfo]) -> String {
     let lines: Vec<String> = errors
         .iter()
         .map(|e| format!("{}: {}", e.code().unwrap_or("error"), e.message().unwrap_or("no reason given")))
@@ -177,31 +208,15 @@ where
     Ok(futures::future::try_join_all(reads).await?.into_iter().flatten().collect())
 }
 
-/// What one look at a PCS object found: gone, its status (as PCS names it) with its error
-/// info, and the object.
-pub(super) struct Look<T> {
-    /// `CREATING`, `ACTIVE`, …
-    pub status: String,
-    /// `errorInfo`, as one line.
-    pub errors: String,
-    /// The object.
-    pub object: T,
-}
-
-/// Waits until the object `look` reads is ACTIVE; a `*_FAILED` status ends the wait with PCS's
-/// error info, an object that disappears is an error.
-pub(super) async fn wait_active<T, F, Fut>(ctx: &Ctx, what: &str, limit: Duration, look: F) -> Result<T, ProviderError>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Option<Look<T>>, ProviderError>>,
-{
-    wait_until(ctx, limit, || async {
-        Ok(match look().await? {
-            Some(found) if found.status == "ACTIVE" => Poll::Done(found.object),
-            Some(found) if found.status.ends_with("_FAILED") => Poll::Failed(format!("{what} is {}: {}", found.status, found.errors)),
-            Some(found) => Poll::Pending(found.status),
-            None => Poll::Failed(format!("{what} disappeared while forge waited for it")),
-        })
-    })
-    .await
+/// Whether a PCS object is ACTIVE, for [`wait_for`]: a `*_FAILED` one never will be, for the
+/// reasons in its `errorInfo`.
+pub(super) fn active<T: Object>(found: &T) -> Poll {
+    let status = found.status_name().unwrap_or_default();
+    if status == "ACTIVE" {
+        Poll::Done(())
+    } else if status.ends_with("_FAILED") {
+        Poll::Failed(format!("is {status}: {}", error_info(found.errors())))
+    } else {
+        Poll::Pending(status.to_owned())
+    }
 }

@@ -3,8 +3,8 @@
 //! change in place through UpdateQueue; the name is fixed. Deletion waits until it is gone, so
 //! its node groups can go after it.
 
-use super::{CONFLICT, Look, NOT_FOUND, create_tags, pcs_error, slurm_settings, sync_tags, wait_active};
-use crate::provider::aws::{Claim, Clients, child_id, found, live_children, parse, split};
+use super::{CONFLICT, NOT_FOUND, active, create_tags, pcs_error, slurm_settings, sync_tags};
+use crate::provider::aws::{Claim, Clients, child_id, delete_then_wait, deleted, found, live_children, parse, split, wait_for};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_pcs::types::{ComputeNodeGroupConfiguration, Queue, QueueSlurmConfigurationRequest, UpdateQueueSlurmConfigurationRequest};
@@ -32,14 +32,6 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 async fn get(aws: &Clients, cluster: &str, queue: &str) -> Result<Option<Queue>, ProviderError> {
     let answer = aws.pcs.get_queue().cluster_identifier(cluster).queue_identifier(queue).send().await;
     Ok(found(aws, "GetQueue", answer, NOT_FOUND)?.and_then(|out| out.queue().cloned()))
-}
-
-async fn look(aws: &Clients, cluster: &str, queue: &str) -> Result<Option<Look<Queue>>, ProviderError> {
-    Ok(get(aws, cluster, queue).await?.map(|q| Look {
-        status: q.status().as_str().to_owned(),
-        errors: super::error_info(q.error_info()),
-        object: q,
-    }))
 }
 
 /// The live queue in the shape of its config, for drift.
@@ -83,15 +75,8 @@ impl Resource for PcsQueue {
             .send()
             .await;
         let claim = Claim::new(ctx, token, "PCS queue", &cfg.name);
-        super::created_or_own(&claim, aws, "CreateQueue", made, || async {
-            Ok(get(aws, &cfg.cluster_id, &cfg.name).await?.map(|found| found.arn().to_owned()))
-        })
-        .await?;
-        let what = format!("PCS queue `{}`", cfg.name);
-        let queue = wait_active(ctx, &what, timeout(config, "create", CREATE_TIMEOUT), || {
-            look(aws, &cfg.cluster_id, &cfg.name)
-        })
-        .await?;
+        let limit = timeout(config, "create", CREATE_TIMEOUT);
+        let queue = super::created_and_active(&claim, aws, "CreateQueue", made, limit, || get(aws, &cfg.cluster_id, &cfg.name)).await?;
         Ok(Created {
             id: child_id(queue.cluster_id(), queue.id()),
             outputs: outputs(&queue),
@@ -102,17 +87,15 @@ impl Resource for PcsQueue {
     /// (PCS lists no attributes) for drift.
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        let live = live_children(ids, |cluster| async move { pcs_members!(aws, list_queues, queues, &cluster) }).await?;
+        let live = live_children(ids, |cluster| async move { members!(pcs aws, list_queues, queues, &cluster) }).await?;
         super::observe(live, |cluster, member| async move { get(aws, &cluster, &member).await }, attributes).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
-        let found = get(aws, &cfg.cluster_id, &cfg.name)
-            .await?
-            .map(|f| (f.arn().to_owned(), child_id(f.cluster_id(), f.id())));
-        super::own_id(ctx, aws, token, found).await
+        let found = super::own(ctx, aws, token, get(aws, &cfg.cluster_id, &cfg.name).await?).await?;
+        Ok(found.map(|q| child_id(q.cluster_id(), q.id())))
     }
 
     /// Compares with the live queue; one UpdateQueue with what differs.
@@ -122,7 +105,7 @@ impl Resource for PcsQueue {
         let aws = ctx.cloud.aws().await;
         let limit = timeout(new, "update", UPDATE_TIMEOUT);
         let what = format!("PCS queue `{}`", cfg.name);
-        let mut live = wait_active(ctx, &what, limit, || look(aws, cluster, queue)).await?;
+        let mut live = wait_for(ctx, &what, limit, || get(aws, cluster, queue), active).await?;
         let groups: Vec<String> = live
             .compute_node_group_configurations()
             .iter()
@@ -144,7 +127,7 @@ impl Resource for PcsQueue {
                 .send()
                 .await
                 .map_err(|e| pcs_error(aws, "UpdateQueue", e))?;
-            live = wait_active(ctx, &what, limit, || look(aws, cluster, queue)).await?;
+            live = wait_for(ctx, &what, limit, || get(aws, cluster, queue), active).await?;
         }
         sync_tags(ctx, aws, live.arn(), old, new).await?;
         Ok(outputs(&live))
@@ -153,23 +136,18 @@ impl Resource for PcsQueue {
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let (cluster, queue) = split(id);
         let aws = ctx.cloud.aws().await;
-        let status = || async { Ok(get(aws, cluster, queue).await?.map(|q| q.status().as_str().to_owned())) };
-        crate::provider::aws::delete_and_wait(
-            ctx,
-            aws,
-            "DeleteQueue",
-            CONFLICT,
-            timeout(config, "delete", DELETE_TIMEOUT),
-            status,
-            || {
-                aws.pcs
-                    .delete_queue()
-                    .cluster_identifier(cluster)
-                    .queue_identifier(queue)
-                    .client_token(uuid::Uuid::new_v4().to_string())
-                    .send()
-            },
-        )
+        let live = || get(aws, cluster, queue);
+        delete_then_wait(ctx, timeout(config, "delete", DELETE_TIMEOUT), live, || async {
+            let answer = aws
+                .pcs
+                .delete_queue()
+                .cluster_identifier(cluster)
+                .queue_identifier(queue)
+                .client_token(uuid::Uuid::new_v4().to_string())
+                .send()
+                .await;
+            deleted(aws, "DeleteQueue", NOT_FOUND, CONFLICT, answer)
+        })
         .await
     }
 }
