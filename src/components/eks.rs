@@ -699,10 +699,7 @@ fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[Stri
 /// The stack's AWS region: `[aws] region`, else the environment's, else us-east-1.
 fn region(input: &Input) -> String {
     input
-        .providers
-        .get("aws")
-        .and_then(|a| a.get("region"))
-        .and_then(Value::as_str)
+        .setting("aws", "region")
         .map(str::to_owned)
         .or_else(|| std::env::var("AWS_REGION").ok())
         .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())

@@ -87,8 +87,7 @@ const DRIVER: &str = "filestore.csi.storage.gke.io";
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Filestore = input.block()?;
     let address = input.address;
-    let own = address.split_once('.').map_or(address, |(_, n)| n);
-    let name = block.name.clone().unwrap_or_else(|| own.replace('_', "-"));
+    let name = input.cloud_name(&block.name);
     if !valid_name(&name) || name.len() > 63 {
         return Err(ComponentError::at(
             "name",
@@ -106,7 +105,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         ));
     };
     check_capacity(tier, block.capacity_gib)?;
-    let region = input.providers.get("gcp").and_then(|g| g.get("region")).and_then(Value::as_str);
+    let region = input.setting("gcp", "region");
     let location = location(tier, block.zone.as_deref(), region)?;
     let network = match (&block.vpc, &block.network) {
         (Some(_), _) => {

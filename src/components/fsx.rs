@@ -195,13 +195,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         }
     }
     let mut parts = vec![
-        part("security_group", "aws_security_group", security_group),
-        part("file_system", "aws_fsx_lustre", file_system),
+        Part::new("security_group", "aws_security_group", security_group),
+        Part::new("file_system", "aws_fsx_lustre", file_system),
     ];
     parts.extend(super::client_rules(&reference("security_group", "id"), &clients, &LUSTRE_PORTS));
     let file_system_address = format!("{address}.file_system");
     if let Some(link) = association(&block, sizing.deployment.name, &file_system_address)? {
-        parts.push(part("s3", "aws_fsx_data_repository_association", link));
+        parts.push(Part::new("s3", "aws_fsx_data_repository_association", link));
     }
 
     let mut outputs = Map::new();
@@ -225,16 +225,6 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let kubernetes_clients: Vec<&str> = clients.iter().copied().filter(|c| c.starts_with("eks.")).collect();
     let mounted = kubernetes::mount(address, block.kubernetes.as_ref(), &kubernetes_clients, volume, kubernetes::eks_cluster)?;
     Ok(mounted.expansion(parts, outputs))
-}
-
-/// A part with no ordering besides its references.
-fn part(local: &str, kind: &'static str, config: Value) -> Part {
-    Part {
-        local: local.into(),
-        kind,
-        config,
-        depends_on: vec![],
-    }
 }
 
 /// An error when the file system's zone holds none of a client's zoned node groups.

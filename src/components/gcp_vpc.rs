@@ -60,7 +60,7 @@ const RANGES: &[(&str, u32, u32, &str, &str)] = &[
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: GcpVpc = input.block()?;
     let address = input.address;
-    let name = network_name(address, &block)?;
+    let name = network_name(input.cloud_name(&block.name))?;
     let ranges = ranges(&block)?;
     let mtu = block.mtu.unwrap_or(1460);
     if !(1300..=8896).contains(&mtu) {
@@ -70,14 +70,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             "use 1300 to 8896 (1460 by default; 8896 for jumbo frames)",
         ));
     }
-    let region = block.region.clone().or_else(|| {
-        input
-            .providers
-            .get("gcp")
-            .and_then(|g| g.get("region"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
+    let region = block.region.as_deref().or(input.setting("gcp", "region"));
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
     let [cidr, pods, services] = ranges.map(|r| r.to_string());
     let with_region = |mut config: Value| {
@@ -87,12 +80,12 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         config
     };
     let mut parts = vec![
-        part(
+        Part::new(
             "network",
             "google_compute_network",
             json!({ "name": name, "mtu": mtu, "auto_create_subnetworks": false, "routing_mode": "REGIONAL" }),
         ),
-        part(
+        Part::new(
             "subnetwork",
             "google_compute_subnetwork",
             with_region(json!({
@@ -106,7 +99,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
                 "private_ip_google_access": true,
             })),
         ),
-        part(
+        Part::new(
             "internal",
             "google_compute_firewall",
             json!({
@@ -119,7 +112,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         ),
     ];
     if block.nat.unwrap_or(true) {
-        parts.push(part(
+        parts.push(Part::new(
             "router",
             "google_compute_router",
             with_region(json!({
@@ -143,22 +136,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     })
 }
 
-/// A part with no ordering besides its references.
-fn part(local: &str, kind: &'static str, config: Value) -> Part {
-    Part {
-        local: local.into(),
-        kind,
-        config,
-        depends_on: vec![],
-    }
-}
-
-/// The networks' name: the block's `name`, else its own, checked as Google names.
-fn network_name(address: &str, block: &GcpVpc) -> Result<String, ComponentError> {
-    let name = match &block.name {
-        Some(name) => name.clone(),
-        None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
-    };
+/// The networks' `name`, checked as Google names.
+fn network_name(name: String) -> Result<String, ComponentError> {
     if !valid_name(&name) || name.len() > 50 {
         return Err(ComponentError::at(
             "name",

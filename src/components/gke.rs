@@ -261,10 +261,7 @@ impl<'a> Cluster<'a> {
     /// The block's cluster name and location, checked.
     fn new(input: &'a Input, block: &Gke) -> Result<Self, ComponentError> {
         let address = input.address;
-        let name = match &block.name {
-            Some(name) => name.clone(),
-            None => address.split_once('.').map_or(address, |(_, n)| n).replace('_', "-"),
-        };
+        let name = input.cloud_name(&block.name);
         if !valid_name(&name) || name.len() > 30 {
             return Err(ComponentError::at(
                 "name",
@@ -272,7 +269,7 @@ impl<'a> Cluster<'a> {
                 "set `name = \"nemo\"` (at most 30 characters: forge adds `-gpu-<n>` to it for GPU networks)",
             ));
         }
-        let region = input.providers.get("gcp").and_then(|g| g.get("region")).and_then(Value::as_str);
+        let region = input.setting("gcp", "region");
         let Some(location) = block.location.as_deref().or(region).map(str::to_owned) else {
             return Err(ComponentError::at(
                 "location",
@@ -302,17 +299,17 @@ impl<'a> Cluster<'a> {
             let n = i + 1;
             let net = format!("{}-gpu-{n}", self.name);
             let network = self.reference(&format!("gpu_network_{n}"), "self_link");
-            parts.push(part(
+            parts.push(Part::new(
                 &format!("gpu_network_{n}"),
                 "google_compute_network",
                 json!({ "name": net, "mtu": GPU_MTU, "auto_create_subnetworks": false, "description": format!("GPUDirect network {n} of GKE cluster {}", self.name) }),
             ));
-            parts.push(part(
+            parts.push(Part::new(
                 &format!("gpu_subnetwork_{n}"),
                 "google_compute_subnetwork",
                 json!({ "name": format!("{net}-subnet"), "region": self.region, "network": network, "ip_cidr_range": cidr.to_string() }),
             ));
-            parts.push(part(
+            parts.push(Part::new(
                 &format!("gpu_firewall_{n}"),
                 "google_compute_firewall",
                 json!({
@@ -364,7 +361,7 @@ impl<'a> Cluster<'a> {
                 cluster[key] = value.clone();
             }
         }
-        part("cluster", "google_container_cluster", cluster)
+        Part::new("cluster", "google_container_cluster", cluster)
     }
 }
 
@@ -383,7 +380,7 @@ fn pool_parts(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> 
             if let Some(labels) = default_labels {
                 config["resource_labels"] = crate::template::quote(labels);
             }
-            part(&format!("node_pools.{}", pool.name), "google_container_node_pool", config)
+            Part::new(&format!("node_pools.{}", pool.name), "google_container_node_pool", config)
         })
         .collect()
 }
@@ -541,15 +538,6 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
         queues,
         ..Check::of(cluster)
     }])
-}
-
-fn part(local: &str, kind: &'static str, config: Value) -> Part {
-    Part {
-        local: local.into(),
-        kind,
-        config,
-        depends_on: vec![],
-    }
 }
 
 /// Where the cluster's nodes live: a `gcp_vpc` block's network, subnetwork and ranges, or

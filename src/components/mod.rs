@@ -50,6 +50,18 @@ pub struct Part {
     pub depends_on: Vec<String>,
 }
 
+impl Part {
+    /// A part with no ordering besides its references.
+    pub fn new(local: impl Into<String>, kind: &'static str, config: Value) -> Part {
+        Part {
+            local: local.into(),
+            kind,
+            config,
+            depends_on: vec![],
+        }
+    }
+}
+
 /// What a component expands to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expansion {
@@ -178,6 +190,18 @@ impl NamedVpc<'_> {
 }
 
 impl Input<'_> {
+    /// The string setting `key` of the stack's `[provider]` table (`[aws] region`).
+    pub fn setting(&self, provider: &str, key: &str) -> Option<&str> {
+        self.providers.get(provider).and_then(|p| p.get(key)).and_then(Value::as_str)
+    }
+
+    /// The cloud name of what the block makes: its `name`, else the block's own name with
+    /// `_` as `-` (the clouds' names take no `_`).
+    pub fn cloud_name(&self, name: &Option<String>) -> String {
+        let own = self.address.split_once('.').map_or(self.address, |(_, n)| n);
+        name.clone().unwrap_or_else(|| own.replace('_', "-"))
+    }
+
     /// The block itself, read into its declared struct (see [`read`]).
     pub fn block<T: Block>(&self) -> Result<T, ComponentError> {
         let kind = self.address.split_once('.').map_or(self.address, |(kind, _)| kind);

@@ -86,7 +86,7 @@ struct Queue<'a> {
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Slurm = input.block()?;
-    let name = cluster_name(input.address, &block)?;
+    let name = cluster_name(input, &block)?;
     if !VERSIONS.contains(&block.version.as_str()) {
         return Err(ComponentError::at(
             "version",
@@ -151,9 +151,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 }
 
 /// The PCS cluster's name: the block's `name`, else its own, checked as PCS names.
-fn cluster_name(address: &str, block: &Slurm) -> Result<String, ComponentError> {
-    let own = address.split_once('.').map_or(address, |(_, n)| n);
-    let name = block.name.clone().unwrap_or_else(|| own.replace('_', "-"));
+fn cluster_name(input: &Input, block: &Slurm) -> Result<String, ComponentError> {
+    let name = input.cloud_name(&block.name);
     let valid = name.len() >= 3
         && name.len() <= 40
         && !name.starts_with("pcs_")
@@ -222,7 +221,7 @@ impl Cluster<'_> {
         let tags = &self.tags;
         // One group on the cluster and every node: all traffic within it (Slurm, EFA,
         // Lustre's clients), out anywhere.
-        let mut parts = vec![part(
+        let mut parts = vec![Part::new(
             "security_group",
             "aws_security_group",
             json!({
@@ -235,7 +234,7 @@ impl Cluster<'_> {
             }),
         )];
         if !ssh_cidrs.is_empty() {
-            parts.push(part(
+            parts.push(Part::new(
                 "login_security_group",
                 "aws_security_group",
                 json!({
@@ -248,7 +247,7 @@ impl Cluster<'_> {
             ));
         }
         // PCS takes an instance profile whose role is named AWSPCS… (or has the path /aws-pcs/).
-        parts.push(part(
+        parts.push(Part::new(
             "node_role",
             "aws_iam_role",
             json!({
@@ -258,12 +257,12 @@ impl Cluster<'_> {
                 "tags": tags,
             }),
         ));
-        parts.push(part(
+        parts.push(Part::new(
             "instance_profile",
             "aws_iam_instance_profile",
             json!({ "name": format!("AWSPCS-{name}-nodes"), "role": self.reference("node_role", "name"), "tags": tags }),
         ));
-        parts.push(part(
+        parts.push(Part::new(
             "cluster",
             "aws_pcs_cluster",
             json!({
@@ -324,8 +323,8 @@ impl Cluster<'_> {
         let scaling = json!({ "min": 1, "max": 1 });
         let group = self.node_group("login", instance_type, json!([subnet]), "login.launch_template", scaling, "ONDEMAND", json!({}));
         Ok(vec![
-            part("login.launch_template", "aws_launch_template", template),
-            part("login.node_group", "aws_pcs_compute_node_group", group),
+            Part::new("login.launch_template", "aws_launch_template", template),
+            Part::new("login.node_group", "aws_pcs_compute_node_group", group),
         ])
     }
 
@@ -358,14 +357,14 @@ impl Cluster<'_> {
             template["capacity_reservation_id"] = json!(reservation);
             template["capacity_block"] = json!(q.purchase == "CAPACITY_BLOCK");
         } else if q.efa.is_some() && q.purchase != "CAPACITY_BLOCK" {
-            parts.push(part(
+            parts.push(Part::new(
                 &local("placement_group"),
                 "aws_placement_group",
                 json!({ "name": format!("{}-{}", self.name, q.name), "strategy": "cluster", "tags": self.tags }),
             ));
             template["placement_group"] = self.reference(&local("placement_group"), "name");
         }
-        parts.push(part(&local("launch_template"), "aws_launch_template", template));
+        parts.push(Part::new(&local("launch_template"), "aws_launch_template", template));
         // The group is named and addressed by its instance type: a new type is a new group,
         // made and taken into the queue before the old one goes (PCS keeps a group a queue
         // uses, so it cannot go first).
@@ -373,8 +372,8 @@ impl Cluster<'_> {
         let settings = q.block.slurm_settings.clone().unwrap_or_else(|| json!({}));
         let scaling = json!({ "min": q.min, "max": q.max });
         let group = self.node_group(&group_name, &q.block.instance_type, subnets, &local("launch_template"), scaling, q.purchase, settings);
-        parts.push(part(&group_local, "aws_pcs_compute_node_group", group));
-        parts.push(part(
+        parts.push(Part::new(&group_local, "aws_pcs_compute_node_group", group));
+        parts.push(Part::new(
             &local("queue"),
             "aws_pcs_queue",
             json!({
@@ -385,16 +384,6 @@ impl Cluster<'_> {
             }),
         ));
         Ok(parts)
-    }
-}
-
-/// A part with no ordering besides its references.
-fn part(local: &str, kind: &'static str, config: Value) -> Part {
-    Part {
-        local: local.to_owned(),
-        kind,
-        config,
-        depends_on: vec![],
     }
 }
 
@@ -423,10 +412,7 @@ fn group_of(q: &Queue) -> (String, String) {
 /// instances, then SSH to its public address (with `ssh_cidrs`) or an SSM session.
 fn login_command(input: &Input, address: &str, public: bool) -> String {
     let region = input
-        .providers
-        .get("aws")
-        .and_then(|a| a.get("region"))
-        .and_then(Value::as_str)
+        .setting("aws", "region")
         .map(|r| format!(" --region {r}"))
         .unwrap_or_default();
     let (field, run) = if public {

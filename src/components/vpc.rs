@@ -48,7 +48,7 @@ fn carve(vpc: Cidr, zones: usize, private_prefix: u32, public_prefix: u32) -> Op
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Vpc = input.block()?;
-    let region = input.providers.get("aws").and_then(|a| a.get("region")).and_then(Value::as_str);
+    let region = input.setting("aws", "region");
     Ok(Layout::new(&block, region)?.expansion(input.address, &block))
 }
 
