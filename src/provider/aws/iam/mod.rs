@@ -16,7 +16,7 @@ pub(super) mod oidc_provider;
 pub(super) mod policy;
 pub(super) mod role;
 
-use super::{Clients, create_tags, made_by, tolerate};
+use super::{Claim, Clients, create_tags, made_by, tolerate};
 use crate::provider::{Ctx, ProviderError};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
@@ -24,6 +24,32 @@ use serde_json::Value;
 
 /// IAM's error code for an object that does not exist.
 pub(super) const NO_SUCH_ENTITY: &str = "NoSuchEntity";
+
+/// The ARN of what a create `made` (`arn` reads it from the answer), or — when IAM says the
+/// name is taken — that of the object `lookup` finds, when `claim` says it is this create's
+/// own; any other failure is `op`'s error.
+pub(super) async fn made_or_adopted<O, E>(
+    aws: &Clients,
+    claim: &Claim<'_>,
+    op: &str,
+    made: Result<O, SdkError<E, HttpResponse>>,
+    arn: impl FnOnce(O) -> String,
+    lookup: impl Future<Output = Result<Option<(String, bool)>, ProviderError>>,
+) -> Result<String, ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match made {
+        Ok(answer) => Ok(arn(answer)),
+        Err(e) if e.code() == Some("EntityAlreadyExists") => claim.adopt(lookup.await?),
+        Err(e) => Err(super::error(aws, op, e)),
+    }
+}
+
+/// What a kind's `find` answers from its lookup: the ARN, when the object is its own.
+pub(super) fn own_arn(found: Option<(String, bool)>) -> Option<String> {
+    found.filter(|(_, own)| *own).map(|(arn, _)| arn)
+}
 
 /// An IAM call that is already so when what it names is gone ([`NO_SUCH_ENTITY`]): a delete,
 /// a detach, a removal (see [`tolerate`]).

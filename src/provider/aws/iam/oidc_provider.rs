@@ -1,7 +1,8 @@
 //! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
-use super::{gone_ok, iam_owned};
+use super::{gone_ok, iam_owned, made_or_adopted, own_arn};
+use aws_sdk_iam::operation::create_open_id_connect_provider::CreateOpenIdConnectProviderOutput;
 use crate::provider::aws::{Claim, Clients, error, existing, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
@@ -71,13 +72,9 @@ impl Resource for IamOidcProvider {
             .set_tags(Some(super::iam_create_tags(ctx, token, config)))
             .send()
             .await;
-        let arn = match made {
-            Ok(out) => out.open_id_connect_provider_arn().unwrap_or_default().to_owned(),
-            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
-                claim.adopt(lookup(ctx, aws, &cfg.url, token).await?)?
-            }
-            Err(e) => return Err(error(aws, "CreateOpenIDConnectProvider", e)),
-        };
+        let arn = |out: CreateOpenIdConnectProviderOutput| out.open_id_connect_provider_arn().unwrap_or_default().to_owned();
+        let lookup = lookup(ctx, aws, &cfg.url, token);
+        let arn = made_or_adopted(aws, &claim, "CreateOpenIDConnectProvider", made, arn, lookup).await?;
         Ok(Created {
             outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
             id: arn,
@@ -91,10 +88,7 @@ impl Resource for IamOidcProvider {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.url, token)
-            .await?
-            .filter(|(_, owned)| *owned)
-            .map(|(arn, _)| arn))
+        Ok(own_arn(lookup(ctx, ctx.cloud.aws().await, &cfg.url, token).await?))
     }
 
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {

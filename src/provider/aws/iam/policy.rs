@@ -1,10 +1,11 @@
 //! `aws_iam_policy`: a customer-managed IAM policy. A document change publishes a new default
 //! version (the oldest spare one is deleted first when IAM's five are used up).
 
-use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, policy_json};
+use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, made_or_adopted, own_arn, policy_json};
 use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
+use aws_sdk_iam::operation::create_policy::CreatePolicyOutput;
 use aws_sdk_iam::types::PolicyScopeType;
 use serde_json::{Value, json};
 
@@ -55,13 +56,8 @@ impl Resource for IamPolicy {
             .set_tags(Some(super::iam_create_tags(ctx, token, config)))
             .send()
             .await;
-        let arn = match made {
-            Ok(out) => out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned(),
-            Err(e) if crate::provider::aws::code(&e) == Some("EntityAlreadyExists") => {
-                claim.adopt(lookup(ctx, aws, &cfg.name, token).await?)?
-            }
-            Err(e) => return Err(error(aws, "CreatePolicy", e)),
-        };
+        let arn = |out: CreatePolicyOutput| out.policy().and_then(|p| p.arn()).unwrap_or_default().to_owned();
+        let arn = made_or_adopted(aws, &claim, "CreatePolicy", made, arn, lookup(ctx, aws, &cfg.name, token)).await?;
         Ok(Created {
             outputs: json!({ "id": arn, "arn": arn, "name": cfg.name }),
             id: arn,
@@ -76,10 +72,7 @@ impl Resource for IamPolicy {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        Ok(lookup(ctx, ctx.cloud.aws().await, &cfg.name, token)
-            .await?
-            .filter(|(_, owned)| *owned)
-            .map(|(arn, _)| arn))
+        Ok(own_arn(lookup(ctx, ctx.cloud.aws().await, &cfg.name, token).await?))
     }
 
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
