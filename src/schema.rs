@@ -317,8 +317,9 @@ macro_rules! attributes {
 #[cfg_attr(not(any(feature = "aws", feature = "gcp")), allow(unused_imports))]
 pub(crate) use attributes;
 
-/// A component's block, or a table nested in it (a node group, a queue), declared with
-/// [`block!`]: the serde struct the component reads it into, and the attributes it accepts.
+/// A component's block, a table nested in it (a node group, a queue), or a provider's settings
+/// (`[aws]`), declared with [`block!`]: the serde struct its reader reads it into, and the
+/// attributes it accepts.
 pub trait Block: serde::de::DeserializeOwned {
     /// The attributes, from the same declaration as the struct: the loader checks written
     /// blocks against them, and [`misfit`] the nested tables.
@@ -329,7 +330,9 @@ pub trait Block: serde::de::DeserializeOwned {
 /// keys, and its [`Block::FIELDS`]. A field is required unless it is an `Option` or has a
 /// `#[serde(default…)]`; its type comes from its Rust type ([`AttributeType`]) unless `as
 /// List` (or another [`FieldType`]) says otherwise: an `Option<Value>` that the component
-/// hands on to a resource unread says what the resource will take.
+/// hands on to a resource unread says what the resource will take. A visibility before
+/// `struct` (`pub struct`) is the struct's and its fields' (the provider settings are read
+/// outside their module).
 ///
 /// ```ignore
 /// block! {
@@ -344,7 +347,7 @@ pub trait Block: serde::de::DeserializeOwned {
 macro_rules! block {
     (
         $(#[$meta:meta])*
-        struct $name:ident {
+        $vis:vis struct $name:ident {
             $(
                 $(#[doc = $doc:literal])*
                 $(#[serde($($serde:tt)*)])?
@@ -355,11 +358,11 @@ macro_rules! block {
         $(#[$meta])*
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
-        struct $name {
+        $vis struct $name {
             $(
                 $(#[doc = $doc])*
                 $(#[serde($($serde)*)])?
-                $field: $ty,
+                $vis $field: $ty,
             )*
         }
 

@@ -63,7 +63,7 @@ pub(super) fn run(session: &Session, file: &Path, cluster: Option<&str>, target:
                 format!("run `forge up {}` first", file.display()),
             )
         })?;
-    let profile = stack.providers.get("aws").and_then(|a| a.get("profile")).and_then(Value::as_str);
+    let profile = stack.providers.aws.as_ref().and_then(|a| a.profile.as_deref());
     let entries = Entries::of(record, profile)?;
     if print {
         let mut config = empty();

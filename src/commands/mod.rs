@@ -21,6 +21,7 @@ use crate::output::{Printer, format_duration};
 use crate::plan::drift::{Drift, IgnoreRules, ReadError};
 use crate::plan::{Action, Mode, Plan};
 use crate::provider::budget::Budgets;
+use crate::provider::settings::Providers;
 use crate::provider::{Cloud, Registry};
 use crate::stack::Stack;
 use crate::state::lock::LockMode;
@@ -29,9 +30,6 @@ use crate::state::{Access, Backend, Held, LocalStore, StateError, Store};
 use miette::Result;
 use std::path::Path;
 use std::sync::Arc;
-
-/// A stack's provider settings (`[aws]`, `[gcp]`) by provider name.
-type Providers = std::collections::BTreeMap<String, serde_json::Value>;
 
 /// What the person running `up` or `destroy` agreed to up front.
 #[derive(Debug, Clone, Copy)]

@@ -6,6 +6,7 @@ pub mod drift;
 pub mod render;
 
 use crate::graph::ResourceGraph;
+use crate::provider::settings::Providers;
 use crate::provider::{Kind, Registry};
 use crate::stack::{Stack, StackError};
 use crate::state::{Backend, ResourceRecord, State, Status};
@@ -101,7 +102,7 @@ pub struct Plan {
     /// The state's serial when planned.
     pub state_serial: u64,
     /// Provider settings.
-    pub providers: BTreeMap<String, Value>,
+    pub providers: Providers,
     /// Output templates, evaluated after apply.
     pub outputs: BTreeMap<String, Value>,
     /// The changes: creates and updates in dependency order, then deletes.

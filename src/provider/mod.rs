@@ -11,6 +11,7 @@ pub mod gcp;
 pub mod k8s;
 pub mod null;
 pub mod retry;
+pub mod settings;
 pub mod wait;
 
 pub use crate::schema::{Field, FieldType, Output, Source, Spec};
@@ -19,6 +20,7 @@ pub use wait::{Poll, wait_gone, wait_until};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use settings::Providers;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -104,8 +106,8 @@ impl Ctx {
 /// settings, shared by refresh, the dry run, facts, apply and readiness.
 #[derive(Default)]
 pub struct Cloud {
-    /// Settings by provider name, as written in the stack.
-    pub settings: BTreeMap<String, Value>,
+    /// The stack's `[aws]` / `[gcp]` settings.
+    pub settings: Providers,
     /// The command's rate budgets (shared with its other clouds); only AWS's calls are paced
     /// ahead so far.
     #[cfg_attr(not(feature = "aws"), allow(dead_code))]
@@ -122,7 +124,7 @@ pub struct Cloud {
 impl Cloud {
     /// Clouds configured by `settings`, pacing their calls with `budgets`; nothing connects
     /// until a kind asks.
-    pub fn new(settings: BTreeMap<String, Value>, budgets: Arc<budget::Budgets>) -> Self {
+    pub fn new(settings: Providers, budgets: Arc<budget::Budgets>) -> Self {
         Cloud {
             settings,
             budgets,
@@ -134,7 +136,7 @@ impl Cloud {
     #[cfg(feature = "aws")]
     pub async fn aws(&self) -> &aws::Clients {
         self.aws
-            .get_or_init(|| aws::Clients::connect(self.settings.get("aws"), self.budgets.clone()))
+            .get_or_init(|| aws::Clients::connect(self.settings.aws.as_ref(), self.budgets.clone()))
             .await
     }
 }

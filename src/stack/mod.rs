@@ -11,6 +11,7 @@ mod load;
 pub use diagnostic::{SourceFile, StackError};
 pub use load::{LoadError, Parsed, load, load_str, parse, parse_str};
 
+use crate::provider::settings::Providers;
 use crate::state::Backend;
 use serde_json::Value;
 
@@ -26,8 +27,8 @@ pub struct Stack {
     pub description: Option<String>,
     /// The file it came from, for errors that point into it.
     pub source: SourceFile,
-    /// Provider settings (`[aws]`, `[gcp]`) by provider name.
-    pub providers: BTreeMap<String, Value>,
+    /// Provider settings (`[aws]`, `[gcp]`).
+    pub providers: Providers,
     /// Where the state lives (`[state]`).
     pub state: Backend,
     /// `[outputs]`: templates evaluated against the state after `up`.

@@ -86,6 +86,7 @@ pub use fsx::lustre::DEFAULT_DEPLOYMENT as FSX_DEFAULT_DEPLOYMENT;
 pub use crate::provider::{Poll, wait_gone, wait_until};
 pub use crate::provider::{TOKEN_TAG, made_by, parse};
 
+use super::settings::AwsSettings;
 use super::{Ctx, ProviderError, Registry};
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -154,22 +155,22 @@ impl Clients {
     /// what an earlier attempt made (no SDK-level resend can make a second object when the
     /// first try succeeded but its answer was lost). Every call is paced by its API's rate
     /// budget ([`pacing`]).
-    pub async fn connect(settings: Option<&Value>, budgets: std::sync::Arc<crate::provider::budget::Budgets>) -> Clients {
-        let setting = |key: &str| settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
+    pub async fn connect(settings: Option<&AwsSettings>, budgets: std::sync::Arc<crate::provider::budget::Budgets>) -> Clients {
+        let profile = settings.and_then(|s| s.profile.clone());
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .retry_config(aws_config::retry::RetryConfig::disabled())
             .identity_cache(pacing::PacedIdentityCache::new());
-        if let Some(region) = setting("region") {
+        if let Some(region) = settings.and_then(|s| s.region.clone()) {
             loader = loader.region(aws_config::Region::new(region));
         }
-        if let Some(profile) = setting("profile") {
+        if let Some(profile) = profile.clone() {
             loader = loader.profile_name(profile);
         }
         let config = loader.load().await;
         let context = format!(
             "region {}, profile {}, endpoint {}",
             config.region().map_or("(none)", |r| r.as_ref()),
-            setting("profile")
+            profile
                 .or_else(|| std::env::var("AWS_PROFILE").ok())
                 .unwrap_or_else(|| "default".into()),
             config.endpoint_url().unwrap_or("AWS")

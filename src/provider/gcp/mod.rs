@@ -20,13 +20,13 @@ mod subnetwork;
 
 pub use container_cluster::get as get_cluster;
 
+use super::settings::GcpSettings;
 use super::{Cloud, ProviderError, Registry};
 use google_cloud_compute_v1::client::{
     Firewalls, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, Routers, Subnetworks,
 };
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_filestore_v1::client::CloudFilestoreManager;
-use serde_json::Value;
 
 /// Adds the Google Cloud kinds to a registry.
 pub fn register(registry: Registry) -> Registry {
@@ -75,10 +75,11 @@ pub struct Clients {
     pub credentials: google_cloud_auth::credentials::Credentials,
 }
 
-/// The first of `[gcp] key` and these environment variables that is set and not empty.
-fn setting(settings: Option<&Value>, key: &str, variables: &[&str]) -> Option<String> {
-    let given = settings.and_then(|s| s.get(key)).and_then(Value::as_str).map(str::to_owned);
+/// The first of the `[gcp]` setting `given` and these environment variables that is set and
+/// not empty.
+fn setting(given: Option<&str>, variables: &[&str]) -> Option<String> {
     given
+        .map(str::to_owned)
         .into_iter()
         .chain(variables.iter().filter_map(|v| std::env::var(v).ok()))
         .find(|v| !v.is_empty())
@@ -98,11 +99,10 @@ fn version_path(service: &str) -> &'static str {
 /// `CLOUDSDK_API_ENDPOINT_OVERRIDES_<SERVICE>`, else Google's own. A trailing API version
 /// (`compute/v1/`, `v1/`), as gcloud takes these values, is not part of the root; anything before
 /// it is (a proxy's path prefix).
-pub fn endpoint(settings: Option<&Value>, service: &str) -> String {
+pub fn endpoint(settings: Option<&GcpSettings>, service: &str) -> String {
     let configured = settings
-        .and_then(|s| s.get("endpoints"))
+        .and_then(|s| s.endpoints.as_ref())
         .and_then(|e| e.get(service))
-        .and_then(Value::as_str)
         .map(str::to_owned);
     root_url(configured, service)
 }
@@ -173,11 +173,14 @@ impl Clients {
     /// Makes the clients: project and region from `[gcp]`, else `GOOGLE_CLOUD_PROJECT` /
     /// `CLOUDSDK_CORE_PROJECT` and `CLOUDSDK_COMPUTE_REGION`; endpoints from [`endpoint`];
     /// credentials from [`credentials`].
-    pub async fn connect(settings: Option<&Value>) -> Result<Clients, ProviderError> {
+    pub async fn connect(settings: Option<&GcpSettings>) -> Result<Clients, ProviderError> {
         let fail = |message: String| ProviderError::permanent(message);
-        let project = setting(settings, "project", &["GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"])
-            .ok_or_else(|| fail("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT".into()))?;
-        let region = setting(settings, "region", &["CLOUDSDK_COMPUTE_REGION"]);
+        let project = setting(
+            settings.and_then(|s| s.project.as_deref()),
+            &["GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"],
+        )
+        .ok_or_else(|| fail("no Google Cloud project: set `project` in `[gcp]`, or GOOGLE_CLOUD_PROJECT".into()))?;
+        let region = setting(settings.and_then(|s| s.region.as_deref()), &["CLOUDSDK_COMPUTE_REGION"]);
         let at = |service: &str| {
             let url = endpoint(settings, service);
             let context = format!(
@@ -254,7 +257,7 @@ impl Cloud {
     /// The Google Cloud clients, made from `[gcp]` and Google's environment on first use.
     pub async fn gcp(&self) -> Result<&Clients, ProviderError> {
         self.gcp
-            .get_or_init(|| Clients::connect(self.settings.get("gcp")))
+            .get_or_init(|| Clients::connect(self.settings.gcp.as_ref()))
             .await
             .as_ref()
             .map_err(Clone::clone)
@@ -334,13 +337,18 @@ pub fn error_in(context: &str, what: &str, err: google_cloud_compute_v1::Error) 
 mod tests {
     use super::*;
 
+    /// `[gcp]` with only `endpoints`, read as the loader reads it.
+    fn with_endpoints(endpoints: serde_json::Value) -> GcpSettings {
+        serde_json::from_value(serde_json::json!({ "endpoints": endpoints })).expect("known APIs")
+    }
+
     #[test]
     fn endpoints_drop_the_api_version_as_gcloud_writes_them() {
-        let settings = serde_json::json!({ "endpoints": { "compute": "http://127.0.0.1:9/compute/v1/" } });
+        let settings = with_endpoints(serde_json::json!({ "compute": "http://127.0.0.1:9/compute/v1/" }));
         assert_eq!(endpoint(Some(&settings), "compute"), "http://127.0.0.1:9");
-        let settings = serde_json::json!({ "endpoints": { "compute": "https://psc.example/compute/v1" } });
+        let settings = with_endpoints(serde_json::json!({ "compute": "https://psc.example/compute/v1" }));
         assert_eq!(endpoint(Some(&settings), "compute"), "https://psc.example");
-        let settings = serde_json::json!({ "endpoints": { "container": "http://127.0.0.1:9/container/v1/" } });
+        let settings = with_endpoints(serde_json::json!({ "container": "http://127.0.0.1:9/container/v1/" }));
         assert_eq!(endpoint(Some(&settings), "container"), "http://127.0.0.1:9/container");
     }
 }
