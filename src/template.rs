@@ -8,6 +8,49 @@
 use serde_json::Value;
 use std::fmt;
 
+/// The address of a block (`<type>.<name>`: `aws_vpc.main`, `eks.train`) or of what a
+/// component makes below its own (`eks.train.nodegroups.gpu.nodegroup`). It reads as the text
+/// it is (`Deref` to `str`); its parts have names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Address(String);
+
+impl Address {
+    /// The address written as `text`.
+    pub fn new(text: impl Into<String>) -> Address {
+        Address(text.into())
+    }
+
+    /// The block type: `eks` of `eks.train`.
+    pub fn kind(&self) -> &str {
+        self.0.split_once('.').map_or(&self.0, |(kind, _)| kind)
+    }
+
+    /// The block's own name: `train` of `eks.train` (and of what it makes below it).
+    pub fn name(&self) -> &str {
+        let rest = self.0.split_once('.').map_or(self.0.as_str(), |(_, rest)| rest);
+        rest.split_once('.').map_or(rest, |(name, _)| name)
+    }
+
+    /// The address of `local` below this one: `eks.train` and `cluster` make `eks.train.cluster`.
+    pub fn child(&self, local: &str) -> Address {
+        Address(format!("{}.{local}", self.0))
+    }
+}
+
+impl std::ops::Deref for Address {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// One `${a.b.c}` reference: its dotted path, split into segments.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reference {
@@ -26,9 +69,9 @@ impl Reference {
     /// (`${vpc.main.private.us-west-2a.id}` is `vpc.main.private.us-west-2a` and `["id"]`
     /// when that resource exists). The one place a reference is split into address and path:
     /// the loader, the planner and apply all resolve through it.
-    pub fn resolve<T>(&self, mut find: impl FnMut(&str) -> Option<T>) -> Option<(String, T, &[String])> {
+    pub fn resolve<T>(&self, mut find: impl FnMut(&str) -> Option<T>) -> Option<(Address, T, &[String])> {
         (2..=self.segments.len()).rev().find_map(|split| {
-            let address = self.segments[..split].join(".");
+            let address = Address(self.segments[..split].join("."));
             find(&address).map(|found| (address, found, &self.segments[split..]))
         })
     }
@@ -266,8 +309,10 @@ mod tests {
         };
         let known = ["vpc.main", "vpc.main.private.a"];
         let (address, found, path) = r.resolve(|a| known.iter().position(|k| *k == a)).unwrap();
-        assert_eq!((address.as_str(), found, path), ("vpc.main.private.a", 1, &["id".to_owned()][..]));
+        assert_eq!((&*address, found, path), ("vpc.main.private.a", 1, &["id".to_owned()][..]));
         assert!(r.resolve(|_| None::<()>).is_none());
+        assert_eq!((address.kind(), address.name()), ("vpc", "main"));
+        assert_eq!(Address::new("eks.train").child("cluster").to_string(), "eks.train.cluster");
     }
 
     #[test]

@@ -38,7 +38,7 @@ const CLAIM_GIB: i64 = 100;
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Efs = input.block()?;
     let address = input.address;
-    let name = address.split_once('.').map_or(address, |(_, n)| n);
+    let name = address.name();
     let vpc = input.named_vpc("vpc", Some(&block.vpc))?;
     let clients = input.clients(block.clients.as_ref(), &["eks"])?;
     let choice = |key: &str, written: &Option<String>, allowed: &[&str], default: &'static str| -> Result<Value, ComponentError> {

@@ -218,7 +218,7 @@ impl<'a> Cluster<'a> {
         let name = block
             .name
             .clone()
-            .unwrap_or_else(|| address.split_once('.').map_or(address, |(_, n)| n).to_owned());
+            .unwrap_or_else(|| address.name().to_owned());
         let network = match (&block.vpc, &block.vpc_id, &block.subnet_ids) {
             (Some(vpc), None, None) => Network::Component(input.named_vpc("vpc", Some(vpc))?),
             (None, Some(vpc_id), Some(subnet_ids)) => Network::Existing { vpc_id, subnet_ids },
@@ -699,7 +699,8 @@ fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[Stri
 /// The stack's AWS region: `[aws] region`, else the environment's, else us-east-1.
 fn region(input: &Input) -> String {
     input
-        .setting("aws", "region")
+        .providers
+        .aws_region()
         .map(str::to_owned)
         .or_else(|| std::env::var("AWS_REGION").ok())
         .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
@@ -723,10 +724,7 @@ fn outputs(input: &Input, cluster: &Cluster, groups: &[Group]) -> Map<String, Va
     outputs.insert("node_role_arn".into(), cluster.reference("node_role", "arn"));
     outputs.insert("node_role_name".into(), cluster.reference("node_role", "name"));
     outputs.insert("oidc_provider_arn".into(), cluster.reference("oidc", "arn"));
-    outputs.insert(
-        "region".into(),
-        input.providers.get("aws").and_then(|a| a.get("region")).cloned().unwrap_or(Value::Null),
-    );
+    outputs.insert("region".into(), input.providers.aws_region().map_or(Value::Null, Value::from));
     let by_group = groups
         .iter()
         .map(|g| {
@@ -922,7 +920,7 @@ fn check_timeouts(key: &str, timeouts: &Value) -> Result<(), ComponentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use crate::provider::settings::Providers;
 
     #[test]
     fn ami_type_follows_the_family() {
@@ -940,7 +938,7 @@ mod tests {
     fn a_node_group_is_held_to_its_declared_fields() {
         let expand_with = |group: Value| {
             let config = json!({ "vpc_id": "vpc-1", "subnet_ids": ["subnet-1"], "nodegroups": { "gpu": group } });
-            crate::components::expand_alone(expand, "eks.train", config, &BTreeMap::new()).unwrap_err()
+            crate::components::expand_alone(expand, "eks.train", config, &Providers::default()).unwrap_err()
         };
         let unknown = expand_with(json!({ "instance_typ": "c5.2xlarge", "size": 1 }));
         assert_eq!(unknown.key.as_deref(), Some("nodegroups.gpu.instance_typ"));

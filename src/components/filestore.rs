@@ -105,7 +105,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         ));
     };
     check_capacity(tier, block.capacity_gib)?;
-    let region = input.setting("gcp", "region");
+    let region = input.providers.gcp_region();
     let location = location(tier, block.zone.as_deref(), region)?;
     let network = match (&block.vpc, &block.network) {
         (Some(_), _) => {

@@ -161,7 +161,7 @@ fn association(block: &Fsx, deployment: &str, file_system: &str) -> Result<Optio
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Fsx = input.block()?;
     let address = input.address;
-    let name = address.split_once('.').map_or(address, |(_, n)| n);
+    let name = address.name();
     let vpc = input.named_vpc("vpc", Some(&block.vpc))?;
     let subnet = vpc.private_subnet("zone", &block.zone)?;
     let clients = input.clients(block.clients.as_ref(), &["eks", "slurm"])?;

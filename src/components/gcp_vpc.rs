@@ -70,7 +70,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             "use 1300 to 8896 (1460 by default; 8896 for jumbo frames)",
         ));
     }
-    let region = block.region.as_deref().or(input.setting("gcp", "region"));
+    let region = block.region.as_deref().or(input.providers.gcp_region());
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
     let [cidr, pods, services] = ranges.map(|r| r.to_string());
     let with_region = |mut config: Value| {
@@ -188,10 +188,18 @@ pub(super) fn valid_name(name: &str) -> bool {
 mod tests {
     use super::*;
     use crate::components::expand_alone;
-    use std::collections::BTreeMap;
+    use crate::provider::settings::{GcpSettings, Providers};
 
     fn expand_with(config: Value) -> Result<Expansion, ComponentError> {
-        let providers = BTreeMap::from([("gcp".to_owned(), json!({ "project": "p", "region": "us-central1" }))]);
+        let gcp = GcpSettings {
+            project: Some("p".to_owned()),
+            region: Some("us-central1".to_owned()),
+            ..GcpSettings::default()
+        };
+        let providers = Providers {
+            gcp: Some(gcp),
+            ..Providers::default()
+        };
         expand_alone(expand, "gcp_vpc.main", config, &providers)
     }
 

@@ -269,7 +269,7 @@ impl<'a> Cluster<'a> {
                 "set `name = \"nemo\"` (at most 30 characters: forge adds `-gpu-<n>` to it for GPU networks)",
             ));
         }
-        let region = input.setting("gcp", "region");
+        let region = input.providers.gcp_region();
         let Some(location) = block.location.as_deref().or(region).map(str::to_owned) else {
             return Err(ComponentError::at(
                 "location",
@@ -369,7 +369,7 @@ impl<'a> Cluster<'a> {
 /// default_labels` (which would reach the pools' VM labels only after expansion, but the pool
 /// created inline with the cluster needs them in the cluster's create).
 fn pool_parts(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> Vec<Part> {
-    let default_labels = input.providers.get("gcp").and_then(|g| g.get("default_labels"));
+    let default_labels = input.providers.gcp.as_ref().and_then(|g| g.default_labels.as_ref());
     pools
         .iter()
         .map(|pool| {
@@ -378,7 +378,7 @@ fn pool_parts(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> 
                 config["timeouts"] = timeouts.clone();
             }
             if let Some(labels) = default_labels {
-                config["resource_labels"] = crate::template::quote(labels);
+                config["resource_labels"] = crate::template::quote(&Value::Object(labels.clone()));
             }
             Part::new(&format!("node_pools.{}", pool.name), "google_container_node_pool", config)
         })

@@ -5,6 +5,7 @@
 //! `k8s_object` parts here; the engine that applies them is `provider::k8s`.
 
 use super::{ComponentError, Part};
+use crate::template::Address;
 use crate::readiness::{Check, Claim};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -467,7 +468,7 @@ impl Mounted {
 /// `kubernetes = { claim = "…", namespace = "…" }`, by default `<block name>-pvc` in
 /// `default`; the volume is `<namespace>-<claim>` (volumes are cluster-wide).
 pub fn mount(
-    address: &str,
+    address: &Address,
     settings: Option<&Value>,
     clients: &[&str],
     volume: SharedVolume,
@@ -475,8 +476,7 @@ pub fn mount(
 ) -> Result<Mounted, ComponentError> {
     check_keys(settings, "kubernetes", &["claim", "namespace"])?;
     let get = |key: &str| settings.and_then(|t| t.get(key)).and_then(Value::as_str).map(str::to_owned);
-    let block = address.split_once('.').map_or(address, |(_, n)| n);
-    let claim_name = get("claim").unwrap_or_else(|| format!("{block}-pvc").replace('_', "-"));
+    let claim_name = get("claim").unwrap_or_else(|| format!("{}-pvc", address.name()).replace('_', "-"));
     let namespace = get("namespace").unwrap_or_else(|| "default".into());
     let volume_name = format!("{namespace}-{claim_name}");
     let storage = json!(format!("{}Gi", volume.capacity_gib));

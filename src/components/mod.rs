@@ -33,6 +33,8 @@ pub mod slurm;
 pub mod vpc;
 
 use crate::facts::Facts;
+use crate::template::Address;
+use crate::provider::settings::Providers;
 use crate::schema::{Block, Field, Misfit};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -76,11 +78,11 @@ pub struct Expansion {
 /// What a component's expansion sees.
 pub struct Input<'a> {
     /// The component's own address (`eks.train`).
-    pub address: &'a str,
+    pub address: &'a Address,
     /// Its attributes, with variables substituted.
     pub config: &'a Map<String, Value>,
     /// The stack's `[aws]` / `[gcp]` settings.
-    pub providers: &'a BTreeMap<String, Value>,
+    pub providers: &'a Providers,
     /// The other component blocks of the stack, by address, as written (so `eks` can check a
     /// zone against the `vpc` it names).
     pub components: &'a BTreeMap<String, Map<String, Value>>,
@@ -190,22 +192,16 @@ impl NamedVpc<'_> {
 }
 
 impl Input<'_> {
-    /// The string setting `key` of the stack's `[provider]` table (`[aws] region`).
-    pub fn setting(&self, provider: &str, key: &str) -> Option<&str> {
-        self.providers.get(provider).and_then(|p| p.get(key)).and_then(Value::as_str)
-    }
-
     /// The cloud name of what the block makes: its `name`, else the block's own name with
     /// `_` as `-` (the clouds' names take no `_`).
     pub fn cloud_name(&self, name: &Option<String>) -> String {
-        let own = self.address.split_once('.').map_or(self.address, |(_, n)| n);
-        name.clone().unwrap_or_else(|| own.replace('_', "-"))
+        name.clone().unwrap_or_else(|| self.address.name().replace('_', "-"))
     }
 
     /// The block itself, read into its declared struct (see [`read`]).
     pub fn block<T: Block>(&self) -> Result<T, ComponentError> {
-        let kind = self.address.split_once('.').map_or(self.address, |(kind, _)| kind);
-        read(&Value::Object(self.config.clone()), "", "the block", &format!("`[{kind}.<name>]`"))
+        let example = format!("`[{}.<name>]`", self.address.kind());
+        read(&Value::Object(self.config.clone()), "", "the block", &example)
     }
 
     /// The `vpc` block `named` by the attribute `key`, or an error that lists the stack's.
@@ -380,11 +376,11 @@ pub(crate) fn expand_alone(
     expand: ExpandFn,
     address: &str,
     config: Value,
-    providers: &BTreeMap<String, Value>,
+    providers: &Providers,
 ) -> Result<Expansion, ComponentError> {
     let config = config.as_object().cloned().unwrap_or_default();
     expand(&Input {
-        address,
+        address: &Address::new(address),
         config: &config,
         providers,
         components: &BTreeMap::new(),

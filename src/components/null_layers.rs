@@ -77,16 +77,16 @@ fn layers(address: &str, block: &NullLayers) -> Result<Expansion, String> {
 mod tests {
     use super::*;
     use crate::components::expand_alone;
-    use std::collections::BTreeMap;
+    use crate::provider::settings::Providers;
 
     #[test]
     fn expands_layers_with_two_parents_each() {
-        let out = expand_alone(expand, "null_layers.r", json!({"layers": 3, "width": 4}), &BTreeMap::new()).unwrap();
+        let out = expand_alone(expand, "null_layers.r", json!({"layers": 3, "width": 4}), &Providers::default()).unwrap();
         assert_eq!(out.parts.len(), 12);
         let last = &out.parts[11];
         assert_eq!(last.local, "l2.n3");
         assert_eq!(last.depends_on, ["null_layers.r.l1.n3", "null_layers.r.l1.n0"]);
         assert_eq!(out.outputs["last_ids"][0], json!("${null_layers.r.l2.n0.id}"));
-        assert!(expand_alone(expand, "null_layers.r", json!({"layers": 0, "width": 4}), &BTreeMap::new()).is_err());
+        assert!(expand_alone(expand, "null_layers.r", json!({"layers": 0, "width": 4}), &Providers::default()).is_err());
     }
 }

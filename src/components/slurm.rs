@@ -412,7 +412,8 @@ fn group_of(q: &Queue) -> (String, String) {
 /// instances, then SSH to its public address (with `ssh_cidrs`) or an SSM session.
 fn login_command(input: &Input, address: &str, public: bool) -> String {
     let region = input
-        .setting("aws", "region")
+        .providers
+        .aws_region()
         .map(|r| format!(" --region {r}"))
         .unwrap_or_default();
     let (field, run) = if public {

@@ -48,7 +48,7 @@ fn carve(vpc: Cidr, zones: usize, private_prefix: u32, public_prefix: u32) -> Op
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Vpc = input.block()?;
-    let region = input.setting("aws", "region");
+    let region = input.providers.aws_region();
     Ok(Layout::new(&block, region)?.expansion(input.address, &block))
 }
 
@@ -272,12 +272,17 @@ fn subnet_bits(vpc: Cidr, key: &str, given: Option<i64>, default: u32) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use crate::provider::settings::{AwsSettings, Providers};
 
     fn run(config: Value, region: Option<&str>) -> Result<Expansion, String> {
-        let providers = region
-            .map(|r| BTreeMap::from([("aws".to_owned(), json!({ "region": r }))]))
-            .unwrap_or_default();
+        let aws = region.map(|r| AwsSettings {
+            region: Some(r.to_owned()),
+            ..AwsSettings::default()
+        });
+        let providers = Providers {
+            aws,
+            ..Providers::default()
+        };
         crate::components::expand_alone(expand, "vpc.main", config, &providers).map_err(|e| e.message)
     }
 

@@ -5,9 +5,10 @@ use super::{Resource, Stack};
 use crate::components::{self, Component, Input};
 use crate::facts::{Facts, Needs};
 use crate::provider::Registry;
+use crate::provider::settings::{GcpEndpoints, Providers};
 use crate::schema::{Field, FieldType, describe, mistyped, suggestion, timeout_problem};
 use crate::state::Backend;
-use crate::template::{self, Reference};
+use crate::template::{self, Address, Reference};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
@@ -22,12 +23,18 @@ type Spans = HashMap<String, Range<usize>>;
 /// The entries of a list of strings (`depends_on`), each with where it sits in the file.
 type Listed = Vec<(String, Range<usize>)>;
 
-/// Per provider, the setting whose tags or labels every resource of its kinds (by prefix)
-/// gets, and the attribute they go in: the first of these the kind has.
-const DEFAULT_LABELS: &[(&str, &str, &str, &[&str])] = &[
-    ("aws", "default_tags", "aws_", &["tags"]),
-    ("gcp", "default_labels", "google_", &["resource_labels", "labels"]),
-];
+/// Per provider, the tags or labels every resource of its kinds (by prefix) gets, when the
+/// stack sets them, and the attribute they go in: the first of these the kind has.
+fn default_labels(providers: &Providers) -> [(Option<&Map<String, Value>>, &'static str, &'static [&'static str]); 2] {
+    [
+        (providers.aws.as_ref().and_then(|a| a.default_tags.as_ref()), "aws_", &["tags"]),
+        (
+            providers.gcp.as_ref().and_then(|g| g.default_labels.as_ref()),
+            "google_",
+            &["resource_labels", "labels"],
+        ),
+    ]
+}
 
 /// The state backends, and the keys `[state]` takes.
 const BACKENDS: &[&str] = &["local", "s3", "gcs"];
@@ -48,30 +55,8 @@ const REMOTE_KEYS: &[(&str, &[&str])] = &[
     ("gcs", &["bucket", "prefix", "kms_key_name", "lease"]),
 ];
 
-/// The Google APIs whose endpoint `[gcp] endpoints` may set.
-const GCP_SERVICES: &[&str] = &["compute", "container", "file"];
-
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
 const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
-const PROVIDER_FIELDS: &[(&str, &[Field])] = &[
-    (
-        "aws",
-        &[
-            Field::optional("region", FieldType::String),
-            Field::optional("profile", FieldType::String),
-            Field::optional("default_tags", FieldType::Table),
-        ],
-    ),
-    (
-        "gcp",
-        &[
-            Field::optional("project", FieldType::String),
-            Field::optional("region", FieldType::String),
-            Field::optional("default_labels", FieldType::Table),
-            Field::optional("endpoints", FieldType::Table),
-        ],
-    ),
-];
 
 /// The local state file of stack `name` by default: `state/<name>.json`.
 fn default_state_path(name: &str) -> PathBuf {
@@ -81,23 +66,20 @@ fn default_state_path(name: &str) -> PathBuf {
 /// What a remote state takes from the provider settings: an S3 bucket's region (unless
 /// `[state] region` gives it) from `[aws] region`; a GCS bucket's project and endpoint from
 /// `[gcp] project` and `endpoints.storage`.
-fn provider_settings(state: &mut Backend, providers: &BTreeMap<String, Value>) {
-    let setting = |provider: &str, pointer: &str| {
-        providers
-            .get(provider)
-            .and_then(|p| p.pointer(pointer))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
+fn provider_settings(state: &mut Backend, providers: &Providers) {
     match state {
         Backend::S3 { region, .. } => {
             if region.is_none() {
-                *region = setting("aws", "/region");
+                *region = providers.aws_region().map(str::to_owned);
             }
         }
         Backend::Gcs { project, endpoint, .. } => {
-            *project = setting("gcp", "/project");
-            *endpoint = setting("gcp", "/endpoints/storage");
+            let gcp = providers.gcp.as_ref();
+            *project = gcp.and_then(|g| g.project.clone());
+            *endpoint = gcp
+                .and_then(|g| g.endpoints.as_ref())
+                .and_then(|e| e.get("storage"))
+                .map(str::to_owned);
         }
         Backend::Local { .. } => {}
     }
@@ -159,7 +141,7 @@ pub struct Parsed {
     file: SourceFile,
     name: String,
     description: Option<String>,
-    providers: BTreeMap<String, Value>,
+    providers: Providers,
     state: Backend,
     /// `[outputs]` as written, checked after the resources as always.
     outputs: Option<Outputs>,
@@ -169,7 +151,7 @@ pub struct Parsed {
 
 impl Parsed {
     /// The provider settings (`[aws]`, `[gcp]`): how to reach the clouds the facts come from.
-    pub fn providers(&self) -> &BTreeMap<String, Value> {
+    pub fn providers(&self) -> &Providers {
         &self.providers
     }
 
@@ -223,7 +205,7 @@ type BlockSection<'t> = (&'t Spanned<std::borrow::Cow<'t, str>>, &'t str, &'t Sp
 /// The sections of a stack file but `[stack]`: the providers, `[state]` and `[vars]` read;
 /// `[outputs]` and the block sections kept as written, for after the `--var` overrides.
 struct Sections<'t> {
-    providers: BTreeMap<String, Value>,
+    providers: Providers,
     state: Backend,
     vars: Map<String, Value>,
     outputs: Option<&'t Spanned<DeValue<'t>>>,
@@ -321,7 +303,7 @@ impl Loader<'_> {
     /// The sections but `[stack]`, in file order (see [`Sections`]); `name` is the stack's.
     fn sections<'t>(&self, root: &'t DeTable<'t>, name: &str) -> Result<Sections<'t>, StackError> {
         let mut sections = Sections {
-            providers: BTreeMap::new(),
+            providers: Providers::default(),
             state: Backend::Local {
                 path: default_state_path(name),
             },
@@ -332,11 +314,8 @@ impl Loader<'_> {
         for (key, value) in root.iter() {
             match key.get_ref().as_ref() {
                 "stack" => {}
-                provider @ ("aws" | "gcp") => {
-                    sections
-                        .providers
-                        .insert(provider.to_owned(), self.provider_section(provider, value)?);
-                }
+                "aws" => sections.providers.aws = Some(self.provider_section("aws", value)?),
+                "gcp" => sections.providers.gcp = Some(self.provider_section("gcp", value)?),
                 "state" => sections.state = self.state_section(value, name)?,
                 "vars" => {
                     self.table(value, "vars", "write `[vars]` with `name = default` lines")?;
@@ -478,8 +457,8 @@ impl Loader<'_> {
 
         // The effective tags and labels are part of each resource's attributes, so a change of
         // `default_tags` / `default_labels` shows in the plan and updates them in place.
-        for (provider, setting, prefix, fields) in DEFAULT_LABELS {
-            let Some(defaults) = providers.get(*provider).and_then(|a| a.get(*setting)).and_then(Value::as_object) else {
+        for (defaults, prefix, fields) in default_labels(providers) {
+            let Some(defaults) = defaults else {
                 continue;
             };
             for block in blocks.iter_mut().filter(|b| b.kind.starts_with(prefix)) {
@@ -578,13 +557,11 @@ impl Loader<'_> {
         Ok((name, string("description")?.map(|(d, _)| d)))
     }
 
-    fn provider_section(&self, provider: &str, section: &Spanned<DeValue>) -> Result<Value, StackError> {
+    /// `[provider]`, checked against the keys and types its settings struct `T` declares and
+    /// read into it.
+    fn provider_section<T: crate::schema::Block>(&self, provider: &str, section: &Spanned<DeValue>) -> Result<T, StackError> {
         let table = self.table(section, provider, &format!("write `[{provider}]`"))?;
-        let fields = PROVIDER_FIELDS
-            .iter()
-            .find(|(p, _)| *p == provider)
-            .map(|(_, f)| *f)
-            .unwrap_or_default();
+        let fields = T::FIELDS;
         let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
         self.known_keys(provider, table, &names)?;
         for (key, value) in table.iter() {
@@ -607,10 +584,19 @@ impl Loader<'_> {
             if key.get_ref() == "endpoints"
                 && let DeValue::Table(endpoints) = value.get_ref()
             {
-                self.known_keys("gcp.endpoints", endpoints, GCP_SERVICES)?;
+                let services: Vec<&str> = <GcpEndpoints as crate::schema::Block>::FIELDS.iter().map(|f| f.name).collect();
+                self.known_keys("gcp.endpoints", endpoints, &services)?;
             }
         }
-        Ok(self.to_json(section, "")?.0)
+        let settings = self.to_json(section, "")?.0;
+        serde_json::from_value(settings).map_err(|e| {
+            self.err(
+                section.span(),
+                format!("`[{provider}]`: {e}"),
+                "in this table",
+                format!("see `[{provider}]` in docs/stack-format.md"),
+            )
+        })
     }
 
     /// `[state]`: the backend and its keys (`stack_name` names the default file and key). The
@@ -1060,15 +1046,15 @@ impl Loader<'_> {
     fn expand(
         &self,
         pending: &PendingComponent,
-        providers: &BTreeMap<String, Value>,
+        providers: &Providers,
         components: &BTreeMap<String, Map<String, Value>>,
         facts: &Facts,
     ) -> Result<Expanded, StackError> {
         let PendingComponent { component, block } = pending;
-        let (address, header) = (&block.address, &block.span);
+        let (address, header) = (Address::new(block.address.as_str()), &block.span);
         let attrs = block.config.as_object().cloned().unwrap_or_default();
         let input = Input {
-            address,
+            address: &address,
             config: &attrs,
             providers,
             components,
@@ -1398,7 +1384,17 @@ mod tests {
                 generated: false,
             },
         };
-        loader.expand(&pending, &BTreeMap::new(), &BTreeMap::new(), &Facts::builtin())
+        loader.expand(&pending, &Providers::default(), &BTreeMap::new(), &Facts::builtin())
+    }
+
+    #[test]
+    fn a_gcs_state_takes_its_project_and_endpoint_from_gcp() {
+        let text = "[stack]\nname = \"s\"\n[gcp]\nproject = \"p\"\nendpoints = { storage = \"http://127.0.0.1:9/\" }\n[state]\nbackend = \"gcs\"\nbucket = \"b\"\n";
+        let parsed = parse_str("s.toml", text, &[], &Registry::builtin()).expect("the stack parses");
+        let Backend::Gcs { project, endpoint, .. } = &parsed.state else {
+            panic!("a gcs backend, not {:?}", parsed.state);
+        };
+        assert_eq!((project.as_deref(), endpoint.as_deref()), (Some("p"), Some("http://127.0.0.1:9/")));
     }
 
     #[test]
