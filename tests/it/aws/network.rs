@@ -197,23 +197,27 @@ fn paced_calls_fit_the_accounts_buckets_and_throttled_calls_never_fail() {
     for aws in [&paced, &unpaced] {
         aws.write("groups.toml", &placement_groups(&format!("groups-{}", aws.account), 90));
     }
-    // Paced to the same bucket (`--api-rate 4`): at most 5% of the calls throttled (the
-    // bucket's edge: forge's clock and the emulator's start a connection apart), creating or
-    // deleting, and every group made and deleted once.
+    // Paced to the same bucket (`--api-rate 4`): at most 10% of the calls throttled (the
+    // bucket's edge: forge's clock and the emulator's start a connection apart, further apart
+    // on a loaded machine), creating or deleting, and every group made and deleted once.
     paced.ok(&["up", "groups.toml", "--yes", "--api-rate", "4"]);
     paced.ok(&["destroy", "groups.toml", "--yes", "--api-rate", "4"]);
     let calls = paced.calls();
+    let throttled = |calls: &std::collections::BTreeMap<String, u64>, action: &str| {
+        calls.get(&format!("throttled:ec2:{action}")).copied().unwrap_or(0)
+    };
     for action in ["CreatePlacementGroup", "DeletePlacementGroup"] {
-        let throttled = calls.get(&format!("throttled:ec2:{action}")).copied().unwrap_or(0);
+        let throttled = throttled(&calls, action);
         assert_eq!(calls.get(&format!("ec2:{action}")).copied(), Some(90 + throttled), "{calls:?}");
-        assert!(throttled * 20 <= 90, "{calls:?}");
+        assert!(throttled * 10 <= 90, "{calls:?}");
     }
-    // Unpaced, 64 at once: the emulator throttles, and with a single attempt allowed every
-    // throttled create is still tried again until it goes through.
+    let paced_creates = throttled(&calls, "CreatePlacementGroup");
+    // Unpaced, 64 at once: the emulator throttles more often than paced, and with a single
+    // attempt allowed every throttled create is still tried again until it goes through.
     unpaced.ok(&["up", "groups.toml", "--yes", "--api-rate", "off", "--max-attempts", "1"]);
     let calls = unpaced.calls();
     aws_buckets("[]");
-    assert!(calls.get("throttled:ec2:CreatePlacementGroup").is_some_and(|n| *n > 0), "{calls:?}");
+    assert!(throttled(&calls, "CreatePlacementGroup") > paced_creates, "{calls:?}");
     assert_eq!(unpaced.ids("groups.toml").len(), 90);
     unpaced.ok(&["destroy", "groups.toml", "--yes"]);
 }
