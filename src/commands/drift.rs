@@ -208,7 +208,7 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
     let store = super::open_store(&stack.state)?;
     let loaded = store.load(&stack.name)?;
     let (rules, ignores_used) = ignore_rules(&stack, &loaded.state, ignore);
-    report.stack = stack.name.clone();
+    report.stack.clone_from(&stack.name);
     report.state = Some(format!("{} ({})", stack.state.location(), stack.state.name()));
     report.ignores_used = ignores_used;
     report.apply_in_progress = store.holder().map(|h| {

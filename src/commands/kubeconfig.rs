@@ -71,7 +71,7 @@ pub(super) fn run(session: &Session, file: &Path, cluster: Option<&str>, target:
         print!("{}", serde_yaml_ng::to_string(&config).expect("YAML values serialize"));
         return Ok(Exit::Ok);
     }
-    let path = target.map(Path::to_owned).unwrap_or_else(default_path);
+    let path = target.map_or_else(default_path, Path::to_owned);
     let unreadable = |why: String| {
         CommandError::new(
             format!("cannot read the kubeconfig `{}`: {why}", path.display()),

@@ -277,7 +277,7 @@ impl<'a> Cluster<'a> {
                 "set `location = \"us-central1\"` (a regional control plane), or `region` in `[gcp]`",
             ));
         };
-        let region = region.map(str::to_owned).unwrap_or_else(|| region_of(&location));
+        let region = region.map_or_else(|| region_of(&location), str::to_owned);
         Ok(Cluster {
             address,
             name,
@@ -300,17 +300,17 @@ impl<'a> Cluster<'a> {
             let net = format!("{}-gpu-{n}", self.name);
             let network = self.reference(&format!("gpu_network_{n}"), "self_link");
             parts.push(Part::new(
-                &format!("gpu_network_{n}"),
+                format!("gpu_network_{n}"),
                 "google_compute_network",
                 json!({ "name": net, "mtu": GPU_MTU, "auto_create_subnetworks": false, "description": format!("GPUDirect network {n} of GKE cluster {}", self.name) }),
             ));
             parts.push(Part::new(
-                &format!("gpu_subnetwork_{n}"),
+                format!("gpu_subnetwork_{n}"),
                 "google_compute_subnetwork",
                 json!({ "name": format!("{net}-subnet"), "region": self.region, "network": network, "ip_cidr_range": cidr.to_string() }),
             ));
             parts.push(Part::new(
-                &format!("gpu_firewall_{n}"),
+                format!("gpu_firewall_{n}"),
                 "google_compute_firewall",
                 json!({
                     "name": format!("{net}-internal"),
@@ -380,7 +380,7 @@ fn pool_parts(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> 
             if let Some(labels) = default_labels {
                 config["resource_labels"] = crate::template::quote(&Value::Object(labels.clone()));
             }
-            Part::new(&format!("node_pools.{}", pool.name), "google_container_node_pool", config)
+            Part::new(format!("node_pools.{}", pool.name), "google_container_node_pool", config)
         })
         .collect()
 }
@@ -525,7 +525,7 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
                 label: "cloud.google.com/gke-nodepool".into(),
                 name: p.name.to_string(),
                 nodes: p.nodes("min"),
-                devices: [("nvidia.com/gpu".to_owned(), gpus.into())].into(),
+                devices: [("nvidia.com/gpu".to_owned(), gpus)].into(),
             })
         })
         .collect();

@@ -524,8 +524,8 @@ pub fn mount(
         ));
         mounted.ready.push(Check {
             claims: vec![Claim {
-                namespace: namespace.to_owned(),
-                name: claim_name.to_owned(),
+                namespace: namespace.clone(),
+                name: claim_name.clone(),
             }],
             ..Check::of(&cluster)
         });

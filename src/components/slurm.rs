@@ -196,6 +196,14 @@ fn size(written: Option<&str>, total: i64) -> Result<String, ComponentError> {
     }
 }
 
+/// How many nodes a compute node group scales between, how PCS buys them, and its Slurm
+/// settings.
+struct Capacity<'a> {
+    scaling: Value,
+    purchase: &'a str,
+    settings: Value,
+}
+
 /// The cluster a block makes, and what all its node groups share.
 struct Cluster<'a> {
     address: &'a str,
@@ -279,7 +287,8 @@ impl Cluster<'_> {
     }
 
     /// A compute node group of this cluster, launched from `template`.
-    fn node_group(&self, group: &str, instance_type: &str, subnets: Value, template: &str, scaling: Value, purchase: &str, settings: Value) -> Value {
+    fn node_group(&self, group: &str, instance_type: &str, subnets: Value, template: &str, capacity: Capacity) -> Value {
+        let Capacity { scaling, purchase, settings } = capacity;
         json!({
             "cluster_id": self.reference("cluster", "id"),
             "name": group,
@@ -321,7 +330,12 @@ impl Cluster<'_> {
             "tags": self.tags,
         });
         let scaling = json!({ "min": 1, "max": 1 });
-        let group = self.node_group("login", instance_type, json!([subnet]), "login.launch_template", scaling, "ONDEMAND", json!({}));
+        let capacity = Capacity {
+            scaling,
+            purchase: "ONDEMAND",
+            settings: json!({}),
+        };
+        let group = self.node_group("login", instance_type, json!([subnet]), "login.launch_template", capacity);
         Ok(vec![
             Part::new("login.launch_template", "aws_launch_template", template),
             Part::new("login.node_group", "aws_pcs_compute_node_group", group),
@@ -358,23 +372,28 @@ impl Cluster<'_> {
             template["capacity_block"] = json!(q.purchase == "CAPACITY_BLOCK");
         } else if q.efa.is_some() && q.purchase != "CAPACITY_BLOCK" {
             parts.push(Part::new(
-                &local("placement_group"),
+                local("placement_group"),
                 "aws_placement_group",
                 json!({ "name": format!("{}-{}", self.name, q.name), "strategy": "cluster", "tags": self.tags }),
             ));
             template["placement_group"] = self.reference(&local("placement_group"), "name");
         }
-        parts.push(Part::new(&local("launch_template"), "aws_launch_template", template));
+        parts.push(Part::new(local("launch_template"), "aws_launch_template", template));
         // The group is named and addressed by its instance type: a new type is a new group,
         // made and taken into the queue before the old one goes (PCS keeps a group a queue
         // uses, so it cannot go first).
         let (group_local, group_name) = group_of(q);
         let settings = q.block.slurm_settings.clone().unwrap_or_else(|| json!({}));
         let scaling = json!({ "min": q.min, "max": q.max });
-        let group = self.node_group(&group_name, &q.block.instance_type, subnets, &local("launch_template"), scaling, q.purchase, settings);
+        let capacity = Capacity {
+            scaling,
+            purchase: q.purchase,
+            settings,
+        };
+        let group = self.node_group(&group_name, &q.block.instance_type, subnets, &local("launch_template"), capacity);
         parts.push(Part::new(&group_local, "aws_pcs_compute_node_group", group));
         parts.push(Part::new(
-            &local("queue"),
+            local("queue"),
             "aws_pcs_queue",
             json!({
                 "cluster_id": self.reference("cluster", "id"),
@@ -546,7 +565,7 @@ fn check_zone(input: &Input, name: &str, block: &QueueBlock, efa: bool, vpc: &Na
 /// A queue's PCS purchase option, checked with its reservation.
 fn purchase(block: &QueueBlock, key: &dyn Fn(&str) -> String) -> Result<&'static str, ComponentError> {
     let purchase = match block.capacity_type.as_deref() {
-        None | Some("ON_DEMAND") | Some("ONDEMAND") => "ONDEMAND",
+        None | Some("ON_DEMAND" | "ONDEMAND") => "ONDEMAND",
         Some("SPOT") => "SPOT",
         Some("CAPACITY_BLOCK") => "CAPACITY_BLOCK",
         Some(other) => {

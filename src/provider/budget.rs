@@ -99,7 +99,7 @@ impl Budgets {
         let Pacing::Scale(scale) = self.pacing else {
             return None;
         };
-        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut budgets = self.budgets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let budget = budgets
             .entry((scope.to_owned(), api.to_owned()))
             .or_insert_with(|| Arc::new(Budget::new(rate.refilled_faster(scale))));
@@ -195,7 +195,7 @@ impl Budget {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Takes a token, waiting until the bucket has one for this call: calls wait in the order
@@ -212,10 +212,7 @@ impl Budget {
             }
             let id = state.next;
             state.next += 1;
-            let at = match retry {
-                true => state.queue.iter().take_while(|w| w.retry).count(),
-                false => state.queue.len(),
-            };
+            let at = if retry { state.queue.iter().take_while(|w| w.retry).count() } else { state.queue.len() };
             state.queue.insert(at, Waiter { id, retry });
             id
         };
@@ -317,10 +314,7 @@ mod tests {
             let (budget, order) = (budget.clone(), order.clone());
             calls.spawn(async move {
                 tokio::time::sleep(Duration::from_secs_f64(at)).await;
-                match retry {
-                    true => retrying_throttled(budget.acquire()).await,
-                    false => budget.acquire().await,
-                };
+                if retry { retrying_throttled(budget.acquire()).await } else { budget.acquire().await };
                 order.lock().unwrap().push(name);
             });
         }

@@ -23,16 +23,30 @@ type Spans = HashMap<String, Range<usize>>;
 /// The entries of a list of strings (`depends_on`), each with where it sits in the file.
 type Listed = Vec<(String, Range<usize>)>;
 
-/// Per provider, the tags or labels every resource of its kinds (by prefix) gets, when the
-/// stack sets them, and the attribute they go in: the first of these the kind has.
-fn default_labels(providers: &Providers) -> [(Option<&Map<String, Value>>, &'static str, &'static [&'static str]); 2] {
+/// The tags or labels a provider's settings give every resource of its kinds, when the stack
+/// sets them.
+struct DefaultLabels<'a> {
+    /// The tags or labels.
+    values: Option<&'a Map<String, Value>>,
+    /// The provider's kinds: those whose type starts with this.
+    prefix: &'static str,
+    /// The attribute they go in: the first of these the kind has.
+    attributes: &'static [&'static str],
+}
+
+/// Per provider, the tags or labels every resource of its kinds gets (see [`DefaultLabels`]).
+fn default_labels(providers: &Providers) -> [DefaultLabels<'_>; 2] {
     [
-        (providers.aws.as_ref().and_then(|a| a.default_tags.as_ref()), "aws_", &["tags"]),
-        (
-            providers.gcp.as_ref().and_then(|g| g.default_labels.as_ref()),
-            "google_",
-            &["resource_labels", "labels"],
-        ),
+        DefaultLabels {
+            values: providers.aws.as_ref().and_then(|a| a.default_tags.as_ref()),
+            prefix: "aws_",
+            attributes: &["tags"],
+        },
+        DefaultLabels {
+            values: providers.gcp.as_ref().and_then(|g| g.default_labels.as_ref()),
+            prefix: "google_",
+            attributes: &["resource_labels", "labels"],
+        },
     ]
 }
 
@@ -311,7 +325,7 @@ impl Loader<'_> {
             outputs: None,
             blocks: Vec::new(),
         };
-        for (key, value) in root.iter() {
+        for (key, value) in root {
             match key.get_ref().as_ref() {
                 "stack" => {}
                 "aws" => sections.providers.aws = Some(self.provider_section("aws", value)?),
@@ -457,8 +471,8 @@ impl Loader<'_> {
 
         // The effective tags and labels are part of each resource's attributes, so a change of
         // `default_tags` / `default_labels` shows in the plan and updates them in place.
-        for (defaults, prefix, fields) in default_labels(providers) {
-            let Some(defaults) = defaults else {
+        for DefaultLabels { values, prefix, attributes: fields } in default_labels(providers) {
+            let Some(defaults) = values else {
                 continue;
             };
             for block in blocks.iter_mut().filter(|b| b.kind.starts_with(prefix)) {
@@ -564,7 +578,7 @@ impl Loader<'_> {
         let fields = T::FIELDS;
         let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
         self.known_keys(provider, table, &names)?;
-        for (key, value) in table.iter() {
+        for (key, value) in table {
             let field = fields.iter().find(|f| f.name == key.get_ref()).expect("checked above");
             let literal = self.to_json(value, "")?.0;
             let strings_only = literal.as_object().is_none_or(|m| m.values().all(Value::is_string));
@@ -654,7 +668,7 @@ impl Loader<'_> {
     /// path that is not empty, a lease that is a duration.
     fn state_values(&self, table: &DeTable) -> Result<HashMap<String, String>, StackError> {
         let mut values = HashMap::new();
-        for (key, value) in table.iter() {
+        for (key, value) in table {
             let DeValue::String(s) = value.get_ref() else {
                 return Err(self.err(
                     value.span(),
@@ -778,7 +792,7 @@ impl Loader<'_> {
     }
 
     fn known_keys(&self, section: &str, table: &DeTable, allowed: &[&str]) -> Result<(), StackError> {
-        for (key, _) in table.iter() {
+        for (key, _) in table {
             if !allowed.contains(&key.get_ref().as_ref()) {
                 return Err(self.err(
                     key.span(),
@@ -816,7 +830,7 @@ impl Loader<'_> {
         }
         let mut deps = Vec::new();
         let mut ignores = Vec::new();
-        for (key, value) in table.iter() {
+        for (key, value) in table {
             if key.get_ref() == "ignore_changes" {
                 ignores = self.check_ignore_changes(address, value, fields, of_kind)?;
                 continue;
@@ -950,7 +964,7 @@ impl Loader<'_> {
             ),
             DeValue::Table(table) => {
                 let mut map = Map::new();
-                for (k, v) in table.iter() {
+                for (k, v) in table {
                     let child = format!("{pointer}/{}", k.get_ref().replace('~', "~0").replace('/', "~1"));
                     spans.insert(format!("{child}#key"), k.span());
                     map.insert(k.get_ref().to_string(), self.to_json_into(v, &child, spans)?);
@@ -1244,7 +1258,7 @@ impl Targets<'_> {
                 deps.insert(dep.clone());
             } else if self.components.contains_key(dep) {
                 let prefix = format!("{dep}.");
-                deps.extend(self.blocks.keys().filter(|a| a.starts_with(&prefix)).map(|a| a.to_string()));
+                deps.extend(self.blocks.keys().filter(|a| a.starts_with(&prefix)).map(std::string::ToString::to_string));
             } else {
                 return Err(self.loader.err(
                     span.clone(),

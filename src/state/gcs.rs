@@ -34,10 +34,7 @@ fn configured_endpoint(endpoint: Option<&str>) -> Option<String> {
         .map(str::to_owned)
         .or_else(|| variable("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"))
         .or_else(|| {
-            variable("STORAGE_EMULATOR_HOST").map(|host| match host.contains("://") {
-                true => host,
-                false => format!("http://{host}"),
-            })
+            variable("STORAGE_EMULATOR_HOST").map(|host| if host.contains("://") { host } else { format!("http://{host}") })
         })
 }
 
@@ -98,7 +95,7 @@ impl GcsObjects {
         let text = self.message(err);
         let hint = match err.http_status_code() {
             Some(404) => " — create the bucket first (with object versioning on, to keep every snapshot), or fix `[state] bucket`",
-            Some(401) | Some(403) => " — the credentials in use may not read or write this bucket",
+            Some(401 | 403) => " — the credentials in use may not read or write this bucket",
             _ => "",
         };
         ObjectError::Failed(format!("{what} gs://{}/{key}: {text}{hint} ({})", self.bucket, self.context))
@@ -109,7 +106,7 @@ impl GcsObjects {
     fn message(&self, err: &google_cloud_storage::Error) -> String {
         match (err.status(), err.http_status_code()) {
             (Some(status), _) if !status.message.is_empty() => status.message.clone(),
-            (_, Some(code)) => (self.not_the_api)(code, err.http_payload().map(|b| b.as_ref()).unwrap_or_default()),
+            (_, Some(code)) => (self.not_the_api)(code, err.http_payload().map(std::convert::AsRef::as_ref).unwrap_or_default()),
             _ => err.to_string(),
         }
     }

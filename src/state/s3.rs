@@ -55,7 +55,7 @@ impl S3Objects {
         err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
     ) -> ObjectError {
         let status = err.raw_response().map(|r| r.status().as_u16());
-        if matches!(status, Some(412) | Some(409)) {
+        if matches!(status, Some(412 | 409)) {
             // 409: a conditional write that raced another one on the same key.
             return ObjectError::Conflict;
         }

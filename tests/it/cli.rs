@@ -222,7 +222,7 @@ fn up_without_a_terminal_needs_yes() {
 fn wait_for_lock_holder(d: &Dir, stack: &str) {
     let lock = d.path().join(format!("state/{stack}.json.lock"));
     let start = Instant::now();
-    while std::fs::metadata(&lock).map(|m| m.len()).unwrap_or(0) == 0 {
+    while std::fs::metadata(&lock).map_or(0, |m| m.len()) == 0 {
         assert!(start.elapsed() < Duration::from_secs(20), "the first run never took the lock");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -268,7 +268,7 @@ cluster = "eks.train"
 file = "queue.yaml"
 "#;
 
-const QUEUE_YAML: &str = r#"
+const QUEUE_YAML: &str = r"
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata:
@@ -297,7 +297,7 @@ metadata:
   namespace: default
 data:
   cluster: ${eks.train.name}
-"#;
+";
 
 #[test]
 fn a_crd_and_its_resources_in_one_up_never_race_and_a_webhook_not_ready_is_waited_for() {

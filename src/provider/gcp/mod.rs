@@ -321,7 +321,7 @@ pub fn error_in(context: &str, what: &str, err: google_cloud_compute_v1::Error) 
     let message = match (err.status(), status) {
         (Some(s), _) if !s.message.is_empty() => s.message.clone(),
         (_, Some(code)) => {
-            let body = err.http_payload().map(|b| b.as_ref()).unwrap_or_default();
+            let body = err.http_payload().map(std::convert::AsRef::as_ref).unwrap_or_default();
             crate::provider::not_the_api(code, body)
         }
         _ => err.to_string(),

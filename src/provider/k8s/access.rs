@@ -75,7 +75,7 @@ async fn eks_token(aws: &crate::provider::aws::Clients, name: &str) -> Result<St
     let region = aws
         .sdk
         .region()
-        .map(|r| r.to_string())
+        .map(std::string::ToString::to_string)
         .ok_or_else(|| ProviderError::permanent("no AWS region: set `region` in `[aws]` or AWS_REGION"))?;
     let credentials = aws
         .sdk

@@ -64,7 +64,7 @@ group = "${aws_cloudformation_stack.groups.outputs.GroupId}"
     assert!(
         live.stacks()
             .iter()
-            .all(|s| s.stack_status().map(|s| s.as_str()) != Some("ROLLBACK_COMPLETE")),
+            .all(|s| s.stack_status().map(aws_sdk_cloudformation::types::StackStatus::as_str) != Some("ROLLBACK_COMPLETE")),
         "{live:?}"
     );
     aws.write(

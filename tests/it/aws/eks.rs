@@ -62,7 +62,7 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
     for (i, (card, device, kind, sgs)) in layout.iter().enumerate() {
         assert_eq!(
             (*card, *device, kind.as_str()),
-            (i as i32, if i == 0 { 0 } else { 1 }, "efa"),
+            (i as i32, i32::from(i != 0), "efa"),
             "interface {i}"
         );
         let mut sgs = sgs.clone();

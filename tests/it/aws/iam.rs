@@ -51,7 +51,7 @@ fn iam_roles_policies_profiles_and_oidc_on_the_emulator() {
                 .unwrap()
                 .roles()
                 .iter()
-                .map(|r| r.role_name())
+                .map(aws_sdk_iam::types::Role::role_name)
                 .collect::<Vec<_>>(),
             ["train-node"]
         );

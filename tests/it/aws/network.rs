@@ -18,7 +18,7 @@ fn network_lifecycle_on_the_emulator() {
         .iter()
         .map(|s| (s.cidr_block().unwrap(), s.availability_zone().unwrap()))
         .collect();
-    zones.sort();
+    zones.sort_unstable();
     assert_eq!(zones, [("10.0.0.0/20", "us-west-2c"), ("10.0.16.0/20", "us-west-2a")]);
     assert!(subnets.iter().all(|s| s.vpc_id() == vpcs[0].vpc_id()));
 
@@ -110,7 +110,7 @@ fn network_lifecycle_on_the_emulator() {
     );
     let (_, subnets, _) = tagged(&aws, "aws-network");
     let mut cidrs: Vec<&str> = subnets.iter().map(|s| s.cidr_block().unwrap()).collect();
-    cidrs.sort();
+    cidrs.sort_unstable();
     assert_eq!(cidrs, ["10.0.0.0/20", "10.0.32.0/20"]);
 
     aws.calls();
@@ -288,7 +288,7 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
         let attached: Vec<_> = igws
             .internet_gateways()
             .iter()
-            .flat_map(|g| g.attachments())
+            .flat_map(aws_sdk_ec2::types::InternetGateway::attachments)
             .map(|a| a.vpc_id().unwrap().to_owned())
             .collect();
         assert_eq!(attached, [vpc_id]);
@@ -388,7 +388,7 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
                 .is_empty()
         );
         let nats = ec2.describe_nat_gateways().filter(stack_filter("vpc")).send().await.unwrap();
-        assert!(nats.nat_gateways().iter().all(|n| n.state().map(|s| s.as_str()) == Some("deleted")));
+        assert!(nats.nat_gateways().iter().all(|n| n.state().map(aws_sdk_ec2::types::NatGatewayState::as_str) == Some("deleted")));
     });
     eprintln!(
         "examples/vpc.toml on moto: up {:.2}s, {} API calls ({} mutating); no-op plan {} calls; destroy {:.2}s, {} calls",
@@ -453,10 +453,10 @@ fn efa_launch_template_and_cluster_placement_group() {
         ]
     );
     assert_eq!(data.placement().and_then(|p| p.group_name()), Some("efa-nodes-gpu"));
-    assert_eq!(data.instance_type().map(|t| t.as_str()), Some("p4d.24xlarge"));
+    assert_eq!(data.instance_type().map(aws_sdk_ec2::types::InstanceType::as_str), Some("p4d.24xlarge"));
     runtime().block_on(async {
         let pgs = ec2.describe_placement_groups().group_names("efa-nodes-gpu").send().await.unwrap();
-        assert_eq!(pgs.placement_groups()[0].strategy().map(|s| s.as_str()), Some("cluster"));
+        assert_eq!(pgs.placement_groups()[0].strategy().map(aws_sdk_ec2::types::PlacementStrategy::as_str), Some("cluster"));
     });
 
     aws.write("efa.toml", &text.replace("echo efa", "echo efa v2"));
@@ -614,7 +614,7 @@ fn sigkill_during_up_then_rerun_leaves_exactly_one_of_everything() {
         let live: Vec<_> = nats
             .nat_gateways()
             .iter()
-            .filter(|n| n.state().map(|s| s.as_str()) != Some("deleted"))
+            .filter(|n| n.state().map(aws_sdk_ec2::types::NatGatewayState::as_str) != Some("deleted"))
             .collect();
         assert_eq!(live.len(), 1, "one NAT gateway");
     });
@@ -673,7 +673,7 @@ fn a_rule_batch_refused_as_duplicate_still_adds_the_new_rules() {
         .iter()
         .map(|p| (p.from_port().unwrap(), p.to_port().unwrap()))
         .collect();
-    ports.sort();
+    ports.sort_unstable();
     assert_eq!(ports, [(22, 22), (988, 988), (1018, 1023)]);
     aws.ok(&["destroy", "sg.toml", "--yes"]);
 }

@@ -70,7 +70,7 @@ impl Resource for InternetGateway {
                 let vpcs: Vec<&str> = found
                     .internet_gateways()
                     .iter()
-                    .flat_map(|g| g.attachments())
+                    .flat_map(aws_sdk_ec2::types::InternetGateway::attachments)
                     .filter_map(|a| a.vpc_id())
                     .collect();
                 if !vpcs.contains(&cfg.vpc_id.as_str()) {

@@ -190,7 +190,7 @@ impl Resource for LaunchTemplate {
                 let template = made.launch_template();
                 (
                     template.and_then(|t| t.launch_template_id()).unwrap_or_default().to_owned(),
-                    template.and_then(|t| t.latest_version_number()).unwrap_or(1),
+                    template.and_then(aws_sdk_ec2::types::LaunchTemplate::latest_version_number).unwrap_or(1),
                 )
             }
         };
@@ -263,7 +263,7 @@ impl Resource for LaunchTemplate {
                 .send()
                 .await
                 .map_err(|e| error(aws, "CreateLaunchTemplateVersion", e))?;
-            let number = made.launch_template_version().and_then(|v| v.version_number()).unwrap_or_default();
+            let number = made.launch_template_version().and_then(aws_sdk_ec2::types::LaunchTemplateVersion::version_number).unwrap_or_default();
             aws.ec2
                 .modify_launch_template()
                 .launch_template_id(id)
@@ -286,7 +286,7 @@ impl Resource for LaunchTemplate {
                 found
                     .launch_templates()
                     .first()
-                    .and_then(|t| t.latest_version_number())
+                    .and_then(aws_sdk_ec2::types::LaunchTemplate::latest_version_number)
                     .unwrap_or(1)
             }
         };

@@ -87,7 +87,7 @@ impl Resource for PlacementGroup {
         observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, |g: &aws_sdk_ec2::types::PlacementGroup| {
             json!({
                 "name": g.group_name(),
-                "strategy": g.strategy().map(|s| s.as_str()),
+                "strategy": g.strategy().map(aws_sdk_ec2::types::PlacementStrategy::as_str),
                 "partition_count": g.partition_count(),
                 "tags": super::ec2_tags(g.tags()),
             })
@@ -104,7 +104,7 @@ impl Resource for PlacementGroup {
 
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let group_id = lookup(ctx, aws, id, None).await?.map(|(g, _)| g).unwrap_or_else(|| id.to_owned());
+        let group_id = lookup(ctx, aws, id, None).await?.map_or_else(|| id.to_owned(), |(g, _)| g);
         super::sync_tags(ctx, aws, &group_id, old, new).await?;
         Ok(json!({ "id": id, "name": id, "group_id": group_id }))
     }

@@ -44,7 +44,7 @@ async fn associations(aws: &Clients, describe: DescribeRouteTablesFluentBuilder)
     Ok(found
         .route_tables()
         .iter()
-        .flat_map(|t| t.associations())
+        .flat_map(aws_sdk_ec2::types::RouteTable::associations)
         .filter(|a| a.main() != Some(true))
         .filter_map(|a| Some((a.subnet_id()?.to_owned(), a.route_table_association_id()?.to_owned())))
         .collect())

@@ -101,7 +101,7 @@ impl Resource for EfsFileSystem {
                 crate::provider::aws::listed(stack, ids, fs.file_system_id().to_owned(), tags, |tags| {
                     json!({
                         "performance_mode": fs.performance_mode().as_str(),
-                        "throughput_mode": fs.throughput_mode().map(|m| m.as_str()),
+                        "throughput_mode": fs.throughput_mode().map(aws_sdk_efs::types::ThroughputMode::as_str),
                         "tags": tags,
                     })
                 })

@@ -77,7 +77,7 @@ async fn resolve_version(aws: &Clients, cluster: &str, name: &str, version: Opti
     let newest = listed
         .addons()
         .iter()
-        .flat_map(|a| a.addon_versions())
+        .flat_map(aws_sdk_eks::types::AddonInfo::addon_versions)
         .filter_map(|v| v.addon_version())
         .max_by_key(|v| version_key(v));
     match newest {

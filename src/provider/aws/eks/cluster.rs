@@ -83,7 +83,7 @@ async fn settle(ctx: &Ctx, aws: &Clients, id: &str, update: Option<&Update>, lim
 /// The control plane log types the cluster has on.
 fn enabled_logs(c: &Cluster) -> std::collections::BTreeSet<&str> {
     c.logging()
-        .map(|l| l.cluster_logging())
+        .map(aws_sdk_eks::types::Logging::cluster_logging)
         .unwrap_or_default()
         .iter()
         .filter(|setup| setup.enabled() == Some(true))
@@ -213,7 +213,7 @@ impl Resource for EksCluster {
             let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
             live = settle(ctx, aws, id, out.update(), limit).await?;
         }
-        let mode = live.access_config().and_then(|a| a.authentication_mode()).map(|m| m.as_str());
+        let mode = live.access_config().and_then(|a| a.authentication_mode()).map(aws_sdk_eks::types::AuthenticationMode::as_str);
         if mode.is_some_and(|m| m != cfg.authentication_mode) {
             let access = UpdateAccessConfigRequest::builder()
                 .authentication_mode(authentication_mode(&cfg.authentication_mode)?)

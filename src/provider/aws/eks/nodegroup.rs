@@ -223,10 +223,10 @@ impl Resource for EksNodegroup {
     fn ignored_by_default(&self, config: &Value) -> Vec<String> {
         let scaling = config.get("scaling");
         let bound = |key: &str| scaling.and_then(|s| s.get(key));
-        if bound("min") != bound("max") {
-            vec!["scaling.desired".into()]
-        } else {
+        if bound("min") == bound("max") {
             Vec::new()
+        } else {
+            vec!["scaling.desired".into()]
         }
     }
 
@@ -249,9 +249,9 @@ impl Resource for EksNodegroup {
         let mut live = wait_active(ctx, aws, cluster, name, limit).await?;
         let live_scaling = live.scaling_config();
         let now = (
-            live_scaling.and_then(|s| s.min_size()),
-            live_scaling.and_then(|s| s.max_size()),
-            live_scaling.and_then(|s| s.desired_size()),
+            live_scaling.and_then(aws_sdk_eks::types::NodegroupScalingConfig::min_size),
+            live_scaling.and_then(aws_sdk_eks::types::NodegroupScalingConfig::max_size),
+            live_scaling.and_then(aws_sdk_eks::types::NodegroupScalingConfig::desired_size),
         );
         // The desired size an autoscaler set stays, within the new bounds, unless the stack
         // changed its own desired size.

@@ -268,9 +268,9 @@ impl Resource for FsxLustre {
                 crate::provider::aws::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| {
                     json!({
                         "storage_capacity": fs.storage_capacity(),
-                        "deployment_type": lustre.and_then(|l| l.deployment_type()).map(|d| d.as_str()),
-                        "per_unit_storage_throughput": lustre.and_then(|l| l.per_unit_storage_throughput()),
-                        "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(|d| d.as_str()),
+                        "deployment_type": lustre.and_then(|l| l.deployment_type()).map(aws_sdk_fsx::types::LustreDeploymentType::as_str),
+                        "per_unit_storage_throughput": lustre.and_then(aws_sdk_fsx::types::LustreFileSystemConfiguration::per_unit_storage_throughput),
+                        "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(aws_sdk_fsx::types::DataCompressionType::as_str),
                         "subnet_id": fs.subnet_ids().first(),
                         "tags": tags,
                     })
@@ -300,7 +300,7 @@ impl Resource for FsxLustre {
         let lustre = live.lustre_configuration();
         if let Some(throughput) = cfg
             .per_unit_storage_throughput
-            .filter(|t| lustre.and_then(|l| l.per_unit_storage_throughput()) != Some(*t))
+            .filter(|t| lustre.and_then(aws_sdk_fsx::types::LustreFileSystemConfiguration::per_unit_storage_throughput) != Some(*t))
         {
             let change = UpdateFileSystemLustreConfiguration::builder()
                 .per_unit_storage_throughput(throughput)

@@ -17,13 +17,13 @@ pub(super) const ASSOCIATION_NOT_FOUND: &str = "DataRepositoryAssociationNotFoun
 
 impl Status for FileSystem {
     fn status_name(&self) -> Option<&str> {
-        self.lifecycle().map(|l| l.as_str())
+        self.lifecycle().map(aws_sdk_fsx::types::FileSystemLifecycle::as_str)
     }
 }
 
 impl Status for DataRepositoryAssociation {
     fn status_name(&self) -> Option<&str> {
-        self.lifecycle().map(|l| l.as_str())
+        self.lifecycle().map(aws_sdk_fsx::types::DataRepositoryLifecycle::as_str)
     }
 }
 

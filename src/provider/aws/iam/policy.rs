@@ -87,7 +87,7 @@ impl Resource for IamPolicy {
                 .await
                 .map_err(|e| error(aws, "ListPolicyVersions", e))?;
             let mut spare: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
-            spare.sort_by_key(|v| v.create_date().map(|d| d.secs()));
+            spare.sort_by_key(|v| v.create_date().map(aws_smithy_types::DateTime::secs));
             if versions.versions().len() >= 5
                 && let Some(oldest) = spare.first().and_then(|v| v.version_id())
             {

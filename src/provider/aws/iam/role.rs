@@ -64,14 +64,10 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
 /// The managed policies attached to the role now, or `None` when there is no such role.
 async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, ProviderError> {
     let answer = aws.iam.list_attached_role_policies().role_name(name).send().await;
-    Ok(found(aws, "ListAttachedRolePolicies", answer, NO_SUCH_ENTITY)?.and_then(|out| {
-        Some(
-            out.attached_policies()
+    Ok(found(aws, "ListAttachedRolePolicies", answer, NO_SUCH_ENTITY)?.map(|out| out.attached_policies()
                 .iter()
                 .filter_map(|p| p.policy_arn().map(str::to_owned))
-                .collect(),
-        )
-    }))
+                .collect()))
 }
 
 fn nothing_attached() -> Config {
@@ -133,7 +129,7 @@ impl Resource for IamRole {
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
         let roles = all_pages!(aws, aws.iam.list_roles(), roles, "ListRoles");
-        Ok(existing(ids, roles.iter().map(|r| r.role_name())))
+        Ok(existing(ids, roles.iter().map(aws_sdk_iam::types::Role::role_name)))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
@@ -189,7 +185,7 @@ impl Resource for IamRole {
             .send()
             .await
             .map_err(|e| error(aws, "GetRole", e))?;
-        Ok(role.role().map(outputs).unwrap_or_else(|| json!({ "id": id, "name": id })))
+        Ok(role.role().map_or_else(|| json!({ "id": id, "name": id }), outputs))
     }
 
     /// Leaves its instance profiles, detaches and deletes its policies (whatever IAM lists, not

@@ -50,9 +50,9 @@ fn outputs(c: &Cluster) -> Value {
         "id": c.id(),
         "name": c.name(),
         "arn": c.arn(),
-        "slurmctld_endpoint": slurmctld.map(|e| e.private_ip_address()),
-        "slurmctld_port": slurmctld.map(|e| e.port()),
-        "auth_key_secret_arn": c.slurm_configuration().and_then(|s| s.auth_key()).map(|k| k.secret_arn()),
+        "slurmctld_endpoint": slurmctld.map(aws_sdk_pcs::types::Endpoint::private_ip_address),
+        "slurmctld_port": slurmctld.map(aws_sdk_pcs::types::Endpoint::port),
+        "auth_key_secret_arn": c.slurm_configuration().and_then(|s| s.auth_key()).map(aws_sdk_pcs::types::SlurmAuthKey::secret_arn),
     })
 }
 
@@ -114,7 +114,7 @@ impl Resource for PcsCluster {
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
         let listed = all_pages!(aws, aws.pcs.list_clusters(), clusters, "ListClusters");
-        Ok(existing(ids, listed.iter().map(|c| c.id())))
+        Ok(existing(ids, listed.iter().map(aws_sdk_pcs::types::ClusterSummary::id)))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

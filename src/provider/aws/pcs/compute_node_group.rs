@@ -76,12 +76,12 @@ fn attributes(g: &ComputeNodeGroup) -> Value {
         "instance_types": g.instance_configs().iter().filter_map(|i| i.instance_type()).collect::<Vec<_>>(),
         "subnet_ids": g.subnet_ids(),
         "instance_profile_arn": g.iam_instance_profile_arn(),
-        "launch_template_id": template.map(|t| t.id()),
+        "launch_template_id": template.map(aws_sdk_pcs::types::CustomLaunchTemplate::id),
         "launch_template_version": template.and_then(|t| t.version().parse::<i64>().ok()),
         "ami_id": g.ami_id(),
-        "purchase_option": g.purchase_option().map(|p| p.as_str()),
+        "purchase_option": g.purchase_option().map(aws_sdk_pcs::types::PurchaseOption::as_str),
         "scaling": g.scaling_configuration().map(|s| json!({ "min": s.min_instance_count(), "max": s.max_instance_count() })),
-        "slurm_settings": super::settings_of(g.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default()),
+        "slurm_settings": super::settings_of(g.slurm_configuration().map(aws_sdk_pcs::types::ComputeNodeGroupSlurmConfiguration::slurm_custom_settings).unwrap_or_default()),
     })
 }
 
@@ -184,7 +184,7 @@ impl Resource for PcsComputeNodeGroup {
             .scaling_configuration()
             .map(|s| (s.min_instance_count(), s.max_instance_count()));
         let live_template = live.custom_launch_template().map(|t| (t.id().to_owned(), t.version().to_owned()));
-        let live_settings = super::settings_of(live.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default());
+        let live_settings = super::settings_of(live.slurm_configuration().map(aws_sdk_pcs::types::ComputeNodeGroupSlurmConfiguration::slurm_custom_settings).unwrap_or_default());
         let mut update = aws
             .pcs
             .update_compute_node_group()
@@ -211,7 +211,7 @@ impl Resource for PcsComputeNodeGroup {
             update = update.iam_instance_profile_arn(&cfg.instance_profile_arn);
             changed = true;
         }
-        if live.purchase_option().map(|p| p.as_str()) != Some(cfg.purchase_option.as_str()) {
+        if live.purchase_option().map(aws_sdk_pcs::types::PurchaseOption::as_str) != Some(cfg.purchase_option.as_str()) {
             update = update.purchase_option(PurchaseOption::from(cfg.purchase_option.as_str()));
             changed = true;
         }

@@ -38,7 +38,7 @@ async fn get(aws: &Clients, cluster: &str, queue: &str) -> Result<Option<Queue>,
 fn attributes(q: &Queue) -> Value {
     json!({
         "compute_node_group_ids": q.compute_node_group_configurations().iter().filter_map(|c| c.compute_node_group_id()).collect::<Vec<_>>(),
-        "slurm_settings": super::settings_of(q.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default()),
+        "slurm_settings": super::settings_of(q.slurm_configuration().map(aws_sdk_pcs::types::QueueSlurmConfiguration::slurm_custom_settings).unwrap_or_default()),
     })
 }
 
@@ -111,7 +111,7 @@ impl Resource for PcsQueue {
             .iter()
             .filter_map(|c| c.compute_node_group_id().map(str::to_owned))
             .collect();
-        let settings = super::settings_of(live.slurm_configuration().map(|s| s.slurm_custom_settings()).unwrap_or_default());
+        let settings = super::settings_of(live.slurm_configuration().map(aws_sdk_pcs::types::QueueSlurmConfiguration::slurm_custom_settings).unwrap_or_default());
         if groups != cfg.compute_node_group_ids || settings != cfg.slurm_settings {
             aws.pcs
                 .update_queue()
