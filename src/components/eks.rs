@@ -215,10 +215,7 @@ impl<'a> Cluster<'a> {
     /// The block's cluster name and network, checked.
     fn new(input: &'a Input, block: &'a Eks) -> Result<Self, ComponentError> {
         let address = input.address;
-        let name = block
-            .name
-            .clone()
-            .unwrap_or_else(|| address.name().to_owned());
+        let name = block.name.clone().unwrap_or_else(|| address.name().to_owned());
         let network = match (&block.vpc, &block.vpc_id, &block.subnet_ids) {
             (Some(vpc), None, None) => Network::Component(input.named_vpc("vpc", Some(vpc))?),
             (None, Some(vpc_id), Some(subnet_ids)) => Network::Existing { vpc_id, subnet_ids },
@@ -376,7 +373,11 @@ impl<'a> Group<'a> {
         let capacity_type = capacity(name, &block, &key)?;
         let types = types(name, &block, &key)?;
         let typed: Vec<&str> = types.iter().map(String::as_str).collect();
-        let looked_at = key(if block.instance_type.is_some() { "instance_type" } else { "instance_types" });
+        let looked_at = key(if block.instance_type.is_some() {
+            "instance_type"
+        } else {
+            "instance_types"
+        });
         let looked = instances::look_up(facts, &looked_at, &typed)?;
         let efa = efa(name, &block, &types, looked.efa_interfaces, &key)?;
         let placement_group = placement_group(name, &block, efa.is_some(), &key)?;
@@ -952,7 +953,11 @@ mod tests {
         assert_eq!(mistyped.message, "node group `gpu`: `efa` must be a boolean, not a string");
         let deeper = expand_with(json!({ "instance_types": ["c5.2xlarge", 5], "size": 1 }));
         assert_eq!(deeper.key.as_deref(), Some("nodegroups.gpu"));
-        assert!(deeper.message.starts_with("node group `gpu`: invalid type: integer `5`"), "{}", deeper.message);
+        assert!(
+            deeper.message.starts_with("node group `gpu`: invalid type: integer `5`"),
+            "{}",
+            deeper.message
+        );
     }
 
     #[test]

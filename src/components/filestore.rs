@@ -209,7 +209,9 @@ fn share(written: Option<&str>) -> Result<String, ComponentError> {
     if !valid {
         return Err(ComponentError::at(
             "share",
-            format!("`share = \"{share}\"` cannot name a file share: lowercase letters, digits and `_`, starting with a letter, at most 16"),
+            format!(
+                "`share = \"{share}\"` cannot name a file share: lowercase letters, digits and `_`, starting with a letter, at most 16"
+            ),
             "e.g. `share = \"data\"`",
         ));
     }

@@ -223,7 +223,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     };
     // Slurm clusters mount it on their nodes themselves (their user data); EKS ones get a volume.
     let kubernetes_clients: Vec<&str> = clients.iter().copied().filter(|c| c.starts_with("eks.")).collect();
-    let mounted = kubernetes::mount(address, block.kubernetes.as_ref(), &kubernetes_clients, volume, kubernetes::eks_cluster)?;
+    let mounted = kubernetes::mount(
+        address,
+        block.kubernetes.as_ref(),
+        &kubernetes_clients,
+        volume,
+        kubernetes::eks_cluster,
+    )?;
     Ok(mounted.expansion(parts, outputs))
 }
 

@@ -332,7 +332,10 @@ impl<'a> Cluster<'a> {
         let initial_map = initial.as_object_mut().expect("pool configs are tables");
         initial_map.remove("cluster");
         initial_map.remove("timeouts");
-        initial_map.insert("address".into(), json!(format!("{}.node_pools.{}", self.address, pools[first].name)));
+        initial_map.insert(
+            "address".into(),
+            json!(format!("{}.node_pools.{}", self.address, pools[first].name)),
+        );
         let filestore = super::storage_for(input.components, self.address).any(|kind| kind == "filestore");
         let mut cluster = json!({
             "name": self.name,
@@ -394,7 +397,9 @@ fn in_cluster(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> 
     let cluster_ref = kubernetes::gke_cluster(address);
     let mut parts = kubernetes::namespaces(input.components, address, &cluster_ref);
     if settings.and_then(|s| s.get("gpudirect")) != Some(&Value::Bool(false)) {
-        parts.extend(gpudirect_objects(pools, &cluster_ref, &|local, output| cluster.reference(local, output)));
+        parts.extend(gpudirect_objects(pools, &cluster_ref, &|local, output| {
+            cluster.reference(local, output)
+        }));
     }
     // On destroy, before the pools go: the load balancers and disks Kubernetes made.
     parts.push(Part {

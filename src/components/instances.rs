@@ -49,7 +49,7 @@ pub fn efa_interfaces(count: u32, security_groups: &Value) -> Vec<Value> {
         .map(|card| {
             json!({
                 "network_card_index": card,
-                "device_index": i32::from(card != 0),
+                "device_index": if card == 0 { 0 } else { 1 },
                 "interface_type": "efa",
                 "security_groups": security_groups,
             })

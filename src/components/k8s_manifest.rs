@@ -31,8 +31,12 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: K8sManifest = input.block()?;
     let cluster_block = block.cluster.as_str();
     let cluster = match cluster_block.split_once('.').map(|(kind, _)| kind) {
-        Some("eks") => input.named_block("cluster", Some(cluster_block), "eks").map(|(a, _)| kubernetes::eks_cluster(a))?,
-        Some("gke") => input.named_block("cluster", Some(cluster_block), "gke").map(|(a, _)| kubernetes::gke_cluster(a))?,
+        Some("eks") => input
+            .named_block("cluster", Some(cluster_block), "eks")
+            .map(|(a, _)| kubernetes::eks_cluster(a))?,
+        Some("gke") => input
+            .named_block("cluster", Some(cluster_block), "gke")
+            .map(|(a, _)| kubernetes::gke_cluster(a))?,
         _ => {
             return Err(ComponentError::at(
                 "cluster",

@@ -5,8 +5,8 @@
 //! `k8s_object` parts here; the engine that applies them is `provider::k8s`.
 
 use super::{ComponentError, Part};
-use crate::template::Address;
 use crate::readiness::{Check, Claim};
+use crate::template::Address;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -33,9 +33,9 @@ pub mod slurm;
 pub mod vpc;
 
 use crate::facts::Facts;
-use crate::template::Address;
 use crate::provider::settings::Providers;
 use crate::schema::{Block, Field, Misfit};
+use crate::template::Address;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -152,7 +152,11 @@ pub fn read<T: Block>(value: &Value, at: &str, what: &str, example: &str) -> Res
             ),
             Misfit::Missing(name) => {
                 let ty = T::FIELDS.iter().find(|f| f.name == name).map_or("a value", |f| f.ty.describe());
-                ComponentError::at(key(name), format!("{what}: `{name}` is missing"), format!("add `{name} = …` ({ty})"))
+                ComponentError::at(
+                    key(name),
+                    format!("{what}: `{name}` is missing"),
+                    format!("add `{name} = …` ({ty})"),
+                )
             }
             Misfit::Mistyped(name, ty, _) => ComponentError::at(
                 key(name),
@@ -372,12 +376,7 @@ pub fn find(name: &str) -> Option<&'static Component> {
 
 /// Expands `config` with `expand` in an otherwise empty stack (for the components' unit tests).
 #[cfg(test)]
-pub(crate) fn expand_alone(
-    expand: ExpandFn,
-    address: &str,
-    config: Value,
-    providers: &Providers,
-) -> Result<Expansion, ComponentError> {
+pub(crate) fn expand_alone(expand: ExpandFn, address: &str, config: Value, providers: &Providers) -> Result<Expansion, ComponentError> {
     let config = config.as_object().cloned().unwrap_or_default();
     expand(&Input {
         address: &Address::new(address),

@@ -104,7 +104,12 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let vpc = input.named_vpc("vpc", Some(&block.vpc))?;
     let queues = queues(input, &block, &vpc)?;
     let login: Option<LoginBlock> = match &block.login {
-        Some(table) => Some(super::read(table, "login", "`login`", "`login = { instance_type = \"c6i.2xlarge\" }`")?),
+        Some(table) => Some(super::read(
+            table,
+            "login",
+            "`login`",
+            "`login = { instance_type = \"c6i.2xlarge\" }`",
+        )?),
         None => None,
     };
     let total: i64 = queues.iter().map(|q| q.max).sum::<i64>() + i64::from(login.is_some());
@@ -288,7 +293,11 @@ impl Cluster<'_> {
 
     /// A compute node group of this cluster, launched from `template`.
     fn node_group(&self, group: &str, instance_type: &str, subnets: Value, template: &str, capacity: Capacity) -> Value {
-        let Capacity { scaling, purchase, settings } = capacity;
+        let Capacity {
+            scaling,
+            purchase,
+            settings,
+        } = capacity;
         json!({
             "cluster_id": self.reference("cluster", "id"),
             "name": group,
@@ -430,11 +439,7 @@ fn group_of(q: &Queue) -> (String, String) {
 /// How to reach the login node: its instance, found by the tag PCS puts on a node group's
 /// instances, then SSH to its public address (with `ssh_cidrs`) or an SSM session.
 fn login_command(input: &Input, address: &str, public: bool) -> String {
-    let region = input
-        .providers
-        .aws_region()
-        .map(|r| format!(" --region {r}"))
-        .unwrap_or_default();
+    let region = input.providers.aws_region().map(|r| format!(" --region {r}")).unwrap_or_default();
     let (field, run) = if public {
         ("PublicIpAddress", "ssh ec2-user@")
     } else {
@@ -536,7 +541,14 @@ fn nodes(name: &str, nodes: Option<&Value>, key: &dyn Fn(&str) -> String) -> Res
 }
 
 /// A queue's zone: one of the VPC's that offers its type, and set where it has EFA.
-fn check_zone(input: &Input, name: &str, block: &QueueBlock, efa: bool, vpc: &NamedVpc, key: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+fn check_zone(
+    input: &Input,
+    name: &str,
+    block: &QueueBlock,
+    efa: bool,
+    vpc: &NamedVpc,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(), ComponentError> {
     let instance_type = block.instance_type.as_str();
     let Some(zone) = block.zone.as_deref() else {
         if efa {

@@ -105,8 +105,18 @@ impl<'a> Layout<'a> {
             tags: block.tags.clone().unwrap_or_else(|| json!({})),
         };
         let mut parts = vec![
-            names.part("vpc", "aws_vpc", json!({ "cidr_block": self.vpc.to_string() }), json!({ "Name": names.name })),
-            names.part("igw", "aws_internet_gateway", json!({ "vpc_id": names.reference("vpc", "id") }), json!({ "Name": names.name })),
+            names.part(
+                "vpc",
+                "aws_vpc",
+                json!({ "cidr_block": self.vpc.to_string() }),
+                json!({ "Name": names.name }),
+            ),
+            names.part(
+                "igw",
+                "aws_internet_gateway",
+                json!({ "vpc_id": names.reference("vpc", "id") }),
+                json!({ "Name": names.name }),
+            ),
         ];
         parts.extend(self.subnets(&names));
         parts.extend(self.routes(&names));
@@ -152,7 +162,12 @@ impl<'a> Layout<'a> {
             json!({ "Name": format!("{name}-public") }),
         )];
         for zone in self.nat_zones() {
-            parts.push(names.part(&format!("nat_ip.{zone}"), "aws_eip", json!({}), json!({ "Name": format!("{name}-nat-{zone}") })));
+            parts.push(names.part(
+                &format!("nat_ip.{zone}"),
+                "aws_eip",
+                json!({}),
+                json!({ "Name": format!("{name}-nat-{zone}") }),
+            ));
             let mut gateway = names.part(
                 &format!("nat.{zone}"),
                 "aws_nat_gateway",

@@ -39,7 +39,11 @@ pub struct BundleError {
 /// The facts `needs` asks for: instance types from AWS when `online` (else, or when AWS
 /// cannot be asked, the built-in table), and the bundles; `notes` gets what to tell.
 pub async fn gather(cloud: &Cloud, needs: &Needs, online: bool, notes: &mut Vec<Note>) -> Result<Facts, BundleError> {
-    let facts = if online && !needs.instance_types.is_empty() { instance_types(cloud, &needs.instance_types, notes).await } else { Facts::builtin() };
+    let facts = if online && !needs.instance_types.is_empty() {
+        instance_types(cloud, &needs.instance_types, notes).await
+    } else {
+        Facts::builtin()
+    };
     Ok(facts.with_bundles(bundles(&needs.bundles, notes).await?))
 }
 

@@ -212,7 +212,11 @@ impl Budget {
             }
             let id = state.next;
             state.next += 1;
-            let at = if retry { state.queue.iter().take_while(|w| w.retry).count() } else { state.queue.len() };
+            let at = if retry {
+                state.queue.iter().take_while(|w| w.retry).count()
+            } else {
+                state.queue.len()
+            };
             state.queue.insert(at, Waiter { id, retry });
             id
         };
@@ -314,7 +318,11 @@ mod tests {
             let (budget, order) = (budget.clone(), order.clone());
             calls.spawn(async move {
                 tokio::time::sleep(Duration::from_secs_f64(at)).await;
-                if retry { retrying_throttled(budget.acquire()).await } else { budget.acquire().await };
+                if retry {
+                    retrying_throttled(budget.acquire()).await
+                } else {
+                    budget.acquire().await
+                };
                 order.lock().unwrap().push(name);
             });
         }

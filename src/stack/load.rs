@@ -471,7 +471,12 @@ impl Loader<'_> {
 
         // The effective tags and labels are part of each resource's attributes, so a change of
         // `default_tags` / `default_labels` shows in the plan and updates them in place.
-        for DefaultLabels { values, prefix, attributes: fields } in default_labels(providers) {
+        for DefaultLabels {
+            values,
+            prefix,
+            attributes: fields,
+        } in default_labels(providers)
+        {
             let Some(defaults) = values else {
                 continue;
             };
@@ -1258,7 +1263,12 @@ impl Targets<'_> {
                 deps.insert(dep.clone());
             } else if self.components.contains_key(dep) {
                 let prefix = format!("{dep}.");
-                deps.extend(self.blocks.keys().filter(|a| a.starts_with(&prefix)).map(std::string::ToString::to_string));
+                deps.extend(
+                    self.blocks
+                        .keys()
+                        .filter(|a| a.starts_with(&prefix))
+                        .map(std::string::ToString::to_string),
+                );
             } else {
                 return Err(self.loader.err(
                     span.clone(),

@@ -33,9 +33,7 @@ fn configured_endpoint(endpoint: Option<&str>) -> Option<String> {
     endpoint
         .map(str::to_owned)
         .or_else(|| variable("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"))
-        .or_else(|| {
-            variable("STORAGE_EMULATOR_HOST").map(|host| if host.contains("://") { host } else { format!("http://{host}") })
-        })
+        .or_else(|| variable("STORAGE_EMULATOR_HOST").map(|host| if host.contains("://") { host } else { format!("http://{host}") }))
 }
 
 impl GcsObjects {

@@ -20,11 +20,19 @@ pub async fn lookup(cloud: &Cloud, names: &[String]) -> Result<LiveFacts, Provid
                     let (Some(name), Some(network)) = (t.instance_type(), t.network_info()) else {
                         continue;
                     };
-                    let efa = network.efa_info().and_then(aws_sdk_ec2::types::EfaInfo::maximum_efa_interfaces).unwrap_or(0);
-                    let gpus: i32 = t.gpu_info().map_or(0, |g| g.gpus().iter().filter_map(aws_sdk_ec2::types::GpuDeviceInfo::count).sum());
-                    let neuron: i32 = t
-                        .neuron_info()
-                        .map_or(0, |n| n.neuron_devices().iter().filter_map(aws_sdk_ec2::types::NeuronDeviceInfo::count).sum());
+                    let efa = network
+                        .efa_info()
+                        .and_then(aws_sdk_ec2::types::EfaInfo::maximum_efa_interfaces)
+                        .unwrap_or(0);
+                    let gpus: i32 = t
+                        .gpu_info()
+                        .map_or(0, |g| g.gpus().iter().filter_map(aws_sdk_ec2::types::GpuDeviceInfo::count).sum());
+                    let neuron: i32 = t.neuron_info().map_or(0, |n| {
+                        n.neuron_devices()
+                            .iter()
+                            .filter_map(aws_sdk_ec2::types::NeuronDeviceInfo::count)
+                            .sum()
+                    });
                     let info = InstanceType {
                         efa_interfaces: u32::try_from(efa).unwrap_or(0),
                         accelerators: u32::try_from(gpus + neuron).unwrap_or(0),

@@ -261,7 +261,8 @@ fn planned_id(config: &Value, prior: Option<&Value>) -> Value {
         .get("cluster")
         .and_then(Value::as_str)
         .and_then(|c| ClusterRef::parse(c).ok())
-        .zip(config.get("manifest").and_then(|m| Identity::of(m).ok())).map_or_else(|| crate::provider::prior_output(prior, "id"), |(c, i)| json!(id_of(&c, &i)))
+        .zip(config.get("manifest").and_then(|m| Identity::of(m).ok()))
+        .map_or_else(|| crate::provider::prior_output(prior, "id"), |(c, i)| json!(id_of(&c, &i)))
 }
 
 impl Resource for K8sObject {

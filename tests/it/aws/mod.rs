@@ -138,7 +138,8 @@ impl Aws {
                 (
                     fs.file_system_id().unwrap().to_owned(),
                     fs.storage_capacity().unwrap(),
-                    fs.lustre_configuration().and_then(aws_sdk_fsx::types::LustreFileSystemConfiguration::per_unit_storage_throughput),
+                    fs.lustre_configuration()
+                        .and_then(aws_sdk_fsx::types::LustreFileSystemConfiguration::per_unit_storage_throughput),
                 )
             })
             .collect()

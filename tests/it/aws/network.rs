@@ -203,9 +203,8 @@ fn paced_calls_fit_the_accounts_buckets_and_throttled_calls_never_fail() {
     paced.ok(&["up", "groups.toml", "--yes", "--api-rate", "4"]);
     paced.ok(&["destroy", "groups.toml", "--yes", "--api-rate", "4"]);
     let calls = paced.calls();
-    let throttled = |calls: &std::collections::BTreeMap<String, u64>, action: &str| {
-        calls.get(&format!("throttled:ec2:{action}")).copied().unwrap_or(0)
-    };
+    let throttled =
+        |calls: &std::collections::BTreeMap<String, u64>, action: &str| calls.get(&format!("throttled:ec2:{action}")).copied().unwrap_or(0);
     for action in ["CreatePlacementGroup", "DeletePlacementGroup"] {
         let throttled = throttled(&calls, action);
         assert_eq!(calls.get(&format!("ec2:{action}")).copied(), Some(90 + throttled), "{calls:?}");
@@ -388,7 +387,11 @@ fn the_vpc_component_builds_the_whole_network_and_destroys_it() {
                 .is_empty()
         );
         let nats = ec2.describe_nat_gateways().filter(stack_filter("vpc")).send().await.unwrap();
-        assert!(nats.nat_gateways().iter().all(|n| n.state().map(aws_sdk_ec2::types::NatGatewayState::as_str) == Some("deleted")));
+        assert!(
+            nats.nat_gateways()
+                .iter()
+                .all(|n| n.state().map(aws_sdk_ec2::types::NatGatewayState::as_str) == Some("deleted"))
+        );
     });
     eprintln!(
         "examples/vpc.toml on moto: up {:.2}s, {} API calls ({} mutating); no-op plan {} calls; destroy {:.2}s, {} calls",
@@ -453,10 +456,18 @@ fn efa_launch_template_and_cluster_placement_group() {
         ]
     );
     assert_eq!(data.placement().and_then(|p| p.group_name()), Some("efa-nodes-gpu"));
-    assert_eq!(data.instance_type().map(aws_sdk_ec2::types::InstanceType::as_str), Some("p4d.24xlarge"));
+    assert_eq!(
+        data.instance_type().map(aws_sdk_ec2::types::InstanceType::as_str),
+        Some("p4d.24xlarge")
+    );
     runtime().block_on(async {
         let pgs = ec2.describe_placement_groups().group_names("efa-nodes-gpu").send().await.unwrap();
-        assert_eq!(pgs.placement_groups()[0].strategy().map(aws_sdk_ec2::types::PlacementStrategy::as_str), Some("cluster"));
+        assert_eq!(
+            pgs.placement_groups()[0]
+                .strategy()
+                .map(aws_sdk_ec2::types::PlacementStrategy::as_str),
+            Some("cluster")
+        );
     });
 
     aws.write("efa.toml", &text.replace("echo efa", "echo efa v2"));

@@ -300,7 +300,12 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
     });
     assert_eq!(data.placement().and_then(|p| p.group_name()), Some("nemo-gpu"));
     let metadata = data.metadata_options().unwrap();
-    assert_eq!(metadata.http_tokens().map(aws_sdk_ec2::types::LaunchTemplateHttpTokensState::as_str), Some("required"));
+    assert_eq!(
+        metadata
+            .http_tokens()
+            .map(aws_sdk_ec2::types::LaunchTemplateHttpTokensState::as_str),
+        Some("required")
+    );
     assert_eq!(metadata.http_put_response_hop_limit(), Some(2));
     use base64::Engine;
     let user_data = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data.user_data().unwrap()).unwrap()).unwrap();

@@ -106,7 +106,10 @@ async fn first_failure(aws: &Clients, id: &str) -> Result<Option<String>, Provid
     let mut latest = Vec::new();
     for event in out.stack_events() {
         let own = event.resource_type() == Some("AWS::CloudFormation::Stack");
-        let status = event.resource_status().map(aws_sdk_cloudformation::types::ResourceStatus::as_str).unwrap_or_default();
+        let status = event
+            .resource_status()
+            .map(aws_sdk_cloudformation::types::ResourceStatus::as_str)
+            .unwrap_or_default();
         if own && (status == "CREATE_IN_PROGRESS" || status == "UPDATE_IN_PROGRESS" || status == "DELETE_IN_PROGRESS") {
             break;
         }
@@ -116,7 +119,10 @@ async fn first_failure(aws: &Clients, id: &str) -> Result<Option<String>, Provid
         .iter()
         .rev()
         .find(|e| {
-            let status = e.resource_status().map(aws_sdk_cloudformation::types::ResourceStatus::as_str).unwrap_or_default();
+            let status = e
+                .resource_status()
+                .map(aws_sdk_cloudformation::types::ResourceStatus::as_str)
+                .unwrap_or_default();
             status.ends_with("_FAILED")
                 && e.resource_type() != Some("AWS::CloudFormation::Stack")
                 && !e.resource_status_reason().unwrap_or_default().contains("cancelled")
@@ -126,7 +132,9 @@ async fn first_failure(aws: &Clients, id: &str) -> Result<Option<String>, Provid
                 "`{}` ({}) {}: {}",
                 e.logical_resource_id().unwrap_or("?"),
                 e.resource_type().unwrap_or("?"),
-                e.resource_status().map(aws_sdk_cloudformation::types::ResourceStatus::as_str).unwrap_or_default(),
+                e.resource_status()
+                    .map(aws_sdk_cloudformation::types::ResourceStatus::as_str)
+                    .unwrap_or_default(),
                 e.resource_status_reason().unwrap_or("no reason given")
             )
         }))

@@ -190,7 +190,9 @@ impl Resource for LaunchTemplate {
                 let template = made.launch_template();
                 (
                     template.and_then(|t| t.launch_template_id()).unwrap_or_default().to_owned(),
-                    template.and_then(aws_sdk_ec2::types::LaunchTemplate::latest_version_number).unwrap_or(1),
+                    template
+                        .and_then(aws_sdk_ec2::types::LaunchTemplate::latest_version_number)
+                        .unwrap_or(1),
                 )
             }
         };
@@ -263,7 +265,10 @@ impl Resource for LaunchTemplate {
                 .send()
                 .await
                 .map_err(|e| error(aws, "CreateLaunchTemplateVersion", e))?;
-            let number = made.launch_template_version().and_then(aws_sdk_ec2::types::LaunchTemplateVersion::version_number).unwrap_or_default();
+            let number = made
+                .launch_template_version()
+                .and_then(aws_sdk_ec2::types::LaunchTemplateVersion::version_number)
+                .unwrap_or_default();
             aws.ec2
                 .modify_launch_template()
                 .launch_template_id(id)

@@ -213,7 +213,10 @@ impl Resource for EksCluster {
             let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
             live = settle(ctx, aws, id, out.update(), limit).await?;
         }
-        let mode = live.access_config().and_then(|a| a.authentication_mode()).map(aws_sdk_eks::types::AuthenticationMode::as_str);
+        let mode = live
+            .access_config()
+            .and_then(|a| a.authentication_mode())
+            .map(aws_sdk_eks::types::AuthenticationMode::as_str);
         if mode.is_some_and(|m| m != cfg.authentication_mode) {
             let access = UpdateAccessConfigRequest::builder()
                 .authentication_mode(authentication_mode(&cfg.authentication_mode)?)

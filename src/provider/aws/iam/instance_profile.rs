@@ -88,7 +88,10 @@ impl Resource for IamInstanceProfile {
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
         let profiles = all_pages!(aws, aws.iam.list_instance_profiles(), instance_profiles, "ListInstanceProfiles");
-        Ok(existing(ids, profiles.iter().map(aws_sdk_iam::types::InstanceProfile::instance_profile_name)))
+        Ok(existing(
+            ids,
+            profiles.iter().map(aws_sdk_iam::types::InstanceProfile::instance_profile_name),
+        ))
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

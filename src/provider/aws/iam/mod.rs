@@ -91,7 +91,9 @@ pub(super) fn iam_create_tags(ctx: &Ctx, token: &str, config: &Value) -> Vec<aws
 
 /// Whether an existing IAM object was made by the create with `token` (see [`made_by`]).
 pub(super) fn iam_owned(ctx: &Ctx, token: &str, tags: &[aws_sdk_iam::types::Tag]) -> bool {
-    made_by(ctx, token, |k| tags.iter().find(|t| t.key() == k).map(aws_sdk_iam::types::Tag::value))
+    made_by(ctx, token, |k| {
+        tags.iter().find(|t| t.key() == k).map(aws_sdk_iam::types::Tag::value)
+    })
 }
 
 /// What an IAM tag update does: the keys to remove, and the full tag set to apply when

@@ -2,10 +2,10 @@
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
 use super::{gone_ok, iam_owned, made_or_adopted, own_arn};
-use aws_sdk_iam::operation::create_open_id_connect_provider::CreateOpenIdConnectProviderOutput;
 use crate::provider::aws::{Claim, Clients, error, existing, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
+use aws_sdk_iam::operation::create_open_id_connect_provider::CreateOpenIdConnectProviderOutput;
 use serde_json::{Value, json};
 
 /// The `aws_iam_oidc_provider` kind.

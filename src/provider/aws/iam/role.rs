@@ -64,10 +64,12 @@ async fn sync_policies(aws: &Clients, name: &str, old: &Config, new: &Config) ->
 /// The managed policies attached to the role now, or `None` when there is no such role.
 async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, ProviderError> {
     let answer = aws.iam.list_attached_role_policies().role_name(name).send().await;
-    Ok(found(aws, "ListAttachedRolePolicies", answer, NO_SUCH_ENTITY)?.map(|out| out.attached_policies()
-                .iter()
-                .filter_map(|p| p.policy_arn().map(str::to_owned))
-                .collect()))
+    Ok(found(aws, "ListAttachedRolePolicies", answer, NO_SUCH_ENTITY)?.map(|out| {
+        out.attached_policies()
+            .iter()
+            .filter_map(|p| p.policy_arn().map(str::to_owned))
+            .collect()
+    }))
 }
 
 fn nothing_attached() -> Config {

@@ -184,7 +184,11 @@ impl Resource for PcsComputeNodeGroup {
             .scaling_configuration()
             .map(|s| (s.min_instance_count(), s.max_instance_count()));
         let live_template = live.custom_launch_template().map(|t| (t.id().to_owned(), t.version().to_owned()));
-        let live_settings = super::settings_of(live.slurm_configuration().map(aws_sdk_pcs::types::ComputeNodeGroupSlurmConfiguration::slurm_custom_settings).unwrap_or_default());
+        let live_settings = super::settings_of(
+            live.slurm_configuration()
+                .map(aws_sdk_pcs::types::ComputeNodeGroupSlurmConfiguration::slurm_custom_settings)
+                .unwrap_or_default(),
+        );
         let mut update = aws
             .pcs
             .update_compute_node_group()

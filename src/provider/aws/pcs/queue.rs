@@ -111,7 +111,11 @@ impl Resource for PcsQueue {
             .iter()
             .filter_map(|c| c.compute_node_group_id().map(str::to_owned))
             .collect();
-        let settings = super::settings_of(live.slurm_configuration().map(aws_sdk_pcs::types::QueueSlurmConfiguration::slurm_custom_settings).unwrap_or_default());
+        let settings = super::settings_of(
+            live.slurm_configuration()
+                .map(aws_sdk_pcs::types::QueueSlurmConfiguration::slurm_custom_settings)
+                .unwrap_or_default(),
+        );
         if groups != cfg.compute_node_group_ids || settings != cfg.slurm_settings {
             aws.pcs
                 .update_queue()
