@@ -131,16 +131,14 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         "capacity_gib": block.capacity_gib,
         "network": network,
     });
-    let handed_on = [
-        ("labels", &block.labels),
-        ("deletion_protection", &block.deletion_protection),
-        ("timeouts", &block.timeouts),
-    ];
-    for (key, value) in handed_on {
-        if let Some(value) = value {
-            config[key] = value.clone();
-        }
-    }
+    super::hand_on(
+        &mut config,
+        &[
+            ("labels", &block.labels),
+            ("deletion_protection", &block.deletion_protection),
+            ("timeouts", &block.timeouts),
+        ],
+    );
     let parts = vec![Part {
         local: "instance".into(),
         kind: "google_filestore_instance",

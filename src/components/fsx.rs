@@ -189,11 +189,10 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     if let Some(t) = sizing.throughput {
         file_system["per_unit_storage_throughput"] = json!(t);
     }
-    for (key, value) in [("final_backup", &block.final_backup), ("timeouts", &block.timeouts)] {
-        if let Some(value) = value {
-            file_system[key] = value.clone();
-        }
-    }
+    super::hand_on(
+        &mut file_system,
+        &[("final_backup", &block.final_backup), ("timeouts", &block.timeouts)],
+    );
     let mut parts = vec![
         Part::new("security_group", "aws_security_group", security_group),
         Part::new("file_system", "aws_fsx_lustre", file_system),

@@ -359,11 +359,7 @@ impl<'a> Cluster<'a> {
             ("labels", &block.labels),
             ("timeouts", &block.timeouts),
         ];
-        for (key, value) in handed_on {
-            if let Some(value) = value {
-                cluster[key] = value.clone();
-            }
-        }
+        super::hand_on(&mut cluster, &handed_on);
         Part::new("cluster", "google_container_cluster", cluster)
     }
 }
@@ -855,11 +851,7 @@ fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
         ("auto_repair", &b.auto_repair),
         ("auto_upgrade", &b.auto_upgrade),
     ];
-    for (key, value) in handed_on {
-        if let Some(value) = value {
-            config[key] = value.clone();
-        }
-    }
+    super::hand_on(&mut config, &handed_on);
     if let Some(taints) = &b.taints {
         config["taints"] = Value::Array(
             taints

@@ -129,6 +129,16 @@ impl From<&str> for ComponentError {
     }
 }
 
+/// Sets in `config` each of `attributes` that the block gives, as written: what a component
+/// hands on to a resource unread (`None`: left out, the resource's default holds).
+pub fn hand_on(config: &mut Value, attributes: &[(&str, &Option<Value>)]) {
+    for (key, value) in attributes {
+        if let Some(value) = value {
+            config[*key] = value.clone();
+        }
+    }
+}
+
 /// Reads the table `value`, found at `at` in the block (`nodegroups.gpu`; empty for the block
 /// itself), into `T`. It is held to `T`'s fields first ([`crate::schema::misfit`]: the checks a
 /// written block gets), so the error names the key, says what is wrong and how to fix it;
