@@ -104,6 +104,13 @@ pub enum Command {
         /// Bound, and prints what it found.
         #[arg(long)]
         no_wait_ready: bool,
+        /// Apply only the cloud side: leave the in-cluster objects (and whatever must follow
+        /// them) for a run that reaches the clusters' API servers, and do not read them or wait
+        /// for readiness. For clusters whose endpoint forge cannot reach from here (a private
+        /// EKS endpoint, GKE authorized networks): run this from anywhere, then `forge up` from
+        /// a runner inside the VPC.
+        #[arg(long)]
+        skip_in_cluster: bool,
     },
     /// Delete every resource the state holds, dependents first.
     Destroy {
@@ -221,6 +228,10 @@ pub struct PlanOptions {
     /// the state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
+    /// Plan only the cloud side, as `forge up --skip-in-cluster` applies it: the in-cluster
+    /// objects are shown as pending and not read.
+    #[arg(long, conflicts_with = "destroy")]
+    pub skip_in_cluster: bool,
 }
 
 /// `forge state …`

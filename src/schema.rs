@@ -449,11 +449,17 @@ pub fn describe(value: &Value) -> &'static str {
     }
 }
 
-/// What is wrong with one entry of a block's `timeouts`, if anything: the message and a hint.
-pub fn timeout_problem(operation: &str, value: &Value) -> Option<(String, String)> {
-    const OPERATIONS: &[&str] = &["create", "update", "delete"];
-    if !OPERATIONS.contains(&operation) {
-        return Some(("not an operation with a timeout".into(), suggestion(operation, OPERATIONS)));
+/// What is wrong with one entry of a `kind` block's `timeouts`, if anything: the message and
+/// a hint. Every kind times its create, update and delete; an in-cluster object also how long
+/// forge tries its cluster's endpoint (`reach`) and waits for the cluster to serve its kind
+/// (`api`).
+pub fn timeout_problem(kind: &str, operation: &str, value: &Value) -> Option<(String, String)> {
+    let operations: &[&str] = match kind {
+        "k8s_object" => &["create", "update", "delete", "reach", "api"],
+        _ => &["create", "update", "delete"],
+    };
+    if !operations.contains(&operation) {
+        return Some(("not an operation with a timeout".into(), suggestion(operation, operations)));
     }
     match value.as_str().map(humantime::parse_duration) {
         Some(Ok(_)) => None,

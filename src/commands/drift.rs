@@ -217,7 +217,7 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
             h.started, h.operation, h.who, h.pid
         )
     });
-    let drift = session.observe(&loaded.state, &stack, &rules).await?;
+    let drift = session.observe(&loaded.state, &stack, &rules, true).await?;
     let plan = crate::plan::plan(
         &stack,
         &graph,

@@ -28,6 +28,7 @@ use crate::state::lock::LockMode;
 use crate::state::store::Loaded;
 use crate::state::{Access, Backend, Held, LocalStore, StateError, Store};
 use miette::Result;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -74,12 +75,18 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             allow_data_loss,
             refresh,
             no_wait_ready,
+            skip_in_cluster,
         } => {
             let consent = Consent {
                 yes,
                 data_loss: allow_data_loss,
             };
-            up::run(&session, &file, consent, refresh, !no_wait_ready).await
+            let steps = up::Steps {
+                refresh,
+                wait_ready: !no_wait_ready,
+                in_cluster: !skip_in_cluster,
+            };
+            up::run(&session, &file, consent, steps).await
         }
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes).await,
         Command::Drift {
@@ -110,6 +117,25 @@ pub async fn run(cli: Cli) -> Result<Exit> {
 }
 
 /// The first five of `items`, and how many more there are.
+/// The failures grouped by their message, in the order each first failed: a cluster that
+/// cannot be reached fails all its objects with one error, said once.
+fn failures_by_cause(failures: &[apply::Failure]) -> Vec<(&str, Vec<String>)> {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for f in failures {
+        let what = match f.phase {
+            apply::Phase::Create => "create",
+            apply::Phase::Update => "update",
+            apply::Phase::Destroy => "delete",
+        };
+        let change = format!("`{}`: {what}", f.address);
+        match groups.iter_mut().find(|(message, _)| *message == f.message) {
+            Some((_, changes)) => changes.push(change),
+            None => groups.push((&f.message, vec![change])),
+        }
+    }
+    groups
+}
+
 fn sample(items: impl ExactSizeIterator<Item = String>) -> String {
     let more = items.len().saturating_sub(5);
     let shown: Vec<String> = items.take(5).collect();
@@ -172,14 +198,15 @@ impl Session {
         }
     }
 
-    /// Reads the live objects of the stack's kinds (one batched read per kind) and shows what
-    /// changed or went outside forge; `plan` brings it back.
-    pub async fn refresh(&self, state: &crate::state::State, stack: &Stack) -> Result<Drift> {
+    /// Reads the live objects of the stack's kinds (one batched read per kind; the in-cluster
+    /// kinds only when `in_cluster`) and shows what changed or went outside forge; `plan`
+    /// brings it back.
+    pub async fn refresh(&self, state: &crate::state::State, stack: &Stack, in_cluster: bool) -> Result<Drift> {
         if state.resources.is_empty() {
             return Ok(Drift::default());
         }
         let started = std::time::Instant::now();
-        let drift = self.observe(state, stack, &IgnoreRules::of_stack(stack)).await?;
+        let drift = self.observe(state, stack, &IgnoreRules::of_stack(stack), in_cluster).await?;
         self.printer.detail(&format!(
             "refresh: {} resources of {} kinds read in {}",
             drift.resources_read,
@@ -219,12 +246,17 @@ impl Session {
         let answers: Vec<(String, std::result::Result<Option<String>, crate::provider::ProviderError>)> =
             futures::StreamExt::collect(futures::StreamExt::buffer_unordered(futures::stream::iter(checks), parallelism)).await;
         let mut refused: Vec<String> = Vec::new();
+        let mut unasked: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (address, answer) in answers {
             match answer {
                 Ok(None) => {}
                 Ok(Some(why)) => refused.push(format!("`{address}`: {why}")),
-                Err(e) => self.printer.warn(&format!("could not dry-run `{address}`: {}", e.message)),
+                Err(e) => unasked.entry(e.message).or_default().push(format!("`{address}`")),
             }
+        }
+        for (why, addresses) in unasked {
+            self.printer
+                .warn(&format!("could not dry-run {}: {why}", sample(addresses.into_iter())));
         }
         if refused.is_empty() {
             return Ok(());
@@ -252,9 +284,15 @@ impl Session {
         cloud
     }
 
-    /// The drift of `stack` against `state`, read with `--parallelism` reads at once.
-    pub async fn observe(&self, state: &crate::state::State, stack: &Stack, ignore: &IgnoreRules) -> Result<Drift, ReadError> {
-        let kinds = stack.resources.iter().map(|r| r.kind.clone()).collect();
+    /// The drift of `stack` against `state`, read with `--parallelism` reads at once; the
+    /// in-cluster kinds are left unread unless `in_cluster`.
+    pub async fn observe(&self, state: &crate::state::State, stack: &Stack, ignore: &IgnoreRules, in_cluster: bool) -> Result<Drift, ReadError> {
+        let kinds = stack
+            .resources
+            .iter()
+            .filter(|r| in_cluster || !crate::plan::in_cluster::is_in_cluster(&r.kind))
+            .map(|r| r.kind.clone())
+            .collect();
         let cloud = self.cloud(&stack.providers);
         let parallelism = usize::from(self.global.parallelism);
         crate::plan::drift::observe(state, &kinds, &self.registry, cloud, &self.retry_policy(), ignore, parallelism).await
@@ -409,19 +447,12 @@ impl Session {
             report.count(Action::Delete) + replaced,
             format_duration(report.elapsed)
         ));
-        for f in &report.failures {
-            self.printer.error(
-                &format!(
-                    "`{}`: {} failed",
-                    f.address,
-                    match f.phase {
-                        apply::Phase::Create => "create",
-                        apply::Phase::Update => "update",
-                        apply::Phase::Destroy => "delete",
-                    }
-                ),
-                &f.message,
-            );
+        for (message, failed) in failures_by_cause(&report.failures) {
+            let headline = match failed.as_slice() {
+                [one] => format!("{one} failed"),
+                many => format!("{} changes failed the same way: {}", many.len(), sample(many.iter().cloned())),
+            };
+            self.printer.error(&headline, message);
         }
         if !report.skipped.is_empty() {
             let causes = report.skipped.iter().map(|(a, cause)| format!("`{a}` (after `{cause}`)"));

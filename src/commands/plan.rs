@@ -16,6 +16,7 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
         detailed_exitcode,
         destroy,
         refresh,
+        skip_in_cluster,
     } = options;
     let (stack, graph) = match destroy {
         true => session.load(file)?,
@@ -25,11 +26,14 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
     let drift = if *refresh && !destroy {
-        session.refresh(&loaded.state, &stack).await?
+        session.refresh(&loaded.state, &stack, !skip_in_cluster).await?
     } else {
         Default::default()
     };
-    let plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry, &drift)?;
+    let mut plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry, &drift)?;
+    if *skip_in_cluster {
+        plan.skip_in_cluster();
+    }
     if *json {
         println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));
     } else {

@@ -7,9 +7,31 @@ use crate::state::lock::LockMode;
 use miette::Result;
 use std::path::Path;
 
-/// Runs `forge up`; with `wait_ready`, ends by waiting until the clusters are ready for work.
-pub(super) async fn run(session: &Session, file: &Path, consent: Consent, refresh: bool, wait_ready: bool) -> Result<Exit> {
+/// What `forge up` does besides applying the plan.
+pub(super) struct Steps {
+    /// Read the live resources first.
+    pub refresh: bool,
+    /// End by waiting until the clusters are ready for work.
+    pub wait_ready: bool,
+    /// Apply (and read) the in-cluster objects; `false` is `--skip-in-cluster`.
+    pub in_cluster: bool,
+}
+
+/// Runs `forge up`.
+pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps: Steps) -> Result<Exit> {
+    let Steps {
+        refresh,
+        wait_ready,
+        in_cluster,
+    } = steps;
     if let Some(plan) = read_saved_plan(file)? {
+        if !in_cluster {
+            return Err(CommandError::new(
+                "`--skip-in-cluster` does not apply to a saved plan: it is applied exactly as made",
+                format!("make the plan with `forge plan --skip-in-cluster --out {}`", file.display()),
+            )
+            .into());
+        }
         session.announce(&plan.stack, &plan.stack_file, &plan.state);
         let (store, _lock, loaded) = session.open_state(&plan.state, &plan.stack, &plan.stack_file, LockMode::Exclusive, "up")?;
         let lineage = loaded.existed.then_some(loaded.state.lineage);
@@ -34,11 +56,11 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, refres
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "up")?;
     let drift = if refresh {
-        session.refresh(&loaded.state, &stack).await?
+        session.refresh(&loaded.state, &stack, in_cluster).await?
     } else {
         Default::default()
     };
-    let plan = crate::plan::plan(
+    let mut plan = crate::plan::plan(
         &stack,
         &graph,
         &loaded.state,
@@ -47,6 +69,9 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, refres
         &session.registry,
         &drift,
     )?;
+    if !in_cluster {
+        plan.skip_in_cluster();
+    }
     if refresh {
         session.dry_run(&plan).await?;
     }

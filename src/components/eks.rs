@@ -26,6 +26,7 @@ block! {
         vpc_id: Option<String>,
         subnet_ids: Option<Value> as List,
         endpoint: Option<String>,
+        public_access_cidrs: Option<Vec<String>>,
         authentication_mode: Option<String>,
         logging: Option<Value> as List,
         addons: Option<Vec<String>>,
@@ -234,6 +235,19 @@ impl<'a> Cluster<'a> {
             network,
             endpoint: endpoint_access(block.endpoint.as_deref())?,
         })
+        .and_then(|cluster| cluster.open_to(block.public_access_cidrs.as_deref()))
+    }
+
+    /// Checks that `public_access_cidrs` narrows a public endpoint, not a private one.
+    fn open_to(self, cidrs: Option<&[String]>) -> Result<Self, ComponentError> {
+        if cidrs.is_some() && !self.endpoint.0 {
+            return Err(ComponentError::at(
+                "public_access_cidrs",
+                "`public_access_cidrs` limits who reaches the public endpoint, and this cluster has none (`endpoint = \"private\"`)",
+                "write `endpoint = \"both\"` to keep the private endpoint for the nodes and open the public one to these addresses",
+            ));
+        }
+        Ok(self)
     }
 
     /// A reference to the output `output` of this cluster's part `local`.
@@ -271,6 +285,9 @@ impl<'a> Cluster<'a> {
             "logging": block.logging.clone().unwrap_or_else(|| json!([])),
             "tags": self.tags,
         });
+        if let Some(cidrs) = &block.public_access_cidrs {
+            cluster["public_access_cidrs"] = json!(cidrs);
+        }
         if let Some(timeouts) = &block.timeouts {
             cluster["timeouts"] = timeouts.clone();
         }
@@ -860,6 +877,7 @@ fn device_plugins(
 /// reports the plugin's device (EFA: as many as the group's interfaces), unless
 /// `kubernetes = { wait_ready = false }`; `wait_ready = "45m"` sets how long `up` waits.
 fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, queues: Vec<String>) -> Result<Vec<Check>, ComponentError> {
+    kubernetes::check_waits(settings)?;
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
@@ -907,7 +925,7 @@ fn check_timeouts(key: &str, timeouts: &Value) -> Result<(), ComponentError> {
         ));
     };
     for (operation, value) in table {
-        if let Some((message, hint)) = crate::schema::timeout_problem(operation, value) {
+        if let Some((message, hint)) = crate::schema::timeout_problem("eks", operation, value) {
             return Err(ComponentError::at(
                 format!("{key}.{operation}"),
                 format!("`{key}.{operation}`: {message}"),

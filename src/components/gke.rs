@@ -67,6 +67,7 @@ block! {
         local_ssd_count: Option<Value> as Integer,
         auto_repair: Option<Value> as Bool,
         auto_upgrade: Option<Value> as Bool,
+        version: Option<Value> as String,
     }
 }
 
@@ -513,6 +514,7 @@ fn gpudirect_objects(pools: &[Pool], cluster: &str, reference: &dyn Fn(&str, &st
 /// installs the driver and its device plugin itself) and its Kueue queue is Active, unless
 /// `wait_ready = false`.
 fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Vec<String>) -> Result<Vec<Check>, ComponentError> {
+    kubernetes::check_waits(settings)?;
     let Some(timeout) = kubernetes::wait_ready(settings)? else {
         return Ok(vec![]);
     };
@@ -626,11 +628,35 @@ fn pools<'a>(input: &Input, block: &'a Gke, region: &str) -> Result<Vec<Pool<'a>
         ));
     }
     let known = machine_types();
-    block
+    let pools = block
         .node_pools
         .iter()
         .map(|(name, table)| pool(input.address, name, table, &known, region))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    check_auto_upgrade(block, &pools)?;
+    Ok(pools)
+}
+
+/// No pool turns auto-upgrade off on a cluster in a release channel (GKE's `REGULAR` when the
+/// block names none): GKE upgrades such a cluster's pools itself and refuses the pool.
+fn check_auto_upgrade(block: &Gke, pools: &[Pool]) -> Result<(), ComponentError> {
+    let channel = match &block.release_channel {
+        None => "REGULAR",
+        Some(Value::String(channel)) if !channel.contains("${") => channel.as_str(),
+        Some(_) => return Ok(()),
+    };
+    let off = pools.iter().find(|p| p.block.auto_upgrade == Some(Value::Bool(false)));
+    match off {
+        Some(pool) if channel != "UNSPECIFIED" => Err(ComponentError::at(
+            format!("node_pools.{}.auto_upgrade", pool.name),
+            format!(
+                "`node_pools.{}.auto_upgrade = false`: the cluster is in the {channel} release channel, whose node pools GKE upgrades itself; it refuses to turn that off",
+                pool.name
+            ),
+            "remove `auto_upgrade = false`, or take the cluster out of release channels with `release_channel = \"UNSPECIFIED\"` (and pin its `version`)",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The table `node_pools.<name>`, checked.
@@ -850,6 +876,7 @@ fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
         ("local_ssd_count", &b.local_ssd_count),
         ("auto_repair", &b.auto_repair),
         ("auto_upgrade", &b.auto_upgrade),
+        ("version", &b.version),
     ];
     super::hand_on(&mut config, &handed_on);
     if let Some(taints) = &b.taints {

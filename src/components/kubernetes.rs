@@ -56,6 +56,8 @@ pub const CLUSTER_SETTINGS: &[&str] = &[
     "efa_device_plugin",
     "neuron_device_plugin",
     "wait_ready",
+    "reach_timeout",
+    "api_timeout",
     "kueue",
     "mpi_operator",
     "training_operator",
@@ -299,7 +301,15 @@ const NRI_INJECTOR_IMAGE: &str =
     "gcr.io/gke-release/nri-device-injector@sha256:7704e2bd74b8edbb76b6913c7904cc2362f1fa887c4d4aba7b19778ea353537c";
 
 /// The settings a `kubernetes = { … }` table of a `gke` block takes.
-pub const GKE_SETTINGS: &[&str] = &["gpudirect", "wait_ready", "kueue", "mpi_operator", "training_operator"];
+pub const GKE_SETTINGS: &[&str] = &[
+    "gpudirect",
+    "wait_ready",
+    "reach_timeout",
+    "api_timeout",
+    "kueue",
+    "mpi_operator",
+    "training_operator",
+];
 
 /// The `GKENetworkParamSet` and `Network` that make GPU network `n` (its VPC and subnetwork
 /// names, `${…}` templates) a device network pods name `vpc<n>` in their
@@ -421,6 +431,50 @@ pub fn wait_ready(settings: Option<&Value>) -> Result<Option<Option<String>>, Co
             "write `wait_ready = \"45m\"`, or `wait_ready = false` to skip the readiness check",
         )),
     }
+}
+
+/// The in-cluster waits a cluster block's `kubernetes` table sets, and the `timeouts` entry
+/// of each `k8s_object` in that cluster they become: how long forge tries the cluster's
+/// endpoint (`reach_timeout`, default a minute) and how long an object waits for the cluster
+/// to serve its kind (`api_timeout`, default two minutes).
+const WAITS: [(&str, &str); 2] = [("reach_timeout", "reach"), ("api_timeout", "api")];
+
+/// Checks the durations of a cluster block's [`WAITS`].
+pub fn check_waits(settings: Option<&Value>) -> Result<(), ComponentError> {
+    for (key, _) in WAITS {
+        match settings.and_then(|s| s.get(key)) {
+            None => {}
+            Some(Value::String(t)) if humantime::parse_duration(t).is_ok() => {}
+            Some(other) => {
+                return Err(ComponentError::at(
+                    format!("kubernetes.{key}"),
+                    format!("`{key}` must be a duration, not {}", crate::schema::describe(other)),
+                    format!("write it like `{key} = \"5m\"`"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gives a `k8s_object` part the [`WAITS`] its cluster's block sets (whichever block made
+/// the part: the cluster's own, or a storage block mounting into it).
+pub fn with_cluster_waits(part: &mut Part, components: &BTreeMap<String, Map<String, Value>>) {
+    let block = part.config["cluster"].as_str().and_then(cluster_block);
+    let Some(settings) = block.and_then(|b| components.get(b)).and_then(|c| c.get("kubernetes")) else {
+        return;
+    };
+    for (key, operation) in WAITS {
+        if let Some(wait) = settings.get(key).filter(|w| w.is_string()) {
+            part.config["timeouts"][operation] = wait.clone();
+        }
+    }
+}
+
+/// The cluster block a `k8s_object`'s cluster names ([`eks_cluster`], [`gke_cluster`]).
+fn cluster_block(cluster: &str) -> Option<&str> {
+    let inner = cluster.strip_prefix("eks/${").or_else(|| cluster.strip_prefix("gke/${"))?;
+    inner.split_once(".cluster.").map(|(block, _)| block)
 }
 
 /// A shared file system as Kubernetes mounts it: a statically provisioned ReadWriteMany

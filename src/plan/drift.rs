@@ -1,8 +1,10 @@
 //! Drift: the live cloud against what forge last applied. One batched read per kind (by the
 //! stack's tag or by id), kinds read concurrently, so the cost grows with the number of kinds,
 //! not of resources. Only attributes a block declares are compared: what the cloud fills in by
-//! itself never counts. Reads only; `plan` and `up` use the same reads to bring drifted
-//! resources back.
+//! itself never counts, nor what a kind cannot read. Where the presence of an attribute is
+//! itself state (a fixed size against autoscaling), the kind says so and a side that leaves it
+//! out counts as `null` (see [`crate::provider::Resource::presence`]). Reads only; `plan` and
+//! `up` use the same reads to bring drifted resources back.
 
 use crate::provider::{Cloud, Observed, ProviderError, Registry, RetryPolicy};
 use crate::state::{ResourceRecord, State, Status};
@@ -216,13 +218,8 @@ pub fn compare(state: &State, registry: &Registry, observed: &BTreeMap<String, V
             continue;
         };
         let defaults = kind.ignored_by_default(&r.config);
-        let mut attributes = Vec::new();
         let applied = kind.comparable(id, &r.config);
-        for (name, value) in applied.as_object().into_iter().flatten() {
-            if let Some(now) = live.attributes.get(name) {
-                differences(vec![name.clone()], value, now, &mut attributes);
-            }
-        }
+        let mut attributes = compared(&applied, &live.attributes, kind.presence());
         let before = attributes.len();
         attributes.retain(|a| !ignore.covers(&r.address, &a.attribute) && !defaults.iter().any(|d| covers(d, &a.attribute)));
         drift.ignored += before - attributes.len();
@@ -261,6 +258,25 @@ pub fn compare(state: &State, registry: &Registry, observed: &BTreeMap<String, V
         }
     }
     drift
+}
+
+/// The differences between the applied attributes (in the kind's comparable form) and the live
+/// ones: an attribute is compared when the stack sets it and the read reports it, and an
+/// attribute of `presence` also when only one side has it (the other's is `null`): set but not
+/// reported is gone from the cloud, reported but not set is the cloud's other mode.
+fn compared(applied: &Value, live: &Value, presence: &[&str]) -> Vec<AttributeDrift> {
+    let empty = serde_json::Map::new();
+    let (applied, live) = (applied.as_object().unwrap_or(&empty), live.as_object().unwrap_or(&empty));
+    let unset = presence.iter().copied().filter(|name| !applied.contains_key(*name));
+    let mut out = Vec::new();
+    for name in applied.keys().map(String::as_str).chain(unset) {
+        let (set, seen) = (applied.get(name), live.get(name));
+        if (set.is_some() && seen.is_some()) || presence.contains(&name) {
+            let none = Value::Null;
+            differences(vec![name.to_owned()], set.unwrap_or(&none), seen.unwrap_or(&none), &mut out);
+        }
+    }
+    out
 }
 
 /// Whether the rule path `rule` covers `attribute`: the same path, or one under it.
@@ -367,6 +383,28 @@ mod tests {
         let mut none = Vec::new();
         differences(vec!["labels".into()], &json!({}), &Value::Null, &mut none);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn presence_attributes_compare_when_one_side_leaves_them_out() {
+        let presence = &["node_count", "min_node_count", "max_node_count"];
+        let fixed = json!({ "name": "a3", "node_count": 2, "secret": "x" });
+        let autoscaled = json!({ "name": "a3", "min_node_count": 1, "max_node_count": 5 });
+        let found = |applied: &Value, live: &Value| -> Vec<(String, Value, Value)> {
+            compared(applied, live, presence).into_iter().map(|d| (d.attribute, d.applied, d.live)).collect()
+        };
+        assert_eq!(
+            found(&fixed, &autoscaled),
+            [
+                ("node_count".to_owned(), json!(2), Value::Null),
+                ("min_node_count".to_owned(), Value::Null, json!(1)),
+                ("max_node_count".to_owned(), Value::Null, json!(5)),
+            ],
+            "a fixed size switched to autoscaling"
+        );
+        assert_eq!(found(&autoscaled, &json!({ "name": "a3", "node_count": 3 }))[0].0, "min_node_count");
+        assert!(found(&fixed, &json!({ "name": "a3", "node_count": 2 })).is_empty(), "`secret` is not read: no drift");
+        assert!(compared(&fixed, &json!({ "name": "a3" }), &[]).is_empty(), "without presence, only both sides compare");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod diff;
 pub mod drift;
+pub mod in_cluster;
 pub mod render;
 
 use crate::graph::ResourceGraph;
@@ -120,6 +121,14 @@ pub struct Plan {
     /// The digests of the stack's unpinned bundles, by URL, that apply records in the state.
     #[serde(default)]
     pub bundles: BTreeMap<String, String>,
+    /// What the changes need that they do not show: a cluster endpoint forge may not reach
+    /// ([`in_cluster::endpoint_notes`]).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// In-cluster changes (and what must follow them) left for a run that reaches the
+    /// clusters: `--skip-in-cluster` ([`Plan::skip_in_cluster`]).
+    #[serde(default)]
+    pub deferred: Vec<Change>,
 }
 
 impl Plan {
@@ -136,6 +145,13 @@ impl Plan {
     /// True when applying would change nothing (outputs aside).
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
+    }
+
+    /// Leaves the in-cluster changes, and what must follow them, for a later run
+    /// ([`in_cluster::defer`]), with the readiness checks (they read the clusters too).
+    pub fn skip_in_cluster(&mut self) {
+        self.deferred = in_cluster::defer(&mut self.changes);
+        self.readiness.clear();
     }
 }
 
@@ -201,6 +217,7 @@ pub fn plan(
     };
     changes.extend(deletes(stack, state, mode));
     mark_data_losses(&mut changes, state, registry);
+    let notes = in_cluster::endpoint_notes(stack, &changes);
     Ok(Plan {
         format_version: PLAN_FORMAT,
         mode,
@@ -224,6 +241,8 @@ pub fn plan(
         } else {
             BTreeMap::new()
         },
+        notes,
+        deferred: Vec::new(),
     })
 }
 
@@ -321,6 +340,7 @@ impl<'a> Planner<'a> {
         let state: &'a State = self.state;
         let prior = state.resources.get(&r.address).filter(|_| !self.gone.contains(&r.address));
         let change = self.change(r, kind.as_ref(), prior, &after);
+        self.check_update(r, kind.as_ref(), change.as_ref(), prior)?;
         let outputs = match (&change, prior) {
             (None, Some(p)) => p.outputs.clone(),
             (Some(c), Some(p)) if c.action == Action::Update => kind.planned_outputs(&after, Some(&p.outputs)),
@@ -357,6 +377,32 @@ impl<'a> Planner<'a> {
             ));
         }
         Ok(after)
+    }
+
+    /// Fails the plan when `change` updates `r` in a way its cloud refuses (see
+    /// [`crate::provider::Resource::refusal`]), naming the attribute and how to get there.
+    fn check_update(
+        &self,
+        r: &crate::stack::Resource,
+        kind: &dyn Kind,
+        change: Option<&Change>,
+        prior: Option<&ResourceRecord>,
+    ) -> Result<(), StackError> {
+        let (Some(change), Some(prior)) = (change.filter(|c| c.action == Action::Update), prior) else {
+            return Ok(());
+        };
+        let (Some(before), Some(after)) = (&change.before, &change.after) else {
+            return Ok(());
+        };
+        match kind.refusal(before, after, &prior.outputs) {
+            None => Ok(()),
+            Some(refusal) => Err(self.stack.source.error(
+                Some(r.span.clone()),
+                format!("`{}.{}`: {}", r.address, refusal.attribute, refusal.message),
+                "in this block",
+                Some(refusal.hint),
+            )),
+        }
     }
 
     /// `r`'s change from its record, or from its live values when it changed outside forge,

@@ -146,6 +146,18 @@ pub fn render(plan: &Plan) -> String {
     }
     out.push_str(&summary(plan));
     out.push('\n');
+    if !plan.deferred.is_empty() {
+        out.push_str(&format!(
+            "\nPending, left for a run that reaches the clusters (--skip-in-cluster): {} change(s)\n",
+            plan.deferred.len()
+        ));
+        for c in &plan.deferred {
+            out.push_str(&format!("  {} {}\n", c.action.symbol(), c.address));
+        }
+    }
+    for note in &plan.notes {
+        out.push_str(&format!("\nNote: {note}\n"));
+    }
     out
 }
 

@@ -159,7 +159,8 @@ pub struct Observed {
     /// Its `forge:address` tag, when it carries the stack's `forge:stack` tag.
     pub address: Option<String>,
     /// The attributes the kind reads back, in the shape of [`Resource::comparable`]; an attribute
-    /// the kind cannot read is absent (and never counts as drift).
+    /// the kind cannot read is absent (and never counts as drift), as is one of
+    /// [`Resource::presence`] the object does not have (which does).
     pub attributes: Value,
 }
 
@@ -210,6 +211,17 @@ impl ProviderError {
     }
 }
 
+/// An in-place change the cloud would refuse (see [`Resource::refusal`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The attribute whose change is refused (`version`).
+    pub attribute: &'static str,
+    /// Why, in the cloud's terms.
+    pub message: String,
+    /// How to get what the stack asks for.
+    pub hint: String,
+}
+
 /// What a kind declares once: its [`Spec`]. Kinds get it from
 /// [`attributes!`](crate::schema::attributes), which writes it beside their config struct.
 pub trait Declared {
@@ -249,6 +261,22 @@ pub trait Resource: Declared + Send + Sync + 'static {
     /// otherwise (a node group's desired size when its size is a range: the autoscaler's).
     fn ignored_by_default(&self, _config: &Value) -> Vec<String> {
         Vec::new()
+    }
+    /// Attributes whose presence is part of the object's state, which [`Resource::read`]
+    /// reports whenever the cloud has them (a node pool's `node_count` against its
+    /// `min_node_count` / `max_node_count`: a fixed size or autoscaling). Drift compares them
+    /// even when one side leaves them out: one the stack sets that the read leaves out is gone
+    /// from the cloud, one the read reports that the stack leaves out is the other mode. By
+    /// default none: an attribute either side leaves out is not compared.
+    fn presence(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Why the cloud would refuse to bring the object from `before` to `after` in place (GKE
+    /// never downgrades a version), checked when the update is planned, so `forge plan` fails
+    /// naming the attribute instead of the apply; `outputs` are the recorded ones. By default
+    /// nothing is refused.
+    fn refusal(&self, _before: &Value, _after: &Value, _outputs: &Value) -> Option<Refusal> {
+        None
     }
     /// A key that no two of the apply's calls may hold at once, given the resource's evaluated
     /// config: where the cloud runs one operation at a time on an object and its children (a
@@ -296,6 +324,10 @@ pub trait Kind: Send + Sync + 'static {
     fn comparable(&self, id: &str, config: &Value) -> Value;
     /// [`Resource::ignored_by_default`].
     fn ignored_by_default(&self, config: &Value) -> Vec<String>;
+    /// [`Resource::presence`].
+    fn presence(&self) -> &'static [&'static str];
+    /// [`Resource::refusal`].
+    fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal>;
     /// [`Resource::serialization_key`].
     fn serialization_key(&self, config: &Value) -> Option<String>;
     /// [`Resource::create`].
@@ -330,6 +362,12 @@ impl<R: Resource> Kind for R {
     }
     fn ignored_by_default(&self, config: &Value) -> Vec<String> {
         Resource::ignored_by_default(self, config)
+    }
+    fn presence(&self) -> &'static [&'static str] {
+        Resource::presence(self)
+    }
+    fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal> {
+        Resource::refusal(self, before, after, outputs)
     }
     fn serialization_key(&self, config: &Value) -> Option<String> {
         Resource::serialization_key(self, config)

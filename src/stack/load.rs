@@ -418,7 +418,7 @@ impl Loader<'_> {
                 "check the variable's value (its default or `--var`)",
             ));
         }
-        self.check_timeouts(&address, &config, &spans)?;
+        self.check_timeouts(&address, block_type, &config, &spans)?;
         let config = self.read_files(&address, config, &spans, fields)?;
         Ok(Block {
             address,
@@ -1025,8 +1025,6 @@ impl Loader<'_> {
         Ok(substituted)
     }
 
-    /// `timeouts = { create = "45m", update = "1h", delete = "20m" }`: known operations, and
-    /// durations humantime reads.
     /// Replaces each file attribute's path (relative to the stack file's folder) by the
     /// file's text, quoted so that `${…}` in it (CloudFormation's own `!Sub`) stays literal.
     fn read_files(&self, address: &str, mut config: Value, spans: &Spans, fields: &[Field]) -> Result<Value, StackError> {
@@ -1052,9 +1050,11 @@ impl Loader<'_> {
         Ok(config)
     }
 
-    fn check_timeouts(&self, address: &str, config: &Value, spans: &Spans) -> Result<(), StackError> {
+    /// `timeouts = { create = "45m", update = "1h", delete = "20m" }`: operations the kind
+    /// has, and durations humantime reads.
+    fn check_timeouts(&self, address: &str, kind: &str, config: &Value, spans: &Spans) -> Result<(), StackError> {
         for (operation, value) in config.get("timeouts").and_then(Value::as_object).into_iter().flatten() {
-            if let Some((message, hint)) = timeout_problem(operation, value) {
+            if let Some((message, hint)) = timeout_problem(kind, operation, value) {
                 let span = spans.get(&format!("/timeouts/{operation}")).cloned().unwrap_or(0..0);
                 return Err(self.err(span, format!("`{address}.timeouts.{operation}`: {message}"), "here", hint));
             }
@@ -1096,6 +1096,12 @@ impl Loader<'_> {
         let blocks = expansion
             .parts
             .into_iter()
+            .map(|mut part| {
+                if part.kind == "k8s_object" {
+                    crate::components::kubernetes::with_cluster_waits(&mut part, components);
+                }
+                part
+            })
             .map(|part| Block {
                 address: format!("{address}.{}", part.local),
                 kind: part.kind.to_owned(),

@@ -98,6 +98,22 @@ impl Gcp {
         serde_json::from_str(&text).unwrap()
     }
 
+    /// A GKE REST call on a path below this project's `locations/us-central1/`: the status and
+    /// the JSON answer.
+    fn container(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        let path = format!("/container/v1/projects/{}/locations/us-central1/{path}", self.project);
+        let body = if body.is_null() { String::new() } else { body.to_string() };
+        let (status, text) = crate::support::request(method, &path, &body);
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Waits until the GKE object at `path` (below `locations/us-central1/`) is RUNNING again.
+    fn settled(&self, path: &str) {
+        while self.located("container", &format!("us-central1/{path}"))["status"] != "RUNNING" {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
     /// The names of this project's objects of a collection (`global/networks`,
     /// `regions/us-central1/subnetworks`).
     fn names(&self, collection: &str) -> Vec<String> {
@@ -163,6 +179,21 @@ impl Gcp {
             &json!(rules).to_string(),
         );
     }
+}
+
+/// An error's text with miette's line wrapping undone: one space between words.
+fn flat(text: &str) -> String {
+    text.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The attributes a drift report says changed on its first changed resource.
+fn drifted(report: &Value) -> Vec<&str> {
+    report["changed"][0]["attributes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["attribute"].as_str())
+        .collect()
 }
 
 /// The calls that change something in the cloud (inserts, patches, updates, deletes, setters);
@@ -917,28 +948,19 @@ fn a_wait_that_runs_out_is_resumed_by_the_next_up() {
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
 
-/// A change GKE refuses because an operation forge did not start runs on the cluster (an
-/// auto-upgrade, someone's gcloud) is retried until that operation ends.
-#[test]
-fn a_change_refused_while_someone_elses_operation_runs_is_retried() {
+/// A label change of the `gpu` pool of `SMALL_GKE`, applied while an operation forge did not
+/// start runs on the cluster — `start` starts it with the GKE call `call`, which lasts 3 seconds
+/// — is refused at least once, retried until that operation ends, and done.
+fn waits_out_another_operation(call: &str, start: impl FnOnce(&Gcp)) {
     let gcp = Gcp::new();
     gcp.write("small.toml", SMALL_GKE);
     gcp.ok(&["up", "small.toml", "--yes"]);
     crate::support::request(
         "POST",
         "/_forge/operation_seconds",
-        &json!([{ "match": "container:clusters.nodePools.setManagement", "seconds": 2, "account": gcp.project }]).to_string(),
+        &json!([{ "match": call, "seconds": 3, "account": gcp.project }]).to_string(),
     );
-    let pool = format!(
-        "/container/v1/projects/{}/locations/us-central1/clusters/small/nodePools/system",
-        gcp.project
-    );
-    let (status, body) = crate::support::request(
-        "POST",
-        &format!("{pool}:setManagement"),
-        r#"{"management": {"autoRepair": true, "autoUpgrade": true}}"#,
-    );
-    assert_eq!(status, 200, "{body}");
+    start(&gcp);
     gcp.calls();
     gcp.write("small.toml", &SMALL_GKE.replace("team = \"ml\"", "team = \"research\""));
     gcp.ok(&["up", "small.toml", "--yes"]);
@@ -951,6 +973,173 @@ fn a_change_refused_while_someone_elses_operation_runs_is_retried() {
     assert_eq!(gpu["config"]["labels"], json!({ "team": "research" }));
     crate::support::request("POST", "/_forge/operation_seconds", "[]");
     gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// A change GKE refuses because an operation forge did not start runs on the cluster (an
+/// auto-upgrade, someone's gcloud) is retried until that operation ends.
+#[test]
+fn a_change_refused_while_someone_elses_operation_runs_is_retried() {
+    waits_out_another_operation("container:clusters.nodePools.setManagement", |gcp| {
+        let management = json!({ "management": { "autoRepair": true, "autoUpgrade": true } });
+        let (status, body) = gcp.container("POST", "clusters/small/nodePools/system:setManagement", management);
+        assert_eq!(status, 200, "{body}");
+    });
+}
+
+/// A change GKE refuses while the control plane upgrades — worded otherwise than "incompatible
+/// operation", the same FAILED_PRECONDITION with an operation running on the cluster — is
+/// retried until the upgrade ends.
+#[test]
+fn a_change_refused_while_the_control_plane_upgrades_is_waited_out() {
+    waits_out_another_operation("container:clusters.update", |gcp| {
+        let (status, body) = gcp.container("PUT", "clusters/small", json!({ "update": { "desiredMasterVersion": "1.33" } }));
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = gcp.container("POST", "clusters/small/nodePools/gpu:setSize", json!({ "nodeCount": 1 }));
+        assert_eq!((status, &body["error"]["status"]), (400, &json!("FAILED_PRECONDITION")), "{body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("is currently upgrading cluster small") && !message.contains("incompatible operation"),
+            "the other wording: {message}"
+        );
+    });
+}
+
+/// Autoscaling switched on outside forge on a pool of a fixed size is drift (its `node_count`
+/// gone, the other mode's bounds there), and `up` switches it off and sets the size again.
+#[test]
+fn autoscaling_switched_on_outside_forge_is_drift_that_up_switches_off() {
+    let gcp = Gcp::new();
+    gcp.write("small.toml", SMALL_GKE);
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let autoscaling = json!({ "autoscaling": { "enabled": true, "minNodeCount": 1, "maxNodeCount": 5 } });
+    let (status, body) = gcp.container("POST", "clusters/small/nodePools/gpu:setAutoscaling", autoscaling);
+    assert_eq!(status, 200, "{body}");
+    gcp.settled("clusters/small/nodePools/gpu");
+    let (code, report) = gcp.drift("small.toml");
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["changed"][0]["address"], "gke.small.node_pools.gpu", "{report:#}");
+    assert_eq!(drifted(&report), ["node_count", "min_node_count", "max_node_count"], "{report:#}");
+    gcp.calls();
+    let stderr = gcp.ok(&["up", "small.toml", "--yes"]);
+    assert!(stderr.contains("changed outside forge"), "{stderr}");
+    assert_eq!(
+        writes(&gcp.calls()),
+        BTreeMap::from([
+            ("container:clusters.nodePools.setAutoscaling".to_owned(), 1),
+            ("container:clusters.nodePools.setSize".to_owned(), 1),
+        ]),
+        "autoscaling off, then the block's size"
+    );
+    let pool = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
+    assert_ne!(pool["autoscaling"]["enabled"], true, "{pool:#}");
+    let (code, report) = gcp.drift("small.toml");
+    assert_eq!(code, 0, "{report:#}");
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// Autoscaling turned off outside forge on a pool with a `{ min, max }` size is drift (its
+/// bounds gone), and `up` turns it on again with the block's bounds.
+#[test]
+fn autoscaling_turned_off_outside_forge_is_drift_that_up_turns_on() {
+    let gcp = Gcp::new();
+    let stack = SMALL_GKE.replace(
+        "machine_type = \"g2-standard-8\"\nsize = 1",
+        "machine_type = \"g2-standard-8\"\nsize = { min = 1, max = 3 }",
+    );
+    assert_ne!(stack, SMALL_GKE);
+    gcp.write("small.toml", &stack);
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let (status, body) = gcp.container(
+        "POST",
+        "clusters/small/nodePools/gpu:setAutoscaling",
+        json!({ "autoscaling": { "enabled": false } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    gcp.settled("clusters/small/nodePools/gpu");
+    let (code, report) = gcp.drift("small.toml");
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["changed"][0]["address"], "gke.small.node_pools.gpu", "{report:#}");
+    assert_eq!(drifted(&report), ["min_node_count", "max_node_count"], "{report:#}");
+    gcp.calls();
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    assert_eq!(
+        writes(&gcp.calls()),
+        BTreeMap::from([("container:clusters.nodePools.setAutoscaling".to_owned(), 1)]),
+    );
+    let pool = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
+    assert_eq!((&pool["autoscaling"]["enabled"], &pool["autoscaling"]["maxNodeCount"]), (&json!(true), &json!(3)), "{pool:#}");
+    let (code, report) = gcp.drift("small.toml");
+    assert_eq!(code, 0, "{report:#}");
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// What GKE would refuse at apply fails `forge plan`, naming the resource and attribute: a
+/// cluster or node pool asked for an earlier minor version than it runs, and a pool turning
+/// auto-upgrade off on a cluster in a release channel (REGULAR when the block names none).
+#[test]
+fn a_version_downgrade_and_auto_upgrade_off_in_a_release_channel_fail_the_plan() {
+    let gcp = Gcp::new();
+    gcp.write("small.toml", SMALL_GKE);
+    gcp.ok(&["up", "small.toml", "--yes"]);
+    let gpu_pool = "labels = { team = \"ml\" }";
+    let refused = |stack: String, words: &[&str]| {
+        assert_ne!(stack, SMALL_GKE);
+        gcp.write("small.toml", &stack);
+        let (code, stderr) = gcp.forge(&["plan", "small.toml"]);
+        assert_ne!(code, 0, "{stderr}");
+        let text = flat(&stderr);
+        for word in words {
+            assert!(text.contains(word), "{word}: {stderr}");
+        }
+    };
+    refused(
+        SMALL_GKE.replace("[gke.small]\n", "[gke.small]\nversion = \"1.31\"\n"),
+        &["`gke.small.cluster.version`", "earlier minor version", "it runs 1.32."],
+    );
+    refused(
+        SMALL_GKE.replace(gpu_pool, &format!("{gpu_pool}\nversion = \"1.31\"")),
+        &["`gke.small.node_pools.gpu.version`", "earlier minor version"],
+    );
+    refused(
+        SMALL_GKE.replace(gpu_pool, &format!("{gpu_pool}\nauto_upgrade = false")),
+        &["`node_pools.gpu.auto_upgrade = false`", "REGULAR release channel"],
+    );
+    // Out of release channels a pool may turn auto-upgrade off; an earlier patch is no downgrade.
+    gcp.write(
+        "small.toml",
+        &SMALL_GKE
+            .replace("[gke.small]\n", "[gke.small]\nrelease_channel = \"UNSPECIFIED\"\nversion = \"1.32.1\"\n")
+            .replace(gpu_pool, &format!("{gpu_pool}\nauto_upgrade = false")),
+    );
+    gcp.ok(&["plan", "small.toml"]);
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert!(gcp.everything().values().all(Vec::is_empty));
+}
+
+/// A new MTU patches the network in place: nothing on it is replaced.
+#[test]
+fn an_mtu_change_updates_the_network_in_place() {
+    let gcp = Gcp::new();
+    let stack = |mtu: u32| {
+        format!("[stack]\nname = \"mtu\"\n[gcp]\nproject = \"PROJECT\"\nregion = \"us-central1\"\n[google_compute_network.net]\nname = \"jumbo\"\nmtu = {mtu}\n[google_compute_subnetwork.sub]\nname = \"jumbo-sub\"\nnetwork = \"${{google_compute_network.net.self_link}}\"\nip_cidr_range = \"10.5.0.0/24\"\n")
+    };
+    gcp.write("mtu.toml", &stack(1460));
+    gcp.ok(&["up", "mtu.toml", "--yes"]);
+    gcp.write("mtu.toml", &stack(8896));
+    let (code, plan) = gcp.forge(&["plan", "mtu.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    assert!(plan.contains("~ google_compute_network.net") && !plan.contains("-/+"), "{plan}");
+    gcp.calls();
+    gcp.ok(&["up", "mtu.toml", "--yes"]);
+    assert_eq!(writes(&gcp.calls()), BTreeMap::from([("compute:networks.patch".to_owned(), 1)]));
+    let (_, network) = gcp.compute("GET", "global/networks/jumbo", Value::Null);
+    assert_eq!(network["mtu"], 8896);
+    let (code, stderr) = gcp.forge(&["plan", "mtu.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    gcp.ok(&["destroy", "mtu.toml", "--yes"]);
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
 

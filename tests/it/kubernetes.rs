@@ -637,3 +637,100 @@ fn where_the_cluster_exists_the_plan_asks_its_api_server_with_a_dry_run() {
     assert!(state.contains("k8s_manifest.facts.configmap.default.queue_config"), "{state}");
     w.ok(&["destroy", "nemo.toml", "--yes"]);
 }
+
+/// A cluster whose endpoint is private, with one in-cluster object, each wait short.
+const PRIVATE_STACK: &str = r#"
+[stack]
+name = "private"
+
+[aws]
+region = "us-west-2"
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a", "us-west-2b"]
+nat = "none"
+
+[eks.train]
+vpc = "vpc.main"
+endpoint = "private"
+kubernetes = { reach_timeout = "4s", api_timeout = "3s" }
+
+[eks.train.nodegroups.system]
+instance_type = "c5.2xlarge"
+size = 1
+
+[k8s_manifest.facts]
+cluster = "eks.train"
+objects = [{ apiVersion = "v1", kind = "ConfigMap", metadata = { name = "facts", namespace = "default" }, data = { team = "ml" } }]
+"#;
+
+/// Sets how cluster `name`'s endpoint answers (`open`, `refuse`, `unauthorized`, `forbidden`).
+fn set_reach(w: &World, name: &str, mode: &str) {
+    let body = format!(r#"{{"cluster": "eks/{}/us-west-2/{name}", "mode": "{mode}"}}"#, w.account);
+    let (status, answer) = crate::support::request("POST", "/_forge/kubernetes/reach", &body);
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[test]
+fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_converges() {
+    let w = World::new();
+    w.write("private.toml", PRIVATE_STACK);
+    let flat = |text: &str| text.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    // The plan knows the endpoint is private; the cloud side goes first, the object waits.
+    let (_, _, plan) = w.forge(&["plan", "private.toml"]);
+    assert!(flat(&plan).contains("`eks.train.cluster` has a private endpoint only"), "{plan}");
+    let stderr = flat(&w.ok(&["up", "private.toml", "--yes", "--skip-in-cluster"]));
+    assert!(stderr.contains("Pending, left for a run that reaches the clusters (--skip-in-cluster): 2 change(s)"), "{stderr}");
+    assert!(stderr.contains("+ k8s_manifest.facts.configmap.default.facts"), "{stderr}");
+    let (_, state, _) = w.forge(&["state", "list", "private.toml"]);
+    assert!(state.contains("eks.train.cluster") && !state.contains("k8s_manifest"), "{state}");
+    // From a place the endpoint refuses: one error naming the endpoint, the failure and the way in.
+    set_reach(&w, "train", "refuse");
+    let (code, _, stderr) = w.forge(&["up", "private.toml", "--yes"]);
+    let stderr = flat(&stderr);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cannot reach the API server of cluster `eks/train` at https://127.0.0.1:"), "{stderr}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(stderr.contains("public_access_cidrs") && stderr.contains("--skip-in-cluster"), "{stderr}");
+    // From a place it answers: the object is applied, nothing cloud-side is made twice.
+    set_reach(&w, "train", "open");
+    w.ok(&["up", "private.toml", "--yes", "--no-wait-ready"]);
+    let (code, _, stderr) = w.forge(&["plan", "private.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    runtime().block_on(async {
+        let client = w.cluster("private.toml", "eks.train").await;
+        let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+        assert_eq!(maps.get("facts").await.unwrap().data.unwrap()["team"], "ml");
+        let creds = aws_sdk_eks::config::Credentials::new(&w.account, "secret", None, None, "test");
+        let config = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-west-2"))
+            .endpoint_url(crate::support::launcher_url())
+            .credentials_provider(aws_sdk_eks::config::SharedCredentialsProvider::new(creds))
+            .build();
+        let eks = aws_sdk_eks::Client::new(&config);
+        assert_eq!(eks.list_clusters().send().await.unwrap().clusters(), ["train"]);
+        let groups = eks.list_nodegroups().cluster_name("train").send().await.unwrap();
+        assert_eq!(groups.nodegroups().len(), 1);
+    });
+    // Credentials the cluster does not take: the identity forge used, and how to grant it.
+    set_reach(&w, "train", "unauthorized");
+    w.write("private.toml", &PRIVATE_STACK.replace("team = \"ml\"", "team = \"infra\""));
+    let (code, _, stderr) = w.forge(&["up", "private.toml", "--yes", "--no-wait-ready"]);
+    let stderr = flat(&stderr);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("401 Unauthorized: it does not accept forge's identity, the IAM principal arn:aws:"), "{stderr}");
+    assert!(stderr.contains("aws eks create-access-entry --cluster-name train"), "{stderr}");
+    // A kind the cluster does not serve fails after the object's API wait, naming it.
+    set_reach(&w, "train", "open");
+    let widget = "\n[k8s_manifest.widget]\ncluster = \"eks.train\"\nobjects = [{ apiVersion = \"example.com/v1\", kind = \"Widget\", metadata = { name = \"w\", namespace = \"default\" } }]\n";
+    w.write("private.toml", &format!("{PRIVATE_STACK}{widget}"));
+    let (code, _, stderr) = w.forge(&["up", "private.toml", "--yes", "--no-wait-ready"]);
+    let stderr = flat(&stderr);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("does not serve example.com/v1 (kind Widget) after 3s"), "{stderr}");
+    assert!(stderr.contains("no CustomResourceDefinition provides it"), "{stderr}");
+    w.write("private.toml", PRIVATE_STACK);
+    w.ok(&["destroy", "private.toml", "--yes"]);
+}

@@ -1,6 +1,9 @@
 """Smoke test of the launcher's GKE and Filestore emulators (emulator/gcp_container.py,
 gcp_filestore.py, on gcp.py and the Compute emulator's networks): operations polled to the end,
-one operation at a time per cluster, multi-network GPU pools, accelerator checks, stockouts,
+one operation at a time per cluster (refused in GKE's words for what runs), multi-network GPU
+pools and the kinds a multi-networking cluster's API server serves, autoscaling on and off,
+versions that never go back a minor version, auto-upgrade in release channels, accelerator
+checks, stockouts,
 Filestore tiers and capacities, deletion protection, enums as numbers, error bodies, faults, the
 call counter and project isolation, spoken over plain HTTP as the Rust clients speak it (with
 `$alt=json;enum-encoding=int`). Runs with the standard library only: `python -m unittest`."""
@@ -89,6 +92,16 @@ class Gke(Client, unittest.TestCase):
             op = self.gke("GET", project, f"operations/{op['name']}")
         self.fail(f"operation never ended: {op}")
 
+    def kube(self, cluster, path):
+        """(HTTP status, parsed body) of a GET from the cluster's API server, trusting its CA."""
+        ca = base64.b64decode(cluster["masterAuth"]["clusterCaCertificate"]).decode()
+        request = urllib.request.Request(f"https://{cluster['endpoint']}{path}", headers={"Authorization": "Bearer ya29.emulator"})
+        try:
+            with urllib.request.urlopen(request, context=ssl.create_default_context(cadata=ca)) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
     def cluster(self, project, name="c", vpc=True, **extra):
         """A running regional cluster with multi-networking on `project`'s network `main` (made
         first if `vpc`)."""
@@ -158,6 +171,12 @@ class Gke(Client, unittest.TestCase):
             self.assertEqual(self.refused("container", method, p, f"locations/{REGION}/{path}", body, "FAILED_PRECONDITION"), message, path)
         self.wait(p, first)
         self.assertEqual(self.gke("GET", p, "clusters/c")["status"], 2)
+        # While the control plane upgrades, GKE words it otherwise; the status is the same.
+        upgrade = self.gke("PUT", p, "clusters/c", {"update": {"desiredMasterVersion": "1.33"}})
+        self.assertEqual(upgrade["operationType"], 3)  # UPGRADE_MASTER
+        self.assertEqual(self.refused("container", "POST", p, f"locations/{REGION}/clusters/c/nodePools/system:setSize", {"nodeCount": 2}, "FAILED_PRECONDITION"),
+                         f"Operation {upgrade['name']} is currently upgrading cluster c. Please wait and try again once it is done.")
+        self.wait(p, upgrade)
         self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": {"name": "b", "initialNodeCount": 1}}))
         self.assertEqual([n["name"] for n in self.gke("GET", p, "clusters/c/nodePools")["nodePools"]], ["system", "a", "b"])
         # A pool's operations can be made to last longer than the rest.
@@ -182,7 +201,7 @@ class Gke(Client, unittest.TestCase):
                            "reservationAffinity": {"consumeReservationType": 3, "key": "compute.googleapis.com/reservation-name", "values": ["h100"]},
                            "localNvmeSsdBlockConfig": {"localSsdCount": 16}},
                 "networkConfig": {"additionalNodeNetworkConfigs": extra}, "placementPolicy": {"type": 1},
-                "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4}, "management": {"autoRepair": True}}
+                "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4}, "management": {"autoRepair": True, "autoUpgrade": True}}
         self.assertNotIn("error", self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": pool})))
         got = self.gke("GET", p, "clusters/c/nodePools/a3")
         self.assertEqual((got["status"], got["networkConfig"]["additionalNodeNetworkConfigs"], got["placementPolicy"]), (2, extra, {"type": 1}))
@@ -194,7 +213,8 @@ class Gke(Client, unittest.TestCase):
                ("the cluster's own VPC", dict(pool, name="x3", networkConfig={"additionalNodeNetworkConfigs": [{"network": "main", "subnetwork": "main-sub"}]}), "other than the cluster's"),
                ("COMPACT over two zones", dict(pool, name="x4", locations=[ZONE, f"{REGION}-b"]), "exactly one node location"),
                ("no gVNIC", dict(pool, name="x5", config=dict(pool["config"], gvnic={"enabled": False})), "gVNIC"),
-               ("a zone of another region", dict(pool, name="x6", locations=["europe-west4-a"]), "zones of the cluster's region")]
+               ("a zone of another region", dict(pool, name="x6", locations=["europe-west4-a"]), "zones of the cluster's region"),
+               ("auto-upgrade off in a release channel", dict(pool, name="x8", management={"autoRepair": True}), "auto-upgrade cannot be turned off")]
         for why, body, words in bad:
             self.assertIn(words, self.refused("container", "POST", p, f"locations/{REGION}/clusters/c/nodePools", {"nodePool": body}, "INVALID_ARGUMENT"), why)
         # Their subnetworks are in use: Compute's delete fails in its operation.
@@ -272,6 +292,12 @@ class Gke(Client, unittest.TestCase):
         self.assertEqual((group["targetSize"], group["kind"]), (3, "compute#instanceGroupManager"))
         self.call("compute", "GET", p, f"zones/{ZONE}/instanceGroupManagers/nothing", want=404)
         self.wait(p, self.gke("POST", p, "clusters/c/nodePools/system:setAutoscaling", {"autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 5}}))
+        self.assertEqual(self.gke("GET", p, "clusters/c/nodePools/system")["autoscaling"]["maxNodeCount"], 5)
+        # Off, as the Rust client writes enabled=false (proto3 JSON leaves it out): the size stays.
+        self.wait(p, self.gke("POST", p, "clusters/c/nodePools/system:setAutoscaling", {"autoscaling": {}}))
+        self.assertFalse(self.gke("GET", p, "clusters/c/nodePools/system")["autoscaling"].get("enabled"))
+        self.assertEqual(self.call("compute", "GET", p, url.split(f"projects/{p}/", 1)[1])["targetSize"], 3)
+        self.refused("container", "POST", p, f"locations/{REGION}/clusters/c/nodePools/system:setAutoscaling", {}, "INVALID_ARGUMENT")
         self.refused("container", "POST", p, f"locations/{REGION}/clusters/c/nodePools/system:setAutoscaling", {"autoscaling": {"enabled": True, "minNodeCount": 5, "maxNodeCount": 1}}, "INVALID_ARGUMENT")
         stale = self.refused("container", "POST", p, f"locations/{REGION}/clusters/c:setResourceLabels", {"resourceLabels": {"a": "b"}, "labelFingerprint": "00000000"}, "FAILED_PRECONDITION")
         self.assertIn("labelFingerprint", stale)
@@ -293,6 +319,37 @@ class Gke(Client, unittest.TestCase):
         self.assertEqual(self.gke("GET", p, "clusters"), {})
         # The network is free again.
         self.assertNotIn("error", self.compute_wait(p, self.call("compute", "DELETE", p, f"regions/{REGION}/subnetworks/main-sub", alt="json")))
+
+    def test_multi_networking_kinds_are_served_only_while_it_is_on(self):
+        p = "g-multi"
+        multi = self.cluster(p)
+        status, groups = self.kube(multi, "/apis")
+        self.assertIn("networking.gke.io", [g["name"] for g in groups["groups"]])
+        status, resources = self.kube(multi, "/apis/networking.gke.io/v1")
+        self.assertEqual((status, sorted(r["kind"] for r in resources["resources"])), (200, ["GKENetworkParamSet", "Network"]))
+        plain = self.cluster(p, "plain", vpc=False, networkConfig={"datapathProvider": 2})
+        _, groups = self.kube(plain, "/apis")
+        self.assertNotIn("networking.gke.io", [g["name"] for g in groups["groups"]])
+        self.assertEqual(self.kube(plain, "/apis/networking.gke.io/v1/networks")[0], 404)
+        # Turned on by an update, served from when it is done.
+        self.wait(p, self.gke("PUT", p, "clusters/plain", {"update": {"desiredEnableMultiNetworking": True}}))
+        status, networks = self.kube(plain, "/apis/networking.gke.io/v1/networks")
+        self.assertEqual((status, networks["items"]), (200, []))
+
+    def test_versions_never_go_back_a_minor_version_and_channels_keep_auto_upgrade(self):
+        p = "g-version"
+        self.cluster(p)
+        self.assertIn("earlier minor version", self.refused("container", "PUT", p, f"locations/{REGION}/clusters/c",
+                                                            {"update": {"desiredMasterVersion": "1.31"}}, "INVALID_ARGUMENT"))
+        self.assertIn("earlier minor version", self.refused("container", "PUT", p, f"locations/{REGION}/clusters/c/nodePools/system",
+                                                            {"nodeVersion": "1.31"}, "INVALID_ARGUMENT"))
+        self.assertIn("auto-upgrade cannot be turned off", self.refused("container", "POST", p, f"locations/{REGION}/clusters/c/nodePools/system:setManagement",
+                                                                        {"management": {"autoRepair": True}}, "INVALID_ARGUMENT"))
+        # An empty release channel is none: its pools may keep their version.
+        none = self.cluster(p, "pinned", vpc=False, releaseChannel={})
+        self.assertEqual(none["releaseChannel"], {})
+        self.wait(p, self.gke("POST", p, "clusters/pinned/nodePools/system:setManagement", {"management": {"autoRepair": True}}))
+        self.assertEqual(self.gke("GET", p, "clusters/pinned/nodePools/system")["management"], {"autoRepair": True})
 
     def test_cluster_checks_and_error_bodies(self):
         p = "g-check"

@@ -1,8 +1,9 @@
 """Smoke test of the launcher's Kubernetes API server (emulator/kubernetes.py), driven by the
 machine's real kubectl (server-side apply, get, delete) over TLS with the cluster's own CA, and
-by plain HTTPS for what kubectl hides: discovery of a CRD's resources once Established, managed
-fields and apply conflicts, status that becomes ready, device plugins advertising devices on
-Nodes, claims binding, a webhook that is not ready yet, and the bearer tokens it saw.
+by plain HTTPS for what kubectl hides: discovery of a CRD's resources once Established (and of
+no cloud's own kinds unless the cloud serves them), managed fields and apply conflicts, status
+that becomes ready, device plugins advertising devices on Nodes, claims binding, a webhook
+that is not ready yet, and the bearer tokens it saw.
 Runs with the standard library: `python -m unittest`."""
 
 import base64
@@ -133,6 +134,13 @@ class Kubernetes(Launched):
         time.sleep(0.6)
         status, answer = self.api(served, "PATCH", path, queue, "application/apply-patch+yaml")
         self.assertEqual(status, 201, answer)
+
+    def test_only_the_cloud_adds_kinds_of_its_own(self):
+        served, _ = self.cluster("gke/smoke/us-central1/plain")
+        _, groups = self.api(served, "GET", "/apis")
+        self.assertNotIn("networking.gke.io", [g["name"] for g in groups["groups"]], "GKE's own kinds only when the cloud serves them")
+        status, answer = self.api(served, "GET", "/apis/networking.gke.io/v1/networks")
+        self.assertEqual((status, answer["reason"]), (404, "NotFound"))
 
     def test_device_plugins_advertise_devices_and_claims_bind(self):
         served, config = self.cluster("smoke/nodes")

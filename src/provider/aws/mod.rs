@@ -139,6 +139,8 @@ pub struct Clients {
     pub cloudformation: aws_sdk_cloudformation::Client,
     /// Parallel Computing Service.
     pub pcs: aws_sdk_pcs::Client,
+    /// STS: who forge is, for the errors of a cluster that refuses it.
+    pub sts: aws_sdk_sts::Client,
     /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
     /// endpoint is obvious.
     pub context: String,
@@ -193,6 +195,7 @@ impl Clients {
             efs: paced!(aws_sdk_efs),
             cloudformation: paced!(aws_sdk_cloudformation),
             pcs: paced!(aws_sdk_pcs),
+            sts: paced!(aws_sdk_sts),
             context,
             sdk: config,
         }

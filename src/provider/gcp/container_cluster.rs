@@ -14,7 +14,7 @@ use super::container_node_pool::inline_pool;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
 use super::marker::{made_by, marked_description, observed};
 use super::resumable::{self, Tracked};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Refusal, Resource, parse, timeout};
 use crate::schema::attributes;
 use google_cloud_container_v1::model::{
     AddonsConfig, Cluster, ClusterUpdate, DatapathProvider, GcpFilestoreCsiDriverConfig, GcsFuseCsiDriverConfig, IPAllocationPolicy,
@@ -74,6 +74,11 @@ impl Tracked for Clusters {
 
     fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
         gke::error(gcp, what, err)
+    }
+
+    /// Retried while another operation runs on the cluster (see [`gke::refused`]).
+    async fn refused(gcp: &Clients, id: &str, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+        gke::refused(gcp, what, id, err).await
     }
 
     async fn get(gcp: &Clients, id: &str) -> Result<Cluster, google_cloud_compute_v1::Error> {
@@ -235,6 +240,11 @@ impl Resource for ContainerCluster {
         Some(gke::serialization_key(text("location"), text("name")))
     }
 
+    /// A `version` of an earlier minor version than the control plane runs.
+    fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal> {
+        gke::downgrade(before, after, outputs, "the control plane", "an earlier version needs a new cluster")
+    }
+
     /// Creates the cluster with its first pool, or resumes the create that made it (see
     /// [`resumable::create`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
@@ -313,7 +323,7 @@ impl Resource for ContainerCluster {
         }
         for update in updates {
             let call = gcp.container.update_cluster().set_name(id).set_update(update);
-            gke::changed(ctx, gcp, "clusters.update", call.send(), limit).await?;
+            gke::changed(ctx, gcp, "clusters.update", id, call.send(), limit).await?;
         }
         if cfg.labels != before.labels {
             let live = get(gcp, id).await?.ok_or_else(|| gone(id))?;
@@ -323,7 +333,7 @@ impl Resource for ContainerCluster {
                 .set_name(id)
                 .set_resource_labels(cfg.labels.clone())
                 .set_label_fingerprint(live.label_fingerprint);
-            gke::changed(ctx, gcp, "clusters.setResourceLabels", call.send(), limit).await?;
+            gke::changed(ctx, gcp, "clusters.setResourceLabels", id, call.send(), limit).await?;
         }
         let c = resumable::wait_ready::<Clusters>(ctx, gcp, id, limit).await?;
         Ok(outputs(id, &c))

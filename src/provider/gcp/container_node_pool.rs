@@ -1,8 +1,10 @@
 //! `google_container_node_pool`: a GKE node pool — machine type and GPUs (with GKE's driver
 //! installation), a fixed size or autoscaling, node locations, gVNIC and the additional node
 //! networks of GPUDirect, compact placement, reservations, spot / flex-start / queued
-//! provisioning, disks, labels, taints and node management. Size, autoscaling, labels, taints
-//! and management change in place; everything the nodes are made of forces a new pool.
+//! provisioning, disks, labels, taints, node management and the node version. Size,
+//! autoscaling (either way: a fixed size and autoscaling are two modes, and drift in one shows
+//! as the other's attributes), labels, taints, management and the version (upgrades only)
+//! change in place; everything the nodes are made of forces a new pool.
 //!
 //! forge's mark sits in the pool's VM labels (`forge-stack`, `forge-address`, `forge-token`):
 //! a pool made by this block's create, or inline by its cluster's create (the cluster's token),
@@ -13,7 +15,7 @@ use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_of, is_mark, pool
 use super::marker::split_description;
 use super::resumable::{self, Tracked};
 use super::{Clients, found};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Refusal, Resource, parse, timeout};
 use crate::schema::{AttributeType, FieldType, attributes};
 use google_cloud_container_v1::model::{
     AcceleratorConfig, AdditionalNodeNetworkConfig, EphemeralStorageLocalSsdConfig, GPUDriverInstallationConfig, NodeConfig, NodeLabels,
@@ -82,6 +84,7 @@ attributes! {
         #[serde(default)] taints: Vec<Taint>,
         #[serde(default = "yes")] auto_repair: bool,
         #[serde(default = "yes")] auto_upgrade: bool,
+        version: Option<String>,
     }
 }
 
@@ -168,6 +171,9 @@ impl Config {
         if self.autoscaled() {
             pool = pool.set_autoscaling(self.autoscaling());
         }
+        if let Some(version) = &self.version {
+            pool = pool.set_version(version);
+        }
         if !self.additional_networks.is_empty() {
             let networks = self.additional_networks.iter().map(|n| {
                 AdditionalNodeNetworkConfig::new()
@@ -241,6 +247,11 @@ impl Tracked for Pools {
         gke::error(gcp, what, err)
     }
 
+    /// Retried while another operation runs on the cluster (see [`gke::refused`]).
+    async fn refused(gcp: &Clients, id: &str, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+        gke::refused(gcp, what, id, err).await
+    }
+
     async fn get(gcp: &Clients, id: &str) -> Result<NodePool, google_cloud_compute_v1::Error> {
         gcp.container.get_node_pool().set_name(id).send().await
     }
@@ -298,7 +309,8 @@ fn outputs(id: &str, p: &NodePool) -> Value {
 
 /// The nodes per zone of a pool of a fixed size, which GKE's pool does not show: its first
 /// zone's managed instance group's target size. `None` for an autoscaled pool (the
-/// autoscaler's size is never drift) or one without a group yet.
+/// autoscaler's size is never drift; its `node_count` is absent: the kind's `presence`) or
+/// one without a group yet.
 async fn size(gcp: &Clients, p: &NodePool) -> Result<Option<i32>, ProviderError> {
     let autoscaled = p.autoscaling.as_ref().is_some_and(|a| a.enabled);
     // …/projects/<p>/zones/<zone>/instanceGroupManagers/<name>
@@ -383,6 +395,17 @@ impl Resource for ContainerNodePool {
         Some(gke::serialization_key(location, name))
     }
 
+    /// A fixed size or autoscaling: the attributes of the mode the pool is not in are absent,
+    /// so a pool switched to the other mode outside forge shows as drift of both modes'.
+    fn presence(&self) -> &'static [&'static str] {
+        &["node_count", "min_node_count", "max_node_count"]
+    }
+
+    /// A `version` of an earlier minor version than the pool runs.
+    fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal> {
+        gke::downgrade(before, after, outputs, "a node pool", "an earlier version needs a new pool (another `name`)")
+    }
+
     /// An autoscaled pool's size is the autoscaler's.
     fn ignored_by_default(&self, config: &Value) -> Vec<String> {
         if config.get("min_node_count").is_some() || config.get("max_node_count").is_some() {
@@ -448,8 +471,9 @@ impl Resource for ContainerNodePool {
         resumable::find::<Pools>(gcp, id, |p| made_by(ctx, token, cluster.as_deref(), p)).await
     }
 
-    /// Size, autoscaling, management, and labels and taints (one node pool update), each
-    /// waited for before the next.
+    /// Autoscaling, size (set again when autoscaling is turned off: the pool keeps the
+    /// autoscaler's), management, the version, and labels and taints (one node pool update),
+    /// each waited for before the next.
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let before: Config = parse(ctx, old)?;
         let cfg: Config = parse(ctx, new)?;
@@ -458,17 +482,22 @@ impl Resource for ContainerNodePool {
         let client = &gcp.container;
         if (cfg.min_node_count, cfg.max_node_count) != (before.min_node_count, before.max_node_count) {
             let call = client.set_node_pool_autoscaling().set_name(id).set_autoscaling(cfg.autoscaling());
-            gke::changed(ctx, gcp, "nodePools.setAutoscaling", call.send(), limit).await?;
+            gke::changed(ctx, gcp, "nodePools.setAutoscaling", id, call.send(), limit).await?;
         }
-        if cfg.node_count != before.node_count
-            && let Some(count) = cfg.node_count
-        {
+        let autoscaling_off = before.autoscaled() && !cfg.autoscaled();
+        if let Some(count) = cfg.node_count.filter(|count| before.node_count != Some(*count) || autoscaling_off) {
             let call = client.set_node_pool_size().set_name(id).set_node_count(count as i32);
-            gke::changed(ctx, gcp, "nodePools.setSize", call.send(), limit).await?;
+            gke::changed(ctx, gcp, "nodePools.setSize", id, call.send(), limit).await?;
         }
         if (cfg.auto_repair, cfg.auto_upgrade) != (before.auto_repair, before.auto_upgrade) {
             let call = client.set_node_pool_management().set_name(id).set_management(cfg.management());
-            gke::changed(ctx, gcp, "nodePools.setManagement", call.send(), limit).await?;
+            gke::changed(ctx, gcp, "nodePools.setManagement", id, call.send(), limit).await?;
+        }
+        if cfg.version != before.version
+            && let Some(version) = &cfg.version
+        {
+            let call = client.update_node_pool().set_name(id).set_node_version(version);
+            gke::changed(ctx, gcp, "nodePools.update", id, call.send(), limit).await?;
         }
         if (&cfg.labels, &cfg.resource_labels, &cfg.taints) != (&before.labels, &before.resource_labels, &before.taints) {
             let live = resumable::get::<Pools>(gcp, id).await?.and_then(|p| p.config).unwrap_or_default();
@@ -479,7 +508,7 @@ impl Resource for ContainerNodePool {
                 .set_labels(NodeLabels::new().set_labels(cfg.labels.clone()))
                 .set_resource_labels(ResourceLabels::new().set_labels(cfg.resource_labels.clone().into_iter().chain(mark)))
                 .set_taints(NodeTaints::new().set_taints(cfg.taints()));
-            gke::changed(ctx, gcp, "nodePools.update", call.send(), limit).await?;
+            gke::changed(ctx, gcp, "nodePools.update", id, call.send(), limit).await?;
         }
         let p = resumable::wait_ready::<Pools>(ctx, gcp, id, limit).await?;
         Ok(outputs(id, &p))

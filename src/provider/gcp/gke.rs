@@ -1,13 +1,16 @@
 //! What GKE's two kinds share: ids and the serialization key of a cluster, the wait on GKE's
 //! own operations (no poller: `get_operation` until DONE, then its `error`) and on a change's
 //! ([`changed`]), GKE's errors (a change refused because another operation runs on the cluster
-//! is retried), and forge's mark on node pools, which have no description: labels on their VMs.
+//! is retried), versions (GKE never takes a cluster or pool back to an earlier minor version),
+//! and forge's mark on node pools, which have no description: labels on their VMs.
 
 use super::operation::wait_done;
 use super::{Clients, error_in};
-use crate::provider::{Ctx, ProviderError};
+use crate::provider::{Ctx, ProviderError, Refusal};
 use google_cloud_container_v1::model::Operation;
 use google_cloud_container_v1::model::operation::Status;
+use google_cloud_gax::error::rpc::Code;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
@@ -23,18 +26,13 @@ pub(super) fn cluster_id(gcp: &Clients, location: &str, name: &str) -> String {
     format!("projects/{}/locations/{location}/clusters/{name}", gcp.project)
 }
 
-/// The location and name of the cluster an id (a cluster's or a node pool's) names.
+/// The location and name of the cluster an id (a cluster's or a node pool's) or an
+/// operation's target link (which may name the location `zones/…`) names.
 pub(super) fn cluster_of(id: &str) -> (&str, &str) {
     let segments: Vec<&str> = id.split('/').collect();
-    let after = |key: &str| {
-        segments
-            .iter()
-            .position(|s| *s == key)
-            .and_then(|i| segments.get(i + 1))
-            .copied()
-            .unwrap_or_default()
-    };
-    (after("locations"), after("clusters"))
+    let after = |key: &str| segments.iter().position(|s| *s == key).and_then(|i| segments.get(i + 1)).copied();
+    let location = after("locations").or_else(|| after("zones")).unwrap_or_default();
+    (location, after("clusters").unwrap_or_default())
 }
 
 /// The serialization key of everything done to the cluster at `location` named `name`: GKE
@@ -43,17 +41,90 @@ pub(super) fn serialization_key(location: &str, name: &str) -> String {
     format!("gke-cluster:{location}/{name}")
 }
 
-/// The words of a refusal because another operation runs on the cluster.
-const BUSY: &str = "incompatible operation";
+/// How GKE has worded a refusal because another operation runs on the cluster ("Cluster is
+/// running incompatible operation …", "Operation … is currently upgrading cluster …. Please
+/// wait and try again once it is done."): only a hint, for when its operations cannot be read.
+const BUSY_WORDS: &[&str] = &["incompatible operation", "try again once it is done"];
 
-/// Maps a GKE error: [`super::error`]'s reading, and retryable when GKE refused the call
-/// because another operation runs on the cluster (one forge did not start: an auto-upgrade,
-/// someone's gcloud).
+/// Maps a GKE error: [`super::error`]'s reading, with GKE's endpoint.
 pub(super) fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
-    let busy = err.status().is_some_and(|s| s.message.contains(BUSY));
-    let mut mapped = error_in(&gcp.container_context, what, err);
-    mapped.retryable |= busy;
+    error_in(&gcp.container_context, what, err)
+}
+
+/// Maps the error of a change GKE refused (`what`, on `target`: a cluster's or a node pool's
+/// id): [`error`], and retryable when the cluster is busy — HTTP 400 FAILED_PRECONDITION while
+/// an operation runs on it (one forge did not start: an auto-upgrade, someone's gcloud), as
+/// the cluster's operations show; the refusal's words decide only when they cannot be read.
+pub(super) async fn refused(gcp: &Clients, what: &str, target: &str, err: google_cloud_compute_v1::Error) -> ProviderError {
+    let (precondition, worded) = match err.status() {
+        Some(s) => (
+            err.http_status_code() == Some(400) && s.code == Code::FailedPrecondition,
+            BUSY_WORDS.iter().any(|w| s.message.contains(w)),
+        ),
+        None => (false, false),
+    };
+    let mut mapped = error(gcp, what, err);
+    if !precondition {
+        return mapped;
+    }
+    match running_operation(gcp, target).await {
+        Ok(Some(operation)) => {
+            mapped.retryable = true;
+            mapped.message = format!("{} — {operation} runs on the cluster; forge tries again when it is done", mapped.message);
+        }
+        Ok(None) => {}
+        Err(_) => mapped.retryable = worded,
+    }
     mapped
+}
+
+/// The type and name of an operation that runs on the cluster of `target` (a cluster's or a
+/// node pool's id), from one list of the operations in the cluster's location.
+async fn running_operation(gcp: &Clients, target: &str) -> Result<Option<String>, google_cloud_compute_v1::Error> {
+    let (location, name) = cluster_of(target);
+    let listed = gcp
+        .container
+        .list_operations()
+        .set_parent(format!("projects/{}/locations/{location}", gcp.project))
+        .send()
+        .await?;
+    let running = listed
+        .operations
+        .iter()
+        .find(|op| op.status != Status::Done && cluster_of(&op.target_link) == (location, name));
+    Ok(running.map(|op| format!("{} {}", op.operation_type.name().unwrap_or("operation"), op.name)))
+}
+
+/// The refusal of an update that asks for an earlier minor `version` than the one the object
+/// runs (its recorded output `version`): GKE upgrades a control plane (`what`) or a node pool,
+/// and takes it back at most to an earlier patch of the same minor version; `fix` says how to
+/// run the earlier version anyway.
+pub(super) fn downgrade(before: &Value, after: &Value, outputs: &Value, what: &str, fix: &str) -> Option<Refusal> {
+    let wanted = after.get("version")?.as_str()?;
+    let running = outputs.get("version")?.as_str()?;
+    if before.get("version") == after.get("version") || !earlier_minor(wanted, running) {
+        return None;
+    }
+    Some(Refusal {
+        attribute: "version",
+        message: format!("GKE cannot take {what} back to an earlier minor version: it runs {running}, the stack asks for {wanted}"),
+        hint: format!("ask for {running} or a later version, or leave `version` out; {fix}"),
+    })
+}
+
+/// Whether the version `wanted` (`1.31`, `1.31.4-gke.100`; `latest` or `-`: no) is of an earlier
+/// minor version than `running` (`1.32.7-gke.1079000`).
+fn earlier_minor(wanted: &str, running: &str) -> bool {
+    let minor = |version: &str| -> Vec<u64> {
+        version
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|n| !n.is_empty())
+            .take(2)
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    let (wanted, running) = (minor(wanted), minor(running));
+    wanted.len() == 2 && running.len() == 2 && wanted < running
 }
 
 /// Error codes in a failed operation that mean Compute has no capacity for the machines.
@@ -101,16 +172,20 @@ pub(super) async fn wait_operation(ctx: &Ctx, gcp: &Clients, what: &str, op: Ope
     }
 }
 
-/// Waits for the operation of a change (`what`: `nodePools.setSize`) that the call `sent`
-/// starts.
+/// Waits for the operation of a change (`what`: `nodePools.setSize`, on `target`: the
+/// cluster's or node pool's id) that the call `sent` starts.
 pub(super) async fn changed(
     ctx: &Ctx,
     gcp: &Clients,
     what: &str,
+    target: &str,
     sent: impl Future<Output = Result<Operation, google_cloud_compute_v1::Error>>,
     limit: Duration,
 ) -> Result<(), ProviderError> {
-    let op = sent.await.map_err(|e| error(gcp, what, e))?;
+    let op = match sent.await {
+        Ok(op) => op,
+        Err(e) => return Err(refused(gcp, what, target, e).await),
+    };
     wait_operation(ctx, gcp, what, op, limit).await
 }
 
@@ -170,7 +245,26 @@ mod tests {
             cluster_of("projects/p/locations/us-central1/clusters/nemo/nodePools/a3"),
             ("us-central1", "nemo")
         );
+        assert_eq!(
+            cluster_of("https://container.googleapis.com/v1/projects/123/zones/us-central1/clusters/nemo/nodePools/a3"),
+            ("us-central1", "nemo"),
+            "an operation's target link"
+        );
         assert_eq!(label_value("gke.nemo.node_pools.A3"), "gke-nemo-node_pools-a3");
         assert!(stockout("GCE_STOCKOUT") && !stockout("QUOTA"));
+    }
+
+    #[test]
+    fn only_an_earlier_minor_version_is_a_downgrade() {
+        assert!(earlier_minor("1.31", "1.32.7-gke.1079000"));
+        assert!(earlier_minor("1.31.9-gke.1", "1.32.7-gke.1079000"));
+        assert!(!earlier_minor("1.32.5-gke.100", "1.32.7-gke.1079000"), "an earlier patch GKE takes");
+        assert!(!earlier_minor("1.33", "1.32.7-gke.1079000"));
+        assert!(!earlier_minor("latest", "1.32.7-gke.1079000"));
+        let outputs = serde_json::json!({ "version": "1.32.7-gke.1079000" });
+        let refused = downgrade(&serde_json::json!({}), &serde_json::json!({ "version": "1.31" }), &outputs, "the control plane", "");
+        assert_eq!(refused.map(|r| r.attribute), Some("version"));
+        let unchanged = serde_json::json!({ "version": "1.31" });
+        assert!(downgrade(&unchanged, &unchanged, &outputs, "the control plane", "").is_none(), "no change asks for nothing");
     }
 }

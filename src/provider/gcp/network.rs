@@ -1,5 +1,6 @@
 //! `google_compute_network`: a VPC network in custom mode (forge makes the subnetworks itself),
-//! with its MTU (8896 for GPUDirect's extra networks) and routing mode.
+//! with its MTU (8896 for GPUDirect's extra networks) and routing mode, both changed in place
+//! (one `networks.patch`): a new MTU does not take the network and everything on it down.
 
 use super::collection::{self, Scope};
 use super::marker::marked_description;
@@ -17,7 +18,7 @@ attributes! {
     struct Config {
         name: String [replace],
         description: Option<String> [replace],
-        #[serde(default = "default_mtu")] mtu: i64 [replace],
+        #[serde(default = "default_mtu")] mtu: i64,
         #[serde(default = "regional")] routing_mode: String,
         #[serde(default)] auto_create_subnetworks: bool [replace],
     }
@@ -74,17 +75,26 @@ impl Resource for Network {
         collection::find::<Networks>(ctx, token, &cfg.name, None).await
     }
 
-    /// Only the routing mode changes in place (a patch).
-    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
+    /// The routing mode and the MTU change in place: one patch of what changed (Compute
+    /// applies a new MTU to the network's VMs as they restart).
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let before: Config = parse(ctx, old)?;
         let cfg: Config = parse(ctx, new)?;
         let gcp = ctx.cloud.gcp().await?;
+        let mut body = Model::new();
+        if cfg.routing_mode != before.routing_mode {
+            body = body.set_routing_config(routing(&cfg.routing_mode));
+        }
+        if cfg.mtu != before.mtu {
+            body = body.set_mtu(cfg.mtu as i32);
+        }
         let call = gcp
             .networks
             .patch()
             .set_project(&gcp.project)
             .set_network(&cfg.name)
             .set_request_id(super::operation::fresh_request_id())
-            .set_body(Model::new().set_routing_config(routing(&cfg.routing_mode)));
+            .set_body(body);
         collection::changed::<Networks>(ctx, gcp, "networks.patch", id, call.send(), new, outputs).await
     }
 

@@ -31,6 +31,12 @@ pub(super) trait Tracked {
     const GOING: &'static str;
     /// Maps the error of a failed call (`what`: `clusters.get`).
     fn error(gcp: &Clients, what: &str, err: google_cloud_compute_v1::Error) -> ProviderError;
+    /// Maps the error of a refused change of the object `id` (`what`: `clusters.delete`),
+    /// which may ask the API why (a GKE cluster busy with another operation); by default as
+    /// [`Tracked::error`].
+    fn refused(gcp: &Clients, _id: &str, what: &str, err: google_cloud_compute_v1::Error) -> impl Future<Output = ProviderError> + Send {
+        std::future::ready(Self::error(gcp, what, err))
+    }
     /// Gets the object `id` names.
     fn get(gcp: &Clients, id: &str) -> impl Future<Output = Sent<Self::Object>> + Send;
     /// Deletes the object `id` names.
@@ -76,8 +82,10 @@ pub(super) async fn wait_ready<K: Tracked>(ctx: &Ctx, gcp: &Clients, id: &str, l
 /// Deletes the object `id` and waits until it is gone; one already gone is a success.
 pub(super) async fn delete<K: Tracked>(ctx: &Ctx, gcp: &Clients, id: &str, limit: Duration) -> Result<(), ProviderError> {
     let what = format!("{}.delete", K::PATH);
-    let Some(op) = found(K::delete(gcp, id).await, |e| K::error(gcp, &what, e))? else {
-        return Ok(());
+    let op = match K::delete(gcp, id).await {
+        Ok(op) => op,
+        Err(e) if super::not_found(&e) => return Ok(()),
+        Err(e) => return Err(K::refused(gcp, id, &what, e).await),
     };
     K::wait(ctx, gcp, &what, op, limit).await?;
     wait_gone(ctx, limit, || async {
@@ -121,7 +129,7 @@ where
                 return Err(name_taken(ctx, K::WHAT, name));
             }
         }
-        Err(e) => return Err(K::error(gcp, &what, e)),
+        Err(e) => return Err(K::refused(gcp, id, &what, e).await),
     }
     wait_ready::<K>(ctx, gcp, id, limit).await
 }

@@ -8,6 +8,7 @@
 //! at the end.
 
 mod access;
+pub mod reach;
 pub mod bundle;
 pub mod object;
 pub mod ready;
@@ -69,32 +70,74 @@ impl fmt::Display for ClusterRef {
     }
 }
 
-/// One cluster's client and the kinds discovery found served there.
+/// One cluster's client, who forge is to it, and the kinds discovery found served there.
 pub struct Connection {
     /// The cluster it reaches (for errors).
     pub cluster: ClusterRef,
     /// The client, with its bearer token.
     pub client: kube::Client,
+    /// Who forge is to the cluster (for 401 and 403 errors): see [`reach::identity`].
+    pub identity: String,
     made: Instant,
     kinds: std::sync::Mutex<HashMap<(String, String), (ApiResource, ApiCapabilities)>>,
 }
 
-/// The clusters of one run, connected on first use.
-#[derive(Default)]
-pub struct Connections {
-    open: tokio::sync::Mutex<HashMap<ClusterRef, Arc<Connection>>>,
+/// What one run knows of a cluster's API server.
+enum Reached {
+    /// Reached: the connection every object of the cluster shares.
+    Open(Arc<Connection>),
+    /// Not reached within the wait: the error every object of the cluster fails with, at once.
+    Unreachable(ProviderError),
 }
 
-/// The connection to `cluster`, or `None` when its cloud no longer has it.
-pub async fn connect(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Arc<Connection>>, ProviderError> {
-    let mut open = cloud.kubernetes.open.lock().await;
-    if let Some(c) = open.get(cluster).filter(|c| c.made.elapsed() < CLIENT_LIFETIME) {
-        return Ok(Some(c.clone()));
+/// The clusters of one run, connected on first use; one slot per cluster, so a cluster that
+/// does not answer holds up only its own objects.
+#[derive(Default)]
+pub struct Connections {
+    slots: std::sync::Mutex<HashMap<ClusterRef, Arc<tokio::sync::Mutex<Option<Reached>>>>>,
+}
+
+/// The connection to `cluster`, or `None` when its cloud no longer has it. The first use in a
+/// run tries the endpoint for up to `reach` ([`reach::probe`]); an endpoint that did not answer
+/// fails every later use in the run at once, with the same error.
+pub async fn connect(cloud: &Cloud, cluster: &ClusterRef, reach: Duration) -> Result<Option<Arc<Connection>>, ProviderError> {
+    let slot = cloud
+        .kubernetes
+        .slots
+        .lock()
+        .expect("no panics while held")
+        .entry(cluster.clone())
+        .or_default()
+        .clone();
+    let mut slot = slot.lock().await;
+    match &*slot {
+        Some(Reached::Open(c)) if c.made.elapsed() < CLIENT_LIFETIME => return Ok(Some(c.clone())),
+        Some(Reached::Unreachable(e)) => return Err(e.clone()),
+        _ => {}
     }
     let Some(access) = access::access(cloud, cluster).await? else {
-        open.remove(cluster);
+        *slot = None;
         return Ok(None);
     };
+    let identity = reach::identity(cloud, cluster).await;
+    let client = client(cluster, &access).await?;
+    if let Err(e) = reach::probe(&client, cluster, &access.endpoint, reach, &identity).await {
+        *slot = Some(Reached::Unreachable(e.clone()));
+        return Err(e);
+    }
+    let connection = Arc::new(Connection {
+        cluster: cluster.clone(),
+        client,
+        identity,
+        made: Instant::now(),
+        kinds: Default::default(),
+    });
+    *slot = Some(Reached::Open(connection.clone()));
+    Ok(Some(connection))
+}
+
+/// A client of the endpoint, CA and token in `access`, without kube's own retries.
+async fn client(cluster: &ClusterRef, access: &access::Access) -> Result<kube::Client, ProviderError> {
     let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(json!({
         "clusters": [{ "name": "c", "cluster": { "server": access.endpoint, "certificate-authority-data": access.ca } }],
         "users": [{ "name": "forge", "user": { "token": access.token } }],
@@ -108,23 +151,18 @@ pub async fn connect(cloud: &Cloud, cluster: &ClusterRef) -> Result<Option<Arc<C
     // forge's retry is the only one (`provider::retry`): kube's own would resend 429s and
     // 503s under it.
     config.default_retry = false;
-    let client = kube::Client::try_from(config).map_err(|e| fail(cluster, format!("cannot make its client: {e}")))?;
-    let connection = Arc::new(Connection {
-        cluster: cluster.clone(),
-        client,
-        made: Instant::now(),
-        kinds: Default::default(),
-    });
-    open.insert(cluster.clone(), connection.clone());
-    Ok(Some(connection))
+    config.connect_timeout = Some(reach::CONNECT_TIMEOUT);
+    kube::Client::try_from(config).map_err(|e| fail(cluster, format!("cannot make its client: {e}")))
 }
 
 fn fail(cluster: &ClusterRef, message: String) -> ProviderError {
     ProviderError::permanent(format!("cluster `{cluster}`: {message}"))
 }
 
-/// Where one object lives: its API and name.
+/// Where one object lives: its cluster, its API and name.
 pub struct Target {
+    /// The cluster's connection.
+    pub connection: Arc<Connection>,
     /// The object's API, namespaced or cluster-wide as discovery says.
     pub api: Api<DynamicObject>,
     /// Its name.
@@ -174,7 +212,7 @@ impl Identity {
 impl Connection {
     /// The API of `identity`'s kind and the object's name; `Ok(None)` while the cluster does
     /// not serve the kind (its CRD not yet Established).
-    pub async fn target(&self, identity: &Identity) -> Result<Option<Target>, ProviderError> {
+    pub async fn target(self: &Arc<Self>, identity: &Identity) -> Result<Option<Target>, ProviderError> {
         let key = (identity.api_version.clone(), identity.kind.clone());
         let known = self.kinds.lock().expect("no panics while held").get(&key).cloned();
         let (resource, capabilities) = match known {
@@ -189,7 +227,7 @@ impl Connection {
                     }
                     Err(kube::Error::Discovery(_)) => return Ok(None),
                     Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
-                    Err(e) => return Err(error(&self.cluster, "discovery", e)),
+                    Err(e) => return Err(error(self, "discovery", e)),
                 }
             }
         };
@@ -199,6 +237,7 @@ impl Connection {
             (Scope::Cluster, _) => Api::all_with(self.client.clone(), &resource),
         };
         Ok(Some(Target {
+            connection: self.clone(),
             api,
             name: identity.name.clone(),
         }))
@@ -217,14 +256,23 @@ pub fn is_webhook_not_ready(err: &kube::Error) -> bool {
 }
 
 /// Maps an API error to a [`ProviderError`]: the server's message verbatim, what forge was
-/// doing, and the cluster; throttling, server errors and transport failures may be retried.
-pub fn error(cluster: &ClusterRef, what: &str, err: kube::Error) -> ProviderError {
+/// doing, and the cluster; a 401 or 403 names forge's identity and how to grant it access;
+/// throttling, server errors and transport failures may be retried.
+pub fn error(connection: &Connection, what: &str, err: kube::Error) -> ProviderError {
+    let cluster = &connection.cluster;
     let retryable = match &err {
         kube::Error::Api(s) => s.code == 429 || s.code >= 500,
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
         _ => false,
     };
     let message = match &err {
+        kube::Error::Api(s) if matches!(s.code, 401 | 403) => format!(
+            "{} ({}) — the API server refuses forge's identity, {}. {}",
+            s.message,
+            s.reason,
+            connection.identity,
+            reach::grant(cluster, &connection.identity)
+        ),
         kube::Error::Api(s) if !s.message.is_empty() => format!("{} ({})", s.message, s.reason),
         other => other.to_string(),
     };

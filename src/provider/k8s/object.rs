@@ -5,6 +5,7 @@
 //! The object carries forge's stack, address and token annotations: a resumed create adopts
 //! only the object with its own token, and an object someone else made is never taken over.
 
+use super::reach::REACH_TIMEOUT;
 use super::{ADDRESS_ANNOTATION, ClusterRef, Connection, FIELD_MANAGER, Identity, STACK_ANNOTATION, TOKEN_ANNOTATION, Target};
 use crate::provider::{Cloud, Created, Ctx, Observed, Poll, ProviderError, Resource, timeout, wait_until};
 use crate::schema::attributes;
@@ -29,6 +30,8 @@ attributes! {
 
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How long an object waits for its cluster to serve its kind (`timeouts = { api = … }`).
+const API_TIMEOUT: Duration = Duration::from_secs(2 * 60);
 
 /// A config's cluster, object identity and manifest.
 fn parts(ctx: &Ctx, config: &Value) -> Result<(ClusterRef, Identity, Value), ProviderError> {
@@ -74,17 +77,22 @@ fn parse_id(id: &str) -> Result<(ClusterRef, Identity), ProviderError> {
     ))
 }
 
+/// How long forge tries the object's cluster's endpoint (`timeouts = { reach = … }`).
+fn reach_limit(config: &Value) -> Duration {
+    timeout(config, "reach", REACH_TIMEOUT)
+}
+
 /// The connection to the cluster, which must exist for a create or update.
-async fn reach(cloud: &Cloud, cluster: &ClusterRef) -> Result<Arc<Connection>, ProviderError> {
-    super::connect(cloud, cluster)
+async fn reach(cloud: &Cloud, cluster: &ClusterRef, config: &Value) -> Result<Arc<Connection>, ProviderError> {
+    super::connect(cloud, cluster, reach_limit(config))
         .await?
         .ok_or_else(|| ProviderError::permanent(format!("cluster `{cluster}` does not exist (any more)")))
 }
 
 /// Where the object `identity` names lives in `cluster`; `None` when the cluster is gone or no
 /// longer serves its kind (then the object is gone too).
-async fn locate(cloud: &Cloud, cluster: &ClusterRef, identity: &Identity) -> Result<Option<Target>, ProviderError> {
-    match super::connect(cloud, cluster).await? {
+async fn locate(cloud: &Cloud, cluster: &ClusterRef, identity: &Identity, reach: Duration) -> Result<Option<Target>, ProviderError> {
+    match super::connect(cloud, cluster, reach).await? {
         Some(connection) => connection.target(identity).await,
         None => Ok(None),
     }
@@ -110,12 +118,12 @@ fn marked(ctx: &Ctx, token: &str, manifest: &Value) -> Value {
 }
 
 /// The live object, or `None`.
-async fn get(cluster: &ClusterRef, target: &Target) -> Result<Option<DynamicObject>, ProviderError> {
+async fn get(target: &Target) -> Result<Option<DynamicObject>, ProviderError> {
     target
         .api
         .get_opt(&target.name)
         .await
-        .map_err(|e| super::error(cluster, &format!("get {}", target.name), e))
+        .map_err(|e| super::error(&target.connection, &format!("get {}", target.name), e))
 }
 
 /// Server-side applies the manifest (with forge's marks for `token`) once the cluster serves
@@ -123,14 +131,24 @@ async fn get(cluster: &ClusterRef, target: &Target) -> Result<Option<DynamicObje
 /// what the kind needs to be usable.
 async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, ProviderError> {
     let (cluster, identity, manifest) = parts(ctx, config)?;
-    let connection = reach(&ctx.cloud, &cluster).await?;
+    let connection = reach(&ctx.cloud, &cluster, config).await?;
     let limit = timeout(config, if token.is_some() { "create" } else { "update" }, APPLY_TIMEOUT);
+    let serve_limit = timeout(config, "api", API_TIMEOUT);
+    let asked = std::time::Instant::now();
     let label = identity.label();
     let applied = wait_until(ctx, limit, || async {
         let Some(target) = connection.target(&identity).await? else {
-            return Ok(Poll::Pending(format!("waiting for the cluster to serve {} {}", identity.api_version, identity.kind)));
+            if asked.elapsed() >= serve_limit {
+                return Ok(Poll::Failed(not_served(&cluster, &identity, serve_limit)));
+            }
+            return Ok(Poll::Pending(format!(
+                "waiting for the cluster to serve {} {} (up to {}s)",
+                identity.api_version,
+                identity.kind,
+                serve_limit.as_secs()
+            )));
         };
-        let live = get(&cluster, &target).await?;
+        let live = get(&target).await?;
         let token = match (&live, token) {
             (Some(obj), _) => {
                 let (stack, address, live_token) = marks(obj);
@@ -154,7 +172,7 @@ async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, 
         match target.api.patch(&target.name, &params, &Patch::Apply(&body)).await {
             Ok(obj) => Ok(Poll::Done(obj)),
             Err(e) if super::is_webhook_not_ready(&e) => Ok(Poll::Pending("waiting for its admission webhook".into())),
-            Err(e) => Err(super::error(&cluster, &format!("apply {label}"), e)),
+            Err(e) => Err(super::error(&connection, &format!("apply {label}"), e)),
         }
     })
     .await?;
@@ -170,7 +188,7 @@ async fn apply(ctx: &Ctx, config: &Value, token: Option<&str>) -> Result<Value, 
 /// exist yet, the object's namespace is still to be made, or its webhook does not answer.
 async fn dry_run(ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderError> {
     let (cluster, identity, manifest) = parts(ctx, config)?;
-    let Some(target) = locate(&ctx.cloud, &cluster, &identity).await? else {
+    let Some(target) = locate(&ctx.cloud, &cluster, &identity, reach_limit(config)).await? else {
         return Ok(None);
     };
     let body = marked(ctx, "dry-run", &manifest);
@@ -179,13 +197,13 @@ async fn dry_run(ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderEr
         Ok(_) => Ok(None),
         Err(e) if super::is_webhook_not_ready(&e) || super::is_not_found(&e) => Ok(None),
         Err(kube::Error::Api(status)) if matches!(status.code, 400 | 403 | 422) => Ok(Some(status.message)),
-        Err(e) => Err(super::error(&cluster, &format!("dry-run {}", identity.label()), e)),
+        Err(e) => Err(super::error(&target.connection, &format!("dry-run {}", identity.label()), e)),
     }
 }
 
 /// Waits until the object is usable: a CRD Established (so its kind is served), a DaemonSet
 /// or Deployment rolled out on the nodes it targets.
-async fn settle(ctx: &Ctx, connection: &Connection, identity: &Identity, limit: Duration) -> Result<(), ProviderError> {
+async fn settle(ctx: &Ctx, connection: &Arc<Connection>, identity: &Identity, limit: Duration) -> Result<(), ProviderError> {
     let check: fn(&Value) -> Option<String> = match identity.kind.as_str() {
         "CustomResourceDefinition" => established,
         "DaemonSet" | "Deployment" => rolled_out,
@@ -195,7 +213,7 @@ async fn settle(ctx: &Ctx, connection: &Connection, identity: &Identity, limit: 
         return Ok(());
     };
     wait_until(ctx, limit, || async {
-        let Some(obj) = get(&connection.cluster, &target).await? else {
+        let Some(obj) = get(&target).await? else {
             return Ok(Poll::Failed(format!("{} was deleted while forge waited for it", identity.label())));
         };
         let obj = serde_json::to_value(&obj).unwrap_or_default();
@@ -205,6 +223,27 @@ async fn settle(ctx: &Ctx, connection: &Connection, identity: &Identity, limit: 
         })
     })
     .await
+}
+
+/// The error of an object whose kind its cluster did not serve within `waited`: the
+/// group/version, and what usually leaves it unserved.
+fn not_served(cluster: &ClusterRef, identity: &Identity, waited: Duration) -> String {
+    let group = identity.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let cause = match group {
+        "networking.gke.io" => {
+            "GKE serves `networking.gke.io` only on clusters with multi-networking enabled (`multi_networking = true` on the cluster; a `gke` block's GPUDirect pools turn it on), and only once it is ready"
+        }
+        _ => {
+            "no CustomResourceDefinition provides it: the operator that installs it is missing, or its CRD is not in this stack (put it there and forge waits for it to be Established)"
+        }
+    };
+    format!(
+        "cluster `{cluster}` does not serve {} (kind {}) after {}s, so {} cannot be applied: {cause}. Raise the wait with `api_timeout` in the cluster block's `kubernetes` table (`timeouts = {{ api = \"10m\" }}` on a `k8s_object`)",
+        identity.api_version,
+        identity.kind,
+        waited.as_secs(),
+        identity.label()
+    )
 }
 
 /// `None` once a CRD is Established, else what it waits for.
@@ -292,10 +331,10 @@ impl Resource for K8sObject {
         let mut seen = Vec::new();
         for id in ids {
             let (cluster, identity) = parse_id(id)?;
-            let Some(target) = locate(cloud, &cluster, &identity).await? else {
+            let Some(target) = locate(cloud, &cluster, &identity, REACH_TIMEOUT).await? else {
                 continue;
             };
-            if let Some(obj) = get(&cluster, &target).await? {
+            if let Some(obj) = get(&target).await? {
                 let (tagged_stack, address, _) = marks(&obj);
                 seen.push(Observed {
                     id: id.clone(),
@@ -309,10 +348,10 @@ impl Resource for K8sObject {
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
         let (cluster, identity, _) = parts(ctx, config)?;
-        let Some(target) = locate(&ctx.cloud, &cluster, &identity).await? else {
+        let Some(target) = locate(&ctx.cloud, &cluster, &identity, reach_limit(config)).await? else {
             return Ok(None);
         };
-        let mine = get(&cluster, &target)
+        let mine = get(&target)
             .await?
             .is_some_and(|obj| marks(&obj) == (Some(ctx.stack.as_str()), Some(ctx.address.as_str()), Some(token)));
         Ok(mine.then(|| id_of(&cluster, &identity)))
@@ -324,16 +363,16 @@ impl Resource for K8sObject {
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let (cluster, identity) = parse_id(id)?;
-        let Some(target) = locate(&ctx.cloud, &cluster, &identity).await? else {
+        let Some(target) = locate(&ctx.cloud, &cluster, &identity, reach_limit(config)).await? else {
             return Ok(());
         };
         match target.api.delete(&target.name, &DeleteParams::background()).await {
             Err(e) if super::is_not_found(&e) => return Ok(()),
-            Err(e) => return Err(super::error(&cluster, &format!("delete {}", identity.label()), e)),
+            Err(e) => return Err(super::error(&target.connection, &format!("delete {}", identity.label()), e)),
             Ok(_) => {}
         }
         crate::provider::wait_gone(ctx, timeout(config, "delete", DELETE_TIMEOUT), || async {
-            Ok(get(&cluster, &target).await?.map(|_| "deleting".to_owned()))
+            Ok(get(&target).await?.map(|_| "deleting".to_owned()))
         })
         .await
     }

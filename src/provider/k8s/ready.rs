@@ -23,7 +23,7 @@ struct Look {
 /// Checks one cluster once.
 async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
     let cluster = ClusterRef::parse(&check.cluster)?;
-    let Some(connection) = super::connect(cloud, &cluster).await? else {
+    let Some(connection) = super::connect(cloud, &cluster, super::reach::REACH_TIMEOUT).await? else {
         return Err(ProviderError::permanent(format!("cluster `{cluster}` does not exist")));
     };
     let mut found = Look::default();
@@ -33,7 +33,7 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
         let listed = nodes
             .list(&ListParams::default().labels(&selector))
             .await
-            .map_err(|e| super::error(&cluster, "list nodes", e))?;
+            .map_err(|e| super::error(&connection, "list nodes", e))?;
         let count = listed.items.len() as i64;
         if count < group.nodes {
             found
@@ -85,7 +85,7 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
         let live = claims
             .get_opt(&claim.name)
             .await
-            .map_err(|e| super::error(&cluster, "get claim", e))?;
+            .map_err(|e| super::error(&connection, "get claim", e))?;
         let phase = live.as_ref().and_then(|c| c.status.as_ref()?.phase.clone());
         match phase.as_deref() {
             Some("Bound") => found.holds.push(format!("claim {}/{} Bound", claim.namespace, claim.name)),
@@ -98,7 +98,7 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
     for queue in &check.queues {
         let condition = cluster_queue_active(&connection.client, queue)
             .await
-            .map_err(|e| super::error(&cluster, "get cluster queue", e))?;
+            .map_err(|e| super::error(&connection, "get cluster queue", e))?;
         match condition {
             Some((true, _)) => found.holds.push(format!("queue `{queue}` Active")),
             Some((false, why)) => found.missing.push(format!("queue `{queue}` is not Active: {why}")),

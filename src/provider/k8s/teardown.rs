@@ -28,14 +28,14 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// The objects whose cloud resources must go first: (kind, namespace, name).
 async fn leftovers(connection: &Connection) -> Result<Vec<(&'static str, String, String)>, ProviderError> {
-    let (cluster, client) = (&connection.cluster, connection.client.clone());
+    let client = connection.client.clone();
     let place = |m: &kube::api::ObjectMeta| (m.namespace.clone().unwrap_or_default(), m.name.clone().unwrap_or_default());
     let mut found = Vec::new();
     let services: Api<Service> = Api::all(client.clone());
     for s in services
         .list(&ListParams::default())
         .await
-        .map_err(|e| super::error(cluster, "list services", e))?
+        .map_err(|e| super::error(connection, "list services", e))?
     {
         if s.spec.as_ref().and_then(|spec| spec.type_.as_deref()) == Some("LoadBalancer") {
             let (ns, name) = place(&s.metadata);
@@ -46,7 +46,7 @@ async fn leftovers(connection: &Connection) -> Result<Vec<(&'static str, String,
     for i in ingresses
         .list(&ListParams::default())
         .await
-        .map_err(|e| super::error(cluster, "list ingresses", e))?
+        .map_err(|e| super::error(connection, "list ingresses", e))?
     {
         let (ns, name) = place(&i.metadata);
         found.push(("Ingress", ns, name));
@@ -55,7 +55,7 @@ async fn leftovers(connection: &Connection) -> Result<Vec<(&'static str, String,
     for c in claims
         .list(&ListParams::default())
         .await
-        .map_err(|e| super::error(cluster, "list claims", e))?
+        .map_err(|e| super::error(connection, "list claims", e))?
     {
         // A claim with a storage class was provisioned dynamically: its volume is the cloud's.
         let class = c.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or_default();
@@ -69,7 +69,7 @@ async fn leftovers(connection: &Connection) -> Result<Vec<(&'static str, String,
 
 /// Deletes one leftover (gone already is fine).
 async fn delete_one(connection: &Connection, kind: &str, namespace: &str, name: &str) -> Result<(), ProviderError> {
-    let (cluster, client) = (&connection.cluster, connection.client.clone());
+    let client = connection.client.clone();
     let params = DeleteParams::background();
     let result = match kind {
         "Service" => Api::<Service>::namespaced(client, namespace)
@@ -86,7 +86,7 @@ async fn delete_one(connection: &Connection, kind: &str, namespace: &str, name: 
             .map(|_| ()),
     };
     match result {
-        Err(e) if !super::is_not_found(&e) => Err(super::error(cluster, &format!("delete {kind} {namespace}/{name}"), e)),
+        Err(e) if !super::is_not_found(&e) => Err(super::error(connection, &format!("delete {kind} {namespace}/{name}"), e)),
         _ => Ok(()),
     }
 }
@@ -122,7 +122,7 @@ impl Resource for K8sTeardown {
 
     async fn delete(&self, ctx: &Ctx, id: &str, config: &Value) -> Result<(), ProviderError> {
         let cluster = ClusterRef::parse(id)?;
-        let Some(connection) = super::connect(&ctx.cloud, &cluster).await? else {
+        let Some(connection) = super::connect(&ctx.cloud, &cluster, super::reach::REACH_TIMEOUT).await? else {
             return Ok(());
         };
         let found = leftovers(&connection).await?;

@@ -137,7 +137,7 @@ def reference(call, value, collection, field):
 
 class Networks(Kind):
     collection, singular, kind = "networks", "network", "compute#network"
-    patchable = ("routingConfig",)
+    patchable = ("routingConfig", "mtu")
 
     def check(self, call, res):
         if res.get("autoCreateSubnetworks") is not False:

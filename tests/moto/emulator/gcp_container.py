@@ -7,23 +7,30 @@ uses, on gcp.py:
     operation runs, STOPPING → gone with its pools. A cluster gets versions, selfLink,
     labelFingerprint, the pod and service ranges, and a Kubernetes API server of its own
     (kubernetes.py) whose host:port is its endpoint and whose CA is masterAuth's
-    clusterCaCertificate; a RUNNING pool's VMs are Nodes there (GPUs counted from its
-    accelerators, GKE's nvidia.com/gpu taint on GPU pools), following setSize and gone with it;
+    clusterCaCertificate, serving multi-networking's kinds (networking.gke.io Network and
+    GKENetworkParamSet) only while networkConfig.enableMultiNetworking is on; a RUNNING pool's
+    VMs are Nodes there (GPUs counted from its accelerators, GKE's nvidia.com/gpu taint on GPU
+    pools), following setSize and gone with it; a releaseChannel given empty is none
+    (UNSPECIFIED), one left out is REGULAR;
   * node pools: create, get, list, update (the fields of UpdateNodePoolRequest in POOL_UPDATES),
-    setSize, setAutoscaling, setManagement, delete. PROVISIONING → RUNNING, RECONCILING while
+    setSize, setAutoscaling (an empty autoscaling, as proto3 JSON writes enabled=false: off; the
+    pool keeps its size), setManagement, delete. PROVISIONING → RUNNING, RECONCILING while
     changed, STOPPING → gone; a failed create (a failed_operation fault, e.g. code GCE_STOCKOUT)
     leaves the pool in ERROR, with the error as statusMessage and condition, until deleted;
   * operations: get and list, GKE's own Operation (PENDING → RUNNING → DONE; a failure as
     `error` {code, message}, statusMessage and cluster or node pool conditions);
   * one operation at a time per cluster: while one runs on the cluster or any of its pools,
-    every other change answers 400 FAILED_PRECONDITION "Cluster is running incompatible
-    operation …";
+    every other change answers 400 FAILED_PRECONDITION, worded as GKE words it for what runs:
+    "Operation … is currently upgrading cluster …. Please wait and try again once it is done."
+    while the control plane upgrades, else "Cluster is running incompatible operation …";
   * checks: names (RFC 1035, at most 40 characters), required fields, versions, locations in the
     cluster's region, the cluster's network and subnetwork (and its secondary ranges) in the
     Compute emulator's store, a pool's additionalNodeNetworkConfigs (networks and subnetworks
     that exist, one per VPC, on a cluster with enableMultiNetworking and ADVANCED_DATAPATH, with
     gVNIC), COMPACT placement in exactly one zone, accelerators that fit the machine type
-    (MACHINE_GPUS), reservation affinity, autoscaling bounds, labels;
+    (MACHINE_GPUS), reservation affinity, autoscaling bounds, labels; auto-upgrade on for the
+    pools of a cluster in a release channel; no control plane or node version of an earlier
+    minor version than the one running;
   * enums as numbers with `$alt=json;enum-encoding=int` (the Rust clients' way), else as names;
     int64 fields (acceleratorCount, maxPodsPerNode) as strings.
 Not emulated: Autopilot, the zones/… paths of the v1 API, the other setters, operations.cancel.
@@ -67,6 +74,11 @@ ROUTES = {  # (collection, named, method, verb) -> call name; its handler is nam
 }
 CLUSTER_PATH_FIELDS = ("name", "projectId", "zone", "clusterId")
 POOL_PATH_FIELDS = CLUSTER_PATH_FIELDS + ("nodePoolId",)
+# What a cluster's API server serves besides while multi-networking is on (kubernetes.py's kinds).
+MULTI_NETWORKING_KINDS = [
+    ("networking.gke.io", "v1", "gkenetworkparamsets", "GKENetworkParamSet", False, ["gnp"]),
+    ("networking.gke.io", "v1", "networks", "Network", False, []),
+]
 
 # --- enums (google.container.v1), and where they are in each message -------------------------
 
@@ -148,6 +160,28 @@ def resolve_version(given, channel, field):
 
 def version_key(version):
     return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def earlier_minor(version, running):
+    """Whether `version` is of an earlier minor version than `running`: what GKE never goes
+    back to (an earlier patch of the same minor version it takes)."""
+    return version_key(version)[:2] < version_key(running)[:2]
+
+
+def check_auto_upgrade(cluster, management, field):
+    """GKE upgrades the node pools of a cluster in a release channel itself."""
+    channel = cluster["releaseChannel"].get("channel", "UNSPECIFIED")
+    if channel != "UNSPECIFIED" and not management.get("autoUpgrade"):
+        raise bad_request(f"Invalid value for field '{field}.autoUpgrade': auto-upgrade cannot be turned off for the node pools "
+                          f"of a cluster in a release channel ({channel}).")
+    return management
+
+
+def busy(op, cluster_name):
+    """GKE's refusal of a change while `op` runs on the cluster, worded by what `op` does."""
+    if op.operation_type == "UPGRADE_MASTER":
+        return precondition(f"Operation {op.name} is currently upgrading cluster {cluster_name}. Please wait and try again once it is done.")
+    return precondition(f"Cluster is running incompatible operation {op.name}.")
 
 
 def check_zones(zones, region, field):
@@ -261,6 +295,16 @@ def publish_nodes(project, cluster, pool_name, pool):
         pass  # the cluster's server is gone
 
 
+def publish_kinds(project, cluster):
+    """The kinds the cluster's API server serves besides the built-in ones: multi-networking's
+    while the cluster has it on."""
+    kinds = MULTI_NETWORKING_KINDS if cluster["networkConfig"].get("enableMultiNetworking") else []
+    try:
+        kubernetes.set_kinds(api_server(project, cluster["location"], cluster["name"]), kinds)
+    except KeyError:
+        pass  # the cluster's server is gone
+
+
 class Container(GoogleApi):
     service, prefix = "container", "/container/v1/"
 
@@ -348,9 +392,9 @@ class Container(GoogleApi):
 
     def idle(self, call, cluster_path):
         """GKE runs one operation at a time per cluster."""
-        busy = self.running(call.store, cluster_path)
-        if busy:
-            raise precondition(f"Cluster is running incompatible operation {busy[0].name}.")
+        running = self.running(call.store, cluster_path)
+        if running:
+            raise busy(running[0], cluster_path.rsplit("/", 1)[1])
 
     @staticmethod
     def pools_of(store, cluster_path):
@@ -423,6 +467,7 @@ class Container(GoogleApi):
         call.store.items[path] = cluster
         for pool in pools:
             call.store.items[f"{path}/nodePools/{pool['name']}"] = pool
+        publish_kinds(call.project, cluster)
         call.zone = cluster["locations"][0]
 
         def created():
@@ -468,7 +513,7 @@ class Container(GoogleApi):
             if net_config.get("datapathProvider") != "ADVANCED_DATAPATH" or not policy["useIpAliases"]:
                 raise bad_request("Multi-networking requires a VPC-native cluster with networkConfig.datapathProvider ADVANCED_DATAPATH.")
         net_config.update(network=f"projects/{call.project}/{network}", subnetwork=f"projects/{call.project}/{subnet_path}")
-        channel = dict(spec.get("releaseChannel") or {"channel": "REGULAR"})
+        channel = dict(spec["releaseChannel"]) if spec.get("releaseChannel") is not None else {"channel": "REGULAR"}
         version = resolve_version(spec.get("initialClusterVersion"), channel.get("channel", "UNSPECIFIED"), "Master version")
         pool = (spec.get("workloadIdentityConfig") or {}).get("workloadPool")
         if pool and pool != f"{call.project}.svc.id.goog":
@@ -536,8 +581,9 @@ class Container(GoogleApi):
             changed["workloadIdentityConfig"] = value
         elif key == "desiredMasterVersion":
             version = resolve_version(value, cluster["releaseChannel"].get("channel"), "Master version")
-            if version_key(version) < version_key(cluster["currentMasterVersion"]):
-                raise bad_request(f'Master version "{value}" is older than the current {cluster["currentMasterVersion"]}: downgrades are not supported.')
+            if earlier_minor(version, cluster["currentMasterVersion"]):
+                raise bad_request(f'Master version "{value}" is of an earlier minor version than the current {cluster["currentMasterVersion"]}: '
+                                  "the control plane cannot be downgraded to an earlier minor version.")
             changed["currentMasterVersion"] = version
         elif key == "desiredLocations":
             changed["locations"] = check_zones(value, region_of(cluster["location"]), "update.desiredLocations")
@@ -585,6 +631,8 @@ class Container(GoogleApi):
                 call.store.items[path] = changed
                 if "/nodePools/" in path:
                     publish_nodes(call.project, call.store.items[path.split("/nodePools/")[0]], changed["name"], changed)
+                else:
+                    publish_kinds(call.project, changed)
         return call.start(operation_type, path, None, changed_now)
 
     def cluster_delete(self, call):
@@ -655,7 +703,7 @@ class Container(GoogleApi):
         network = self.check_node_network(call, cluster, dict(spec.get("networkConfig") or {}), config, region, uses, f"{field}.networkConfig")
         version = self.node_version(spec.get("version"), cluster)
         pool = dict(spec, config=config, initialNodeCount=count, locations=zones, networkConfig=network, version=version,
-                    management=spec.get("management") or {"autoUpgrade": True, "autoRepair": True},
+                    management=check_auto_upgrade(cluster, spec.get("management") or {"autoUpgrade": True, "autoRepair": True}, f"{field}.management"),
                     upgradeSettings=spec.get("upgradeSettings") or {"maxSurge": 1, "strategy": "SURGE"},
                     maxPodsConstraint=spec.get("maxPodsConstraint") or {"maxPodsPerNode": "110"}, podIpv4CidrSize=24,
                     selfLink=f"{cluster['selfLink']}/nodePools/{spec['name']}", etag=secrets.token_hex(8), status="PROVISIONING",
@@ -737,6 +785,9 @@ class Container(GoogleApi):
         for key, value in update.items():
             if key == "nodeVersion":
                 changed["version"] = self.node_version(value, cluster)
+                if earlier_minor(changed["version"], pool["version"]):
+                    raise bad_request(f'Node version "{value}" is of an earlier minor version than the node pool\'s {pool["version"]}: '
+                                      "a node pool cannot be downgraded to an earlier minor version.")
             elif key == "locations":
                 changed["locations"] = check_zones(value, region_of(cluster["location"]), "locations")
                 if (changed.get("placementPolicy") or {}).get("type") == "COMPACT" and len(value) != 1:
@@ -777,19 +828,20 @@ class Container(GoogleApi):
     def pool_setAutoscaling(self, call):
         cluster_path, _, path, pool = self.pool(call)
         check_fields(call.body, ("autoscaling",) + POOL_PATH_FIELDS)
-        autoscaling = check_autoscaling(read_enums(call.body.get("autoscaling"), AUTOSCALING, "autoscaling"), "autoscaling")
-        if autoscaling is None:
+        if not isinstance(call.body.get("autoscaling"), dict):
             raise required("autoscaling")
+        autoscaling = check_autoscaling(read_enums(call.body["autoscaling"], AUTOSCALING, "autoscaling"), "autoscaling") or {}
         self.idle(call, cluster_path)
         return self.change(call, "UPDATE_CLUSTER", path, dict(pool, autoscaling=autoscaling))
 
     def pool_setManagement(self, call):
-        cluster_path, _, path, pool = self.pool(call)
+        cluster_path, cluster, path, pool = self.pool(call)
         check_fields(call.body, ("management",) + POOL_PATH_FIELDS)
         if not isinstance(call.body.get("management"), dict):
             raise required("management")
+        management = check_auto_upgrade(cluster, call.body["management"], "management")
         self.idle(call, cluster_path)
-        return self.change(call, "SET_NODE_POOL_MANAGEMENT", path, dict(pool, management=call.body["management"]))
+        return self.change(call, "SET_NODE_POOL_MANAGEMENT", path, dict(pool, management=management))
 
     def pool_delete(self, call):
         cluster_path, _, path, pool = self.pool(call)

@@ -32,7 +32,9 @@
     /_forge/kubernetes/clusters {"cluster"} starts one and answers its endpoint and CA; POST
     /_forge/kubernetes/nodes sets a node group's Nodes; GET /_forge/kubernetes/requests?cluster=
     lists what it answered, with each bearer token; POST /_forge/kubernetes/webhook makes a
-    group's admission webhook unavailable for some seconds; POST /_forge/kubernetes/stall makes
+    group's admission webhook unavailable for some seconds; POST /_forge/kubernetes/reach
+    {"cluster", "mode"} makes its endpoint refuse connections ("refuse"), answer 401
+    ("unauthorized") or 403 ("forbidden"), or answer again ("open"); POST /_forge/kubernetes/stall makes
     writes to matching paths answer only after some seconds (they take effect at once);
   * sends the SigV4 service `pcs` (AWS Parallel Computing Service, which moto lacks) to pcs.py;
     POST /_forge/pcs/failures makes matching compute node groups fail their create;
@@ -276,6 +278,9 @@ class Harness:
                     return [body]
             elif path == "/_forge/kubernetes/stall":
                 kubernetes.stall(payload["cluster"], payload["path"], float(payload["seconds"]))
+                result = {}
+            elif path == "/_forge/kubernetes/reach":
+                kubernetes.set_reach(payload["cluster"], payload["mode"])
                 result = {}
             elif path == "/_forge/kubernetes/webhook":
                 kubernetes.webhook_down(payload["cluster"], payload["group"], float(payload["seconds"]))

@@ -2,10 +2,12 @@
 engine and the machine's kubectl:
   * one server per cluster (`serve(key)`), on its own port, over TLS with the cluster's own CA
     (an EC P-256 CA and a server certificate for 127.0.0.1 and localhost); any bearer token is
-    accepted and each request is logged with it (`requests(key)`);
+    accepted and each request is logged with it (`requests(key)`); `set_reach(key, mode)` makes
+    the endpoint refuse connections, or answer 401 or 403 to everything;
   * discovery: /version, /api, /apis, /api/v1, /apis/{group}/{version} (namespaced, verbs,
-    shortNames), the built-in kinds forge applies (KINDS) and the custom resources of every CRD
-    once it is Established;
+    shortNames), the built-in kinds forge applies (KINDS), the kinds the cloud serves besides
+    as it sets them (`set_kinds(key, kinds)`: GKE's multi-networking ones while the cluster has
+    it on) and the custom resources of every CRD once it is Established;
   * get, list (labelSelector `k=v,k2=v2`, `k`, `!k`), create (POST: 409 AlreadyExists), server-side
     apply (PATCH application/apply-patch+yaml with fieldManager and force: creates when absent,
     keeps managedFields per manager, answers 409 Conflict naming the fields another manager owns
@@ -66,11 +68,6 @@ KINDS = [
     ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"]),
     ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False, []),
     ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False, []),
-]
-# What GKE serves besides: multi-networking's objects.
-GKE_KINDS = [
-    ("networking.gke.io", "v1", "gkenetworkparamsets", "GKENetworkParamSet", False, ["gnp"]),
-    ("networking.gke.io", "v1", "networks", "Network", False, []),
 ]
 VERBS = ["create", "delete", "get", "list", "patch", "update"]
 # What metadata.name may be: a lowercase RFC 1123 subdomain.
@@ -242,29 +239,40 @@ class Cluster:
         self.log = []  # (method, path, bearer token)
         self.webhooks = {}  # group -> when it becomes ready (epoch seconds)
         self.stalls = {}  # path substring -> seconds a write to it waits before its answer
+        self.cloud_kinds = []  # what the cloud serves besides KINDS (set_kinds)
+        self.refusal = None  # None, or the status every request gets (401, 403): set_reach
         self.ca, cert, key_pem = certificates()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.cluster = self
-        self.server.daemon_threads = True
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         with tempfile.NamedTemporaryFile() as c, tempfile.NamedTemporaryFile() as k:
             c.write(cert), k.write(key_pem)
             c.flush(), k.flush()
-            context.load_cert_chain(c.name, k.name)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.endpoint = f"https://127.0.0.1:{self.server.server_address[1]}"
+            self.tls.load_cert_chain(c.name, k.name)
+        self.server = None
+        self.listen(0)
+        self.endpoint = f"https://127.0.0.1:{self.port}"
+
+    def listen(self, port):
+        """Serves the API on `port` (0: any free one), over TLS."""
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.cluster = self
+        self.server.daemon_threads = True
+        self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        """Closes the listening socket: connections to the endpoint are refused."""
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
 
     # --- kinds ----------------------------------------------------------------------------------
 
     def kinds(self):
-        """Every kind served now: the built-in ones (GKE's own on a GKE cluster) and the custom
-        resources of Established CRDs."""
-        served = list(KINDS) + (GKE_KINDS if self.key.startswith("gke/") else [])
+        """Every kind served now: the built-in ones, the cloud's own (`set_kinds`) and the
+        custom resources of Established CRDs."""
+        served = list(KINDS) + self.cloud_kinds
         for crd in self.list_of("apiextensions.k8s.io", "customresourcedefinitions", None):
             if not self.established(crd):
                 continue
@@ -470,6 +478,8 @@ class Handler(BaseHTTPRequestHandler):
         with cluster.lock:
             cluster.log.append((method, self.path, token))
             try:
+                if cluster.refusal is not None:
+                    raise refusal(cluster.refusal, method, path)
                 status, body = route(cluster, method, path.rstrip("/") or "/", query, raw, self.headers.get("Content-Type", ""))
             except ApiError as e:
                 status, body = e.code, e.body()
@@ -704,6 +714,15 @@ def set_nodes(key, group_label, group, nodes):
             cluster.store(KINDS[1], None, name, node, True)
 
 
+def set_kinds(key, kinds):
+    """The kinds the cloud serves on cluster `key` besides the built-in ones, from now on:
+    (group, version, plural, kind, namespaced, shortNames) each; objects of kinds no longer
+    served stay, out of reach, until they are served again."""
+    cluster = cluster_of(key)
+    with cluster.lock:
+        cluster.cloud_kinds = list(kinds)
+
+
 def requests(key):
     """The requests this cluster's API server answered: (method, path, bearer token)."""
     cluster = cluster_of(key)
@@ -716,6 +735,30 @@ def stall(key, path, seconds):
     cluster = cluster_of(key)
     with cluster.lock:
         cluster.stalls[path] = seconds
+
+
+def refusal(code, method, path):
+    """The API server's answer to a caller it does not accept: 401 (its token authenticates no
+    one) or 403 (the identity has no RBAC for the request), as a real API server words them."""
+    if code == 401:
+        return ApiError(401, "Unauthorized", "Unauthorized")
+    verb = {"GET": "get", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}.get(method, method.lower())
+    return ApiError(403, "Forbidden", f'{path} is forbidden: User "forge-ci" cannot {verb} resource at the cluster scope')
+
+
+def set_reach(key, mode):
+    """How cluster `key`'s endpoint answers from now on: "open"; "refuse" (nothing listens:
+    connections are refused, as a private endpoint's address seen from elsewhere may be);
+    "unauthorized" (401 to every request: the token authenticates no one); "forbidden" (403:
+    the identity has no access). "open" listens again on the same port."""
+    cluster = cluster_of(key)
+    if mode == "refuse":
+        cluster.stop()
+        return
+    if cluster.server is None:
+        cluster.listen(cluster.port)
+    with cluster.lock:
+        cluster.refusal = {"open": None, "unauthorized": 401, "forbidden": 403}[mode]
 
 
 def webhook_down(key, group, seconds):

@@ -28,6 +28,7 @@ attributes! {
         #[serde(default)] security_group_ids: Vec<String> [replace],
         #[serde(default = "yes")] endpoint_public_access: bool,
         #[serde(default)] endpoint_private_access: bool,
+        public_access_cidrs: Option<Vec<String>>,
         #[serde(default = "default_authentication_mode")] authentication_mode: String,
         #[serde(default)] logging: Vec<String>,
     }
@@ -148,6 +149,7 @@ impl Resource for EksCluster {
             .set_security_group_ids(Some(cfg.security_group_ids.clone()))
             .endpoint_public_access(cfg.endpoint_public_access)
             .endpoint_private_access(cfg.endpoint_private_access)
+            .set_public_access_cidrs(cfg.public_access_cidrs.clone())
             .build();
         let access = CreateAccessConfigRequest::builder()
             .authentication_mode(authentication_mode(&cfg.authentication_mode)?)
@@ -204,10 +206,13 @@ impl Resource for EksCluster {
         let endpoints = live
             .resources_vpc_config()
             .map(|v| (v.endpoint_public_access(), v.endpoint_private_access()));
-        if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) {
+        let cidrs = live.resources_vpc_config().map(aws_sdk_eks::types::VpcConfigResponse::public_access_cidrs);
+        let cidrs_differ = cfg.public_access_cidrs.as_deref().is_some_and(|want| cidrs != Some(want));
+        if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) || cidrs_differ {
             let vpc = VpcConfigRequest::builder()
                 .endpoint_public_access(cfg.endpoint_public_access)
                 .endpoint_private_access(cfg.endpoint_private_access)
+                .set_public_access_cidrs(cfg.public_access_cidrs.clone())
                 .build();
             let out = aws.eks.update_cluster_config().name(id).resources_vpc_config(vpc).send().await;
             let out = out.map_err(|e| error(aws, "UpdateClusterConfig", e))?;
