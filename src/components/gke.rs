@@ -39,6 +39,7 @@ block! {
         pods_range: Option<Value> as String,
         services_range: Option<Value> as String,
         private_nodes: Option<Value> as Bool,
+        private_endpoint: Option<Value> as Bool,
         authorized_networks: Option<Value> as List,
         gcs_fuse_csi: Option<Value> as Bool,
         gpu_networks_cidr: Option<String>,
@@ -232,6 +233,7 @@ impl Pool<'_> {
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Gke = input.block()?;
+    check_private_endpoint(&block)?;
     let cluster = Cluster::new(input, &block)?;
     let network = network(input, &block)?;
     let pools = pools(input, &block, &cluster.region)?;
@@ -355,6 +357,7 @@ impl<'a> Cluster<'a> {
             ("version", &block.version),
             ("release_channel", &block.release_channel),
             ("private_nodes", &block.private_nodes),
+            ("private_endpoint", &block.private_endpoint),
             ("authorized_networks", &block.authorized_networks),
             ("gcs_fuse_csi", &block.gcs_fuse_csi),
             ("labels", &block.labels),
@@ -635,6 +638,19 @@ fn pools<'a>(input: &Input, block: &'a Gke, region: &str) -> Result<Vec<Pool<'a>
         .collect::<Result<Vec<_>, _>>()?;
     check_auto_upgrade(block, &pools)?;
     Ok(pools)
+}
+
+/// A private endpoint needs private nodes, as GKE says at create.
+fn check_private_endpoint(block: &Gke) -> Result<(), ComponentError> {
+    let on = |v: &Option<Value>| v == &Some(Value::Bool(true));
+    if on(&block.private_endpoint) && !on(&block.private_nodes) {
+        return Err(ComponentError::at(
+            "private_endpoint",
+            "`private_endpoint = true` needs private nodes: GKE refuses a private endpoint on a cluster whose nodes have public addresses",
+            "add `private_nodes = true`",
+        ));
+    }
+    Ok(())
 }
 
 /// No pool turns auto-upgrade off on a cluster in a release channel (GKE's `REGULAR` when the

@@ -18,8 +18,8 @@ pub fn is_in_cluster(kind: &str) -> bool {
     IN_CLUSTER_KINDS.contains(&kind)
 }
 
-/// Once per cluster whose endpoint only some networks reach (an EKS endpoint without public
-/// access, a GKE endpoint behind authorized networks) and that has in-cluster changes: what
+/// Once per cluster whose endpoint only some networks reach (a private EKS or GKE endpoint, a
+/// public one narrowed to some addresses) and that has in-cluster changes: what
 /// those changes need, and how to get it.
 pub fn endpoint_notes(stack: &Stack, changes: &[Change]) -> Vec<String> {
     let clusters: BTreeSet<&str> = changes
@@ -53,6 +53,9 @@ fn note(address: &str, kind: &str, config: &Value) -> Option<String> {
         )),
         "aws_eks_cluster" if config["public_access_cidrs"].as_array().is_some_and(|c| !c.is_empty() && !c.iter().any(|c| c == "0.0.0.0/0")) => Some(format!(
             "`{address}` takes API calls only from its `public_access_cidrs`: its in-cluster objects need forge to run from one of them. {inside}, {later}"
+        )),
+        "google_container_cluster" if config["private_endpoint"] == true => Some(format!(
+            "`{address}` has a private endpoint only: its in-cluster objects need network reach to it. {inside}, or keep the public endpoint (`private_endpoint = false`) with `authorized_networks` that include where forge runs, {later}"
         )),
         "google_container_cluster" if config["authorized_networks"].as_array().is_some() => Some(format!(
             "`{address}` takes API calls only from its `authorized_networks`: its in-cluster objects need forge to run from one of them. {inside}, or add where forge runs to `authorized_networks`, {later}"

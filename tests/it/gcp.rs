@@ -1221,3 +1221,41 @@ fn the_nemo_gke_stack_comes_up_ready_for_gpudirect_work() {
     );
     gcp.ok(&["destroy", "nemo.toml", "--yes"]);
 }
+
+/// An object of a kind the cluster does not serve — GKE's `networking.gke.io` on a cluster
+/// without multi-networking — fails after the object's API wait, naming the group and the
+/// likely cause; a private endpoint is noted in the plan.
+#[test]
+fn an_unserved_gke_networking_kind_fails_after_its_wait_naming_the_group() {
+    let gcp = Gcp::new();
+    let network = "\n[k8s_manifest.net]\ncluster = \"gke.small\"\nobjects = [{ apiVersion = \"networking.gke.io/v1\", kind = \"Network\", metadata = { name = \"vpc1\" }, spec = { type = \"Device\" } }]\n";
+    let stack = SMALL_GKE.replace("[gke.small]\n", "[gke.small]\nkubernetes = { api_timeout = \"3s\" }\n");
+    gcp.write("small.toml", &format!("{stack}{network}"));
+    let (code, stderr) = gcp.forge(&["up", "small.toml", "--yes", "--no-wait-ready"]);
+    let stderr = flat(&stderr);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("does not serve networking.gke.io/v1 (kind Network) after 3s, so Network vpc1 cannot be applied"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("multi-networking enabled"), "{stderr}");
+    // The cloud side is all there; the object's create stays pending, for the next `up`.
+    let state = forge::state::LocalStore::new(gcp.dir.path().join("state/small.json"))
+        .load("small")
+        .unwrap()
+        .state;
+    assert!(state.resources.contains_key("gke.small.cluster"));
+    assert!(
+        state
+            .resources
+            .iter()
+            .filter(|(a, _)| a.starts_with("k8s_manifest.net"))
+            .all(|(_, r)| r.status == forge::state::Status::PendingCreate)
+    );
+    let private = stack.replace("[gke.small]\n", "[gke.small]\nprivate_nodes = true\nprivate_endpoint = true\n");
+    gcp.write("small.toml", &format!("{private}{network}"));
+    let (_, plan) = gcp.forge(&["plan", "small.toml"]);
+    assert!(flat(&plan).contains("`gke.small.cluster` has a private endpoint only"), "{plan}");
+    gcp.write("small.toml", &stack);
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+}

@@ -1,6 +1,6 @@
 //! `google_container_cluster`: a GKE Standard cluster, VPC-native on named secondary ranges,
 //! with Dataplane V2, multi-networking, release channel or version, workload identity, private
-//! nodes and authorized networks, the Filestore and Cloud Storage FUSE CSI add-ons, and labels.
+//! nodes, a private endpoint and authorized networks, the Filestore and Cloud Storage FUSE CSI add-ons, and labels.
 //!
 //! A Standard cluster cannot be created without nodes: GKE makes a `default-pool` when no pool
 //! is given, which Terraform then deletes — minutes of create and delete for nothing. forge
@@ -44,6 +44,7 @@ attributes! {
         version: Option<String>,
         #[serde(default = "yes")] workload_identity: bool,
         #[serde(default)] private_nodes: bool [replace],
+        #[serde(default)] private_endpoint: bool,
         master_cidr: Option<String> [replace],
         authorized_networks: Option<Vec<String>>,
         #[serde(default)] filestore_csi: bool,
@@ -188,7 +189,9 @@ fn body(ctx: &Ctx, gcp: &Clients, token: &str, cfg: &Config) -> Result<Cluster, 
         cluster = cluster.set_workload_identity_config(workload_identity(gcp, true));
     }
     if cfg.private_nodes {
-        let mut private = PrivateClusterConfig::new().set_enable_private_nodes(true);
+        let mut private = PrivateClusterConfig::new()
+            .set_enable_private_nodes(true)
+            .set_enable_private_endpoint(cfg.private_endpoint);
         if let Some(cidr) = &cfg.master_cidr {
             private = private.set_master_ipv4_cidr_block(cidr);
         }
@@ -219,6 +222,7 @@ fn attributes(c: &Cluster, own: &str) -> Value {
         "release_channel": c.release_channel.as_ref().and_then(|r| r.channel.name()),
         "workload_identity": c.workload_identity_config.as_ref().is_some_and(|w| !w.workload_pool.is_empty()),
         "private_nodes": c.private_cluster_config.as_ref().is_some_and(|p| p.enable_private_nodes),
+        "private_endpoint": c.private_cluster_config.as_ref().is_some_and(|p| p.enable_private_endpoint),
         "authorized_networks": authorized.map(|a| a.cidr_blocks.iter().map(|b| b.cidr_block.clone()).collect::<Vec<_>>()),
         "filestore_csi": addons.and_then(|a| a.gcp_filestore_csi_driver_config.as_ref()).is_some_and(|f| f.enabled),
         "gcs_fuse_csi": addons.and_then(|a| a.gcs_fuse_csi_driver_config.as_ref()).is_some_and(|f| f.enabled),
@@ -316,6 +320,10 @@ impl Resource for ContainerCluster {
         }
         if (cfg.filestore_csi, cfg.gcs_fuse_csi) != (before.filestore_csi, before.gcs_fuse_csi) {
             updates.push(ClusterUpdate::new().set_desired_addons_config(addons(&cfg)));
+        }
+        #[allow(deprecated)]
+        if cfg.private_endpoint != before.private_endpoint {
+            updates.push(ClusterUpdate::new().set_desired_enable_private_endpoint(cfg.private_endpoint));
         }
         #[allow(deprecated)]
         if cfg.authorized_networks != before.authorized_networks {

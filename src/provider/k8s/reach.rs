@@ -119,7 +119,7 @@ fn unreachable(cluster: &ClusterRef, endpoint: &str, failure: &Failure, tried: D
             "run forge where the endpoint is reachable (inside the cluster's VPC, or a CI runner there), or open its public endpoint to where forge runs (`endpoint = \"both\"` with `public_access_cidrs = [\"<your address>/32\"]` on the `eks` block)"
         }
         ClusterRef::Gke(_) => {
-            "run forge where the endpoint is reachable (inside the cluster's VPC, or a CI runner there), or add where forge runs to the cluster's `authorized_networks` on the `gke` block"
+            "run forge where the endpoint is reachable (inside the cluster's VPC, or a CI runner there), or give the cluster a public endpoint open to where forge runs (`private_endpoint = false` and `authorized_networks` on the `gke` block)"
         }
     };
     format!(
