@@ -286,7 +286,13 @@ impl Session {
 
     /// The drift of `stack` against `state`, read with `--parallelism` reads at once; the
     /// in-cluster kinds are left unread unless `in_cluster`.
-    pub async fn observe(&self, state: &crate::state::State, stack: &Stack, ignore: &IgnoreRules, in_cluster: bool) -> Result<Drift, ReadError> {
+    pub async fn observe(
+        &self,
+        state: &crate::state::State,
+        stack: &Stack,
+        ignore: &IgnoreRules,
+        in_cluster: bool,
+    ) -> Result<Drift, ReadError> {
         let kinds = stack
             .resources
             .iter()

@@ -391,7 +391,10 @@ mod tests {
         let fixed = json!({ "name": "a3", "node_count": 2, "secret": "x" });
         let autoscaled = json!({ "name": "a3", "min_node_count": 1, "max_node_count": 5 });
         let found = |applied: &Value, live: &Value| -> Vec<(String, Value, Value)> {
-            compared(applied, live, presence).into_iter().map(|d| (d.attribute, d.applied, d.live)).collect()
+            compared(applied, live, presence)
+                .into_iter()
+                .map(|d| (d.attribute, d.applied, d.live))
+                .collect()
         };
         assert_eq!(
             found(&fixed, &autoscaled),
@@ -403,8 +406,14 @@ mod tests {
             "a fixed size switched to autoscaling"
         );
         assert_eq!(found(&autoscaled, &json!({ "name": "a3", "node_count": 3 }))[0].0, "min_node_count");
-        assert!(found(&fixed, &json!({ "name": "a3", "node_count": 2 })).is_empty(), "`secret` is not read: no drift");
-        assert!(compared(&fixed, &json!({ "name": "a3" }), &[]).is_empty(), "without presence, only both sides compare");
+        assert!(
+            found(&fixed, &json!({ "name": "a3", "node_count": 2 })).is_empty(),
+            "`secret` is not read: no drift"
+        );
+        assert!(
+            compared(&fixed, &json!({ "name": "a3" }), &[]).is_empty(),
+            "without presence, only both sides compare"
+        );
     }
 
     #[test]

@@ -45,15 +45,21 @@ pub fn endpoint_notes(stack: &Stack, changes: &[Change]) -> Vec<String> {
 
 /// The note for one cluster resource, if its endpoint is not open to everyone.
 fn note(address: &str, kind: &str, config: &Value) -> Option<String> {
-    let inside = "run forge from inside the cluster's VPC (or a CI runner there)";
+    let inside = "Run forge from inside the cluster's VPC (or a CI runner there)";
     let later = "or apply the cloud side first with `forge up --skip-in-cluster` and the rest from there";
     match kind {
         "aws_eks_cluster" if config["endpoint_public_access"] == false => Some(format!(
             "`{address}` has a private endpoint only: its in-cluster objects need network reach to it. {inside}, or open the public endpoint to where forge runs (`endpoint = \"both\"` with `public_access_cidrs`), {later}"
         )),
-        "aws_eks_cluster" if config["public_access_cidrs"].as_array().is_some_and(|c| !c.is_empty() && !c.iter().any(|c| c == "0.0.0.0/0")) => Some(format!(
-            "`{address}` takes API calls only from its `public_access_cidrs`: its in-cluster objects need forge to run from one of them. {inside}, {later}"
-        )),
+        "aws_eks_cluster"
+            if config["public_access_cidrs"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty() && !c.iter().any(|c| c == "0.0.0.0/0")) =>
+        {
+            Some(format!(
+                "`{address}` takes API calls only from its `public_access_cidrs`: its in-cluster objects need forge to run from one of them. {inside}, {later}"
+            ))
+        }
         "google_container_cluster" if config["private_endpoint"] == true => Some(format!(
             "`{address}` has a private endpoint only: its in-cluster objects need network reach to it. {inside}, or keep the public endpoint (`private_endpoint = false`) with `authorized_networks` that include where forge runs, {later}"
         )),
@@ -132,10 +138,18 @@ mod tests {
     #[test]
     fn only_endpoints_closed_to_some_get_a_note() {
         let private = json!({ "endpoint_public_access": false, "endpoint_private_access": true });
-        assert!(note("eks.gpu.cluster", "aws_eks_cluster", &private).unwrap().contains("private endpoint only"));
+        assert!(
+            note("eks.gpu.cluster", "aws_eks_cluster", &private)
+                .unwrap()
+                .contains("private endpoint only")
+        );
         assert!(note("eks.gpu.cluster", "aws_eks_cluster", &json!({ "endpoint_public_access": true })).is_none());
         let narrowed = json!({ "endpoint_public_access": true, "public_access_cidrs": ["203.0.113.0/24"] });
-        assert!(note("eks.gpu.cluster", "aws_eks_cluster", &narrowed).unwrap().contains("public_access_cidrs"));
+        assert!(
+            note("eks.gpu.cluster", "aws_eks_cluster", &narrowed)
+                .unwrap()
+                .contains("public_access_cidrs")
+        );
         let gke = json!({ "authorized_networks": ["10.0.0.0/8"] });
         assert!(note("gke.a3.cluster", "google_container_cluster", &gke).is_some());
     }

@@ -2,7 +2,7 @@
 
 use super::diagnostic::{SourceFile, StackError};
 use super::{Resource, Stack};
-use crate::components::{self, Component, Input};
+use crate::components::{self, Component, Input, Part};
 use crate::facts::{Facts, Needs};
 use crate::provider::Registry;
 use crate::provider::settings::{GcpEndpoints, Providers};
@@ -1096,12 +1096,7 @@ impl Loader<'_> {
         let blocks = expansion
             .parts
             .into_iter()
-            .map(|mut part| {
-                if part.kind == "k8s_object" {
-                    crate::components::kubernetes::with_cluster_waits(&mut part, components);
-                }
-                part
-            })
+            .map(|part| in_cluster_waits(part, components))
             .map(|part| Block {
                 address: format!("{address}.{}", part.local),
                 kind: part.kind.to_owned(),
@@ -1365,6 +1360,22 @@ struct Expanded {
     blocks: Vec<Block>,
     outputs: Map<String, Value>,
     ready: Vec<crate::readiness::Check>,
+}
+
+/// A `k8s_object` part with the in-cluster waits its cluster's block sets
+/// ([`crate::components::kubernetes::with_cluster_waits`]).
+#[cfg(any(feature = "aws", feature = "gcp"))]
+fn in_cluster_waits(mut part: Part, components: &BTreeMap<String, Map<String, Value>>) -> Part {
+    if part.kind == "k8s_object" {
+        crate::components::kubernetes::with_cluster_waits(&mut part, components);
+    }
+    part
+}
+
+/// Without a cloud there are no clusters: the part as made.
+#[cfg(not(any(feature = "aws", feature = "gcp")))]
+fn in_cluster_waits(part: Part, _: &BTreeMap<String, Map<String, Value>>) -> Part {
+    part
 }
 
 #[cfg(test)]

@@ -14,6 +14,13 @@ struct Gcp {
     dir: tempfile::TempDir,
 }
 
+/// At the end of a test that passed so far, the project's requests were all faithful.
+impl Drop for Gcp {
+    fn drop(&mut self) {
+        crate::support::assert_faithful(&self.project);
+    }
+}
+
 impl Gcp {
     fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -1069,7 +1076,11 @@ fn autoscaling_turned_off_outside_forge_is_drift_that_up_turns_on() {
         BTreeMap::from([("container:clusters.nodePools.setAutoscaling".to_owned(), 1)]),
     );
     let pool = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
-    assert_eq!((&pool["autoscaling"]["enabled"], &pool["autoscaling"]["maxNodeCount"]), (&json!(true), &json!(3)), "{pool:#}");
+    assert_eq!(
+        (&pool["autoscaling"]["enabled"], &pool["autoscaling"]["maxNodeCount"]),
+        (&json!(true), &json!(3)),
+        "{pool:#}"
+    );
     let (code, report) = gcp.drift("small.toml");
     assert_eq!(code, 0, "{report:#}");
     gcp.ok(&["destroy", "small.toml", "--yes"]);
@@ -1111,7 +1122,10 @@ fn a_version_downgrade_and_auto_upgrade_off_in_a_release_channel_fail_the_plan()
     gcp.write(
         "small.toml",
         &SMALL_GKE
-            .replace("[gke.small]\n", "[gke.small]\nrelease_channel = \"UNSPECIFIED\"\nversion = \"1.32.1\"\n")
+            .replace(
+                "[gke.small]\n",
+                "[gke.small]\nrelease_channel = \"UNSPECIFIED\"\nversion = \"1.32.1\"\n",
+            )
             .replace(gpu_pool, &format!("{gpu_pool}\nauto_upgrade = false")),
     );
     gcp.ok(&["plan", "small.toml"]);
@@ -1124,7 +1138,9 @@ fn a_version_downgrade_and_auto_upgrade_off_in_a_release_channel_fail_the_plan()
 fn an_mtu_change_updates_the_network_in_place() {
     let gcp = Gcp::new();
     let stack = |mtu: u32| {
-        format!("[stack]\nname = \"mtu\"\n[gcp]\nproject = \"PROJECT\"\nregion = \"us-central1\"\n[google_compute_network.net]\nname = \"jumbo\"\nmtu = {mtu}\n[google_compute_subnetwork.sub]\nname = \"jumbo-sub\"\nnetwork = \"${{google_compute_network.net.self_link}}\"\nip_cidr_range = \"10.5.0.0/24\"\n")
+        format!(
+            "[stack]\nname = \"mtu\"\n[gcp]\nproject = \"PROJECT\"\nregion = \"us-central1\"\n[google_compute_network.net]\nname = \"jumbo\"\nmtu = {mtu}\n[google_compute_subnetwork.sub]\nname = \"jumbo-sub\"\nnetwork = \"${{google_compute_network.net.self_link}}\"\nip_cidr_range = \"10.5.0.0/24\"\n"
+        )
     };
     gcp.write("mtu.toml", &stack(1460));
     gcp.ok(&["up", "mtu.toml", "--yes"]);

@@ -16,6 +16,13 @@ struct World {
     dir: tempfile::TempDir,
 }
 
+/// At the end of a test that passed so far, the account's requests were all faithful.
+impl Drop for World {
+    fn drop(&mut self) {
+        crate::support::assert_faithful(&self.account);
+    }
+}
+
 impl World {
     fn new() -> Self {
         World {
@@ -681,7 +688,10 @@ fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_c
     let (_, _, plan) = w.forge(&["plan", "private.toml"]);
     assert!(flat(&plan).contains("`eks.train.cluster` has a private endpoint only"), "{plan}");
     let stderr = flat(&w.ok(&["up", "private.toml", "--yes", "--skip-in-cluster"]));
-    assert!(stderr.contains("Pending, left for a run that reaches the clusters (--skip-in-cluster): 2 change(s)"), "{stderr}");
+    assert!(
+        stderr.contains("Pending, left for a run that reaches the clusters (--skip-in-cluster): 2 change(s)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("+ k8s_manifest.facts.configmap.default.facts"), "{stderr}");
     let (_, state, _) = w.forge(&["state", "list", "private.toml"]);
     assert!(state.contains("eks.train.cluster") && !state.contains("k8s_manifest"), "{state}");
@@ -690,9 +700,15 @@ fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_c
     let (code, _, stderr) = w.forge(&["up", "private.toml", "--yes"]);
     let stderr = flat(&stderr);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("cannot reach the API server of cluster `eks/train` at https://127.0.0.1:"), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the API server of cluster `eks/train` at https://127.0.0.1:"),
+        "{stderr}"
+    );
     assert!(stderr.contains("connection refused"), "{stderr}");
-    assert!(stderr.contains("public_access_cidrs") && stderr.contains("--skip-in-cluster"), "{stderr}");
+    assert!(
+        stderr.contains("public_access_cidrs") && stderr.contains("--skip-in-cluster"),
+        "{stderr}"
+    );
     // From a place it answers: the object is applied, nothing cloud-side is made twice.
     set_reach(&w, "train", "open");
     w.ok(&["up", "private.toml", "--yes", "--no-wait-ready"]);
@@ -720,7 +736,10 @@ fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_c
     let (code, _, stderr) = w.forge(&["up", "private.toml", "--yes", "--no-wait-ready"]);
     let stderr = flat(&stderr);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("401 Unauthorized: it does not accept forge's identity, the IAM principal arn:aws:"), "{stderr}");
+    assert!(
+        stderr.contains("401 Unauthorized: it does not accept forge's identity, the IAM principal arn:aws:"),
+        "{stderr}"
+    );
     assert!(stderr.contains("aws eks create-access-entry --cluster-name train"), "{stderr}");
     // A kind the cluster does not serve fails after the object's API wait, naming it.
     set_reach(&w, "train", "open");

@@ -1,7 +1,9 @@
 """Smoke test of the launcher's Google Compute Engine emulator (emulator/gcp.py, gcp_compute.py,
-compute_filter.py): operations, error bodies, requestId replay, "in use" deletes, fingerprints,
-pages and filters, faults, the call counter and project isolation, spoken over plain HTTP as the
-Rust client speaks it. Runs with the standard library only: `python -m unittest`."""
+compute_filter.py), behind the check of requests against Compute's discovery document
+(google_model.py): operations, error bodies, requests off the document, requestId replay, "in
+use" deletes, fingerprints, pages and filters, faults, the call counter and project isolation,
+spoken over plain HTTP as the Rust client speaks it. Runs with the standard library only:
+`python -m unittest`."""
 
 import json
 import time
@@ -82,10 +84,11 @@ class Compute(Launched):
         sub = self.subnet("p-life", "sub-a", net, "10.0.0.0/24")
         self.assertEqual((sub["gatewayAddress"], sub["region"], sub["privateIpGoogleAccess"]), ("10.0.0.1", LINK + f"projects/p-life/regions/{REGION}", False))
         self.assertEqual(self.call("GET", "p-life", "global/networks/net-a")["subnetworks"], [sub["selfLink"]])
-        # A network's patch changes routingConfig only.
-        self.wait("p-life", self.call("PATCH", "p-life", "global/networks/net-a", {"routingConfig": {"routingMode": "REGIONAL"}}))
-        self.assertEqual(self.call("GET", "p-life", "global/networks/net-a")["routingConfig"]["routingMode"], "REGIONAL")
-        self.call("PATCH", "p-life", "global/networks/net-a", {"mtu": 1500}, want=400)
+        # A network's patch changes routingConfig and the MTU only.
+        self.wait("p-life", self.call("PATCH", "p-life", "global/networks/net-a", {"routingConfig": {"routingMode": "REGIONAL"}, "mtu": 1500}))
+        net = self.call("GET", "p-life", "global/networks/net-a")
+        self.assertEqual((net["routingConfig"]["routingMode"], net["mtu"]), ("REGIONAL", 1500))
+        self.call("PATCH", "p-life", "global/networks/net-a", {"description": "set only at creation"}, want=400)
         self.call("POST", "p-life", "global/networks", {"name": "net-b", "autoCreateSubnetworks": False, "mtu": 9000}, want=400)
 
     def test_operations_of_zero_seconds_are_done_at_once(self):
@@ -111,6 +114,27 @@ class Compute(Launched):
         self.assertEqual(self.call("POST", "p-err", "global/networks", {"autoCreateSubnetworks": False}, want=400)["error"]["errors"][0]["reason"], "required")
         self.call("GET", "p-err", "global/operations/operation-nope", want=404)
         self.call("GET", "p-err", "global/nothings", want=404)
+
+    def test_requests_off_the_discovery_document_get_googles_errors(self):
+        """The check of every request against Compute's discovery document (google_model.py):
+        errors[] without a status, Google's HTML page for a path no method has; nothing made."""
+        p = "p-model"
+        status, ctype, page = self.send("GET", f"/compute/v1/projects/{p}/global/nothings")
+        self.assertEqual((status, ctype), (404, "text/html; charset=UTF-8"))
+        self.assertIn(f"The requested URL <code>/compute/v1/projects/{p}/global/nothings</code> was not found on this server.", page)
+        message = "Invalid JSON payload received. Unknown name \"mode\" at 'resource.routing_config': Cannot find field."
+        unknown = self.call("POST", p, "global/networks", {"name": "n", "autoCreateSubnetworks": False, "routingConfig": {"mode": "GLOBAL"}}, want=400)
+        self.assertEqual(unknown, {"error": {"code": 400, "message": message, "errors": [{"message": message, "domain": "global", "reason": "invalid"}]}})
+        unbound = self.call("GET", p, "global/networks", want=400, pageSize=5)
+        self.assertEqual(unbound["error"]["message"], 'Invalid JSON payload received. Unknown name "pageSize": Cannot bind query parameter. '
+                                                      "Field 'pageSize' could not be found in request message.")
+        self.assertEqual(self.call("GET", p, "global/networks", want=400, maxResults="all")["error"]["message"], "Invalid value at 'max_results' (TYPE_UINT32), \"all\"")
+        typed = self.call("POST", p, "global/firewalls", {"name": "f", "network": "global/networks/n", "priority": "high", "allowed": [{"IPProtocol": "all"}]}, want=400)
+        self.assertEqual(typed["error"]["message"], "Invalid value at 'resource.priority' (TYPE_INT32), \"high\"")
+        listed = self.call("POST", p, "global/firewalls", {"name": "f", "network": "global/networks/n", "direction": ["INGRESS"], "allowed": [{"IPProtocol": "all"}]}, want=400)
+        self.assertEqual(listed["error"]["message"], "Invalid JSON payload received. Unknown name \"direction\" at 'resource': Proto field is not repeating, cannot start list.")
+        self.assertNotIn("items", self.call("GET", p, "global/networks"))
+        self.assertNotIn("items", self.call("GET", p, "global/operations"))
 
     def test_request_id_replay(self):
         rid = str(uuid.uuid4())

@@ -1,8 +1,10 @@
-"""Smoke test of the launcher's Cloud Storage emulator (emulator/gcs.py): what the Rust crate
-does not exercise through forge's tests, spoken over plain HTTP — buckets, preconditions and
-their 412 bodies, generations kept by versioning, multipart uploads with checked checksums,
-deletes, lists by prefix and delimiter with pages, and the call counter under the bucket's
-project. Runs with the standard library and the venv's google_crc32c: `python -m unittest`."""
+"""Smoke test of the launcher's Cloud Storage emulator (emulator/gcs.py), behind the check of
+requests against the JSON API's discovery document (google_model.py): what the Rust crate does
+not exercise through forge's tests, spoken over plain HTTP — requests off the document,
+buckets, preconditions and their 412 bodies, generations kept by versioning, multipart uploads
+with checked checksums, deletes, lists by prefix and delimiter with pages, and the call counter
+under the bucket's project. Runs with the standard library and the venv's google_crc32c:
+`python -m unittest`."""
 
 import base64
 import json
@@ -107,6 +109,29 @@ class Storage(Launched):
             if not token:
                 break
         self.assertEqual(names, ["s/state.json", "s/state.json.journal/1", "s/state.json.journal/2"])
+
+    def test_requests_off_the_discovery_document_get_googles_errors(self):
+        """The check of every request against the JSON API's discovery document (google_model.py):
+        errors[] without a status; an upload's metadata is checked, its media is not."""
+        self.bucket("smoke-model")
+        status, _, out = self.send("GET", "/storage/v1/b/smoke-model/o", pageSize="5")
+        self.assertEqual((status, json.loads(out)["error"]["message"]), (400, 'Invalid JSON payload received. Unknown name "pageSize": '
+                                                                        "Cannot bind query parameter. Field 'pageSize' could not be found in request message."))
+        status, _, out = self.send("GET", "/storage/v1/b/smoke-model/o", versions="maybe")
+        self.assertEqual((status, json.loads(out)["error"]["message"]), (400, "Invalid value at 'versions' (TYPE_BOOL), \"maybe\""))
+        status, headers, out = self.send("GET", "/storage/v1/b/smoke-model/objects")
+        self.assertEqual((status, headers["Content-Type"]), (404, "text/html; charset=UTF-8"))
+        metadata = json.dumps({"name": "m", "colour": "red"}).encode()
+        body = b"--XyZ\r\nContent-Type: application/json\r\n\r\n" + metadata + b"\r\n--XyZ\r\n\r\n{not json\r\n--XyZ--\r\n"
+        status, _, out = self.send("POST", "/upload/storage/v1/b/smoke-model/o", body, "multipart/related; boundary=XyZ", uploadType="multipart")
+        error = json.loads(out)["error"]
+        message = "Invalid JSON payload received. Unknown name \"colour\" at 'resource': Cannot find field."
+        self.assertEqual((status, error), (400, {"code": 400, "message": message, "errors": [{"message": message, "domain": "global", "reason": "invalid"}]}))
+        self.upload("smoke-model", "raw", b'{"colour": "red"}')  # media is not JSON-checked
+        status, _, out = self.send("POST", "/storage/v1/b", json.dumps({"name": "smoke-model-2", "versioning": {"enabled": "yes"}}).encode(), project=PROJECT)
+        self.assertEqual((status, json.loads(out)["error"]["message"]), (400, "Invalid value at 'resource.versioning.enabled' (TYPE_BOOL), \"yes\""))
+        status, _, _ = self.send("GET", "/storage/v1/b/smoke-model-2")
+        self.assertEqual(status, 404)
 
     def test_missing_buckets_and_calls_by_project(self):
         status, _, out = self.send("GET", "/storage/v1/b/no-such-bucket/o/x", alt="media")

@@ -16,16 +16,16 @@ or what it emulates:
   emulator/eks.py                   cluster, node group and add-on phases, the cluster security
                                     group, updates, add-ons, tags;
   emulator/fsx.py                   FSx for Lustre file systems, data repository associations;
-  emulator/efs.py                   EFS file system and mount target phases;
-  emulator/iam.py                   ListInstanceProfileTags;
+  emulator/efs.py                   EFS file system and mount target phases, UpdateFileSystem;
+  emulator/iam.py                   ListInstanceProfileTags, an OIDC provider's client ids;
   emulator/cloudformation.py        stack phases, failures and rollbacks; requests (token
                                     retries, "No updates", template and parameter checks, tags);
   emulator/cloudformation_types.py  resource types: security groups and their rules, launch
                                     templates, placement groups, EKS node groups;
   emulator/kubernetes.py            a Kubernetes API server per emulated EKS or GKE cluster;
   emulator/pcs.py                   AWS Parallel Computing Service (moto has none): clusters,
-                                    compute node groups, queues, checked against botocore's
-                                    model and moto's EC2 and IAM;
+                                    compute node groups, queues, checked against moto's EC2
+                                    and IAM;
   emulator/bundles.py               a mirror of the Kubernetes bundles' release hosts;
   emulator/gcp.py                   what the Google APIs share: projects, error bodies,
                                     operations, requestId replay, names, labels, pages, enums;
@@ -37,8 +37,12 @@ or what it emulates:
   emulator/gcs.py                   Cloud Storage: buckets, objects with generations and
                                     preconditions, media and multipart uploads, lists;
   emulator/compute_filter.py        Compute's list filters;
+  emulator/aws_model.py             every AWS request held to botocore's model of its service,
+                                    answered with the service's own validation error;
+  emulator/google_model.py          every Google request held to its API's discovery document;
   emulator/harness.py               the middleware: accounts (Google: projects), request
-                                    counter, faults, latency, operation seconds.
+                                    counter, faults, latency, operation seconds, the models'
+                                    checks and the violations they and emulator defects record.
 
 `--phase-seconds` (or POST /_forge/phases {"seconds": s}) sets how long every phase, and every
 Google operation, lasts; 0 makes them immediate.

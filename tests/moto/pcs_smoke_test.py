@@ -1,7 +1,8 @@
 """Smoke test of the launcher's AWS Parallel Computing Service (emulator/pcs.py) through boto3,
-as a client of the real service: the model's checks and error shapes, the phases, PCS's rules
-(one cluster CREATING, one subnet, sizes, the order of deletes, the instance profile's role),
-`clientToken` replay, tags, and an injected node group failure. `python -m unittest`."""
+as a client of the real service: the model's checks (the harness's) and error shapes, `pcs_`
+ids, the phases, PCS's rules (one cluster CREATING, one subnet, sizes, the order of deletes, the
+instance profile's role), `clientToken` replay, tags, and an injected node group failure.
+`python -m unittest`."""
 
 import json
 import time
@@ -74,6 +75,7 @@ class Pcs(Launched):
     def test_a_cluster_its_node_groups_and_queue_live_and_go_in_order(self):
         first = self.cluster("smoke-a", clientToken="token-cluster-a", tags={"forge:stack": "smoke"})
         self.assertEqual(first["status"], "CREATING")
+        self.assertRegex(first["id"], r"^pcs_[a-z0-9]{10}$")  # PCS's ids, as the model's identifiers take them
         # Another cluster may not start while one is CREATING; the same token answers again.
         error = self.error(self.cluster, name="smoke-b")
         self.assertEqual(error["Error"]["Code"], "ServiceQuotaExceededException")
@@ -95,10 +97,12 @@ class Pcs(Launched):
                            **dict(group, scalingConfiguration={"minInstanceCount": 0, "maxInstanceCount": 33}))
         self.assertEqual(error["Error"]["Code"], "ServiceQuotaExceededException")
         made = self.pcs.create_compute_node_group(**group)["computeNodeGroup"]
+        self.assertRegex(made["id"], r"^pcs_[a-z0-9]{10}$")
         self.wait(self.pcs.get_compute_node_group, "computeNodeGroup", "ACTIVE", clusterIdentifier=first["id"],
                   computeNodeGroupIdentifier="gpu")
         queue = self.pcs.create_queue(clusterIdentifier=first["id"], queueName="gpu",
                                       computeNodeGroupConfigurations=[{"computeNodeGroupId": made["id"]}])["queue"]
+        self.assertRegex(queue["id"], r"^pcs_[a-z0-9]{10}$")
         self.wait(self.pcs.get_queue, "queue", "ACTIVE", clusterIdentifier=first["id"], queueIdentifier=queue["id"])
         self.assertEqual(self.pcs.list_tags_for_resource(resourceArn=first["arn"])["tags"], {"forge:stack": "smoke"})
         # Deletes go queue -> node group -> cluster.

@@ -72,6 +72,19 @@ class Launcher(Launched):
             iam.list_instance_profile_tags(InstanceProfileName="nope")
         self.assertEqual((missing.exception.response["Error"]["Code"], missing.exception.response["ResponseMetadata"]["HTTPStatusCode"]), ("NoSuchEntity", 404))
 
+    def test_oidc_provider_client_ids_are_added_and_removed_idempotently(self):
+        iam = self.client("iam", "444444444446")
+        arn = iam.create_open_id_connect_provider(Url="https://oidc.example.com/id/A", ThumbprintList=["9e99a48a9960b14926bb7f3b02e22da2b0ab7280"],
+                                                  ClientIDList=["sts.amazonaws.com"])["OpenIDConnectProviderArn"]
+        for _ in range(2):
+            iam.add_client_id_to_open_id_connect_provider(OpenIDConnectProviderArn=arn, ClientID="kubernetes")
+            iam.remove_client_id_from_open_id_connect_provider(OpenIDConnectProviderArn=arn, ClientID="sts.amazonaws.com")
+        self.assertEqual(iam.get_open_id_connect_provider(OpenIDConnectProviderArn=arn)["ClientIDList"], ["kubernetes"])
+        self.assertCode("NoSuchEntity", iam.add_client_id_to_open_id_connect_provider, OpenIDConnectProviderArn=arn + "-gone", ClientID="x")
+        for i in range(99):
+            iam.add_client_id_to_open_id_connect_provider(OpenIDConnectProviderArn=arn, ClientID=f"client-{i}")
+        self.assertCode("LimitExceeded", iam.add_client_id_to_open_id_connect_provider, OpenIDConnectProviderArn=arn, ClientID="one-too-many")
+
     def test_accounts_are_isolated_and_calls_counted(self):
         a, b = self.client("ec2", "555555555555"), self.client("ec2", "666666666666")
         vpc = a.create_vpc(CidrBlock="10.1.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": [{"Key": "k", "Value": "v"}]}])["Vpc"]["VpcId"]
@@ -457,6 +470,20 @@ class Launcher(Launched):
         calls = self.control(f"/_forge/calls?account={account}")
         self.assertEqual(calls["elasticfilesystem:DELETE /2015-02-01/mount-targets/{}"], 2)
 
+    def test_efs_update_file_system(self):
+        account = "181818181819"
+        efs = self.client("efs", account)
+        fs_id = efs.create_file_system(CreationToken="scratch", ThroughputMode="bursting")["FileSystemId"]
+        state = lambda: efs.describe_file_systems(FileSystemId=fs_id)["FileSystems"][0]["LifeCycleState"]  # noqa: E731
+        self.assertCode("IncorrectFileSystemLifeCycleState", efs.update_file_system, FileSystemId=fs_id, ThroughputMode="elastic")
+        self.wait_for(state, "available")
+        self.assertCode("BadRequest", efs.update_file_system, FileSystemId=fs_id, ThroughputMode="provisioned")
+        updated = efs.update_file_system(FileSystemId=fs_id, ThroughputMode="provisioned", ProvisionedThroughputInMibps=64)
+        self.assertEqual((updated["LifeCycleState"], updated["ThroughputMode"], updated["ProvisionedThroughputInMibps"]), ("updating", "provisioned", 64))
+        self.wait_for(state, "available")
+        self.assertEqual(efs.update_file_system(FileSystemId=fs_id, ThroughputMode="elastic").get("ProvisionedThroughputInMibps"), None)
+        self.assertCode("FileSystemNotFound", efs.update_file_system, FileSystemId="fs-0123456789abcdef0", ThroughputMode="elastic")
+
     # --- CloudFormation ---------------------------------------------------------------------
 
     def stack_events(self, cfn, stack):
@@ -502,6 +529,7 @@ class Launcher(Launched):
         self.assertEqual(cfn.describe_stacks()["Stacks"], [])
         self.assertCode("ValidationError", cfn.create_stack, StackName="t", TemplateBody=json.dumps({"Resources": {"S": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Nope"}, "CidrBlock": "10.0.0.0/24"}}}}))
         self.assertCode("ValidationError", cfn.create_stack, StackName="t", TemplateBody="Resources:\n  A: {Type: AWS::EC2::VPC\n")
+        self.assertCode("ValidationError", cfn.create_stack, StackName="t", TemplateBody="{}")  # no Resources (moto: a 500)
         self.assertEqual(cfn.describe_stacks()["Stacks"], [])
 
     def test_cloudformation_phases_updates_and_tokens(self):

@@ -246,7 +246,13 @@ impl Resource for ContainerCluster {
 
     /// A `version` of an earlier minor version than the control plane runs.
     fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal> {
-        gke::downgrade(before, after, outputs, "the control plane", "an earlier version needs a new cluster")
+        gke::downgrade(
+            before,
+            after,
+            outputs,
+            "the control plane",
+            "an earlier version needs a new cluster",
+        )
     }
 
     /// Creates the cluster with its first pool, or resumes the create that made it (see

@@ -403,7 +403,13 @@ impl Resource for ContainerNodePool {
 
     /// A `version` of an earlier minor version than the pool runs.
     fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal> {
-        gke::downgrade(before, after, outputs, "a node pool", "an earlier version needs a new pool (another `name`)")
+        gke::downgrade(
+            before,
+            after,
+            outputs,
+            "a node pool",
+            "an earlier version needs a new pool (another `name`)",
+        )
     }
 
     /// An autoscaled pool's size is the autoscaler's.

@@ -70,7 +70,10 @@ pub(super) async fn refused(gcp: &Clients, what: &str, target: &str, err: google
     match running_operation(gcp, target).await {
         Ok(Some(operation)) => {
             mapped.retryable = true;
-            mapped.message = format!("{} — {operation} runs on the cluster; forge tries again when it is done", mapped.message);
+            mapped.message = format!(
+                "{} — {operation} runs on the cluster; forge tries again when it is done",
+                mapped.message
+            );
         }
         Ok(None) => {}
         Err(_) => mapped.retryable = worded,
@@ -262,9 +265,18 @@ mod tests {
         assert!(!earlier_minor("1.33", "1.32.7-gke.1079000"));
         assert!(!earlier_minor("latest", "1.32.7-gke.1079000"));
         let outputs = serde_json::json!({ "version": "1.32.7-gke.1079000" });
-        let refused = downgrade(&serde_json::json!({}), &serde_json::json!({ "version": "1.31" }), &outputs, "the control plane", "");
+        let refused = downgrade(
+            &serde_json::json!({}),
+            &serde_json::json!({ "version": "1.31" }),
+            &outputs,
+            "the control plane",
+            "",
+        );
         assert_eq!(refused.map(|r| r.attribute), Some("version"));
         let unchanged = serde_json::json!({ "version": "1.31" });
-        assert!(downgrade(&unchanged, &unchanged, &outputs, "the control plane", "").is_none(), "no change asks for nothing");
+        assert!(
+            downgrade(&unchanged, &unchanged, &outputs, "the control plane", "").is_none(),
+            "no change asks for nothing"
+        );
     }
 }

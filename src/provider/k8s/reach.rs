@@ -105,7 +105,12 @@ pub(super) async fn probe(
             return Err(ProviderError::permanent(refused(cluster, endpoint, identity)));
         }
         if started.elapsed() + pause > limit {
-            return Err(ProviderError::permanent(unreachable(cluster, endpoint, &failure, started.elapsed())));
+            return Err(ProviderError::permanent(unreachable(
+                cluster,
+                endpoint,
+                &failure,
+                started.elapsed(),
+            )));
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(8));
@@ -179,9 +184,11 @@ fn google_account() -> String {
     if std::env::var_os("GOOGLE_OAUTH_ACCESS_TOKEN").is_some() {
         return "the Google account of the token in GOOGLE_OAUTH_ACCESS_TOKEN".into();
     }
-    let file = std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS").map(std::path::PathBuf::from).or_else(|| {
-        std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".config/gcloud/application_default_credentials.json"))
-    });
+    let file = std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".config/gcloud/application_default_credentials.json"))
+        });
     let key: Option<serde_json::Value> = file
         .and_then(|f| std::fs::read_to_string(f).ok())
         .and_then(|text| serde_json::from_str(&text).ok());
@@ -206,7 +213,12 @@ mod tests {
         assert!(text.contains("`eks/gpu` at https://ABC.gr7.us-west-2.eks.amazonaws.com: connection refused (tried for 61s)"));
         assert!(text.contains("public_access_cidrs"));
         assert!(text.contains("--skip-in-cluster"));
-        let gke = unreachable(&ClusterRef::Gke("projects/p/locations/l/clusters/a3".into()), "https://10.0.0.2", &Failure::Dns, Duration::ZERO);
+        let gke = unreachable(
+            &ClusterRef::Gke("projects/p/locations/l/clusters/a3".into()),
+            "https://10.0.0.2",
+            &Failure::Dns,
+            Duration::ZERO,
+        );
         assert!(gke.contains("authorized_networks") && gke.contains("DNS"));
     }
 

@@ -503,3 +503,37 @@ fn the_bert_trainium_stack_round_trips() {
     aws.write("bert.toml", include_str!("../../../stacks/bert-eks-trn1.toml"));
     seed_stack_round_trip(&aws, "bert.toml", "bert-eks-trn1", || {});
 }
+
+/// A run of the NeMo EKS stack killed inside each EKS-side create call — the cluster, its OIDC
+/// provider, the add-ons, the node groups, the GPU group's launch template — is resumed by the
+/// next `up` without a second of anything.
+#[test]
+fn a_run_killed_inside_each_create_call_is_resumed_without_duplicates() {
+    let calls = [
+        "ec2:CreateLaunchTemplate",
+        "eks:POST /clusters",
+        "iam:CreateOpenIDConnectProvider",
+        "eks:POST /clusters/nemo/addons",
+        "eks:POST /clusters/nemo/node-groups",
+    ];
+    kill_inside_each(include_str!("../../../stacks/nemo-eks-p5.toml"), "nemo.toml", &calls, |aws| {
+        runtime().block_on(async {
+            let eks = aws.eks();
+            assert_eq!(eks.list_clusters().send().await.unwrap().clusters(), ["nemo"]);
+            assert_eq!(
+                eks.list_nodegroups().cluster_name("nemo").send().await.unwrap().nodegroups().len(),
+                2
+            );
+            let providers = aws.iam().list_open_id_connect_providers().send().await.unwrap();
+            assert_eq!(providers.open_id_connect_provider_list().len(), 1);
+        });
+        let mut addons = runtime()
+            .block_on(aws.eks().list_addons().cluster_name("nemo").send())
+            .unwrap()
+            .addons()
+            .to_vec();
+        let listed = addons.len();
+        addons.dedup();
+        assert_eq!(addons.len(), listed, "one of each add-on: {addons:?}");
+    });
+}

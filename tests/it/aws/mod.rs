@@ -146,6 +146,55 @@ impl Aws {
     }
 }
 
+/// For each cloud call in `creates`, in a fresh account: `forge up FILE` (the `stack`) is
+/// killed while that call has taken effect but not answered (the emulator holds its answer),
+/// so the run dies with the create's intent journaled and the object made; then the next `up`
+/// must adopt it by its token: `check` sees exactly one of everything, the plan has nothing to
+/// do and drift finds nothing unmanaged. Fails when a run never reaches its call.
+fn kill_inside_each(stack: &str, file: &str, creates: &[&str], check: impl Fn(&Aws)) {
+    for call in creates {
+        let aws = Aws::new();
+        aws.write(file, stack);
+        let rule = serde_json::json!([{ "account": aws.account, "match": call, "ms": 60_000, "when": "after" }]);
+        aws.control("POST", &format!("/_forge/latency?account={}", aws.account), &rule.to_string());
+        let mut child = aws
+            .command(&["up", file, "--yes", "--no-wait-ready"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !aws.peek_calls().contains_key(*call) {
+            assert!(started.elapsed().as_secs() < 120, "`forge up {file}` never called {call}");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "`forge up {file}` ended before it called {call}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        aws.control("POST", &format!("/_forge/latency?account={}", aws.account), "[]");
+        let (code, stderr) = aws.forge(&["up", file, "--yes", "--no-wait-ready"]);
+        assert_eq!(code, 0, "killed inside {call}, then `up`:\n{stderr}");
+        check(&aws);
+        let (code, stderr) = aws.forge(&["plan", file, "--detailed-exitcode"]);
+        assert_eq!(code, 0, "killed inside {call}: the state matches the cloud: {stderr}");
+        let (code, report) = aws.drift(&[file]);
+        assert_eq!(
+            code, 0,
+            "killed inside {call}: nothing changed, went or appeared outside forge: {report}"
+        );
+    }
+}
+
+/// At the end of a test that passed so far, the account's requests were all faithful.
+impl Drop for Aws {
+    fn drop(&mut self) {
+        crate::support::assert_faithful(&self.account);
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }

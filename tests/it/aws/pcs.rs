@@ -383,3 +383,43 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
     let (vpcs, subnets, groups) = tagged(&aws, "nemo-slurm-p5");
     assert!(vpcs.is_empty() && subnets.is_empty() && groups.is_empty());
 }
+
+/// A run of the NeMo Slurm stack killed inside each kind's create call — the call made, its
+/// answer lost with the process (the instance profile's create and its role's addition
+/// included) — is resumed by the next `up`, which adopts what each made by its token.
+#[test]
+fn a_run_killed_inside_each_create_call_is_resumed_without_duplicates() {
+    let calls = [
+        "ec2:CreateVpc",
+        "ec2:CreateSubnet",
+        "ec2:CreateInternetGateway",
+        "ec2:AllocateAddress",
+        "ec2:CreateNatGateway",
+        "ec2:CreateRouteTable",
+        "ec2:CreateSecurityGroup",
+        "ec2:AuthorizeSecurityGroupIngress",
+        "ec2:CreatePlacementGroup",
+        "ec2:CreateLaunchTemplate",
+        "iam:CreateRole",
+        "iam:CreateInstanceProfile",
+        "iam:AddRoleToInstanceProfile",
+        "fsx:CreateFileSystem",
+        "pcs:CreateCluster",
+        "pcs:CreateComputeNodeGroup",
+        "pcs:CreateQueue",
+    ];
+    kill_inside_each(include_str!("../../../stacks/nemo-slurm-p5.toml"), "slurm.toml", &calls, |aws| {
+        let ((clusters, groups, queues), _) = pcs_objects(aws);
+        assert_eq!(
+            (clusters.len(), groups.len(), queues.len()),
+            (1, 2, 1),
+            "{clusters:?} {groups:?} {queues:?}"
+        );
+        let profiles = runtime().block_on(aws.iam().list_instance_profiles().send()).unwrap();
+        let roles: Vec<usize> = profiles.instance_profiles().iter().map(|p| p.roles().len()).collect();
+        assert_eq!(roles, [1], "one instance profile, with its role");
+        assert_eq!(aws.file_systems("nemo-slurm-p5").len(), 1);
+        let (vpcs, subnets, groups) = tagged(aws, "nemo-slurm-p5");
+        assert_eq!((vpcs.len(), subnets.len(), groups.len()), (1, 4, 3));
+    });
+}

@@ -50,6 +50,24 @@ pub(crate) fn fresh_account() -> String {
     format!("{:06}{:06}", std::process::id() % 1_000_000, n)
 }
 
+/// Unless the test already failed: every request of `account` (an AWS account, or a Google
+/// project) was one the API's model allows, and no emulator defect answered one
+/// (GET /_forge/violations).
+pub(crate) fn assert_faithful(account: &str) {
+    if std::thread::panicking() {
+        return;
+    }
+    let (status, body) = request("GET", &format!("/_forge/violations?account={account}"), "");
+    let violations: Vec<serde_json::Value> =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET /_forge/violations: {status} {e}: {body}"));
+    assert!(
+        violations.is_empty(),
+        "account {account}: {} request(s) broke the API's model or met an emulator defect:\n{}",
+        violations.len(),
+        violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    );
+}
+
 /// `METHOD path` with a JSON body to the launcher: the HTTP status and the body.
 pub(crate) fn request(method: &str, path: &str, body: &str) -> (u16, String) {
     let url = launcher_url().strip_prefix("http://").unwrap();

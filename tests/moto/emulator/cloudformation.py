@@ -11,9 +11,10 @@
   * CloudFormation requests: CreateStack and UpdateStack retried with the same ClientRequestToken
     answer the same StackId, UpdateStack with nothing changed answers "No updates are to be
     performed." (moto: only when parameters are given), busy stacks refuse updates, templates
-    that are not YAML or JSON and EC2-typed parameters naming nothing answer ValidationError
-    (moto: 500 and nothing), ValidateTemplate checks the template without cfn-lint, and stack
-    tags (new ones too) are propagated to the EC2 resources, placement groups and node groups.
+    that are not YAML or JSON or have no Resources, and EC2-typed parameters naming nothing
+    answer ValidationError (moto: 500 and nothing), ValidateTemplate checks the template without
+    cfn-lint, and stack tags (new ones too) are propagated to the EC2 resources, placement groups
+    and node groups.
 """
 
 import json
@@ -506,8 +507,15 @@ def cfn_load_parameters(self):
 
 
 def cfn_parse_template(template):
-    """A template that is neither YAML nor JSON is CloudFormation's ValidationError (moto: a
-    JSONDecodeError, a 500)."""
+    """A template that is neither YAML nor JSON, or has no Resources, is CloudFormation's
+    ValidationError (moto: a JSONDecodeError or a KeyError, a 500)."""
+    parsed = read_template(template)
+    if not isinstance(parsed, dict) or not parsed.get("Resources"):
+        raise CfnValidationError(message="Template format error: At least one Resources member must be defined.")
+    return parsed
+
+
+def read_template(template):
     yaml.add_multi_constructor("", yaml_tag_constructor)
     try:
         return yaml.load(template, Loader=yaml.Loader)
@@ -592,8 +600,6 @@ def cfn_validate_template_response(self):
     finding as "Stack with id … does not exist")."""
     body = self._get_param("TemplateBody") or self._get_stack_from_s3_url(self._get_param("TemplateURL"))
     template = cfn_parse_template(body)
-    if not isinstance(template, dict) or not template.get("Resources"):
-        raise CfnValidationError(message="Template format error: At least one Resources member must be defined.")
     parameters = [
         {"ParameterKey": name, "DefaultValue": slot.get("Default"), "NoEcho": bool(slot.get("NoEcho", False)), "Description": slot.get("Description")}
         for name, slot in (template.get("Parameters") or {}).items()

@@ -3,11 +3,16 @@
     file system with mount targets, even deleting ones, refuses DeleteFileSystem, one that is not
     available refuses CreateMountTarget (IncorrectFileSystemLifeCycleState); a used CreationToken
     answers 409 FileSystemAlreadyExists with the FileSystemId in the body (moto: without it)
-    (`forge::efs_{file_system,mount_target}_{create,delete}`).
+    (`forge::efs_{file_system,mount_target}_{create,delete}`);
+  * UpdateFileSystem (moto: none, a 500): the throughput mode and provisioned throughput of an
+    available file system (IncorrectFileSystemLifeCycleState otherwise; BadRequest for
+    provisioned without ProvisionedThroughputInMibps), which goes updating -> available
+    (`forge::efs_file_system_update`); 202 with its description, FileSystemNotFound.
 """
 
 import json
 
+from moto.efs.exceptions import BadRequest as EfsBadRequest
 from moto.efs.exceptions import EFSError
 from moto.efs.exceptions import FileSystemInUse as EfsFileSystemInUse
 from moto.efs.exceptions import FileSystemNotFound as EfsFileSystemNotFound
@@ -40,8 +45,8 @@ class EfsFileSystemExists(EFSError):
 class EfsWrongState(EFSError):
     code = 409
 
-    def __init__(self, file_system):
-        super().__init__("IncorrectFileSystemLifeCycleState", f"File system '{file_system.file_system_id}' is {file_system.life_cycle_state}; mount targets can be created only when it is available.")
+    def __init__(self, file_system, what="mount targets can be created"):
+        super().__init__("IncorrectFileSystemLifeCycleState", f"File system '{file_system.file_system_id}' is {file_system.life_cycle_state}; {what} only when it is available.")
 
 
 def efs_info_with_state(info_json):
@@ -88,6 +93,25 @@ def efs_delete_file_system(self, file_system_id):
         start_phase(file_system, "forge::efs_file_system_delete", "deleting", GONE)
 
 
+def efs_update_file_system(self):
+    """UpdateFileSystem: the throughput mode (and provisioned throughput) of an available file
+    system, which goes updating -> available."""
+    file_system_id = self._get_param("FileSystemId")
+    file_system = self.efs_backend.file_systems_by_id.get(file_system_id)
+    if file_system is None:
+        raise EfsFileSystemNotFound(file_system_id)
+    if file_system.life_cycle_state != "available":
+        raise EfsWrongState(file_system, "it can be updated")
+    mode = self._get_param("ThroughputMode") or file_system.throughput_mode
+    provisioned = self._get_param("ProvisionedThroughputInMibps")
+    if mode == "provisioned" and provisioned is None and file_system.provisioned_throughput_in_mibps is None:
+        raise EfsBadRequest("ProvisionedThroughputInMibps is required when ThroughputMode is provisioned.")
+    file_system.throughput_mode = mode
+    file_system.provisioned_throughput_in_mibps = (provisioned or file_system.provisioned_throughput_in_mibps) if mode == "provisioned" else None
+    start_phase(file_system, "forge::efs_file_system_update", "updating", "available")
+    return json.dumps(file_system.info_json()), {"status": 202, "Content-Type": "application/json"}
+
+
 def drop_deleted_efs(backend):
     with DROPPING:
         for mount_target_id in [i for i, m in backend.mount_targets_by_id.items() if is_gone(m)]:
@@ -109,3 +133,4 @@ EFSBackend.delete_mount_target = efs_delete_mount_target
 EFSBackend.delete_file_system = efs_delete_file_system
 _moto_efs_backend = EFSResponse.efs_backend
 EFSResponse.efs_backend = property(lambda self: drop_deleted_efs(_moto_efs_backend.fget(self)))
+EFSResponse.update_file_system = efs_update_file_system

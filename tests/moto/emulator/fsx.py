@@ -7,13 +7,14 @@
     AVAILABLE, UPDATING -> AVAILABLE with a FILE_SYSTEM_UPDATE administrative action whose
     values take effect when it completes; DELETING -> gone; paginated DescribeFileSystems
     answering FileSystemNotFound; tag calls answering ResourceNotFound for unknown ARNs (model
-    names `forge::fsx_{create,update,delete}`);
+    names `forge::fsx_{create,update,delete}`); NextTokens in base64, as FSx's model has them;
   * FSx data repository associations, which moto lacks: Create/Describe/Update/Delete, idempotent
     by ClientRequestToken, on AVAILABLE Lustre 2.12+ file systems other than SCRATCH_1, one per
     file system path, CREATING/UPDATING -> AVAILABLE and DELETING -> gone (with their file
     system too), DataRepositoryAssociationNotFound, tags (`forge::fsx_association_*`).
 """
 
+import base64
 import json
 import random
 import time
@@ -315,15 +316,16 @@ def _association(backend, association_id):
 
 
 def _page(items, key, max_results, token):
-    """One page of `items` and the token of the next: the key of its first item."""
+    """One page of `items` and the token of the next: the key of its first item, in base64 as
+    FSx's model has its NextToken."""
     start = 0
     if token:
-        keys = [key(item) for item in items]
+        keys = [base64.b64encode(key(item).encode()).decode() for item in items]
         if token not in keys:
             raise fsx_error("BadRequest", "The NextToken is not valid.")
         start = keys.index(token)
     end = start + (max_results or len(items))
-    return items[start:end], (key(items[end]) if end < len(items) else None)
+    return items[start:end], (base64.b64encode(key(items[end]).encode()).decode() if end < len(items) else None)
 
 
 def _tags(backend, arn, tags):

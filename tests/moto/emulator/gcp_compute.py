@@ -1,5 +1,5 @@
 """Google Compute Engine REST API v1 (/compute/v1/...), the parts forge uses, on gcp.py:
-  * networks: insert, get, list, patch (routingConfig only), delete; custom mode only;
+  * networks: insert, get, list, patch (routingConfig and mtu, as Compute allows), delete; custom mode only;
   * subnetworks (regional): insert, get, list, patch (with the current fingerprint:
     secondaryIpRanges and the other patchable fields), setPrivateIpGoogleAccess, delete;
   * firewalls: insert, get, list, patch, update, delete;

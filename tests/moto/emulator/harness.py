@@ -17,7 +17,9 @@
     bucket answers the service's own throttling error, counted as `throttled:service:Action`;
   * injects faults in each protocol's own error format and latency per operation
     (POST /_forge/faults, POST /_forge/latency); a fault with "when": "after" lets the call do
-    its work and then answers with a server error, as when a response is lost; kind "html" is a
+    its work and then answers with a server error, as when a response is lost, and latency
+    with "when": "after" lets it take effect at once and answers only after the delay, as for a
+    client killed mid-call (both take "?account=ID" to replace only that account's rules); kind "html" is a
     502 HTML page, as from a proxy; kind "failed_operation" lets a Google call start its
     operation and makes the operation end in an error ("code" and "message", by default each
     API's internal error: Compute's INTERNAL_ERROR, GKE's and Filestore's INTERNAL; GKE and
@@ -43,7 +45,16 @@
     test's own text at a path;
   * drops the `Filter.N` parameters of matching EC2 calls (POST /_forge/ignore_filters, rules
     as for faults), as a server that ignores or widens a filter would: what forge's ownership
-    checks must not rely on.
+    checks must not rely on;
+  * holds every request to its API's official model before anything else (faults, latency,
+    buckets): AWS ones to botocore's model of the service (aws_model.py), Google ones to the
+    API's discovery document (google_model.py); a request the model does not allow answers the
+    service's own validation error and is recorded as a violation of its account (Google: its
+    project), as is an emulator defect: a 500 that moto or an emulator answers itself (not an
+    injected fault), or an exception the check raised. GET /_forge/violations?account=ID lists
+    them (every account's without `account`) as [{"account", "operation", "kind": "model" or
+    "emulator defect", "message"}]; GET /_forge/models tells the AWS models loaded: protocol,
+    operations, patterns, the patterns skipped (Python cannot compile them).
 """
 
 import fnmatch
@@ -53,6 +64,7 @@ import random
 import re
 import threading
 import time
+import traceback
 import urllib.parse
 from collections import Counter
 
@@ -60,7 +72,7 @@ from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
 from .gcs import Storage
-from . import bundles, kubernetes, pcs
+from . import aws_model, bundles, google_model, kubernetes, pcs
 from .phases import set_phase_seconds
 
 
@@ -114,6 +126,11 @@ def operation(service, environ, body):
     return f"{environ.get('REQUEST_METHOD', 'GET')} {path}"
 
 
+def respond(start_response, status, headers, body, reason="Error"):
+    start_response(f"{status} {reason}", headers + [("Content-Length", str(len(body)))])
+    return [body]
+
+
 def without_filters(body):
     """An EC2 query body without its `Filter.N.*` parameters."""
     params = urllib.parse.parse_qsl(body.decode(), keep_blank_values=True)
@@ -132,6 +149,7 @@ class Harness:
         self.ignore_filters = []
         self.bucket_rules = []  # POST /_forge/buckets
         self.buckets = {}  # (account, class[, action]) -> (tokens, when last refilled)
+        self.violations = []  # GET /_forge/violations
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -154,12 +172,18 @@ class Harness:
             account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
             environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
             name, mutation, app = f"{service}:{operation(service, environ, body)}", False, PCS if service == "pcs" else self.app
-            if any(self.applies(r, account, name) for r in self.ignore_filters):
-                body = without_filters(body)
-                environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+        rejected = self.check(google, service, environ, body, account, name)
+        if google is None and any(self.applies(r, account, name) for r in self.ignore_filters):
+            body = without_filters(body)
+            environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
         with self.lock:
             self.calls[(account, name)] += 1
-            delay = max((r["ms"] for r in self.latency if self.applies(r, account, name)), default=0)
+        if rejected is not None:
+            status, headers, text = rejected
+            return respond(start_response, status, headers, text.encode())
+        with self.lock:
+            delay = max((r["ms"] for r in self.latency if r.get("when") != "after" and self.applies(r, account, name)), default=0)
+            late = max((r["ms"] for r in self.latency if r.get("when") == "after" and self.applies(r, account, name)), default=0)
             seconds = next((r["seconds"] for r in self.operation_seconds if self.applies(r, account, name)), None)
             fault = next((r for r in self.faults if self.applies(r, account, name, mutation) and r["rng"].random() < r["rate"]), None)
             if fault is not None:
@@ -177,9 +201,7 @@ class Harness:
             fault = None
         if fault is not None and fault.get("when") == "after":
             # The cloud did the work, the answer is lost: what a retry must not do twice.
-            body_parts = app(environ, lambda status, headers, exc_info=None: None)
-            for _ in body_parts:
-                pass
+            self.serve(app, environ, lambda status, headers, exc_info=None: None, account, name)
             fault = dict(fault, kind="5xx")
         if fault is not None:
             if fault["kind"] == "html":
@@ -192,14 +214,64 @@ class Harness:
             headers = [("Content-Type", ctype)]
             if service in ERROR_TYPE_HEADERS and fault["kind"] != "html":
                 headers.append(("x-amzn-ErrorType", ERROR_TYPE_HEADERS[service][status]))
-            body = text.encode()
-            start_response(f"{status} Fault", headers + [("Content-Length", str(len(body)))])
-            return [body]
+            return respond(start_response, status, headers, text.encode(), "Fault")
+        if late:
+            # The call takes effect now and its answer comes late: a client killed meanwhile
+            # never learns of what it made.
+            answered = []
+            parts = self.serve(app, environ, lambda status, headers, exc_info=None: answered.append((status, headers)), account, name)
+            time.sleep(late / 1000)
+            start_response(*answered[0])
+            return parts
         conditional = environ.get("HTTP_IF_NONE_MATCH") or environ.get("HTTP_IF_MATCH")
         if service == "s3" and conditional and environ.get("REQUEST_METHOD") in ("PUT", "DELETE"):
             with self.conditional_s3:
-                return list(app(environ, start_response))
-        return app(environ, start_response)
+                return self.serve(app, environ, start_response, account, name)
+        return self.serve(app, environ, start_response, account, name)
+
+    def check(self, google, service, environ, body, account, name):
+        """The request held to its API's model: None when it passes, else the error to answer,
+        (status, headers, body), recorded as a violation. A check that fails is an emulator
+        defect, and lets the request through."""
+        try:
+            if google is not None:
+                found = google_model.check(google, environ, body)
+                rejected = found and (found[0], [("Content-Type", found[1])], found[2], found[3])
+            else:
+                rejected = aws_model.check(service, environ, body)
+        except Exception:
+            self.violate(account, name, "emulator defect", "the model check failed: " + traceback.format_exc(limit=-3))
+            return None
+        if rejected is None:
+            return None
+        self.violate(account, name, "model", rejected[3])
+        return rejected[:3]
+
+    def serve(self, app, environ, start_response, account, name):
+        """`app`'s answer, whole; a 500 it answers, or an exception it raises, is recorded as an
+        emulator defect."""
+        statuses = []
+
+        def start(status, headers, exc_info=None):
+            statuses.append(status)
+            return start_response(status, headers, exc_info)
+
+        try:
+            answer = app(environ, start)
+            parts = list(answer)
+        except Exception:
+            self.violate(account, name, "emulator defect", "the emulator raised: " + traceback.format_exc(limit=-3))
+            raise
+        if hasattr(answer, "close"):
+            answer.close()
+        if statuses and statuses[-1].startswith("500"):
+            text = b"".join(parts).decode(errors="replace")
+            self.violate(account, name, "emulator defect", f"the emulator answered {statuses[-1]}: {text[:500]}")
+        return parts
+
+    def violate(self, account, name, kind, message):
+        with self.lock:
+            self.violations.append({"account": account, "operation": name, "kind": kind, "message": message})
 
     def take_token(self, account, name):
         """Whether the call `name` of `account` may go: a token from the bucket of the first
@@ -237,6 +309,10 @@ class Harness:
         with self.lock:
             if path == "/_forge/calls":
                 result = {n: c for (a, n), c in sorted(self.calls.items()) if account in (None, a)}
+            elif path == "/_forge/violations":
+                result = [v for v in self.violations if account in (None, v["account"])]
+            elif path == "/_forge/models":
+                result = aws_model.report()
             elif path == "/_forge/reset":
                 self.calls = Counter({k: v for k, v in self.calls.items() if account not in (None, k[0])})
                 result = {}
@@ -256,7 +332,7 @@ class Harness:
                 self.buckets = {}
                 result = {"buckets": len(self.bucket_rules)}
             elif path == "/_forge/latency":
-                self.latency = payload or []
+                self.latency = [r for r in self.latency if account is not None and r.get("account") != account] + (payload or [])
                 result = {"latency": len(self.latency)}
             elif path == "/_forge/operation_seconds":
                 self.operation_seconds = payload or []

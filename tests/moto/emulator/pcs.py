@@ -1,11 +1,12 @@
 """AWS Parallel Computing Service (PCS), which moto has at no version: awsJson 1.0 routed by the
 SigV4 service `pcs` and `X-Amz-Target: AWSParallelComputingService.<Op>`.
 
-Requests are checked against the PCS model botocore ships (`pcs/2023-02-10/service-2.json`):
-required members, types, enums, lengths, ranges and patterns, answered as PCS does
-(`ValidationException` with `reason` and `fieldList`). Per account and region:
+Requests reach it held to the PCS model botocore ships (`pcs/2023-02-10/service-2.json`) by the
+harness (aws_model.py), answered as PCS does (`ValidationException` with `reason` and
+`fieldList`). Per account and region:
   * clusters, compute node groups (CNGs) and queues, CREATING -> ACTIVE, UPDATING -> ACTIVE and
-    DELETING -> gone through the shared phase machinery (phases.py);
+    DELETING -> gone through the shared phase machinery (phases.py); their ids are PCS's,
+    `pcs_` and ten lowercase letters or digits, as the model's identifier patterns take them;
   * PCS's rules: one cluster CREATING at a time (`ServiceQuotaExceededException`); exactly one
     subnet on a cluster; Slurm 24.11, 25.05 or 25.11; CNGs and queues only on an ACTIVE
     cluster; the CNGs' max counts together within the cluster's size (SMALL 32, MEDIUM 512,
@@ -24,22 +25,16 @@ A CNG whose name matches a rule of POST /_forge/pcs/failures [{"account", "match
 
 import datetime
 import fnmatch
-import glob
-import gzip
 import json
-import os
 import random
 import re
 import string
 import threading
 
-import botocore
-
+from . import aws_model
 from .phases import DROPPING, is_gone, phased_status, start_delete, start_phase
 
-MODEL = json.load(gzip.open(glob.glob(os.path.join(os.path.dirname(botocore.__file__), "data", "pcs", "*", "service-2.json.gz"))[0]))
-SHAPES = MODEL["shapes"]
-TARGET_PREFIX = MODEL["metadata"]["targetPrefix"] + "."
+TARGET_PREFIX = aws_model.model("pcs").metadata["targetPrefix"] + "."
 SLURM_VERSIONS = ("24.11", "25.05", "25.11")
 SIZE_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
 CREATE, UPDATE, DELETE = "forge::pcs_create", "forge::pcs_update", "forge::pcs_delete"
@@ -66,71 +61,14 @@ def conflict(message, resource_id, kind):
     return PcsError(409, "ConflictException", message, resourceId=resource_id, resourceType=kind)
 
 
-# --- the model ---------------------------------------------------------------------------------
-
-def check(shape_name, value, path):
-    """The problems of `value` against the model's shape: [(field, message)]."""
-    shape = SHAPES[shape_name]
-    kind, problems = shape["type"], []
-    if kind == "structure":
-        if not isinstance(value, dict):
-            return [(path, "must be an object")]
-        for member in shape.get("required", []):
-            if member not in value:
-                problems.append((f"{path}.{member}".lstrip("."), "Member must not be null"))
-        for member, inner in value.items():
-            if member in shape["members"]:
-                problems += check(shape["members"][member]["shape"], inner, f"{path}.{member}".lstrip("."))
-    elif kind == "list":
-        if not isinstance(value, list):
-            return [(path, "must be a list")]
-        if len(value) < shape.get("min", 0) or len(value) > shape.get("max", 10**9):
-            problems.append((path, f"Member must have length between {shape.get('min', 0)} and {shape.get('max', 'unbounded')}"))
-        for i, item in enumerate(value):
-            problems += check(shape["member"]["shape"], item, f"{path}[{i}]")
-    elif kind == "map":
-        if not isinstance(value, dict):
-            return [(path, "must be an object")]
-        if len(value) < shape.get("min", 0) or len(value) > shape.get("max", 10**9):
-            problems.append((path, f"Member must have between {shape.get('min', 0)} and {shape.get('max', 'unbounded')} entries"))
-        for key, inner in value.items():
-            problems += check(shape["key"]["shape"], key, f"{path}.{key}") + check(shape["value"]["shape"], inner, f"{path}.{key}")
-    elif kind == "string":
-        if not isinstance(value, str):
-            return [(path, "must be a string")]
-        if "enum" in shape and value not in shape["enum"]:
-            problems.append((path, f"Member must satisfy enum value set: [{', '.join(shape['enum'])}]"))
-        if len(value) < shape.get("min", 0) or len(value) > shape.get("max", 10**9):
-            problems.append((path, f"Member must have length between {shape.get('min', 0)} and {shape.get('max', 'unbounded')}"))
-        if "pattern" in shape and not re.search(shape["pattern"], value):
-            problems.append((path, f"Member must satisfy regular expression pattern: {shape['pattern']}"))
-    elif kind in ("integer", "long"):
-        if not isinstance(value, int) or isinstance(value, bool):
-            return [(path, "must be a whole number")]
-        if value < shape.get("min", -(2**63)) or value > shape.get("max", 2**63):
-            problems.append((path, f"Member must have value between {shape.get('min')} and {shape.get('max')}"))
-    elif kind == "boolean" and not isinstance(value, bool):
-        problems.append((path, "must be true or false"))
-    return problems
-
-
-def validate(operation, request):
-    problems = check(MODEL["operations"][operation]["input"]["shape"], request, "")
-    if problems:
-        fields = [{"name": f, "message": m} for f, m in problems]
-        raise PcsError(400, "ValidationException", f"{len(problems)} validation error(s) detected: " +
-                       "; ".join(f"Value at '{f}' failed to satisfy constraint: {m}" for f, m in problems),
-                       reason="fieldValidationFailed", fieldList=fields)
-
-
 # --- the objects -------------------------------------------------------------------------------
 
 def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def new_id(prefix=""):
-    return prefix + "".join(random.choices(string.ascii_lowercase + string.digits, k=10))
+def new_id():
+    return "pcs_" + "".join(random.choices(string.ascii_lowercase + string.digits, k=10))
 
 
 class Resource:
@@ -271,7 +209,7 @@ def create_cluster(store, request):
         raise invalid("A cluster takes exactly one subnet.", "networking.subnetIds")
     subnets_vpc(store, subnet_ids, "networking.subnetIds")
     check_groups(store, networking.get("securityGroupIds"), "networking.securityGroupIds")
-    cluster_id = new_id("pcs_")
+    cluster_id = new_id()
     slurm = dict(request.get("slurmConfiguration") or {})
     slurm.setdefault("scaleDownIdleTimeInSeconds", 600)
     slurm["authKey"] = {"secretArn": f"arn:aws:secretsmanager:{store.region}:{store.account}:secret:pcs!slurm-secret-{cluster_id}",
@@ -505,11 +443,7 @@ class Pcs:
         try:
             if operation not in OPERATIONS:
                 raise PcsError(400, "ValidationException", f"Unknown operation {target}.", reason="unknownOperation")
-            try:
-                request = json.loads(raw or b"{}")
-            except ValueError:
-                raise PcsError(400, "ValidationException", "The request body is not JSON.", reason="cannotParse")
-            validate(operation, request)
+            request = json.loads(raw or b"{}")  # JSON, as the harness checked
             with LOCK:
                 store = self.store(account, region)
                 store.forget_gone()

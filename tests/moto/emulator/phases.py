@@ -22,7 +22,7 @@ PHASE_MODELS = (
     "forge::eks_update",
     "forge::fsx_create", "forge::fsx_update", "forge::fsx_delete",
     "forge::fsx_association_create", "forge::fsx_association_update", "forge::fsx_association_delete",
-    "forge::efs_file_system_create", "forge::efs_file_system_delete",
+    "forge::efs_file_system_create", "forge::efs_file_system_update", "forge::efs_file_system_delete",
     "forge::efs_mount_target_create", "forge::efs_mount_target_delete",
     "forge::cfn_create", "forge::cfn_update", "forge::cfn_delete",
     "forge::pcs_create", "forge::pcs_update", "forge::pcs_delete",

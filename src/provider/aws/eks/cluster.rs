@@ -206,7 +206,9 @@ impl Resource for EksCluster {
         let endpoints = live
             .resources_vpc_config()
             .map(|v| (v.endpoint_public_access(), v.endpoint_private_access()));
-        let cidrs = live.resources_vpc_config().map(aws_sdk_eks::types::VpcConfigResponse::public_access_cidrs);
+        let cidrs = live
+            .resources_vpc_config()
+            .map(aws_sdk_eks::types::VpcConfigResponse::public_access_cidrs);
         let cidrs_differ = cfg.public_access_cidrs.as_deref().is_some_and(|want| cidrs != Some(want));
         if endpoints != Some((cfg.endpoint_public_access, cfg.endpoint_private_access)) || cidrs_differ {
             let vpc = VpcConfigRequest::builder()
