@@ -46,6 +46,7 @@ block! {
         zone: Option<String>,
         subnet_id: Option<String>,
         efa: Option<bool>,
+        efa_layout: Option<String>,
         placement_group: Option<bool>,
         capacity_reservation_id: Option<String>,
         capacity_type: Option<String>,
@@ -134,17 +135,18 @@ fn size(key: &str, value: &Value) -> Result<Value, ComponentError> {
 }
 
 /// The AMI type EKS should use for an instance family: NVIDIA for GPU families, Neuron for
-/// Trainium and Inferentia, standard otherwise; Arm for Graviton (`c7g`, `g5g`).
-pub fn ami_type(instance_type: &str) -> &'static str {
+/// Trainium and Inferentia, standard otherwise; Arm for Graviton (`c7g`, `g5g`) and for what the
+/// facts say is `arm64` (P6e-GB200's Grace).
+pub fn ami_type(instance_type: &str, arm64: bool) -> &'static str {
     let family = instance_type.split('.').next().unwrap_or_default();
     let letters: String = family.chars().take_while(char::is_ascii_alphabetic).collect();
     let graviton = family
         .trim_start_matches(char::is_alphabetic)
         .trim_start_matches(|c: char| c.is_ascii_digit())
         .starts_with('g');
-    match (letters.as_str(), graviton) {
+    match (letters.as_str(), graviton || arm64) {
         ("p" | "g", false) => "AL2023_x86_64_NVIDIA",
-        ("g", true) => "AL2023_ARM_64_NVIDIA",
+        ("p" | "g", true) => "AL2023_ARM_64_NVIDIA",
         ("trn" | "inf", _) => "AL2023_x86_64_NEURON",
         (_, true) => "AL2023_ARM_64_STANDARD",
         _ => "AL2023_x86_64_STANDARD",
@@ -210,6 +212,8 @@ struct Cluster<'a> {
     network: Network<'a>,
     /// Its endpoint's public and private access.
     endpoint: (bool, bool),
+    /// Its Kubernetes version.
+    version: &'a str,
 }
 
 impl<'a> Cluster<'a> {
@@ -234,6 +238,7 @@ impl<'a> Cluster<'a> {
             tags: block.tags.clone().unwrap_or_else(|| json!({})),
             network,
             endpoint: endpoint_access(block.endpoint.as_deref())?,
+            version: block.version.as_deref().unwrap_or(DEFAULT_VERSION),
         })
         .and_then(|cluster| cluster.open_to(block.public_access_cidrs.as_deref()))
     }
@@ -366,8 +371,10 @@ struct Group<'a> {
     types: Vec<String>,
     scaling: Value,
     capacity_type: String,
-    /// Its EFA interfaces per node, when it has EFA.
+    /// Its EFA devices per node, when it has EFA.
     efa: Option<u32>,
+    /// Its launch template's network interfaces, when it has EFA.
+    nics: Vec<instances::Nic>,
     /// GPUs or Neuron devices per node (the fewest of its types).
     accelerators: u32,
     placement_group: bool,
@@ -389,6 +396,9 @@ impl<'a> Group<'a> {
         let scaling = size(&key("size"), &block.size)?;
         let capacity_type = capacity(name, &block, &key)?;
         let types = types(name, &block, &key)?;
+        if ULTRASERVER_FAMILIES.iter().any(|f| types[0].starts_with(f)) {
+            ultraserver(&types[0], &block, &scaling, cluster.version, &key)?;
+        }
         let typed: Vec<&str> = types.iter().map(String::as_str).collect();
         let looked_at = key(if block.instance_type.is_some() {
             "instance_type"
@@ -396,7 +406,19 @@ impl<'a> Group<'a> {
             "instance_types"
         });
         let looked = instances::look_up(facts, &looked_at, &typed)?;
-        let efa = efa(name, &block, &types, looked.efa_interfaces, &key)?;
+        let efa = efa(name, &block, &types, looked.efa_interfaces(), &key)?;
+        let style = instances::Style::parse(block.efa_layout.as_deref(), &key("efa_layout"))?;
+        let nics = match (efa, looked.first) {
+            (Some(_), Some(t)) => instances::efa_layout(&types[0], &t, style).map_err(|e| {
+                ComponentError::at(
+                    key("efa_layout"),
+                    e,
+                    "leave `efa_layout` out: forge lays the interfaces out as EC2 documents for the type",
+                )
+            })?,
+            _ => Vec::new(),
+        };
+        let efa = efa.map(|_| instances::efa_devices(&nics));
         let placement_group = placement_group(name, &block, efa.is_some(), &key)?;
         let subnets = subnets(name, &block, &cluster.network, &key)?;
         if let Some(zone) = &block.zone {
@@ -405,13 +427,15 @@ impl<'a> Group<'a> {
         if let Some(timeouts) = &block.timeouts {
             check_timeouts(&key("timeouts"), timeouts)?;
         }
-        let ami = block.ami_type.clone().unwrap_or_else(|| ami_type(&types[0]).to_owned());
+        let arm64 = looked.first.is_some_and(|t| t.arm64);
+        let ami = block.ami_type.clone().unwrap_or_else(|| ami_type(&types[0], arm64).to_owned());
         let group = Group {
             name,
             types,
             scaling,
             capacity_type,
             efa,
+            nics,
             accelerators: looked.accelerators.unwrap_or(0),
             placement_group,
             subnets,
@@ -496,7 +520,7 @@ impl<'a> Group<'a> {
             ));
             template["placement_group"] = cluster.reference(&self.local("placement_group"), "name");
         }
-        if let Some(count) = self.efa {
+        if self.efa.is_some() {
             parts.push(cluster.part(
                 &self.local("efa_security_group"),
                 "aws_security_group",
@@ -514,7 +538,7 @@ impl<'a> Group<'a> {
                 cluster.reference(&self.local("efa_security_group"), "id"),
                 cluster.reference("cluster", "cluster_security_group_id")
             ]);
-            template["network_interfaces"] = Value::Array(instances::efa_interfaces(count, &groups));
+            template["network_interfaces"] = Value::Array(instances::interfaces(&self.nics, &groups));
         }
         if let Some(reservation) = &self.block.capacity_reservation_id {
             template["capacity_reservation_id"] = json!(reservation);
@@ -592,6 +616,57 @@ fn types(name: &str, block: &NodeGroupBlock, key: &dyn Fn(&str) -> String) -> Re
             "add `instance_type = \"p5.48xlarge\"` (or `instance_types = [...]`)",
         )),
     }
+}
+
+/// Instance families sold only as UltraServers, from Capacity Blocks.
+const ULTRASERVER_FAMILIES: &[&str] = &["p6e-gb200.", "p6e-gb300."];
+
+/// The instances of the smallest UltraServer (`u-p6e-gb200x36`: 9; `x72` is 18).
+const ULTRASERVER_INSTANCES: i64 = 9;
+
+/// The rules EKS sets for a node group of an UltraServer type (P6e-GB200): its Capacity Block
+/// (`capacity_type = "CAPACITY_BLOCK"` with the block's reservation), whole UltraServers of 9
+/// or 18 instances, and Kubernetes 1.33 or later (DRA).
+fn ultraserver(
+    instance_type: &str,
+    block: &NodeGroupBlock,
+    scaling: &Value,
+    version: &str,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(), ComponentError> {
+    if block.capacity_type.as_deref() != Some("CAPACITY_BLOCK") || block.capacity_reservation_id.is_none() {
+        return Err(ComponentError::at(
+            key(if block.capacity_type.as_deref() == Some("CAPACITY_BLOCK") {
+                "capacity_reservation_id"
+            } else {
+                "capacity_type"
+            }),
+            format!("`{instance_type}` comes only as UltraServers, from Capacity Blocks"),
+            "set `capacity_type = \"CAPACITY_BLOCK\"` and `capacity_reservation_id = \"cr-…\"`, the reservation of the UltraServer Capacity Block",
+        ));
+    }
+    let counts = ["min", "max", "desired"].map(|b| scaling[b].as_i64().unwrap_or(0));
+    if counts.iter().any(|n| n % ULTRASERVER_INSTANCES != 0) {
+        return Err(ComponentError::at(
+            key("size"),
+            format!(
+                "`{instance_type}` nodes come as whole UltraServers of 9 or 18 instances, not {}",
+                counts[2]
+            ),
+            "write `size = 9` (a u-p6e-gb200x36) or `size = 18` (a u-p6e-gb200x72)",
+        ));
+    }
+    let minor = version.strip_prefix("1.").and_then(|m| m.parse::<u32>().ok());
+    if minor.is_some_and(|m| m < 33) {
+        return Err(ComponentError::at(
+            "version",
+            format!(
+                "`{instance_type}` needs Kubernetes 1.33 or later on EKS (Dynamic Resource Allocation for its NVLink domains), and the cluster is on {version}"
+            ),
+            "write `version = \"1.33\"` or later",
+        ));
+    }
+    Ok(())
 }
 
 /// The group's EFA interfaces per node when it has EFA: by default when its one type supports
@@ -942,15 +1017,51 @@ mod tests {
     use crate::provider::settings::Providers;
 
     #[test]
+    fn an_ultraserver_group_needs_its_capacity_block_whole_servers_and_kubernetes_1_33() {
+        let expand_with = |version: &str, group: Value| {
+            let config = json!({ "version": version, "vpc_id": "vpc-1", "subnet_ids": ["subnet-1"], "nodegroups": { "gb": group } });
+            crate::components::expand_alone(expand, "eks.train", config, &Providers::default())
+        };
+        let block = json!({ "instance_type": "p6e-gb200.36xlarge", "size": 9, "zone": "us-west-2a", "subnet_id": "subnet-1",
+                            "capacity_type": "CAPACITY_BLOCK", "capacity_reservation_id": "cr-1" });
+        let with = |key: &str, value: Value| {
+            let mut changed = block.clone();
+            changed[key] = value;
+            changed
+        };
+        let on_demand = expand_with("1.33", with("capacity_type", json!("ON_DEMAND"))).unwrap_err();
+        assert_eq!(on_demand.key.as_deref(), Some("nodegroups.gb.capacity_type"));
+        let old = expand_with("1.32", block.clone()).unwrap_err();
+        assert_eq!(old.key.as_deref(), Some("version"));
+        let odd = expand_with("1.33", with("size", json!(4))).unwrap_err();
+        assert_eq!(odd.key.as_deref(), Some("nodegroups.gb.size"));
+        let parts = expand_with("1.33", block).unwrap().parts;
+        let template = parts.iter().find(|p| p.local.ends_with("gb.launch_template")).unwrap();
+        let nics = template.config["network_interfaces"].as_array().unwrap();
+        assert_eq!(nics.len(), 17);
+        assert_eq!(
+            (nics[0]["interface_type"].as_str(), nics[1]["interface_type"].as_str()),
+            (Some("efa"), Some("efa-only"))
+        );
+        assert!(
+            parts.iter().all(|p| p.kind != "aws_placement_group"),
+            "the Capacity Block brings its own placement"
+        );
+        let group = parts.iter().find(|p| p.local.ends_with("gb.nodegroup")).unwrap();
+        assert_eq!(group.config["ami_type"], "AL2023_ARM_64_NVIDIA");
+    }
+
+    #[test]
     fn ami_type_follows_the_family() {
-        assert_eq!(ami_type("p5.48xlarge"), "AL2023_x86_64_NVIDIA");
-        assert_eq!(ami_type("p4de.24xlarge"), "AL2023_x86_64_NVIDIA");
-        assert_eq!(ami_type("g6e.12xlarge"), "AL2023_x86_64_NVIDIA");
-        assert_eq!(ami_type("g5g.xlarge"), "AL2023_ARM_64_NVIDIA");
-        assert_eq!(ami_type("trn1n.32xlarge"), "AL2023_x86_64_NEURON");
-        assert_eq!(ami_type("inf2.48xlarge"), "AL2023_x86_64_NEURON");
-        assert_eq!(ami_type("c7g.2xlarge"), "AL2023_ARM_64_STANDARD");
-        assert_eq!(ami_type("c5.2xlarge"), "AL2023_x86_64_STANDARD");
+        assert_eq!(ami_type("p5.48xlarge", false), "AL2023_x86_64_NVIDIA");
+        assert_eq!(ami_type("p4de.24xlarge", false), "AL2023_x86_64_NVIDIA");
+        assert_eq!(ami_type("g6e.12xlarge", false), "AL2023_x86_64_NVIDIA");
+        assert_eq!(ami_type("g5g.xlarge", false), "AL2023_ARM_64_NVIDIA");
+        assert_eq!(ami_type("trn1n.32xlarge", false), "AL2023_x86_64_NEURON");
+        assert_eq!(ami_type("inf2.48xlarge", false), "AL2023_x86_64_NEURON");
+        assert_eq!(ami_type("c7g.2xlarge", false), "AL2023_ARM_64_STANDARD");
+        assert_eq!(ami_type("c5.2xlarge", false), "AL2023_x86_64_STANDARD");
+        assert_eq!(ami_type("p6e-gb200.36xlarge", true), "AL2023_ARM_64_NVIDIA");
     }
 
     #[test]

@@ -49,6 +49,7 @@ block! {
         nodes: Option<Value> as Size,
         zone: Option<String>,
         efa: Option<bool>,
+        efa_layout: Option<String>,
         capacity_type: Option<String>,
         capacity_reservation_id: Option<String>,
         volume_gib: Option<Value> as Integer,
@@ -80,7 +81,10 @@ struct Queue<'a> {
     block: QueueBlock,
     min: i64,
     max: i64,
+    /// Its EFA devices per node, when it has EFA.
     efa: Option<u32>,
+    /// Its launch template's network interfaces, when it has EFA.
+    nics: Vec<instances::Nic>,
     purchase: &'static str,
 }
 
@@ -370,7 +374,7 @@ impl Cluster<'_> {
         // on each of them, not on the node group.
         let groups = json!([self.reference("security_group", "id")]);
         template["network_interfaces"] = match q.efa {
-            Some(count) => Value::Array(instances::efa_interfaces(count, &groups)),
+            Some(_) => Value::Array(instances::interfaces(&q.nics, &groups)),
             None => json!([{ "network_card_index": 0, "device_index": 0, "security_groups": groups }]),
         };
         if let Some(volume) = &q.block.volume_gib {
@@ -486,7 +490,7 @@ fn queue<'a>(input: &Input, name: &'a str, table: &Value, vpc: &NamedVpc) -> Res
     let instance_type = block.instance_type.as_str();
     let looked = instances::look_up(input.facts, &key("instance_type"), &[instance_type])?;
     let (min, max) = nodes(name, block.nodes.as_ref(), &key)?;
-    let supports = looked.efa_interfaces.unwrap_or(0);
+    let supports = looked.efa_interfaces().unwrap_or(0);
     let efa = match block.efa {
         None => (supports > 0).then_some(supports),
         Some(false) => None,
@@ -501,12 +505,24 @@ fn queue<'a>(input: &Input, name: &'a str, table: &Value, vpc: &NamedVpc) -> Res
     };
     check_zone(input, name, &block, efa.is_some(), vpc, &key)?;
     let purchase = purchase(&block, &key)?;
+    let style = instances::Style::parse(block.efa_layout.as_deref(), &key("efa_layout"))?;
+    let nics = match (efa, looked.first) {
+        (Some(_), Some(t)) => instances::efa_layout(instance_type, &t, style).map_err(|e| {
+            ComponentError::at(
+                key("efa_layout"),
+                e,
+                "leave `efa_layout` out: forge lays the interfaces out as EC2 documents for the type",
+            )
+        })?,
+        _ => Vec::new(),
+    };
     Ok(Queue {
         name,
+        efa: efa.map(|_| instances::efa_devices(&nics)),
+        nics,
         block,
         min,
         max,
-        efa,
         purchase,
     })
 }

@@ -31,13 +31,43 @@ pub struct Bundle {
     pub sha256: String,
 }
 
-/// One instance type's networking and accelerators.
+/// One instance type's networking, accelerators and processors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstanceType {
-    /// Maximum EFA interfaces (0: no EFA): one per network card.
+    /// Its EFA interfaces at most (`EfaInfo.MaximumEfaInterfaces`; 0: no EFA), at most one
+    /// per network card.
     pub efa_interfaces: u32,
+    /// Its network cards (`MaximumNetworkCards`); the first `network_cards - efa_interfaces`
+    /// take ENA only (p6-b300's card 0).
+    pub network_cards: u32,
+    /// The cards that take one network interface only (bit `c` for card `c`): P6e-GB200's odd
+    /// cards, from `NetworkCards[].MaximumNetworkInterfaces`.
+    pub single_interface_cards: u64,
     /// Its GPUs, or its Neuron devices (0: none).
     pub accelerators: u32,
+    /// Whether its processors are arm64 (Graviton, Grace).
+    pub arm64: bool,
+}
+
+impl InstanceType {
+    /// A type without EFA or accelerators, on one network card.
+    pub const PLAIN: InstanceType = InstanceType {
+        efa_interfaces: 0,
+        network_cards: 1,
+        single_interface_cards: 0,
+        accelerators: 0,
+        arm64: false,
+    };
+
+    /// An x86 type with EFA on each of its `cards`, and `accelerators`.
+    const fn efa(cards: u32, accelerators: u32) -> InstanceType {
+        InstanceType {
+            efa_interfaces: cards,
+            network_cards: cards,
+            accelerators,
+            ..InstanceType::PLAIN
+        }
+    }
 }
 
 /// What forge knows about a type name.
@@ -51,18 +81,38 @@ pub enum Lookup {
     Unchecked,
 }
 
-/// EFA interfaces and accelerators (GPUs, Neuron devices) per type, from the VPC CNI limits
-/// table and `DescribeInstanceTypes` (`EfaInfo.MaximumEfaInterfaces`, `MaximumNetworkCards`,
-/// `GpuInfo`, `NeuronInfo`): the offline fallback.
-const EFA_TYPES: &[(&str, u32, u32)] = &[
-    ("p4d.24xlarge", 4, 8),
-    ("p4de.24xlarge", 4, 8),
-    ("p5.48xlarge", 32, 8),
-    ("p5e.48xlarge", 32, 8),
-    ("p5en.48xlarge", 16, 8),
-    ("trn1.32xlarge", 8, 16),
-    ("trn1n.32xlarge", 16, 16),
-    ("trn2.48xlarge", 16, 16),
+/// Network cards, EFA interfaces and accelerators (GPUs, Neuron devices) of the EFA types, as
+/// `DescribeInstanceTypes` gives them (`MaximumNetworkCards`, `NetworkCards[]`,
+/// `EfaInfo.MaximumEfaInterfaces`, `GpuInfo`, `NeuronInfo`; the VPC CNI's limits table; EC2's
+/// "EFA for accelerated instance types"): the offline fallback. p6-b300's 17 cards take EFA on
+/// 16 (card 0 is ENA only); P6e-GB200's odd cards take one interface each, and its Grace CPUs
+/// are arm64.
+const EFA_TYPES: &[(&str, InstanceType)] = &[
+    ("p4d.24xlarge", InstanceType::efa(4, 8)),
+    ("p4de.24xlarge", InstanceType::efa(4, 8)),
+    ("p5.48xlarge", InstanceType::efa(32, 8)),
+    ("p5e.48xlarge", InstanceType::efa(32, 8)),
+    ("p5en.48xlarge", InstanceType::efa(16, 8)),
+    ("p6-b200.48xlarge", InstanceType::efa(8, 8)),
+    (
+        "p6-b300.48xlarge",
+        InstanceType {
+            network_cards: 17,
+            ..InstanceType::efa(16, 8)
+        },
+    ),
+    (
+        "p6e-gb200.36xlarge",
+        InstanceType {
+            single_interface_cards: 0b0_1010_1010_1010_1010,
+            arm64: true,
+            ..InstanceType::efa(17, 4)
+        },
+    ),
+    ("trn1.32xlarge", InstanceType::efa(8, 16)),
+    ("trn1n.32xlarge", InstanceType::efa(16, 16)),
+    ("trn2.48xlarge", InstanceType::efa(16, 16)),
+    ("trn2u.48xlarge", InstanceType::efa(16, 16)),
 ];
 
 /// Families the built-in table knows to have no EFA at any size (system node groups).
@@ -179,17 +229,11 @@ impl Facts {
                 None => Lookup::Unknown(near(name)),
             };
         }
-        if let Some((_, efa, accelerators)) = EFA_TYPES.iter().find(|(n, ..)| *n == name) {
-            return Lookup::Known(InstanceType {
-                efa_interfaces: *efa,
-                accelerators: *accelerators,
-            });
+        if let Some((_, known)) = EFA_TYPES.iter().find(|(n, _)| *n == name) {
+            return Lookup::Known(*known);
         }
         match name.split_once('.') {
-            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => Lookup::Known(InstanceType {
-                efa_interfaces: 0,
-                accelerators: 0,
-            }),
+            Some((family, size)) if PLAIN_FAMILIES.contains(&family) && SIZES.contains(&size) => Lookup::Known(InstanceType::PLAIN),
             Some((family, _))
                 if PLAIN_FAMILIES.contains(&family) || EFA_TYPES.iter().any(|(n, ..)| n.starts_with(&format!("{family}."))) =>
             {
@@ -237,7 +281,10 @@ mod tests {
             facts.instance_type("p5.48xlarge"),
             Lookup::Known(InstanceType {
                 efa_interfaces: 32,
-                accelerators: 8
+                network_cards: 32,
+                single_interface_cards: 0,
+                accelerators: 8,
+                arm64: false,
             })
         );
         assert!(matches!(facts.instance_type("c5.2xlarge"), Lookup::Known(t) if t.efa_interfaces == 0));
@@ -263,6 +310,7 @@ mod tests {
                 InstanceType {
                     efa_interfaces: 1,
                     accelerators: 8,
+                    ..InstanceType::PLAIN
                 },
             )]),
             zones: BTreeMap::from([("g5.48xlarge".to_owned(), BTreeSet::from(["us-west-2b".to_owned()]))]),

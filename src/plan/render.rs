@@ -68,6 +68,17 @@ fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: 
         }
         return;
     }
+    // A launch template's network interfaces, one line: their layout, not 33 tables.
+    let (nics_before, nics_after) = (before.and_then(nic_layout), after.and_then(nic_layout));
+    if path == "network_interfaces" && (nics_before.is_some() || nics_after.is_some()) && nics_before != nics_after {
+        match (nics_before, nics_after) {
+            (Some(b), Some(a)) => mark(out, "~", format!("{b} -> {a}")),
+            (None, Some(a)) => mark(out, "+", a),
+            (Some(b), None) => mark(out, "-", b),
+            (None, None) => {}
+        }
+        return;
+    }
     match (before, after) {
         (Some(b), Some(a)) if b == a && !a.is_null() => {}
         (Some(b), Some(a)) => mark(out, "~", format!("{} -> {}", value(b), value(a))),
@@ -75,6 +86,40 @@ fn attribute_lines(out: &mut String, path: &str, before: Option<&Value>, after: 
         (Some(b), None) => mark(out, "-", listed(b)),
         (None, None) => {}
     }
+}
+
+/// A list of network interfaces as a layout: `33 interfaces: ENA + 32 EFA-only over 32
+/// cards`; `None` for anything else.
+fn nic_layout(v: &Value) -> Option<String> {
+    let nics = v.as_array().filter(|l| !l.is_empty())?;
+    let mut cards = std::collections::BTreeSet::new();
+    let (mut ena, mut efa, mut efa_only) = (0, 0, 0);
+    for nic in nics {
+        cards.insert(nic.get("network_card_index")?.as_i64()?);
+        match nic.get("interface_type").and_then(Value::as_str).unwrap_or("interface") {
+            "efa" => efa += 1,
+            "efa-only" => efa_only += 1,
+            _ => ena += 1,
+        }
+    }
+    let count = |n: usize, what: &str| match n {
+        0 => None,
+        1 if what == "ENA" => Some("ENA".to_owned()),
+        n => Some(format!("{n} {what}")),
+    };
+    let kinds: Vec<String> = [count(ena, "ENA"), count(efa, "EFA"), count(efa_only, "EFA-only")]
+        .into_iter()
+        .flatten()
+        .collect();
+    let plural = |n: usize, one: &str| if n == 1 { one.to_owned() } else { format!("{one}s") };
+    Some(format!(
+        "{} {}: {} over {} {}",
+        nics.len(),
+        plural(nics.len(), "interface"),
+        kinds.join(" + "),
+        cards.len(),
+        plural(cards.len(), "card")
+    ))
 }
 
 /// What a change's header names in parentheses: its kind, or for a Kubernetes object the
@@ -209,4 +254,24 @@ pub fn drift(d: &Drift) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn network_interfaces_read_as_their_layout() {
+        let nic = |card: u32, kind: &str| json!({ "network_card_index": card, "device_index": 0, "interface_type": kind });
+        let mut p5 = vec![nic(0, "interface"), nic(0, "efa-only")];
+        p5.extend((1..32).map(|c| nic(c, "efa-only")));
+        assert_eq!(
+            nic_layout(&json!(p5)).as_deref(),
+            Some("33 interfaces: ENA + 32 EFA-only over 32 cards")
+        );
+        let plain = json!([{ "network_card_index": 0, "device_index": 0 }]);
+        assert_eq!(nic_layout(&plain).as_deref(), Some("1 interface: ENA over 1 card"));
+        assert_eq!(nic_layout(&json!(["sg-1"])), None);
+    }
 }

@@ -13,8 +13,12 @@ or what it emulates:
                                     phases' model names, how long they last);
   emulator/ec2.py                   placement groups, CreateSecurityGroup's VPC check, NAT
                                     gateway phases;
+  emulator/instance_types.py        the GPU and Trainium types' network cards, EFA, GPUs,
+                                    Neuron devices and architectures (p6e-gb200 added), their
+                                    us-west-2 offerings, and the network interfaces EC2 refuses;
   emulator/eks.py                   cluster, node group and add-on phases, the cluster security
-                                    group, updates, add-ons, tags;
+                                    group, updates, add-ons, tags, node groups whose launch
+                                    template's interfaces fail to launch (CREATE_FAILED);
   emulator/fsx.py                   FSx for Lustre file systems, data repository associations;
   emulator/efs.py                   EFS file system and mount target phases, UpdateFileSystem;
   emulator/iam.py                   ListInstanceProfileTags, an OIDC provider's client ids;
@@ -61,6 +65,7 @@ import threading
 # The package sets the environment moto reads before any of them imports moto.
 import emulator.phases
 import emulator.ec2
+import emulator.instance_types
 import emulator.eks
 import emulator.fsx
 import emulator.efs

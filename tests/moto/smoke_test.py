@@ -41,6 +41,58 @@ class Launcher(Launched):
             ec2.describe_placement_groups(GroupNames=["efa"])
         self.assertEqual(gone.exception.response["Error"]["Code"], "InvalidPlacementGroup.Unknown")
 
+    def test_placement_groups_are_tagged_by_id(self):
+        ec2 = self.client("ec2", "222222222223")
+        spec = [{"ResourceType": "placement-group", "Tags": [{"Key": "forge:stack", "Value": "s"}, {"Key": "team", "Value": "a"}, {"Key": "old", "Value": "x"}]}]
+        group_id = ec2.create_placement_group(GroupName="efa", Strategy="cluster", TagSpecifications=spec)["PlacementGroup"]["GroupId"]
+        other_id = ec2.create_placement_group(GroupName="other", Strategy="spread")["PlacementGroup"]["GroupId"]
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        # As forge's update does: the dropped keys, then the new and changed ones, by the group's id.
+        ec2.delete_tags(Resources=[group_id], Tags=[{"Key": "old"}])
+        ec2.delete_tags(Resources=[group_id], Tags=[{"Key": "team", "Value": "not-a"}])  # another value: kept
+        ec2.create_tags(Resources=[group_id, vpc], Tags=[{"Key": "team", "Value": "b"}, {"Key": "new", "Value": "1"}])
+        expected = {"forge:stack": "s", "team": "b", "new": "1"}
+        described = lambda **kw: {t["Key"]: t["Value"] for t in ec2.describe_placement_groups(**kw)["PlacementGroups"][0]["Tags"]}  # noqa: E731
+        self.assertEqual(described(GroupNames=["efa"]), expected)
+        self.assertEqual(described(GroupIds=[group_id]), expected)
+        self.assertEqual(described(Filters=[{"Name": "tag:forge:stack", "Values": ["s"]}]), expected)
+        self.assertEqual(described(Filters=[{"Name": "group-name", "Values": ["efa"]}]), expected)
+        self.assertEqual([g["GroupName"] for g in ec2.describe_placement_groups(Filters=[{"Name": "tag:team", "Values": ["a"]}])["PlacementGroups"]], [])
+        self.assertEqual({t["Key"]: t["Value"] for t in ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [vpc]}])["Tags"]}, {"team": "b", "new": "1"})
+
+        def listed(*filters):
+            return sorted((t["ResourceId"], t["ResourceType"], t["Key"], t["Value"]) for t in ec2.describe_tags(Filters=list(filters))["Tags"])
+
+        by_id = listed({"Name": "resource-id", "Values": [group_id]})
+        self.assertEqual(by_id, sorted((group_id, "placement-group", k, v) for k, v in expected.items()))
+        self.assertEqual(listed({"Name": "resource-type", "Values": ["placement-group"]}), by_id)
+        self.assertEqual(listed({"Name": "resource-type", "Values": ["placement-group"]}, {"Name": "key", "Values": ["team"]}), [(group_id, "placement-group", "team", "b")])
+        self.assertNotIn(group_id, {r for r, *_ in listed({"Name": "resource-type", "Values": ["vpc"]})})
+        # Tags on an untagged group, and all of them off again (DeleteTags without keys).
+        ec2.create_tags(Resources=[other_id], Tags=[{"Key": "k", "Value": ""}])
+        self.assertEqual(listed({"Name": "resource-id", "Values": [other_id]}), [(other_id, "placement-group", "k", "")])
+        ec2.delete_tags(Resources=[other_id])
+        self.assertEqual(ec2.describe_placement_groups(GroupIds=[other_id])["PlacementGroups"][0].get("Tags", []), [])
+        # An id no group has, or a group that is gone, is refused and changes nothing.
+        unknown = "pg-0123456789abcdef0"
+        for call in (ec2.create_tags, ec2.delete_tags):
+            with self.assertRaises(ClientError) as refused:
+                call(Resources=[unknown], Tags=[{"Key": "team", "Value": "c"}])
+            self.assertEqual(refused.exception.response["Error"]["Code"], "InvalidPlacementGroup.Unknown")
+        with self.assertRaises(ClientError) as mixed:
+            ec2.create_tags(Resources=[group_id, unknown], Tags=[{"Key": "team", "Value": "c"}])
+        self.assertEqual(mixed.exception.response["Error"]["Code"], "InvalidPlacementGroup.Unknown")
+        self.assertEqual(described(GroupNames=["efa"]), expected)
+        with self.assertRaises(ClientError) as elsewhere:  # another account's group is unknown here
+            self.client("ec2", "222222222224").create_tags(Resources=[group_id], Tags=[{"Key": "team", "Value": "c"}])
+        self.assertEqual(elsewhere.exception.response["Error"]["Code"], "InvalidPlacementGroup.Unknown")
+        ec2.delete_placement_group(GroupName="efa")
+        with self.assertRaises(ClientError) as gone:
+            ec2.create_tags(Resources=[group_id], Tags=[{"Key": "team", "Value": "c"}])
+        self.assertEqual(gone.exception.response["Error"]["Code"], "InvalidPlacementGroup.Unknown")
+        self.assertEqual(listed({"Name": "resource-id", "Values": [group_id]}), [])
+        self.assertEqual(self.control("/_forge/violations?account=222222222223"), [])  # requests and answers as botocore's model has them
+
     def test_nat_gateway_phases(self):
         ec2 = self.client("ec2", "333333333333")
         vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -243,7 +295,7 @@ class Launcher(Launched):
         self.assertEqual(len(nodes), 3)
         labels = nodes[0]["metadata"]["labels"]
         self.assertEqual((labels["eks.amazonaws.com/nodegroup"], labels["node.kubernetes.io/instance-type"], labels["forge.emulator/efa"]),
-                         ("ng", "p5.48xlarge", "32"))
+                         ("ng", "p5.48xlarge", "0"))  # no launch template: no EFA interfaces
         self.assertEqual(nodes[0]["spec"]["taints"], [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
 
         self.assertEqual(eks.delete_nodegroup(clusterName="c", nodegroupName="ng")["nodegroup"]["status"], "DELETING")

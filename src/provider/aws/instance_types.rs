@@ -1,5 +1,6 @@
-//! The instance-type facts a stack is checked against at plan time: which names exist, how
-//! many EFA interfaces and accelerators each has, and which zones offer it — two calls for all
+//! The instance-type facts a stack is checked against at plan time: which names exist, their
+//! network cards and EFA interfaces (which the EFA layout is made from), accelerators and
+//! processors, and which zones offer it — two calls for all
 //! the types a stack names (`DescribeInstanceTypes`, `DescribeInstanceTypeOfferings`).
 
 use super::error;
@@ -33,9 +34,22 @@ pub async fn lookup(cloud: &Cloud, names: &[String]) -> Result<LiveFacts, Provid
                             .filter_map(aws_sdk_ec2::types::NeuronDeviceInfo::count)
                             .sum()
                     });
+                    let cards = network.network_cards();
+                    let single_interface_cards = cards
+                        .iter()
+                        .filter(|c| c.maximum_network_interfaces() == Some(1))
+                        .filter_map(|c| c.network_card_index().and_then(|i| u32::try_from(i).ok()))
+                        .filter(|i| *i < 64)
+                        .fold(0u64, |bits, i| bits | (1 << i));
+                    let arm64 = t
+                        .processor_info()
+                        .is_some_and(|p| p.supported_architectures().iter().any(|a| a.as_str() == "arm64"));
                     let info = InstanceType {
                         efa_interfaces: u32::try_from(efa).unwrap_or(0),
+                        network_cards: network.maximum_network_cards().and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
+                        single_interface_cards,
                         accelerators: u32::try_from(gpus + neuron).unwrap_or(0),
+                        arm64,
                     };
                     facts.types.insert(name.as_str().to_owned(), info);
                 }

@@ -50,9 +50,13 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
         .unwrap()
         .to_owned();
 
-    // 32 EFA interfaces: card 0 device 0, every other card device 1, EFA SG and cluster SG on each.
+    // EC2's layout: the primary ENA interface at card 0 device 0, an `efa-only` at card 0 device
+    // 1 and at device 0 of every further card — 32 EFA devices, and one VPC address per node
+    // before any pod, where an `efa` on every card took 32 — the EFA SG and cluster SG on each.
     let layout = efa_layout(&aws, "nemo-gpu");
-    assert_eq!(layout.len(), 32);
+    assert_eq!(layout.len(), 33);
+    let addresses = layout.iter().filter(|(_, _, kind, _)| kind != "efa-only").count();
+    assert_eq!(addresses, 1, "a node's VPC addresses before pods");
     let (_, _, groups) = tagged(&aws, "nemo-eks-p5");
     let efa_sg = groups
         .iter()
@@ -60,11 +64,12 @@ fn eks_p5_stack_comes_up_with_efa_wired_and_goes_away() {
         .expect("the EFA security group");
     let efa_sg_id = efa_sg.group_id().unwrap().to_owned();
     for (i, (card, device, kind, sgs)) in layout.iter().enumerate() {
-        assert_eq!(
-            (*card, *device, kind.as_str()),
-            (i as i32, i32::from(i != 0), "efa"),
-            "interface {i}"
-        );
+        let want = match i {
+            0 => (0, 0, "interface"),
+            1 => (0, 1, "efa-only"),
+            i => (i as i32 - 1, 0, "efa-only"),
+        };
+        assert_eq!((*card, *device, kind.as_str()), want, "interface {i}");
         let mut sgs = sgs.clone();
         sgs.sort();
         let mut want = vec![efa_sg_id.clone(), cluster_sg.clone()];
@@ -254,8 +259,17 @@ fn eks_p4de_launch_template_has_four_efa_interfaces() {
         .into_iter()
         .map(|(c, d, t, _)| (c, d, t))
         .collect();
-    let efa = |c, d| (c, d, "efa".to_owned());
-    assert_eq!(layout, [efa(0, 0), efa(1, 1), efa(2, 1), efa(3, 1)]);
+    let nic = |c, d, kind: &str| (c, d, kind.to_owned());
+    assert_eq!(
+        layout,
+        [
+            nic(0, 0, "interface"),
+            nic(0, 1, "efa-only"),
+            nic(1, 0, "efa-only"),
+            nic(2, 0, "efa-only"),
+            nic(3, 0, "efa-only")
+        ]
+    );
 
     // The kubeconfig context is merged beside the ones already there, twice without duplicates.
     let other = "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: 'https://other'}\nusers:\n- name: other\n  user: {token: t}\ncontexts:\n- name: other\n  context: {cluster: other, user: other}\ncurrent-context: other\n";
@@ -389,7 +403,10 @@ fn a_type_only_aws_knows_gets_its_efa_interfaces_from_aws() {
     assert_eq!(code, 1, "offline, forge cannot tell the EFA count: {stderr}");
     let (code, stderr) = aws.forge(&["plan", "g6e.toml"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stderr.matches("interface_type = \"efa\"").count(), 4, "{stderr}");
+    assert!(
+        stderr.contains("+ network_interfaces = 5 interfaces: ENA + 4 EFA-only over 4 cards"),
+        "{stderr}"
+    );
 }
 
 /// Scaling that an autoscaler changed stays within new bounds; a taint whose value changes is

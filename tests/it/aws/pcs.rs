@@ -268,8 +268,9 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
     let (code, stderr) = aws.forge(&["plan", "slurm.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "the state matches the cloud: {stderr}");
 
-    // The GPU nodes' launch template: 32 EFA interfaces, card 0 device 0 and the others device
-    // 1, the cluster's group on each; the placement group; IMDSv2 with a hop for containers.
+    // The GPU nodes' launch template: the ENA primary and 32 `efa-only` interfaces (card 0
+    // device 1, then device 0 of cards 1–31), the cluster's group on each; the placement group;
+    // IMDSv2 with a hop for containers.
     let (_, _, groups) = tagged(&aws, "nemo-slurm-p5");
     let slurm_group = groups
         .iter()
@@ -279,13 +280,14 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
         .unwrap()
         .to_owned();
     let layout = efa_layout(&aws, "nemo-gpu");
-    assert_eq!(layout.len(), 32);
-    assert_eq!(layout[0], (0, 0, "efa".to_owned(), vec![slurm_group.clone()]));
+    assert_eq!(layout.len(), 33);
+    assert_eq!(layout[0], (0, 0, "interface".to_owned(), vec![slurm_group.clone()]));
+    assert_eq!(layout[1], (0, 1, "efa-only".to_owned(), vec![slurm_group.clone()]));
     assert!(
-        layout[1..]
+        layout[2..]
             .iter()
             .enumerate()
-            .all(|(i, l)| *l == (i as i32 + 1, 1, "efa".to_owned(), vec![slurm_group.clone()]))
+            .all(|(i, l)| *l == (i as i32 + 1, 0, "efa-only".to_owned(), vec![slurm_group.clone()]))
     );
     let ec2 = aws.ec2();
     let data = runtime().block_on(async {

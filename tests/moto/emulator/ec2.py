@@ -1,5 +1,9 @@
 """EC2's gaps:
   * EC2 Create/Describe/DeletePlacementGroup(s), which moto 5.2.5 does not implement;
+  * placement groups taggable by id, as EC2's are: CreateTags and DeleteTags take the `pg-` id
+    of a group of the account and region (moto answers InvalidID to any `pg-` id; an unknown
+    group is InvalidPlacementGroup.Unknown), and DescribeTags lists a group's tags (filters
+    `resource-id`, `resource-type` = `placement-group`, `key`, `value`, as moto reads them);
   * EC2 CreateSecurityGroup refusing a VpcId that does not exist (InvalidVpcID.NotFound);
   * NAT gateways that go pending -> available and deleting -> deleted over time, driven by
     moto's state manager (model names `forge::nat_gateway_create` / `_delete`);
@@ -11,14 +15,17 @@
 """
 
 import random
+import re
 
-from moto.ec2.exceptions import EC2ClientError
+from moto.ec2.exceptions import EC2ClientError, InvalidParameterValueErrorTagNull, TagLimitExceeded
+from moto.ec2.models import EC2Backend
 from moto.ec2.models.core import TaggedEC2Resource
 from moto.ec2.models.nat_gateways import NatGateway, NatGatewayBackend
 from moto.ec2.models.security_groups import SecurityGroupBackend
+from moto.ec2.models.tags import TagBackend
 from moto.ec2.models.vpcs import VPCBackend
 from moto.ec2.responses import EC2Response
-from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, EC2_RESOURCE_TO_PREFIX, get_prefix, simple_aws_filter_to_re
 from moto.moto_api._internal.managed_state_model import ManagedState
 
 
@@ -134,6 +141,121 @@ EC2Response._forge_result = _forge_result
 EC2Response.create_placement_group = create_placement_group
 EC2Response.describe_placement_groups = describe_placement_groups
 EC2Response.delete_placement_group = delete_placement_group
+
+
+# --- placement groups are tagged by id -------------------------------------------------------
+# The group's own "Tags" list stays where its tags live (CloudFormation's updates in
+# cloudformation.py write it too); CreateTags and DeleteTags reach it by the group's id and
+# DescribeTags reads it. Registering the `pg` prefix makes moto's id check (validate_resource_ids)
+# take a `pg-` id and its DescribeTags name the type; the ids go to the groups, never to moto's
+# tag store.
+
+EC2_RESOURCE_TO_PREFIX.setdefault("placement-group", "pg")
+EC2_PREFIX_TO_RESOURCE.setdefault("pg", "placement-group")
+
+
+def _is_placement_group_id(resource_id):
+    return isinstance(resource_id, str) and resource_id.startswith("pg-")
+
+
+def placement_group_by_id(backend, group_id):
+    """The account's group with this id, or EC2's error for a group it does not have."""
+    for group in _placement_groups(backend).values():
+        if group["GroupId"] == group_id:
+            return group
+    raise EC2ClientError("InvalidPlacementGroup.Unknown", f"The Placement Group '{group_id}' is unknown.")
+
+
+def _split_ids(resource_ids):
+    groups = [r for r in resource_ids if _is_placement_group_id(r)]
+    return groups, [r for r in resource_ids if not _is_placement_group_id(r)]
+
+
+_moto_do_resources_exist = EC2Backend.do_resources_exist
+
+
+def do_resources_exist(self, resource_ids):
+    groups, others = _split_ids(resource_ids)
+    for group_id in groups:
+        placement_group_by_id(self, group_id)
+    return _moto_do_resources_exist(self, others)
+
+
+EC2Backend.do_resources_exist = do_resources_exist
+
+
+_moto_create_tags = TagBackend.create_tags
+
+
+def create_tags(self, resource_ids, tags):
+    """moto's CreateTags, with a placement group's tags set on the group (all checked first:
+    a request that fails changes nothing)."""
+    group_ids, others = _split_ids(resource_ids)
+    if not group_ids:
+        return _moto_create_tags(self, resource_ids, tags)
+    if None in tags.values():
+        raise InvalidParameterValueErrorTagNull()
+    groups = [placement_group_by_id(self, g) for g in group_ids]
+    for group in groups:
+        keys = {t["Key"] for t in group["Tags"]} | set(tags)
+        if len([k for k in keys if not k.startswith("aws:")]) > 50:
+            raise TagLimitExceeded()
+    if others:
+        _moto_create_tags(self, others, tags)
+    for group in groups:
+        merged = {t["Key"]: t["Value"] for t in group["Tags"]}
+        merged.update(tags)
+        group["Tags"] = [{"Key": k, "Value": v} for k, v in merged.items()]
+    return True
+
+
+_moto_delete_tags = TagBackend.delete_tags
+
+
+def delete_tags(self, resource_ids, tags):
+    """moto's DeleteTags, with a placement group's tags taken off the group: a key given with a
+    value goes only if the value matches, and no keys at all removes every tag but `aws:` ones,
+    as EC2 does."""
+    group_ids, others = _split_ids(resource_ids)
+    if not group_ids:
+        return _moto_delete_tags(self, resource_ids, tags)
+    groups = [placement_group_by_id(self, g) for g in group_ids]
+    if others:
+        _moto_delete_tags(self, others, tags)
+    for group in groups:
+        def goes(tag):
+            if not tags:
+                return not tag["Key"].startswith("aws:")
+            return tag["Key"] in tags and tags[tag["Key"]] in (None, tag["Value"])
+
+        group["Tags"] = [t for t in group["Tags"] if not goes(t)]
+    return True
+
+
+_moto_describe_tags = TagBackend.describe_tags
+
+
+def describe_tags(self, filters=None):
+    """moto's DescribeTags, and the placement groups' tags matched by the same filters."""
+    found = _moto_describe_tags(self, filters)
+    filters = filters or {}
+    if filters.get("resource-type") and "placement-group" not in filters["resource-type"]:
+        return found
+
+    def like(name, value):
+        wanted = filters.get(name)
+        return not wanted or any(re.match(simple_aws_filter_to_re(w), value) for w in wanted)
+
+    for group in _placement_groups(self).values():
+        for tag in group["Tags"]:
+            if like("resource-id", group["GroupId"]) and like("key", tag["Key"]) and like("value", tag["Value"]):
+                found.append({"resource_id": group["GroupId"], "key": tag["Key"], "value": tag["Value"], "resource_type": "placement-group"})
+    return found
+
+
+TagBackend.create_tags = create_tags
+TagBackend.delete_tags = delete_tags
+TagBackend.describe_tags = describe_tags
 
 
 # --- EC2 security groups: the VPC must exist -------------------------------------------------

@@ -18,9 +18,18 @@
   * an OIDC issuer of each cluster's own (moto gives every cluster the same one);
   * a Kubernetes API server per cluster (kubernetes.py), whose endpoint and CA DescribeCluster
     reports (moto: a made-up endpoint and random CA data); each node group's instances are its
-    Nodes, labelled as EKS labels them (eks.amazonaws.com/nodegroup, instance type, zone) with
-    the node group's taints and their devices (INSTANCE_DEVICES) for the device plugins to
-    advertise; they follow the group's desired size and go with it.
+    Nodes, labelled as EKS labels them (eks.amazonaws.com/nodegroup, instance type, zone,
+    kubernetes.io/arch) with the node group's taints and their devices for the device plugins
+    to advertise: the type's GPUs and Neuron devices (instance_types.py), and as many EFA
+    devices as the launch template's `efa` and `efa-only` interfaces (none without one); they
+    follow the group's desired size and go with it;
+  * a node group whose launch template's network interfaces its instance type cannot take
+    (instance_types.interface_problem: EFA on an ENA-only card or type, an EFA-only primary, a
+    card or device index out of range, one card and device twice, more EFA interfaces than
+    the type has) goes CREATING -> CREATE_FAILED with the health issue EKS reports
+    (AsgInstanceLaunchFailures, EC2's error in the Auto Scaling group's words) and has no
+    Nodes; UpdateNodegroupVersion to such a template fails its update (NodeCreationFailure)
+    and keeps the group's template and Nodes.
 """
 
 import base64
@@ -36,6 +45,7 @@ from moto.eks.models import CLUSTER_NOT_READY_MSG, EKSBackend, Nodegroup, pagina
 from moto.eks.models import Cluster as EksCluster
 from moto.eks.responses import EKSResponse
 
+from . import instance_types as ec2_types
 from . import kubernetes
 from .phases import DROPPING, _drop_gone, is_gone, phased_status, start_delete, start_phase
 
@@ -101,9 +111,6 @@ def drop_cluster_security_group(cluster):
         cluster._forge_ec2.delete_security_group(group_id=group)
 
 
-# instance type -> (GPUs, EFA interfaces, Neuron devices): what its device plugins advertise.
-INSTANCE_DEVICES = {"p5.48xlarge": (8, 32, 0), "p5e.48xlarge": (8, 32, 0), "p4de.24xlarge": (8, 4, 0), "p4d.24xlarge": (8, 4, 0),
-                    "g6e.48xlarge": (8, 4, 0), "trn1.32xlarge": (0, 8, 16), "trn1n.32xlarge": (0, 16, 16), "trn2.48xlarge": (0, 16, 16)}
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
@@ -112,10 +119,11 @@ def api_server(backend, name):
     return f"eks/{backend.account_id}/{backend.region_name}/{name}"
 
 
-def instance_type(backend, nodegroup):
-    """A node group's instance type: its own, else its launch template's."""
-    if nodegroup.instance_types and not nodegroup.launch_template:
-        return nodegroup.instance_types[0]
+def launch_template_data(backend, nodegroup):
+    """The LaunchTemplateData of the version of its launch template a node group uses (None
+    without one, or if it is gone)."""
+    if not nodegroup.launch_template:
+        return None
     from moto.ec2.models import ec2_backends
 
     try:
@@ -123,15 +131,43 @@ def instance_type(backend, nodegroup):
         version = str(nodegroup.launch_template.get("version", "$Default"))
         chosen = (template.latest_version() if version == "$Latest" else template.default_version() if version == "$Default"
                   else template.versions[int(version) - 1])
-        return chosen.data.get("InstanceType") or (nodegroup.instance_types or ["t3.medium"])[0]
+        return chosen.data or {}
     except Exception:
-        return (nodegroup.instance_types or ["t3.medium"])[0]
+        return None
+
+
+def instance_type(backend, nodegroup):
+    """A node group's instance type: its launch template's, else its own."""
+    data = launch_template_data(backend, nodegroup) or {}
+    return data.get("InstanceType") or (nodegroup.instance_types or ["t3.medium"])[0]
+
+
+def network_interfaces(backend, nodegroup):
+    """The network interfaces its launch template gives a node group's instances ([]: EKS's
+    default, one ENA interface)."""
+    return (launch_template_data(backend, nodegroup) or {}).get("NetworkInterfaces") or []
+
+
+def launch_failure(backend, nodegroup):
+    """What the Auto Scaling group of a node group says when EC2 will not launch its instances
+    (their network interfaces), as EKS passes it on; None if EC2 launches them."""
+    problem = ec2_types.interface_problem(instance_type(backend, nodegroup), network_interfaces(backend, nodegroup))
+    if problem is None:
+        return None
+    code, message = problem
+    market = "Spot" if nodegroup.capacity_type == "SPOT" else "On-Demand"
+    return f"Could not launch {market} Instances. {code} - {message} Launching EC2 instance failed."
+
+
+def auto_scaling_groups(nodegroup):
+    return [g["name"] for g in (nodegroup.resources or {}).get("autoScalingGroups", [])]
 
 
 def publish_nodes(backend, cluster_name, nodegroup, count=None):
     """The node group's instances as Nodes of its cluster's API server (none once deleted)."""
     kind = instance_type(backend, nodegroup)
-    gpus, efa, neuron = INSTANCE_DEVICES.get(kind, (0, 0, 0))
+    gpus, neuron = ec2_types.devices(kind)
+    efa = ec2_types.efa_interfaces(network_interfaces(backend, nodegroup))
     count = nodegroup.scaling_config.get("desiredSize", 0) if count is None else count
     from moto.ec2.models import ec2_backends
 
@@ -145,8 +181,8 @@ def publish_nodes(backend, cluster_name, nodegroup, count=None):
     nodes = []
     for i in range(count):
         zone = zones[i % len(zones)] if zones else f"{backend.region_name}a"
-        labels = {"node.kubernetes.io/instance-type": kind, "topology.kubernetes.io/zone": zone, **(nodegroup.labels or {}),
-                  "forge.emulator/gpus": str(gpus), "forge.emulator/efa": str(efa), "forge.emulator/neuron": str(neuron)}
+        labels = {"node.kubernetes.io/instance-type": kind, "topology.kubernetes.io/zone": zone, "kubernetes.io/arch": ec2_types.arch(kind),
+                  **(nodegroup.labels or {}), "forge.emulator/gpus": str(gpus), "forge.emulator/efa": str(efa), "forge.emulator/neuron": str(neuron)}
         taints = [{"key": t["key"], "value": t.get("value", ""), "effect": TAINT_EFFECTS.get(t.get("effect"), t.get("effect"))}
                   for t in nodegroup.taints or []]
         name = f"ip-10-{abs(hash(nodegroup.nodegroup_name)) % 250}-{i // 250}-{i % 250 + 1}.{backend.region_name}.compute.internal"
@@ -155,6 +191,21 @@ def publish_nodes(backend, cluster_name, nodegroup, count=None):
         kubernetes.set_nodes(api_server(backend, cluster_name), "eks.amazonaws.com/nodegroup", nodegroup.nodegroup_name, nodes)
     except KeyError:
         pass  # the cluster's server is gone
+
+
+def _nodegroup_health(self):
+    """EKS reports a failed create's issues once the group is CREATE_FAILED."""
+    issues = self.__dict__.get("_forge_issues")
+    if issues and self.status == "CREATE_FAILED":
+        return {"issues": issues}
+    return self.__dict__.get("_forge_health") or {"issues": []}
+
+
+def _set_nodegroup_health(self, value):
+    self._forge_health = dict(value or {"issues": []})  # moto hands every group one shared default
+
+
+Nodegroup.health = property(_nodegroup_health, _set_nodegroup_health)
 
 
 def drop_deleted(backend):
@@ -205,6 +256,11 @@ def eks_delete_cluster(self, name):
 def eks_create_nodegroup(self, **kwargs):
     nodegroup = _moto_eks["create_nodegroup"](self, **kwargs)
     nodegroup.scaling_config = dict(nodegroup.scaling_config)  # moto may hand out its shared default
+    failure = launch_failure(self, nodegroup)
+    if failure:
+        nodegroup._forge_issues = [{"code": "AsgInstanceLaunchFailures", "message": failure, "resourceIds": auto_scaling_groups(nodegroup)}]
+        start_phase(nodegroup, "forge::eks_nodegroup_create", "CREATING", "CREATE_FAILED")
+        return nodegroup
     start_phase(nodegroup, "forge::eks_nodegroup_create", "CREATING", "ACTIVE")
     publish_nodes(self, kwargs["cluster_name"], nodegroup)
     return nodegroup
@@ -247,8 +303,17 @@ class Update:
         self.params = params
         self.scope = scope  # (nodegroupName, addonName): DescribeUpdate must name the same
         self.created_at = utcnow()
-        self.errors = []
+        self._forge_errors = []
         start_phase(self, "forge::eks_update", "InProgress", "Successful")
+
+    @property
+    def errors(self):
+        """A failing update's errors, once it has Failed."""
+        return self._forge_errors if self.status == "Failed" else []
+
+    def fail(self, errors):
+        self._forge_errors = errors
+        start_phase(self, "forge::eks_update", "InProgress", "Failed")
 
 
 def update_param(kind, value):
@@ -328,15 +393,23 @@ def update_nodegroup_version(self):
     nodegroup = self.eks_backend.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=name)
     refuse_while_busy("Nodegroup", name, nodegroup)
     params = []
-    template = self._get_param("launchTemplate")
+    template, failure = self._get_param("launchTemplate"), None
     if template:
+        before = nodegroup.launch_template
         nodegroup.launch_template = {**(nodegroup.launch_template or {}), **template}
         params.append(update_param("LaunchTemplateVersion", str(template.get("version", ""))))
+        failure = launch_failure(self.eks_backend, nodegroup)
+        if failure:  # the new instances never launch: the group keeps its template and Nodes
+            nodegroup.launch_template = before
     for key, kind in (("version", "Version"), ("releaseVersion", "ReleaseVersion")):
         if self._get_param(key):
             setattr(nodegroup, "version" if key == "version" else "release_version", self._get_param(key))
             params.append(update_param(kind, self._get_param(key)))
     update = begin_update(self.eks_backend.clusters[cluster_name], nodegroup, "forge::eks_nodegroup_update", "VersionUpdate", params, nodegroup=name)
+    if failure:
+        update.fail([{"errorCode": "NodeCreationFailure", "errorMessage": failure, "resourceIds": auto_scaling_groups(nodegroup)}])
+    else:
+        publish_nodes(self.eks_backend, cluster_name, nodegroup)
     return ActionResult({"update": update})
 
 
