@@ -396,7 +396,7 @@ impl<'a> Group<'a> {
         let scaling = size(&key("size"), &block.size)?;
         let capacity_type = capacity(name, &block, &key)?;
         let types = types(name, &block, &key)?;
-        if ULTRASERVER_FAMILIES.iter().any(|f| types[0].starts_with(f)) {
+        if instances::ultraserver(&types[0]) {
             ultraserver(&types[0], &block, &scaling, cluster.version, &key)?;
         }
         let typed: Vec<&str> = types.iter().map(String::as_str).collect();
@@ -618,9 +618,6 @@ fn types(name: &str, block: &NodeGroupBlock, key: &dyn Fn(&str) -> String) -> Re
     }
 }
 
-/// Instance families sold only as UltraServers, from Capacity Blocks.
-const ULTRASERVER_FAMILIES: &[&str] = &["p6e-gb200.", "p6e-gb300."];
-
 /// The instances of the smallest UltraServer (`u-p6e-gb200x36`: 9; `x72` is 18).
 const ULTRASERVER_INSTANCES: i64 = 9;
 
@@ -636,10 +633,9 @@ fn ultraserver(
 ) -> Result<(), ComponentError> {
     if block.capacity_type.as_deref() != Some("CAPACITY_BLOCK") || block.capacity_reservation_id.is_none() {
         return Err(ComponentError::at(
-            key(if block.capacity_type.as_deref() == Some("CAPACITY_BLOCK") {
-                "capacity_reservation_id"
-            } else {
-                "capacity_type"
+            key(match block.capacity_type.as_deref() {
+                Some("CAPACITY_BLOCK") | None => "instance_type",
+                Some(_) => "capacity_type",
             }),
             format!("`{instance_type}` comes only as UltraServers, from Capacity Blocks"),
             "set `capacity_type = \"CAPACITY_BLOCK\"` and `capacity_reservation_id = \"cr-…\"`, the reservation of the UltraServer Capacity Block",

@@ -51,6 +51,15 @@ pub fn look_up(facts: &Facts, key: &str, types: &[&str]) -> Result<Types, Compon
     Ok(found)
 }
 
+/// Instance families sold only as UltraServers, from Capacity Blocks.
+const ULTRASERVER_FAMILIES: &[&str] = &["p6e-gb200.", "p6e-gb300."];
+
+/// Whether `instance_type` comes only as UltraServers (P6e-GB200: 9 or 18 instances sharing
+/// one NVLink domain).
+pub fn ultraserver(instance_type: &str) -> bool {
+    ULTRASERVER_FAMILIES.iter().any(|f| instance_type.starts_with(f))
+}
+
 /// How a launch template lays out a type's EFA interfaces (`efa_layout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {

@@ -463,7 +463,44 @@ fn queues<'a>(input: &Input, block: &'a Slurm, vpc: &NamedVpc) -> Result<Vec<Que
             "add `[slurm.<name>.queues.gpu]` with `instance_type = \"p5.48xlarge\"`",
         ));
     }
-    block.queues.iter().map(|(name, table)| queue(input, name, table, vpc)).collect()
+    let queues = block
+        .queues
+        .iter()
+        .map(|(name, table)| queue(input, name, table, vpc))
+        .collect::<Result<Vec<_>, _>>()?;
+    for q in queues.iter().filter(|q| instances::ultraserver(&q.block.instance_type)) {
+        ultraserver_queue(q, &block.version)?;
+    }
+    Ok(queues)
+}
+
+/// PCS serves UltraServer queues (P6e-GB200) from Capacity Blocks only, on Slurm 25.05 or
+/// later (its topology plugin and the IMEX prolog).
+fn ultraserver_queue(q: &Queue, version: &str) -> Result<(), ComponentError> {
+    let instance_type = &q.block.instance_type;
+    if q.purchase != "CAPACITY_BLOCK" {
+        return Err(ComponentError::at(
+            format!(
+                "queues.{}.{}",
+                q.name,
+                if q.block.capacity_type.is_some() {
+                    "capacity_type"
+                } else {
+                    "instance_type"
+                }
+            ),
+            format!("`{instance_type}` comes only as UltraServers, from Capacity Blocks"),
+            "set `capacity_type = \"CAPACITY_BLOCK\"` and `capacity_reservation_id = \"cr-…\"`, the reservation of the UltraServer Capacity Block",
+        ));
+    }
+    if version == "24.11" {
+        return Err(ComponentError::at(
+            "version",
+            format!("PCS serves `{instance_type}` UltraServer queues on Slurm 25.05 or later, and the cluster runs {version}"),
+            "write `version = \"25.05\"` or later",
+        ));
+    }
+    Ok(())
 }
 
 /// The table `queues.<name>`, checked: a type that exists, nodes in order, EFA (by default

@@ -768,6 +768,21 @@ fn eks_component_errors() {
             stack("instance_types = [\"p5.48xlarge\"]\nsize = 2\nzone = \"us-west-2a\"\nefa = true"),
         ),
         (
+            "eks_ultraserver_without_capacity_block",
+            stack("instance_type = \"p6e-gb200.36xlarge\"\nsize = 9\nzone = \"us-west-2a\""),
+        ),
+        (
+            "eks_ultraserver_on_kubernetes_1_32",
+            stack(
+                "instance_type = \"p6e-gb200.36xlarge\"\nsize = 9\nzone = \"us-west-2a\"\ncapacity_type = \"CAPACITY_BLOCK\"\ncapacity_reservation_id = \"cr-0123\"",
+            )
+            .replace("vpc = \"vpc.main\"\n[eks", "vpc = \"vpc.main\"\nversion = \"1.32\"\n[eks"),
+        ),
+        (
+            "eks_efa_layout_efa_on_an_ena_only_card",
+            stack("instance_type = \"p6-b300.48xlarge\"\nsize = 1\nzone = \"us-west-2a\"\nefa_layout = \"efa\""),
+        ),
+        (
             "eks_unknown_vpc",
             stack("instance_type = \"c5.2xlarge\"\nsize = 1").replace("vpc = \"vpc.main\"", "vpc = \"vpc.mian\""),
         ),
@@ -870,6 +885,20 @@ fn slurm_component_errors() {
         (
             "slurm_too_many_nodes_for_the_size",
             stack(&format!("{ok_slurm}\nsize = \"SMALL\""), &ok_queue.replace("max = 2", "max = 40")),
+        ),
+        (
+            "slurm_ultraserver_on_demand",
+            stack(ok_slurm, &ok_queue.replace("p5.48xlarge", "p6e-gb200.36xlarge")),
+        ),
+        (
+            "slurm_ultraserver_on_slurm_24_11",
+            stack(
+                &ok_slurm.replace("25.05", "24.11"),
+                &format!(
+                    "{}\ncapacity_type = \"CAPACITY_BLOCK\"\ncapacity_reservation_id = \"cr-0123\"",
+                    ok_queue.replace("p5.48xlarge", "p6e-gb200.36xlarge")
+                ),
+            ),
         ),
     ];
     for (name, text) in cases {

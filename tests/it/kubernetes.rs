@@ -753,3 +753,162 @@ fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_c
     w.write("private.toml", PRIVATE_STACK);
     w.ok(&["destroy", "private.toml", "--yes"]);
 }
+
+/// The GPU and Trainium shapes of 2026 in one cluster.
+const NEW_SHAPES: &str = r#"
+[stack]
+name = "shapes"
+
+[aws]
+region = "us-west-2"
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a", "us-west-2b"]
+nat = "none"
+
+[eks.shapes]
+vpc = "vpc.main"
+version = "1.33"
+
+[eks.shapes.nodegroups.system]
+instance_type = "c5.2xlarge"
+size = 1
+
+[eks.shapes.nodegroups.h200]
+instance_type = "p5en.48xlarge"
+size = 1
+zone = "us-west-2a"
+
+[eks.shapes.nodegroups.b200]
+instance_type = "p6-b200.48xlarge"
+size = 1
+zone = "us-west-2a"
+
+[eks.shapes.nodegroups.b300]
+instance_type = "p6-b300.48xlarge"
+size = 1
+zone = "us-west-2a"
+
+[eks.shapes.nodegroups.trn2]
+instance_type = "trn2.48xlarge"
+size = 1
+zone = "us-west-2a"
+"#;
+
+#[test]
+fn the_2026_shapes_come_up_laid_out_as_ec2_documents_and_report_their_devices() {
+    let w = World::new();
+    w.write("shapes.toml", NEW_SHAPES);
+    let stderr = w.ok(&["up", "shapes.toml", "--yes"]);
+    for line in [
+        "node group `h200`: 1 nodes, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 16",
+        "node group `b200`: 1 nodes, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 8",
+        "node group `b300`: 1 nodes, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 16",
+        "aws.amazon.com/neuron 16",
+    ] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    let creds = aws_sdk_ec2::config::Credentials::new(&w.account, "secret", None, None, "test");
+    let config = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-west-2"))
+        .endpoint_url(crate::support::launcher_url())
+        .credentials_provider(aws_sdk_ec2::config::SharedCredentialsProvider::new(creds))
+        .build();
+    let ec2 = aws_sdk_ec2::Client::new(&config);
+    let layout = |template: &str| {
+        let versions = runtime()
+            .block_on(
+                ec2.describe_launch_template_versions()
+                    .launch_template_name(template)
+                    .versions("$Latest")
+                    .send(),
+            )
+            .unwrap();
+        let data = versions.launch_template_versions()[0].launch_template_data().unwrap().clone();
+        data.network_interfaces()
+            .iter()
+            .map(|n| {
+                (
+                    n.network_card_index().unwrap(),
+                    n.device_index().unwrap(),
+                    n.interface_type().unwrap().to_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let nic = |card, device, kind: &str| (card, device, kind.to_owned());
+    // p6-b300: card 0 takes ENA only; EFA on cards 1–16, each efa-only at device 0.
+    let b300 = layout("shapes-b300");
+    assert_eq!(b300.len(), 17);
+    assert_eq!(b300[..2], [nic(0, 0, "interface"), nic(1, 0, "efa-only")]);
+    assert_eq!(b300[16], nic(16, 0, "efa-only"));
+    for (template, efa) in [("shapes-h200", 16), ("shapes-b200", 8), ("shapes-trn2", 16)] {
+        let nics = layout(template);
+        assert_eq!(nics.len(), efa + 1, "{template}");
+        assert_eq!(nics[..2], [nic(0, 0, "interface"), nic(0, 1, "efa-only")], "{template}");
+    }
+    w.ok(&["destroy", "shapes.toml", "--yes"]);
+}
+
+/// A P6e-GB200 UltraServer node group on its Capacity Block.
+const ULTRASERVER: &str = r#"
+[stack]
+name = "gb200"
+
+[aws]
+region = "us-west-2"
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a", "us-west-2b"]
+nat = "none"
+
+[eks.gb]
+vpc = "vpc.main"
+version = "1.33"
+
+[eks.gb.nodegroups.system]
+instance_type = "c5.2xlarge"
+size = 1
+
+[eks.gb.nodegroups.nvl72]
+instance_type = "p6e-gb200.36xlarge"
+size = 18
+zone = "us-west-2a"
+capacity_type = "CAPACITY_BLOCK"
+capacity_reservation_id = "cr-0123456789abcdef0"
+"#;
+
+#[test]
+fn a_p6e_gb200_ultraserver_group_comes_up_on_its_capacity_block_with_alternating_efa() {
+    let w = World::new();
+    w.write("gb.toml", ULTRASERVER);
+    let stderr = w.ok(&["up", "gb.toml", "--yes"]);
+    assert!(
+        stderr.contains("node group `nvl72`: 18 nodes, each nvidia.com/gpu 4, vpc.amazonaws.com/efa 17"),
+        "{stderr}"
+    );
+    let (_, state, _) = w.forge(&["state", "show", "gb.toml", "eks.gb.nodegroups.nvl72.launch_template"]);
+    let record: serde_json::Value = serde_json::from_str(&state).unwrap();
+    let nics = record["config"]["network_interfaces"].as_array().unwrap().clone();
+    assert_eq!(nics.len(), 17);
+    for (card, n) in nics.iter().enumerate() {
+        let want = if card % 2 == 0 { "efa" } else { "efa-only" };
+        assert_eq!(
+            (n["network_card_index"].as_u64(), n["interface_type"].as_str()),
+            (Some(card as u64), Some(want))
+        );
+    }
+    assert_eq!(record["config"]["capacity_block"], true);
+    assert!(
+        record["config"].get("placement_group").is_none(),
+        "the Capacity Block brings its placement"
+    );
+    let (_, group, _) = w.forge(&["state", "show", "gb.toml", "eks.gb.nodegroups.nvl72.nodegroup"]);
+    let group: serde_json::Value = serde_json::from_str(&group).unwrap();
+    assert_eq!(group["config"]["ami_type"], "AL2023_ARM_64_NVIDIA");
+    assert_eq!(group["config"]["capacity_type"], "CAPACITY_BLOCK");
+    w.ok(&["destroy", "gb.toml", "--yes"]);
+}
