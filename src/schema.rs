@@ -23,6 +23,8 @@ pub enum FieldType {
     File,
     /// A node count, or a `{ min, max }` table to autoscale (components' node groups).
     Size,
+    /// `true`, `false`, or the name of something that exists (a node group's placement group).
+    BoolOrName,
 }
 
 impl FieldType {
@@ -36,6 +38,7 @@ impl FieldType {
             FieldType::List => "a list",
             FieldType::File => "a file path (a string)",
             FieldType::Size => "a node count or a `{ min, max }` table",
+            FieldType::BoolOrName => "true, false or a name",
         }
     }
 
@@ -48,6 +51,7 @@ impl FieldType {
             FieldType::Table => value.is_object(),
             FieldType::List => value.is_array(),
             FieldType::Size => value.is_i64() || value.is_u64() || value.is_object(),
+            FieldType::BoolOrName => value.is_boolean() || value.is_string(),
         }
     }
 }

@@ -47,7 +47,7 @@ block! {
         subnet_id: Option<String>,
         efa: Option<bool>,
         efa_layout: Option<String>,
-        placement_group: Option<bool>,
+        placement_group: Option<Value> as BoolOrName,
         capacity_reservation_id: Option<String>,
         capacity_type: Option<String>,
         labels: Option<Value>,
@@ -377,7 +377,7 @@ struct Group<'a> {
     nics: Vec<instances::Nic>,
     /// GPUs or Neuron devices per node (the fewest of its types).
     accelerators: u32,
-    placement_group: bool,
+    placement: Placement,
     subnets: Value,
     ami: String,
 }
@@ -419,7 +419,7 @@ impl<'a> Group<'a> {
             _ => Vec::new(),
         };
         let efa = efa.map(|_| instances::efa_devices(&nics));
-        let placement_group = placement_group(name, &block, efa.is_some(), &key)?;
+        let placement = placement(name, &block, efa.is_some(), &key)?;
         let subnets = subnets(name, &block, &cluster.network, &key)?;
         if let Some(zone) = &block.zone {
             offered(facts, &typed, zone, &key("zone"))?;
@@ -437,7 +437,7 @@ impl<'a> Group<'a> {
             efa,
             nics,
             accelerators: looked.accelerators.unwrap_or(0),
-            placement_group,
+            placement,
             subnets,
             ami,
             block,
@@ -466,7 +466,7 @@ impl<'a> Group<'a> {
 
     /// Whether it launches from a launch template of its own.
     fn needs_template(&self) -> bool {
-        self.efa.is_some() || self.block.capacity_reservation_id.is_some() || self.placement_group
+        self.efa.is_some() || self.block.capacity_reservation_id.is_some() || self.placement != Placement::None
     }
 
     /// Its placement group, EFA security group and launch template when it needs them, and
@@ -511,14 +511,18 @@ impl<'a> Group<'a> {
             "instance_type": self.types[0],
             "tags": cluster.tags,
         });
-        if self.placement_group {
-            parts.push(cluster.part(
-                &self.local("placement_group"),
-                "aws_placement_group",
-                json!({ "name": resource_name, "strategy": "cluster", "tags": cluster.tags }),
-                vec![],
-            ));
-            template["placement_group"] = cluster.reference(&self.local("placement_group"), "name");
+        match &self.placement {
+            Placement::None => {}
+            Placement::Own => {
+                parts.push(cluster.part(
+                    &self.local("placement_group"),
+                    "aws_placement_group",
+                    json!({ "name": resource_name, "strategy": "cluster", "tags": cluster.tags }),
+                    vec![],
+                ));
+                template["placement_group"] = cluster.reference(&self.local("placement_group"), "name");
+            }
+            Placement::Existing(group) => template["placement_group"] = json!(group),
         }
         if self.efa.is_some() {
             parts.push(cluster.part(
@@ -708,19 +712,46 @@ fn efa(
     Ok(interfaces)
 }
 
-/// Whether the group gets a `cluster` placement group: by default with EFA, unless a
-/// capacity reservation brings its own placement.
-fn placement_group(name: &str, block: &NodeGroupBlock, efa: bool, key: &dyn Fn(&str) -> String) -> Result<bool, ComponentError> {
+/// Where a node group's instances are placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Placement {
+    /// Wherever EC2 puts them (or where their capacity reservation does).
+    None,
+    /// In a `cluster` placement group of their own, which the block makes.
+    Own,
+    /// In an existing placement group, by name.
+    Existing(String),
+}
+
+/// The group's placement (`placement_group = true | false | "<existing group>"`): by default a
+/// `cluster` placement group of its own with EFA — never with a capacity reservation or
+/// Capacity Block, which brings its own placement (forcing one breaks the launch).
+fn placement(name: &str, block: &NodeGroupBlock, efa: bool, key: &dyn Fn(&str) -> String) -> Result<Placement, ComponentError> {
     let own_placement = block.capacity_reservation_id.is_some();
-    match block.placement_group {
-        None => Ok(efa && !own_placement),
-        Some(true) if own_placement => Err(ComponentError::at(
+    let wanted = match &block.placement_group {
+        None if efa && !own_placement => Placement::Own,
+        None | Some(Value::Bool(false)) => Placement::None,
+        Some(Value::Bool(true)) => Placement::Own,
+        Some(Value::String(group)) if !group.is_empty() => Placement::Existing(group.clone()),
+        Some(other) => {
+            return Err(ComponentError::at(
+                key("placement_group"),
+                format!(
+                    "`placement_group` must be true, false or a placement group's name, not {}",
+                    crate::schema::describe(other)
+                ),
+                "write `placement_group = true` for one of the block's own, or the name of an existing one",
+            ));
+        }
+    };
+    if own_placement && wanted != Placement::None {
+        return Err(ComponentError::at(
             key("placement_group"),
             format!("node group `{name}` asks for a placement group and also uses a capacity reservation"),
             "a capacity reservation or Capacity Block brings its own placement: drop `placement_group`",
-        )),
-        Some(wanted) => Ok(wanted),
+        ));
     }
+    Ok(wanted)
 }
 
 /// The group's subnets: its `subnet_id`, its zone's private subnet, or all private subnets.
@@ -1045,6 +1076,19 @@ mod tests {
         );
         let group = parts.iter().find(|p| p.local.ends_with("gb.nodegroup")).unwrap();
         assert_eq!(group.config["ami_type"], "AL2023_ARM_64_NVIDIA");
+    }
+
+    #[test]
+    fn a_node_group_can_join_an_existing_placement_group() {
+        let group = json!({ "instance_type": "p5.48xlarge", "size": 2, "zone": "us-west-2a", "subnet_id": "subnet-1",
+                            "placement_group": "shared-p5" });
+        let config = json!({ "vpc_id": "vpc-1", "subnet_ids": ["subnet-1"], "nodegroups": { "gpu": group } });
+        let parts = crate::components::expand_alone(expand, "eks.train", config, &Providers::default())
+            .unwrap()
+            .parts;
+        assert!(parts.iter().all(|p| p.kind != "aws_placement_group"));
+        let template = parts.iter().find(|p| p.local.ends_with("gpu.launch_template")).unwrap();
+        assert_eq!(template.config["placement_group"], "shared-p5");
     }
 
     #[test]
