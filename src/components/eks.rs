@@ -5,7 +5,7 @@
 //! traffic from and to itself) and a launch template with one EFA interface per network card;
 //! then the managed node group in its zone's single private subnet.
 
-use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, instances, kubernetes};
+use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, instances, kubernetes, nvidia_dra};
 use crate::readiness::{Check, NodeGroup};
 use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
@@ -795,6 +795,7 @@ fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[Stri
     kubernetes::check_keys(settings, "kubernetes", kubernetes::CLUSTER_SETTINGS)?;
     let cluster_ref = kubernetes::eks_cluster(address);
     let mut parts = device_plugins(address, settings, served, &region(input), &cluster_ref)?;
+    parts.extend(dra_driver(settings, served, &cluster_ref)?);
     parts.extend(kubernetes::namespaces(input.components, address, &cluster_ref));
     // On destroy, before the node groups and add-ons go: the load balancers and volumes that
     // Kubernetes made in the VPC.
@@ -814,6 +815,25 @@ fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[Stri
     parts.extend(batch.parts);
     let ready = readiness(settings, served, &cluster_ref, batch.queues)?;
     Ok((parts, ready))
+}
+
+/// NVIDIA's DRA driver with IMEX (`kubernetes = { nvidia_dra_driver = … }`), for the
+/// multi-node NVLink domains of the UltraServer groups (`ComputeDomain`s): on by default where
+/// the cluster has one, `false` leaves it out, a version pins it.
+fn dra_driver(settings: Option<&Value>, served: &[ServedGroup], cluster_ref: &str) -> Result<Vec<Part>, ComponentError> {
+    let groups: Vec<&ServedGroup> = served
+        .iter()
+        .filter(|g| g.types.iter().any(|t| instances::ultraserver(t)))
+        .collect();
+    let version = match kubernetes::switch(settings, "kubernetes", "nvidia_dra_driver")? {
+        kubernetes::Switch::Off => return Ok(Vec::new()),
+        kubernetes::Switch::Default if groups.is_empty() => return Ok(Vec::new()),
+        kubernetes::Switch::On(Some(version)) => version,
+        _ => nvidia_dra::DEFAULT_VERSION.to_owned(),
+    };
+    let types: Vec<String> = groups.iter().flat_map(|g| g.types.iter().cloned()).collect();
+    let taints: Vec<Value> = groups.iter().flat_map(|g| g.taints.iter().cloned()).collect();
+    Ok(nvidia_dra::driver(cluster_ref, &types, &taints, &version))
 }
 
 /// The stack's AWS region: `[aws] region`, else the environment's, else us-east-1.

@@ -55,6 +55,7 @@ pub const CLUSTER_SETTINGS: &[&str] = &[
     "nvidia_device_plugin",
     "efa_device_plugin",
     "neuron_device_plugin",
+    "nvidia_dra_driver",
     "wait_ready",
     "reach_timeout",
     "api_timeout",
@@ -175,7 +176,8 @@ pub fn object(local: String, cluster: &str, manifest: Value, depends_on: Vec<Str
     }
 }
 
-fn labels(name: &str) -> Value {
+/// The labels of a forge object `name`.
+pub fn labels(name: &str) -> Value {
     json!({ "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "forge" })
 }
 

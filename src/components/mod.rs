@@ -20,6 +20,8 @@ pub mod gcp_vpc;
 pub mod gke;
 #[cfg(feature = "aws")]
 pub mod instances;
+#[cfg(feature = "aws")]
+pub mod nvidia_dra;
 #[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod k8s_manifest;
 #[cfg(any(feature = "aws", feature = "gcp"))]

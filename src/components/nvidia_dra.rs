@@ -114,11 +114,6 @@ fn addresses(block: &str, objects: &[(String, Value)]) -> Vec<String> {
     objects.iter().map(|(local, _)| format!("{block}.{LOCAL}.{local}")).collect()
 }
 
-/// Labels of a forge object `name`, as [`super::kubernetes`] writes them.
-fn labels(name: &str) -> Value {
-    json!({ "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "forge" })
-}
-
 /// The tolerations of the driver's pods: `CriticalAddonsOnly` and the node groups' taints.
 fn tolerations(taints: &[Value]) -> Vec<Value> {
     let mut all = vec![json!({ "key": "CriticalAddonsOnly", "operator": "Exists" })];
@@ -132,7 +127,7 @@ fn tolerations(taints: &[Value]) -> Vec<Value> {
 
 /// The driver's namespace.
 fn namespace() -> Value {
-    json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAME, "labels": labels(NAME) } })
+    json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAME, "labels": kubernetes::labels(NAME) } })
 }
 
 /// The ComputeDomain CRD (`resource.nvidia.com/v1beta1`, namespaced, with a status
@@ -141,7 +136,7 @@ fn compute_domain_crd() -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": { "name": COMPUTE_DOMAIN_CRD, "labels": labels(NAME) },
+        "metadata": { "name": COMPUTE_DOMAIN_CRD, "labels": kubernetes::labels(NAME) },
         "spec": {
             "group": "resource.nvidia.com",
             "scope": "Namespaced",
@@ -236,7 +231,7 @@ fn device_class(name: &str, driver: &str, device: &str, channel: Option<u32>) ->
     json!({
         "apiVersion": DRA_API,
         "kind": "DeviceClass",
-        "metadata": { "name": name, "labels": labels(NAME) },
+        "metadata": { "name": name, "labels": kubernetes::labels(NAME) },
         "spec": { "selectors": [{ "cel": { "expression": expression } }] },
     })
 }
@@ -273,15 +268,15 @@ fn identity(prefix: &str, account: &str, role: &str, rules: Value) -> Vec<(Strin
     vec![
         (
             format!("{prefix}service_account"),
-            json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": account, "namespace": NAME, "labels": labels(NAME) } }),
+            json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": account, "namespace": NAME, "labels": kubernetes::labels(NAME) } }),
         ),
         (
             format!("{prefix}cluster_role"),
-            json!({ "apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": { "name": role, "labels": labels(NAME) }, "rules": rules }),
+            json!({ "apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": { "name": role, "labels": kubernetes::labels(NAME) }, "rules": rules }),
         ),
         (
             format!("{prefix}cluster_role_binding"),
-            json!({ "apiVersion": RBAC_API, "kind": "ClusterRoleBinding", "metadata": { "name": role, "labels": labels(NAME) },
+            json!({ "apiVersion": RBAC_API, "kind": "ClusterRoleBinding", "metadata": { "name": role, "labels": kubernetes::labels(NAME) },
                     "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
                     "subjects": [{ "kind": "ServiceAccount", "name": account, "namespace": NAME }] }),
         ),
@@ -368,11 +363,11 @@ fn kubelet_plugin(image: &str, instance_types: &[String], tolerations: &[Value])
 /// rest of its `spec`.
 fn workload(kind: &str, name: &str, mut spec: Value, pod: Value) -> Value {
     spec["selector"] = json!({ "matchLabels": { "app.kubernetes.io/name": name } });
-    spec["template"] = json!({ "metadata": { "labels": labels(name) }, "spec": pod });
+    spec["template"] = json!({ "metadata": { "labels": kubernetes::labels(name) }, "spec": pod });
     json!({
         "apiVersion": "apps/v1",
         "kind": kind,
-        "metadata": { "name": name, "namespace": NAME, "labels": labels(name) },
+        "metadata": { "name": name, "namespace": NAME, "labels": kubernetes::labels(name) },
         "spec": spec,
     })
 }

@@ -65,6 +65,17 @@ impl World {
         kube::Client::try_from(config).unwrap()
     }
 
+    /// The SDK configuration of this test's account on the emulator.
+    fn sdk_config(&self) -> aws_config::SdkConfig {
+        let creds = aws_sdk_ec2::config::Credentials::new(&self.account, "secret", None, None, "test");
+        aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-west-2"))
+            .endpoint_url(crate::support::launcher_url())
+            .credentials_provider(aws_sdk_ec2::config::SharedCredentialsProvider::new(creds))
+            .build()
+    }
+
     /// What cluster `name`'s API server answered: (method, path, bearer token).
     fn requests(&self, name: &str) -> Vec<serde_json::Value> {
         let (_, body) = crate::support::request(
@@ -718,14 +729,7 @@ fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_c
         let client = w.cluster("private.toml", "eks.train").await;
         let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
         assert_eq!(maps.get("facts").await.unwrap().data.unwrap()["team"], "ml");
-        let creds = aws_sdk_eks::config::Credentials::new(&w.account, "secret", None, None, "test");
-        let config = aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-west-2"))
-            .endpoint_url(crate::support::launcher_url())
-            .credentials_provider(aws_sdk_eks::config::SharedCredentialsProvider::new(creds))
-            .build();
-        let eks = aws_sdk_eks::Client::new(&config);
+        let eks = aws_sdk_eks::Client::new(&w.sdk_config());
         assert_eq!(eks.list_clusters().send().await.unwrap().clusters(), ["train"]);
         let groups = eks.list_nodegroups().cluster_name("train").send().await.unwrap();
         assert_eq!(groups.nodegroups().len(), 1);
@@ -754,27 +758,16 @@ fn a_cluster_forge_cannot_reach_fails_fast_naming_its_endpoint_and_the_next_up_c
     w.ok(&["destroy", "private.toml", "--yes"]);
 }
 
-/// The GPU and Trainium shapes of 2026 in one cluster.
+/// A one-cluster stack `name` (block `eks.<name>`, Kubernetes 1.33, a system group) with the
+/// node groups `groups` (TOML tables).
+fn gpu_cluster(name: &str, groups: &str) -> String {
+    format!(
+        "[stack]\nname = \"{name}\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\ncidr = \"10.0.0.0/16\"\nzones = [\"us-west-2a\", \"us-west-2b\"]\nnat = \"none\"\n[eks.{name}]\nvpc = \"vpc.main\"\nversion = \"1.33\"\n[eks.{name}.nodegroups.system]\ninstance_type = \"c5.2xlarge\"\nsize = 1\n{groups}"
+    )
+}
+
+/// The GPU and Trainium shapes of 2026, one node group each.
 const NEW_SHAPES: &str = r#"
-[stack]
-name = "shapes"
-
-[aws]
-region = "us-west-2"
-
-[vpc.main]
-cidr = "10.0.0.0/16"
-zones = ["us-west-2a", "us-west-2b"]
-nat = "none"
-
-[eks.shapes]
-vpc = "vpc.main"
-version = "1.33"
-
-[eks.shapes.nodegroups.system]
-instance_type = "c5.2xlarge"
-size = 1
-
 [eks.shapes.nodegroups.h200]
 instance_type = "p5en.48xlarge"
 size = 1
@@ -799,7 +792,7 @@ zone = "us-west-2a"
 #[test]
 fn the_2026_shapes_come_up_laid_out_as_ec2_documents_and_report_their_devices() {
     let w = World::new();
-    w.write("shapes.toml", NEW_SHAPES);
+    w.write("shapes.toml", &gpu_cluster("shapes", NEW_SHAPES));
     let stderr = w.ok(&["up", "shapes.toml", "--yes"]);
     for line in [
         "node group `h200`: 1 nodes, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 16",
@@ -809,14 +802,7 @@ fn the_2026_shapes_come_up_laid_out_as_ec2_documents_and_report_their_devices() 
     ] {
         assert!(stderr.contains(line), "{line}: {stderr}");
     }
-    let creds = aws_sdk_ec2::config::Credentials::new(&w.account, "secret", None, None, "test");
-    let config = aws_config::SdkConfig::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-west-2"))
-        .endpoint_url(crate::support::launcher_url())
-        .credentials_provider(aws_sdk_ec2::config::SharedCredentialsProvider::new(creds))
-        .build();
-    let ec2 = aws_sdk_ec2::Client::new(&config);
+    let ec2 = aws_sdk_ec2::Client::new(&w.sdk_config());
     let layout = |template: &str| {
         let versions = runtime()
             .block_on(
@@ -854,25 +840,6 @@ fn the_2026_shapes_come_up_laid_out_as_ec2_documents_and_report_their_devices() 
 
 /// A P6e-GB200 UltraServer node group on its Capacity Block.
 const ULTRASERVER: &str = r#"
-[stack]
-name = "gb200"
-
-[aws]
-region = "us-west-2"
-
-[vpc.main]
-cidr = "10.0.0.0/16"
-zones = ["us-west-2a", "us-west-2b"]
-nat = "none"
-
-[eks.gb]
-vpc = "vpc.main"
-version = "1.33"
-
-[eks.gb.nodegroups.system]
-instance_type = "c5.2xlarge"
-size = 1
-
 [eks.gb.nodegroups.nvl72]
 instance_type = "p6e-gb200.36xlarge"
 size = 18
@@ -884,7 +851,7 @@ capacity_reservation_id = "cr-0123456789abcdef0"
 #[test]
 fn a_p6e_gb200_ultraserver_group_comes_up_on_its_capacity_block_with_alternating_efa() {
     let w = World::new();
-    w.write("gb.toml", ULTRASERVER);
+    w.write("gb.toml", &gpu_cluster("gb", ULTRASERVER));
     let stderr = w.ok(&["up", "gb.toml", "--yes"]);
     assert!(
         stderr.contains("node group `nvl72`: 18 nodes, each nvidia.com/gpu 4, vpc.amazonaws.com/efa 17"),
@@ -910,5 +877,31 @@ fn a_p6e_gb200_ultraserver_group_comes_up_on_its_capacity_block_with_alternating
     let group: serde_json::Value = serde_json::from_str(&group).unwrap();
     assert_eq!(group["config"]["ami_type"], "AL2023_ARM_64_NVIDIA");
     assert_eq!(group["config"]["capacity_type"], "CAPACITY_BLOCK");
+    // NVIDIA's DRA driver with IMEX: the ComputeDomain CRD Established, its DeviceClasses, the
+    // kubelet plugin on the GB200 nodes.
+    runtime().block_on(async {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let client = w.cluster("gb.toml", "eks.gb").await;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let crd = crds.get("computedomains.resource.nvidia.com").await.unwrap();
+        let established = crd.status.unwrap().conditions.unwrap_or_default();
+        assert!(established.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+        let plugins: Api<DaemonSet> = Api::namespaced(client.clone(), "nvidia-dra-driver-gpu");
+        let listed = plugins.list(&Default::default()).await.unwrap();
+        let plugin = serde_json::to_value(&listed.items[0]).unwrap();
+        let affinity = plugin["spec"]["template"]["spec"]["affinity"].to_string();
+        assert!(affinity.contains("p6e-gb200.36xlarge"), "{affinity}");
+        let classes = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("resource.k8s.io", "v1beta1", "DeviceClass"));
+        let classes: Api<kube::api::DynamicObject> = Api::all_with(client, &classes);
+        let names: Vec<String> = classes
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect();
+        assert!(names.contains(&"compute-domain-default-channel.nvidia.com".to_owned()), "{names:?}");
+    });
     w.ok(&["destroy", "gb.toml", "--yes"]);
 }

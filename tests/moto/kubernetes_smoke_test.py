@@ -3,7 +3,8 @@ machine's real kubectl (server-side apply, get, delete) over TLS with the cluste
 by plain HTTPS for what kubectl hides: discovery of a CRD's resources once Established (and of
 no cloud's own kinds unless the cloud serves them), managed fields and apply conflicts, status
 that becomes ready, device plugins advertising devices on Nodes, claims binding, a webhook
-that is not ready yet, and the bearer tokens it saw.
+that is not ready yet, the bearer tokens it saw, and DRA as Kubernetes 1.33 serves it (built-in
+DeviceClasses and ResourceClaimTemplates, NVIDIA's ComputeDomains once their CRD is Established).
 Runs with the standard library: `python -m unittest`."""
 
 import base64
@@ -43,6 +44,43 @@ spec:
       nodeSelector: {node.kubernetes.io/instance-type: p5.48xlarge}
       tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
       containers: [{name: plugin, image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}]
+"""
+DEVICE_CLASS = """
+apiVersion: resource.k8s.io/v1beta1
+kind: DeviceClass
+metadata: {name: compute-domain-default-channel.nvidia.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel'"}}]
+"""
+COMPUTE_DOMAIN_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: computedomains.resource.nvidia.com}
+spec:
+  group: resource.nvidia.com
+  scope: Namespaced
+  names: {plural: computedomains, singular: computedomain, kind: ComputeDomain, listKind: ComputeDomainList}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              numNodes: {type: integer}
+              channel: {type: object, properties: {resourceClaimTemplate: {type: object, properties: {name: {type: string}}}}}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
+COMPUTE_DOMAIN = """
+apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata: {name: nvl72, namespace: training}
+spec: {numNodes: 0, channel: {resourceClaimTemplate: {name: nvl72-channel}}}
 """
 
 
@@ -165,6 +203,39 @@ class Kubernetes(Launched):
         _, bound = self.api(served, "PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/fsx-pvc?fieldManager=forge", claim,
                             "application/apply-patch+yaml")
         self.assertEqual(bound["status"]["phase"], "Bound")
+
+    def test_dra_device_classes_are_built_in_and_compute_domains_come_with_their_crd(self):
+        served, config = self.cluster("smoke/dra")
+        _, groups = self.api(served, "GET", "/apis")
+        self.assertIn({"groupVersion": "resource.k8s.io/v1beta1", "version": "v1beta1"},
+                      next(g for g in groups["groups"] if g["name"] == "resource.k8s.io")["versions"])
+        _, resources = self.api(served, "GET", "/apis/resource.k8s.io/v1beta1")
+        namespaced = {r["kind"]: r["namespaced"] for r in resources["resources"]}
+        self.assertEqual((namespaced["DeviceClass"], namespaced["ResourceClaimTemplate"]), (False, True))
+        self.kubectl(config, "apply", "--server-side", "--validate=false", "-f", "-", stdin=DEVICE_CLASS)
+        shown = json.loads(self.kubectl(config, "get", "deviceclass", "compute-domain-default-channel.nvidia.com", "-o", "json").stdout)
+        self.assertIn("compute-domain.nvidia.com", shown["spec"]["selectors"][0]["cel"]["expression"])
+        self.kubectl(config, "apply", "--server-side", "--validate=false", "-f", "-",
+                     stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: training}\n---\n" + COMPUTE_DOMAIN_CRD)
+        status, _ = self.api(served, "GET", "/apis/resource.nvidia.com/v1beta1/namespaces/training/computedomains")
+        self.assertEqual(status, 404, "not served before the CRD is Established")
+        time.sleep(0.6)
+        _, crd = self.api(served, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/computedomains.resource.nvidia.com")
+        self.assertIn({"type": "Established", "status": "True"}, crd["status"]["conditions"])
+        _, resources = self.api(served, "GET", "/apis/resource.nvidia.com/v1beta1")
+        self.assertEqual([(r["name"], r["kind"], r["namespaced"]) for r in resources["resources"]],
+                         [("computedomains", "ComputeDomain", True)])
+        self.kubectl(config, "apply", "--server-side", "--validate=false", "-f", "-", stdin=COMPUTE_DOMAIN)
+        shown = json.loads(self.kubectl(config, "get", "computedomain", "-n", "training", "nvl72", "-o", "json").stdout)
+        self.assertEqual(shown["spec"]["channel"]["resourceClaimTemplate"]["name"], "nvl72-channel")
+        # What the driver's controller makes of it: the channel's claim template, in the workload's namespace.
+        template = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "nvl72-channel", "namespace": "training"},
+                    "spec": {"spec": {"devices": {"requests": [{"name": "channel",
+                                                                "deviceClassName": "compute-domain-default-channel.nvidia.com"}]}}}}
+        status, answer = self.api(served, "PATCH", "/apis/resource.k8s.io/v1beta1/namespaces/training/resourceclaimtemplates/nvl72-channel"
+                                  "?fieldManager=forge", template, "application/apply-patch+yaml")
+        self.assertEqual((status, answer["metadata"]["namespace"]), (201, "training"), answer)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ engine and the machine's kubectl:
     accepted and each request is logged with it (`requests(key)`); `set_reach(key, mode)` makes
     the endpoint refuse connections, or answer 401 or 403 to everything;
   * discovery: /version, /api, /apis, /api/v1, /apis/{group}/{version} (namespaced, verbs,
-    shortNames), the built-in kinds forge applies (KINDS), the kinds the cloud serves besides
-    as it sets them (`set_kinds(key, kinds)`: GKE's multi-networking ones while the cluster has
-    it on) and the custom resources of every CRD once it is Established;
+    shortNames), the built-in kinds forge applies (KINDS, as Kubernetes 1.33 serves them, DRA's
+    resource.k8s.io/v1beta1 among them), the kinds the cloud serves besides as it sets them
+    (`set_kinds(key, kinds)`: GKE's multi-networking ones while the cluster has it on) and the
+    custom resources of every CRD once it is Established;
   * get, list (labelSelector `k=v,k2=v2`, `k`, `!k`), create (POST: 409 AlreadyExists), server-side
     apply (PATCH application/apply-patch+yaml with fieldManager and force: creates when absent,
     keeps managedFields per manager, answers 409 Conflict naming the fields another manager owns
@@ -68,7 +69,14 @@ KINDS = [
     ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"]),
     ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False, []),
     ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False, []),
+    # Dynamic Resource Allocation, as Kubernetes 1.33 serves it.
+    ("resource.k8s.io", "v1beta1", "deviceclasses", "DeviceClass", False, []),
+    ("resource.k8s.io", "v1beta1", "resourceclaimtemplates", "ResourceClaimTemplate", True, []),
+    ("resource.k8s.io", "v1beta1", "resourceclaims", "ResourceClaim", True, []),
+    ("resource.k8s.io", "v1beta1", "resourceslices", "ResourceSlice", False, []),
 ]
+# The groups of KINDS: the API server's own, which no admission webhook guards.
+BUILT_IN_GROUPS = {group for group, *_ in KINDS if group}
 VERBS = ["create", "delete", "get", "list", "patch", "update"]
 # What metadata.name may be: a lowercase RFC 1123 subdomain.
 NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -329,8 +337,7 @@ class Cluster:
                            "alphanumeric character", {"name": name, "kind": kind_name})
         if namespaced and namespace and kind_name != "Namespace" and (("", "namespaces", None, namespace) not in self.objects):
             raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
-        if group and group not in ("apps", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
-                                   "storage.k8s.io", "networking.k8s.io", "admissionregistration.k8s.io"):
+        if group and group not in BUILT_IN_GROUPS:
             ready = self.webhooks.get(group)
             if ready is not None and time.time() < ready:
                 raise ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "validate.{group}": failed to call '
@@ -496,7 +503,7 @@ PATH = re.compile(r"/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+
 
 def route(cluster, method, path, query, raw, content_type):
     if path == "/version":
-        return 200, {"major": "1", "minor": "31", "gitVersion": "v1.31.0-forge-emulator", "platform": "linux/amd64"}
+        return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-forge-emulator", "platform": "linux/amd64"}
     if path == "/api":
         return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
     if path == "/apis":
@@ -569,7 +576,7 @@ def route(cluster, method, path, query, raw, content_type):
 def parse(raw):
     try:
         obj = json.loads(raw) if raw.strip().startswith(b"{") else yaml.safe_load(raw)
-    except ValueError as e:
+    except (ValueError, yaml.YAMLError) as e:
         raise ApiError(400, "BadRequest", f"the body of the request was in an unknown format: {e}")
     if not isinstance(obj, dict):
         raise ApiError(400, "BadRequest", "the body of the request must be an object")

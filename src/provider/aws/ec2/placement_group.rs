@@ -104,7 +104,11 @@ impl Resource for PlacementGroup {
 
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let group_id = lookup(ctx, aws, id, None).await?.map_or_else(|| id.to_owned(), |(g, _)| g);
+        let (group_id, _) = lookup(ctx, aws, id, None).await?.ok_or_else(|| {
+            ProviderError::permanent(format!(
+                "placement group `{id}` no longer exists, so its tags cannot change; run `forge up` again to make it anew"
+            ))
+        })?;
         super::sync_tags(ctx, aws, &group_id, old, new).await?;
         Ok(json!({ "id": id, "name": id, "group_id": group_id }))
     }
