@@ -57,15 +57,18 @@ pub struct NodeGroup {
     pub nodes: i64,
     /// Allocatable each node must report: at least this many (0: at least one).
     pub devices: BTreeMap<String, i64>,
+    /// The instance type of UltraServers its nodes make up (`p6e-gb200.36xlarge`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ultraserver: Option<String>,
 }
 
 impl NodeGroup {
-    /// What the cloud calls it: a GKE node pool, else a node group.
-    pub fn noun(&self) -> &'static str {
-        if self.label == "cloud.google.com/gke-nodepool" {
-            "node pool"
-        } else {
-            "node group"
+    /// What the cloud calls it: a GKE node pool, else a node group (of UltraServers).
+    pub fn noun(&self) -> String {
+        match &self.ultraserver {
+            _ if self.label == "cloud.google.com/gke-nodepool" => "node pool".into(),
+            Some(instance_type) => format!("UltraServer node group ({instance_type})"),
+            None => "node group".into(),
         }
     }
 }

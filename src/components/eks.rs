@@ -1024,6 +1024,7 @@ fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, qu
                     )
                 })
                 .collect(),
+            ultraserver: g.types.iter().find(|t| instances::ultraserver(t)).cloned(),
         })
         .collect();
     if node_groups.is_empty() && queues.is_empty() {

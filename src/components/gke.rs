@@ -532,6 +532,7 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
                 name: p.name.to_string(),
                 nodes: p.nodes("min"),
                 devices: [("nvidia.com/gpu".to_owned(), gpus)].into(),
+                ultraserver: None,
             })
         })
         .collect();

@@ -854,7 +854,7 @@ fn a_p6e_gb200_ultraserver_group_comes_up_on_its_capacity_block_with_alternating
     w.write("gb.toml", &gpu_cluster("gb", ULTRASERVER));
     let stderr = w.ok(&["up", "gb.toml", "--yes"]);
     assert!(
-        stderr.contains("node group `nvl72`: 18 nodes, each nvidia.com/gpu 4, vpc.amazonaws.com/efa 17"),
+        stderr.contains("UltraServer node group (p6e-gb200.36xlarge) `nvl72`: 18 nodes, each nvidia.com/gpu 4, vpc.amazonaws.com/efa 17"),
         "{stderr}"
     );
     let (_, state, _) = w.forge(&["state", "show", "gb.toml", "eks.gb.nodegroups.nvl72.launch_template"]);

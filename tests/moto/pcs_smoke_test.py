@@ -1,7 +1,8 @@
 """Smoke test of the launcher's AWS Parallel Computing Service (emulator/pcs.py) through boto3,
 as a client of the real service: the model's checks (the harness's) and error shapes, `pcs_`
 ids, the phases, PCS's rules (one cluster CREATING, one subnet, sizes, the order of deletes, the
-instance profile's role), `clientToken` replay, tags, and an injected node group failure.
+instance profile's role), `clientToken` replay, tags, an injected node group failure, and a
+launch template's network interfaces its instance type cannot take failing the create.
 `python -m unittest`."""
 
 import json
@@ -130,6 +131,30 @@ class Pcs(Launched):
         failed = self.wait(self.pcs.get_compute_node_group, "computeNodeGroup", "CREATE_FAILED", clusterIdentifier=cluster["id"],
                            computeNodeGroupIdentifier="doomed-gpu")
         self.assertEqual(failed["errorInfo"][0]["code"], "InsufficientInstanceCapacity")
+
+    def test_network_interfaces_the_type_cannot_launch_fail_the_create(self):
+        ec2 = self.client("ec2")
+        cluster = self.cluster("smoke-efa")
+        self.wait(self.pcs.get_cluster, "cluster", "ACTIVE", clusterIdentifier=cluster["id"])
+        good = [{"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface"}]
+        good += [{"NetworkCardIndex": card, "DeviceIndex": 0, "InterfaceType": "efa-only"} for card in range(1, 17)]
+        layouts = {"efa-on-card-0": [dict(good[0], InterfaceType="efa"), *good[1:]], "efa-right": good}
+        for name, interfaces in layouts.items():
+            made = ec2.create_launch_template(LaunchTemplateName=f"{name}-{time.time_ns()}",
+                                              LaunchTemplateData={"NetworkInterfaces": interfaces})
+            self.pcs.create_compute_node_group(clusterIdentifier=cluster["id"], computeNodeGroupName=name, subnetIds=self.subnets[:1],
+                                               iamInstanceProfileArn=self.profiles["good"],
+                                               customLaunchTemplate={"id": made["LaunchTemplate"]["LaunchTemplateId"], "version": "1"},
+                                               scalingConfiguration={"minInstanceCount": 0, "maxInstanceCount": 1},
+                                               instanceConfigs=[{"instanceType": "p6-b300.48xlarge"}])
+        # p6-b300's card 0 takes ENA only: EC2's error, as the create's errorInfo.
+        failed = self.wait(self.pcs.get_compute_node_group, "computeNodeGroup", "CREATE_FAILED", clusterIdentifier=cluster["id"],
+                           computeNodeGroupIdentifier="efa-on-card-0")
+        self.assertEqual(failed["errorInfo"][0]["code"], "InvalidParameterCombination")
+        self.assertIn("network card index 0 of instance type p6-b300.48xlarge does not support interface type 'efa'",
+                      failed["errorInfo"][0]["message"])
+        self.wait(self.pcs.get_compute_node_group, "computeNodeGroup", "ACTIVE", clusterIdentifier=cluster["id"],
+                  computeNodeGroupIdentifier="efa-right")
 
 
 if __name__ == "__main__":

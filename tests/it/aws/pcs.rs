@@ -425,3 +425,28 @@ fn a_run_killed_inside_each_create_call_is_resumed_without_duplicates() {
         assert_eq!((vpcs.len(), subnets.len(), groups.len()), (1, 4, 3));
     });
 }
+
+/// A Slurm queue of p6-b300 (card 0 ENA only) comes up with EC2's layout for it: the ENA
+/// primary on card 0 and `efa-only` on cards 1–16; PCS launches it (the emulator refuses a
+/// group whose template the type cannot launch).
+#[test]
+fn a_p6_b300_queue_gets_the_layout_its_cards_take() {
+    let aws = Aws::new();
+    let stack = include_str!("../../../stacks/nemo-slurm-p5.toml")
+        .replace("p5.48xlarge", "p6-b300.48xlarge")
+        .replace("gpu_zone = \"us-west-2c\"", "gpu_zone = \"us-west-2b\"");
+    aws.write("b300.toml", &stack);
+    aws.ok(&["up", "b300.toml", "--yes"]);
+    let layout: Vec<(i32, i32, String)> = efa_layout(&aws, "nemo-gpu").into_iter().map(|(c, d, t, _)| (c, d, t)).collect();
+    assert_eq!(layout.len(), 17);
+    assert_eq!(layout[0], (0, 0, "interface".to_owned()));
+    assert!(
+        layout[1..]
+            .iter()
+            .enumerate()
+            .all(|(i, l)| *l == (i as i32 + 1, 0, "efa-only".to_owned()))
+    );
+    let ((_, groups, _), _) = pcs_objects(&aws);
+    assert!(groups.contains_key("gpu-p6-b300-48xlarge"), "{groups:?}");
+    aws.ok(&["destroy", "b300.toml", "--yes"]);
+}

@@ -20,7 +20,9 @@ harness (aws_model.py), answered as PCS does (`ValidationException` with `reason
     with another request, a `ConflictException`;
   * tags on create, TagResource / UntagResource / ListTagsForResource by ARN; lists by page.
 A CNG whose name matches a rule of POST /_forge/pcs/failures [{"account", "match", "code",
-"message"}] ends its create in CREATE_FAILED with that `errorInfo`.
+"message"}] ends its create in CREATE_FAILED with that `errorInfo`; so does one whose launch
+template's network interfaces an instance type of its instanceConfigs cannot take
+(instance_types.interface_problem, as EKS node groups fail), with EC2's error code and message.
 """
 
 import datetime
@@ -32,6 +34,7 @@ import string
 import threading
 
 from . import aws_model
+from . import instance_types as ec2_types
 from .phases import DROPPING, is_gone, phased_status, start_delete, start_phase
 
 TARGET_PREFIX = aws_model.model("pcs").metadata["targetPrefix"] + "."
@@ -171,6 +174,20 @@ def check_launch_template(store, template):
         raise invalid(f"Launch template {template['id']} has no version {version}.", "customLaunchTemplate.version")
 
 
+def launch_problem(store, template, instance_configs):
+    """EC2's (code, message) for launching the CNG's instance types with its launch template's
+    network interfaces, or None if EC2 launches them."""
+    if not template:
+        return None
+    try:
+        found = ec2(store).get_launch_template(template["id"])
+        interfaces = (found.versions[int(template["version"]) - 1].data or {}).get("NetworkInterfaces") or []
+    except Exception:
+        return None
+    problems = (ec2_types.interface_problem(c.get("instanceType"), interfaces) for c in instance_configs or [])
+    return next((p for p in problems if p is not None), None)
+
+
 def check_instance_profile(store, arn):
     name = arn.rsplit("/", 1)[-1]
     try:
@@ -251,7 +268,10 @@ def create_group(store, request):
     fields.setdefault("purchaseOption", "ONDEMAND")
     group = Resource("computeNodeGroup", fields, fields["arn"], request.get("tags"))
     rule = next((r for r in FAILURES if r.get("account") in (None, store.account) and fnmatch.fnmatchcase(name, r.get("match", "*"))), None)
-    if rule is not None:
+    problem = launch_problem(store, request.get("customLaunchTemplate"), request["instanceConfigs"])
+    if problem is not None:
+        group.failure = {"code": problem[0], "message": problem[1]}
+    elif rule is not None:
         group.failure = {"code": rule.get("code", "InsufficientInstanceCapacity"),
                          "message": rule.get("message", "We currently do not have sufficient capacity in the Availability Zone you requested.")}
     start_phase(group, CREATE, "CREATING", "ACTIVE")
