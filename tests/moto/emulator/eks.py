@@ -163,12 +163,23 @@ def auto_scaling_groups(nodegroup):
     return [g["name"] for g in (nodegroup.resources or {}).get("autoScalingGroups", [])]
 
 
+GROUP_OCTETS = {}  # (account, region, cluster) -> {node group: the second octet of its Nodes' names}
+
+
+def group_octet(backend, cluster_name, nodegroup_name):
+    """A number of the node group's own in its cluster, for its Nodes' names (distinct groups
+    never share a Node name, as their instances never share an address)."""
+    taken = GROUP_OCTETS.setdefault((backend.account_id, backend.region_name, cluster_name), {})
+    return taken.setdefault(nodegroup_name, len(taken) + 1)
+
+
 def publish_nodes(backend, cluster_name, nodegroup, count=None):
     """The node group's instances as Nodes of its cluster's API server (none once deleted)."""
     kind = instance_type(backend, nodegroup)
     gpus, neuron = ec2_types.devices(kind)
     efa = ec2_types.efa_interfaces(network_interfaces(backend, nodegroup))
     count = nodegroup.scaling_config.get("desiredSize", 0) if count is None else count
+    octet = group_octet(backend, cluster_name, nodegroup.nodegroup_name)
     from moto.ec2.models import ec2_backends
 
     ec2 = ec2_backends[backend.account_id][backend.region_name]
@@ -185,7 +196,7 @@ def publish_nodes(backend, cluster_name, nodegroup, count=None):
                   **(nodegroup.labels or {}), "forge.emulator/gpus": str(gpus), "forge.emulator/efa": str(efa), "forge.emulator/neuron": str(neuron)}
         taints = [{"key": t["key"], "value": t.get("value", ""), "effect": TAINT_EFFECTS.get(t.get("effect"), t.get("effect"))}
                   for t in nodegroup.taints or []]
-        name = f"ip-10-{abs(hash(nodegroup.nodegroup_name)) % 250}-{i // 250}-{i % 250 + 1}.{backend.region_name}.compute.internal"
+        name = f"ip-10-{octet}-{i // 250}-{i % 250 + 1}.{backend.region_name}.compute.internal"
         nodes.append((name, labels, taints, {"cpu": "96", "memory": "1000Gi", "pods": "110"}))
     try:
         kubernetes.set_nodes(api_server(backend, cluster_name), "eks.amazonaws.com/nodegroup", nodegroup.nodegroup_name, nodes)
