@@ -407,17 +407,7 @@ impl<'a> Group<'a> {
         });
         let looked = instances::look_up(facts, &looked_at, &typed)?;
         let efa = efa(name, &block, &types, looked.efa_interfaces(), &key)?;
-        let style = instances::Style::parse(block.efa_layout.as_deref(), &key("efa_layout"))?;
-        let nics = match (efa, looked.first) {
-            (Some(_), Some(t)) => instances::efa_layout(&types[0], &t, style).map_err(|e| {
-                ComponentError::at(
-                    key("efa_layout"),
-                    e,
-                    "leave `efa_layout` out: forge lays the interfaces out as EC2 documents for the type",
-                )
-            })?,
-            _ => Vec::new(),
-        };
+        let nics = instances::nics(&types[0], &looked, efa.is_some(), block.efa_layout.as_deref(), &key("efa_layout"))?;
         let efa = efa.map(|_| instances::efa_devices(&nics));
         let placement = placement(name, &block, efa.is_some(), &key)?;
         let subnets = subnets(name, &block, &cluster.network, &key)?;

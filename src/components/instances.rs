@@ -73,7 +73,7 @@ pub enum Style {
 
 impl Style {
     /// The style `efa_layout` names (default `"efa-only"`).
-    pub fn parse(value: Option<&str>, key: &str) -> Result<Style, ComponentError> {
+    fn parse(value: Option<&str>, key: &str) -> Result<Style, ComponentError> {
         match value {
             None | Some("efa-only") => Ok(Style::EfaOnly),
             Some("efa") => Ok(Style::Efa),
@@ -127,6 +127,23 @@ pub fn efa_layout(name: &str, t: &InstanceType, style: Style) -> Result<Vec<Nic>
             nics.extend((ena_only.max(1)..cards).map(|card| nic(card, 0, "efa-only")));
             Ok(nics)
         }
+    }
+}
+
+/// The network interfaces of a node of `instance_type` (`looked` up) with EFA, in the layout
+/// its `efa_layout` names as `written` ([`efa_layout`]); none without EFA. A layout the type
+/// cannot take is an error at `key`.
+pub fn nics(instance_type: &str, looked: &Types, efa: bool, written: Option<&str>, key: &str) -> Result<Vec<Nic>, ComponentError> {
+    let style = Style::parse(written, key)?;
+    match looked.first {
+        Some(t) if efa => efa_layout(instance_type, &t, style).map_err(|e| {
+            ComponentError::at(
+                key,
+                e,
+                "leave `efa_layout` out: forge lays the interfaces out as EC2 documents for the type",
+            )
+        }),
+        _ => Ok(Vec::new()),
     }
 }
 

@@ -542,17 +542,13 @@ fn queue<'a>(input: &Input, name: &'a str, table: &Value, vpc: &NamedVpc) -> Res
     };
     check_zone(input, name, &block, efa.is_some(), vpc, &key)?;
     let purchase = purchase(&block, &key)?;
-    let style = instances::Style::parse(block.efa_layout.as_deref(), &key("efa_layout"))?;
-    let nics = match (efa, looked.first) {
-        (Some(_), Some(t)) => instances::efa_layout(instance_type, &t, style).map_err(|e| {
-            ComponentError::at(
-                key("efa_layout"),
-                e,
-                "leave `efa_layout` out: forge lays the interfaces out as EC2 documents for the type",
-            )
-        })?,
-        _ => Vec::new(),
-    };
+    let nics = instances::nics(
+        instance_type,
+        &looked,
+        efa.is_some(),
+        block.efa_layout.as_deref(),
+        &key("efa_layout"),
+    )?;
     Ok(Queue {
         name,
         efa: efa.map(|_| instances::efa_devices(&nics)),
