@@ -823,7 +823,7 @@ fn dra_driver(settings: Option<&Value>, served: &[ServedGroup], cluster_ref: &st
     };
     let types: Vec<String> = groups.iter().flat_map(|g| g.types.iter().cloned()).collect();
     let taints: Vec<Value> = groups.iter().flat_map(|g| g.taints.iter().cloned()).collect();
-    Ok(nvidia_dra::driver(cluster_ref, &types, &taints, &version))
+    Ok(nvidia_dra::driver(cluster_ref, &types, &taints, &version, &nvidia_dra::EKS))
 }
 
 /// The stack's AWS region: `[aws] region`, else the environment's, else us-east-1.

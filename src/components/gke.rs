@@ -1,18 +1,20 @@
 //! `gke`: a GKE Standard cluster for training, and its node pools. One block expands to the
 //! cluster (VPC-native on the `gcp_vpc`'s ranges, Dataplane V2, workload identity, the
 //! Filestore CSI driver when a `filestore` block names it), one node pool per
-//! `node_pools.<name>` table, and — for the A3 machine types that use GPUDirect — the extra GPU
-//! VPC networks they need (TCPX: 4, TCPXO: 8), each with one subnetwork and an internal
-//! allow-all firewall rule, shared by all such pools of the cluster, which then gets
+//! `node_pools.<name>` table, and — for the A3 machine types that use GPUDirect-TCPX/TCPXO —
+//! the extra GPU VPC networks they need (TCPX: 4, TCPXO: 8), each with one subnetwork and an
+//! internal allow-all firewall rule, shared by all such pools of the cluster, which then gets
 //! multi-networking. GPUDirect pools get gVNIC, those networks, compact placement in their
-//! zone and the machine's 8 GPUs with GKE's driver installation.
+//! zone and the machine's 8 GPUs with GKE's driver installation. A3 Ultra, A4 and A4X pools
+//! talk GPUDirect-RDMA instead: see [`super::gke_rdma`].
 //!
 //! The cluster is created with its first pool inline (the first pool without GPUs, else the
 //! first): GKE makes no throwaway `default-pool` that would have to be deleted again.
 
 use super::cidr::Cidr;
 use super::gcp_vpc::{region_of, valid_name};
-use super::{Component, ComponentError, Expansion, Input, Part, batch, kubernetes};
+use super::gke_rdma::{self, RdmaMachine, Wiring};
+use super::{Component, ComponentError, Expansion, Input, Part, batch, kubernetes, nvidia_dra};
 use crate::readiness::{Check, NodeGroup};
 use crate::schema::{AttributeType, Block, FieldType, block, did_you_mean};
 use serde_json::{Map, Value, json};
@@ -56,6 +58,8 @@ block! {
         size: Value as Size,
         zone: Option<String>,
         reservation: Option<Value> as String,
+        reservation_block: Option<Value> as String,
+        rdma: Option<String>,
         spot: Option<Value> as Bool,
         flex_start: Option<Value> as Bool,
         queued_provisioning: Option<Value> as Bool,
@@ -101,13 +105,13 @@ struct Taint {
     effect: String,
 }
 
-/// How a machine type's GPUs network: GPUDirect-TCPX or -TCPXO over this many extra VPCs.
+/// How a machine type's GPUs network: GPUDirect-TCPX or -TCPXO over this many extra VPCs, or
+/// GPUDirect-RDMA ([`gke_rdma`]).
 #[derive(Clone, Copy)]
 enum GpuDirect {
     None,
     Networks(usize),
-    /// Networked in a way forge does not build yet (A3 Ultra's RDMA network profile, A4).
-    NotYet(&'static str),
+    Rdma,
 }
 
 /// Machine types that come with their GPUs: the accelerator, how many, and their GPUDirect.
@@ -118,18 +122,9 @@ const GPU_MACHINES: &[(&str, &str, i64, GpuDirect)] = &[
     ("a3-highgpu-8g", "nvidia-h100-80gb", 8, GpuDirect::Networks(4)),
     ("a3-edgegpu-8g", "nvidia-h100-80gb", 8, GpuDirect::Networks(4)),
     ("a3-megagpu-8g", "nvidia-h100-mega-80gb", 8, GpuDirect::Networks(8)),
-    (
-        "a3-ultragpu-8g",
-        "nvidia-h200-141gb",
-        8,
-        GpuDirect::NotYet("A3 Ultra's GPUs talk over an RDMA network profile"),
-    ),
-    (
-        "a4-highgpu-8g",
-        "nvidia-b200",
-        8,
-        GpuDirect::NotYet("A4's GPUs talk over an RDMA network profile"),
-    ),
+    ("a3-ultragpu-8g", "nvidia-h200-141gb", 8, GpuDirect::Rdma),
+    ("a4-highgpu-8g", "nvidia-b200", 8, GpuDirect::Rdma),
+    ("a4x-highgpu-4g", "nvidia-gb200", 4, GpuDirect::Rdma),
     ("a2-highgpu-1g", "nvidia-tesla-a100", 1, GpuDirect::None),
     ("a2-highgpu-2g", "nvidia-tesla-a100", 2, GpuDirect::None),
     ("a2-highgpu-4g", "nvidia-tesla-a100", 4, GpuDirect::None),
@@ -202,8 +197,10 @@ struct Pool<'a> {
     block: PoolBlock,
     /// The GPUs each node has: their type and count (`("", 0)` for an `accelerator`).
     gpus: Option<(&'static str, i64)>,
-    /// The GPUDirect networks its nodes attach to.
+    /// The GPUDirect-TCPX/TCPXO networks its nodes attach to.
     networks: usize,
+    /// Its RDMA machine and how its RDMA NICs are wired, for GPUDirect-RDMA machines.
+    rdma: Option<(&'static RdmaMachine, Wiring)>,
 }
 
 impl Pool<'_> {
@@ -238,18 +235,34 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let network = network(input, &block)?;
     let pools = pools(input, &block, &cluster.region)?;
     let networks = pools.iter().map(|p| p.networks).max().unwrap_or(0);
-    let gpu_cidrs = gpu_cidrs(&block, networks, &network.cidrs)?;
-    let mut parts = cluster.gpu_networks(&gpu_cidrs);
+    let rdma = rdma_networks(&pools)?;
+    let cidrs = gpu_cidrs(&block, networks, rdma.as_ref().map_or(0, |r| r.nics), &network.cidrs)?;
+    let mut parts = cluster.gpu_networks(&cidrs.tcp);
+    let reference = |local: &str, output: &str| cluster.reference(local, output);
+    if let (Some(rdma), Some(gvnic)) = (&rdma, cidrs.gvnic) {
+        parts.extend(rdma.parts(&cluster.name, &cluster.region, gvnic, &cidrs.rdma, &reference));
+    }
+    if pools.iter().any(|p| p.rdma.is_some_and(|(m, _)| m.rack)) {
+        parts.push(gke_rdma::workload_policy(&cluster.name, &cluster.region));
+    }
     let pool_parts = pool_parts(input, &block, &pools, &cluster);
-    parts.push(cluster.part(input, &block, &network, &pools, &pool_parts, networks > 0));
+    parts.push(cluster.part(input, &block, &network, &pools, &pool_parts, networks > 0 || rdma.is_some()));
     parts.extend(pool_parts);
-    let (in_cluster, ready) = in_cluster(input, &block, &pools, &cluster)?;
+    let (in_cluster, ready) = in_cluster(input, &block, &pools, &cluster, rdma.as_ref())?;
     parts.extend(in_cluster);
     Ok(Expansion {
         parts,
-        outputs: outputs(&cluster, &pools, gpu_cidrs.len()),
+        outputs: outputs(&cluster, &pools, cidrs.tcp.len()),
         ready,
     })
+}
+
+/// The RDMA networks of the pools wired with `rdma = "networks"` (see [`gke_rdma::Networks::of`]).
+fn rdma_networks(pools: &[Pool]) -> Result<Option<gke_rdma::Networks>, ComponentError> {
+    gke_rdma::Networks::of(pools.iter().filter_map(|p| match p.rdma {
+        Some((machine, Wiring::Networks)) => Some((p.name, p.block.zone.as_deref().unwrap_or_default(), machine)),
+        _ => None,
+    }))
 }
 
 /// The cluster a block makes: its address, name, location and region.
@@ -390,17 +403,26 @@ fn pool_parts(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> 
 
 /// The cluster's in-cluster objects — namespaces, GPUDirect's, the teardown, the batch
 /// stack — and its readiness check.
-fn in_cluster(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> Result<(Vec<Part>, Vec<Check>), ComponentError> {
+fn in_cluster(
+    input: &Input,
+    block: &Gke,
+    pools: &[Pool],
+    cluster: &Cluster,
+    rdma: Option<&gke_rdma::Networks>,
+) -> Result<(Vec<Part>, Vec<Check>), ComponentError> {
     let address = cluster.address;
     let settings = block.kubernetes.as_ref();
     kubernetes::check_keys(settings, "kubernetes", kubernetes::GKE_SETTINGS)?;
     let cluster_ref = kubernetes::gke_cluster(address);
     let mut parts = kubernetes::namespaces(input.components, address, &cluster_ref);
     if settings.and_then(|s| s.get("gpudirect")) != Some(&Value::Bool(false)) {
-        parts.extend(gpudirect_objects(pools, &cluster_ref, &|local, output| {
-            cluster.reference(local, output)
-        }));
+        let reference = |local: &str, output: &str| cluster.reference(local, output);
+        parts.extend(gpudirect_objects(pools, &cluster_ref, &reference));
+        parts.extend(rdma.map(|r| r.objects(&cluster_ref, &reference)).unwrap_or_default());
+        let rdma_pools: Vec<(&RdmaMachine, &str)> = pools.iter().filter_map(|p| Some((p.rdma?.0, p.gpus?.0))).collect();
+        parts.extend(gke_rdma::gib_installers(&cluster_ref, &rdma_pools));
     }
+    parts.extend(dra_driver(settings, pools, &cluster_ref)?);
     // On destroy, before the pools go: the load balancers and disks Kubernetes made.
     parts.push(Part {
         local: "k8s.teardown".into(),
@@ -413,6 +435,26 @@ fn in_cluster(input: &Input, block: &Gke, pools: &[Pool], cluster: &Cluster) -> 
     parts.extend(batch.parts);
     let ready = readiness(settings, pools, &cluster_ref, batch.queues)?;
     Ok((parts, ready))
+}
+
+/// NVIDIA's DRA driver with IMEX (`kubernetes = { nvidia_dra_driver = … }`) for the NVLink
+/// domains of the A4X pools: on by default where the cluster has one, `false` leaves it out,
+/// a version pins it. Its kubelet plugin tolerates GKE's GPU taint and the pools'.
+fn dra_driver(settings: Option<&Value>, pools: &[Pool], cluster_ref: &str) -> Result<Vec<Part>, ComponentError> {
+    let racks: Vec<&Pool> = pools.iter().filter(|p| p.rdma.is_some_and(|(m, _)| m.rack)).collect();
+    let version = match kubernetes::switch(settings, "kubernetes", "nvidia_dra_driver")? {
+        kubernetes::Switch::Off => return Ok(Vec::new()),
+        kubernetes::Switch::Default if racks.is_empty() => return Ok(Vec::new()),
+        kubernetes::Switch::On(Some(version)) => version,
+        _ => nvidia_dra::DEFAULT_VERSION.to_owned(),
+    };
+    let mut types: Vec<String> = racks.iter().map(|p| p.block.machine_type.clone()).collect();
+    types.dedup();
+    let mut taints = vec![json!({ "key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule" })];
+    for taint in racks.iter().flat_map(|p| p.block.taints.iter().flatten()) {
+        taints.push(json!({ "key": taint.key, "value": taint.value, "effect": taint.effect }));
+    }
+    Ok(nvidia_dra::driver(cluster_ref, &types, &taints, &version, &nvidia_dra::GKE))
 }
 
 /// The block's outputs: the cluster's, its GPU networks, and per pool its name and the GPU
@@ -461,9 +503,10 @@ fn gpudirect_objects(pools: &[Pool], cluster: &str, reference: &dyn Fn(&str, &st
     let mut parts = Vec::new();
     for n in 1..=networks {
         let (params, network) = kubernetes::gpu_network(
-            n,
+            &format!("vpc{n}"),
             reference(&format!("gpu_network_{n}"), "name"),
             reference(&format!("gpu_subnetwork_{n}"), "name"),
+            "NetDevice",
         );
         parts.push(kubernetes::object(format!("k8s.gpudirect.vpc{n}.params"), cluster, params, vec![]));
         parts.push(kubernetes::object(
@@ -593,28 +636,60 @@ fn network(input: &Input, block: &Gke) -> Result<Network, ComponentError> {
     })
 }
 
-/// The `/24` of each GPU network, cut from `gpu_networks_cidr`, checked against the VPC's.
-fn gpu_cidrs(block: &Gke, count: usize, vpc: &[(String, Cidr)]) -> Result<Vec<Cidr>, ComponentError> {
-    if count == 0 {
-        return Ok(Vec::new());
+/// The ranges of the GPU networks, cut from `gpu_networks_cidr`: a /24 per TCPX/TCPXO network
+/// (the 2nd to the 9th), a /24 for the RDMA nodes' gVNIC network (the 1st), and for the RDMA
+/// VPC's subnetworks a range each of a sixteenth of it from its middle on (a /20 each of a /16:
+/// a subnetwork holds an address of every node).
+struct GpuCidrs {
+    tcp: Vec<Cidr>,
+    gvnic: Option<Cidr>,
+    rdma: Vec<Cidr>,
+}
+
+/// The ranges of `tcp` TCPX/TCPXO networks and of `rdma_nics` RDMA subnetworks (with the
+/// gVNIC network when there are any), checked against each other and the VPC's.
+fn gpu_cidrs(block: &Gke, tcp: usize, rdma_nics: usize, vpc: &[(String, Cidr)]) -> Result<GpuCidrs, ComponentError> {
+    if tcp == 0 && rdma_nics == 0 {
+        return Ok(GpuCidrs {
+            tcp: Vec::new(),
+            gvnic: None,
+            rdma: Vec::new(),
+        });
     }
     let text = block.gpu_networks_cidr.as_deref().unwrap_or(GPU_NETWORKS_CIDR);
-    let hint = "give the GPU networks a range of their own, e.g. `gpu_networks_cidr = \"192.168.0.0/16\"`; forge takes one /24 per network from it";
+    let hint = "give the GPU networks a range of their own, e.g. `gpu_networks_cidr = \"192.168.0.0/16\"`; forge takes a /24 per GPUDirect-TCPX network and a sixteenth per RDMA subnetwork from it";
     let range = Cidr::parse("gpu_networks_cidr", text, 8..=20, "a range for the GPU networks")
         .map_err(|m| ComponentError::at("gpu_networks_cidr", m, hint))?;
-    let cidrs: Vec<Cidr> = (1..=count).filter_map(|i| range.subnet(24, i as u32)).collect();
-    if cidrs.len() < count {
-        return Err(ComponentError::at(
-            "gpu_networks_cidr",
-            format!("`{range}` has no room for {count} /24 networks"),
-            hint,
-        ));
-    }
-    for cidr in &cidrs {
+    let cut = |prefix: u32, indexes: std::ops::Range<usize>| -> Result<Vec<Cidr>, ComponentError> {
+        let count = indexes.len();
+        let cidrs: Vec<Cidr> = indexes.filter_map(|i| range.subnet(prefix, i as u32)).collect();
+        if cidrs.len() < count {
+            return Err(ComponentError::at(
+                "gpu_networks_cidr",
+                format!("`{range}` has no room for the GPU networks' {count} /{prefix} ranges"),
+                hint,
+            ));
+        }
+        Ok(cidrs)
+    };
+    let cidrs = GpuCidrs {
+        tcp: cut(24, 1..tcp + 1)?,
+        gvnic: cut(24, 0..usize::from(rdma_nics > 0))?.first().copied(),
+        rdma: cut(range.prefix + 4, 8..8 + rdma_nics)?,
+    };
+    let all: Vec<Cidr> = cidrs.tcp.iter().chain(&cidrs.gvnic).chain(&cidrs.rdma).copied().collect();
+    for (i, cidr) in all.iter().enumerate() {
         if let Some((key, other)) = vpc.iter().find(|(_, other)| other.overlaps(*cidr)) {
             return Err(ComponentError::at(
                 "gpu_networks_cidr",
                 format!("the GPU network range `{cidr}` overlaps `{key} = \"{other}\"`"),
+                hint,
+            ));
+        }
+        if let Some(other) = all[..i].iter().find(|other| other.overlaps(*cidr)) {
+            return Err(ComponentError::at(
+                "gpu_networks_cidr",
+                format!("`{range}` is too small for its GPU networks: `{other}` and `{cidr}` overlap"),
                 hint,
             ));
         }
@@ -638,7 +713,40 @@ fn pools<'a>(input: &Input, block: &'a Gke, region: &str) -> Result<Vec<Pool<'a>
         .map(|(name, table)| pool(input.address, name, table, &known, region))
         .collect::<Result<Vec<_>, _>>()?;
     check_auto_upgrade(block, &pools)?;
+    check_rdma_versions(block, &pools)?;
     Ok(pools)
+}
+
+/// The GKE versions the RDMA pools need: managed DRANET's, and for A4X pools the DRA that
+/// NVIDIA's driver needs; the cluster's `version` (and a pool's own, when it pins one) must be
+/// them or later.
+fn check_rdma_versions(block: &Gke, pools: &[Pool]) -> Result<(), ComponentError> {
+    for pool in pools {
+        let Some((machine, wiring)) = pool.rdma else { continue };
+        let at = |key: &str| format!("node_pools.{}.{key}", pool.name);
+        let mut needs = Vec::new();
+        if wiring == Wiring::Dranet {
+            let what = format!("pool `{}`'s managed DRANET (`rdma = \"dranet\"`)", pool.name);
+            needs.push((gke_rdma::DRANET_VERSION, at("rdma"), what));
+        }
+        if machine.rack {
+            let what = format!(
+                "`{}` pool `{}` (NVIDIA's DRA driver, for its NVLink domains)",
+                machine.name, pool.name
+            );
+            needs.push((gke_rdma::DRA_VERSION, at("machine_type"), what));
+        }
+        for (minimum, unpinned, what) in needs {
+            gke_rdma::check_version(block.version.as_ref(), minimum, &unpinned, &what)?;
+            if let Some(version) = &pool.block.version {
+                gke_rdma::check_version(Some(version), minimum, &unpinned, &what).map_err(|e| ComponentError {
+                    key: Some(at("version")),
+                    ..e
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A private endpoint needs private nodes, as GKE says at create.
@@ -705,7 +813,16 @@ fn pool<'a>(address: &str, name: &'a str, table: &Value, known: &[String], regio
         Some((_, _, _, GpuDirect::Networks(n))) => *n,
         _ => 0,
     };
-    check_zone(&block, machine, networks, region, &at)?;
+    let rdma_machine = gke_rdma::machine(machine);
+    let rdma = rdma_machine.zip(gke_rdma::wiring(block.rdma.as_deref(), rdma_machine, machine, &at("rdma"))?);
+    check_zone(&block, machine, networks > 0 || rdma.is_some(), region, &at)?;
+    if block.reservation_block.is_some() && block.reservation.is_none() {
+        return Err(ComponentError::at(
+            at("reservation_block"),
+            "`reservation_block` names a block of a reservation, and the pool has no `reservation`",
+            "add `reservation = \"<name>\"`: the reservation the block belongs to",
+        ));
+    }
     check_size(&block.size, &at)?;
     if block.reservation.is_some() && block.spot == Some(Value::Bool(true)) {
         return Err(ComponentError::at(
@@ -734,6 +851,7 @@ fn pool<'a>(address: &str, name: &'a str, table: &Value, known: &[String], regio
         block,
         gpus,
         networks,
+        rdma,
     })
 }
 
@@ -755,21 +873,14 @@ fn machine_of(
             hint,
         ));
     }
-    let fixed = GPU_MACHINES.iter().find(|m| m.0 == machine);
-    if let Some((_, _, _, GpuDirect::NotYet(why))) = fixed {
-        return Err(ComponentError::at(
-            at("machine_type"),
-            format!("forge does not build `{machine}` node pools yet: {why}, which forge does not set up"),
-            "use `a3-highgpu-8g` (GPUDirect-TCPX) or `a3-megagpu-8g` (GPUDirect-TCPXO), or make this pool outside forge",
-        ));
-    }
-    Ok(fixed)
+    Ok(GPU_MACHINES.iter().find(|m| m.0 == machine))
 }
 
-/// A pool's zone: in the cluster's region, and set where GPUDirect places nodes compactly.
-fn check_zone(block: &PoolBlock, machine: &str, networks: usize, region: &str, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
+/// A pool's zone: in the cluster's region, and set where GPUDirect places nodes compactly
+/// (`gpudirect`: TCPX, TCPXO and RDMA pools).
+fn check_zone(block: &PoolBlock, machine: &str, gpudirect: bool, region: &str, at: &dyn Fn(&str) -> String) -> Result<(), ComponentError> {
     match block.zone.as_deref() {
-        None if networks > 0 => Err(ComponentError::at(
+        None if gpudirect => Err(ComponentError::at(
             at("zone"),
             format!("`{machine}` pools need a `zone`: their GPUDirect nodes are placed compactly, in one zone"),
             format!("add e.g. `zone = \"{region}-c\"`: a zone of {region} that has the machines (or your reservation)"),
@@ -839,6 +950,29 @@ fn check_taints(block: &PoolBlock, at: &dyn Fn(&str) -> String) -> Result<(), Co
     Ok(())
 }
 
+/// The attributes of a GPUDirect-RDMA pool of `machine`: gVNIC; GKE's RDMA strategy where it
+/// applies; its NICs on forge's RDMA networks or GKE's managed DRANET; placed by the cluster's
+/// workload policy (A4X), else compactly unless a reservation places it; a Hyperdisk boot disk
+/// where the machine needs one.
+fn rdma_config(config: &mut Value, b: &PoolBlock, machine: &RdmaMachine, wiring: Wiring, reference: &dyn Fn(&str, &str) -> Value) {
+    config["gvnic"] = json!(true);
+    if machine.strategy {
+        config["gpu_direct_strategy"] = json!("RDMA");
+    }
+    match wiring {
+        Wiring::Networks => config["additional_networks"] = gke_rdma::Networks::attached(machine, reference),
+        Wiring::Dranet => config["accelerator_network_profile"] = json!("auto"),
+    }
+    if machine.rack {
+        config["placement_policy"] = reference("workload_policy", "name");
+    } else if b.reservation.is_none() {
+        config["placement"] = json!("COMPACT");
+    }
+    if machine.hyperdisk && b.disk_type.is_none() {
+        config["disk_type"] = json!("hyperdisk-balanced");
+    }
+}
+
 /// A pool's `google_container_node_pool` attributes.
 fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
     let b = &pool.block;
@@ -868,6 +1002,9 @@ fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
         config["accelerator_count"] = json!(count);
         config["gpu_driver"] = json!(driver);
     }
+    if let Some((machine, wiring)) = pool.rdma {
+        rdma_config(&mut config, b, machine, wiring, reference);
+    }
     if pool.networks > 0 {
         config["gvnic"] = json!(true);
         config["placement"] = json!("COMPACT");
@@ -896,6 +1033,9 @@ fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
         ("version", &b.version),
     ];
     super::hand_on(&mut config, &handed_on);
+    if let (Some(Value::String(reservation)), Some(Value::String(name))) = (&b.reservation, &b.reservation_block) {
+        config["reservation"] = json!(format!("{reservation}/reservationBlocks/{name}"));
+    }
     if let Some(taints) = &b.taints {
         config["taints"] = Value::Array(
             taints

@@ -305,6 +305,7 @@ const NRI_INJECTOR_IMAGE: &str =
 /// The settings a `kubernetes = { … }` table of a `gke` block takes.
 pub const GKE_SETTINGS: &[&str] = &[
     "gpudirect",
+    "nvidia_dra_driver",
     "wait_ready",
     "reach_timeout",
     "api_timeout",
@@ -313,16 +314,16 @@ pub const GKE_SETTINGS: &[&str] = &[
     "training_operator",
 ];
 
-/// The `GKENetworkParamSet` and `Network` that make GPU network `n` (its VPC and subnetwork
-/// names, `${…}` templates) a device network pods name `vpc<n>` in their
-/// `networking.gke.io/interfaces` annotation.
-pub fn gpu_network(n: usize, vpc: Value, subnetwork: Value) -> (Value, Value) {
-    let name = format!("vpc{n}");
+/// The `GKENetworkParamSet` and `Network` that make a VPC and subnetwork (their names, `${…}`
+/// templates) a device network pods name `name` in their `networking.gke.io/interfaces`
+/// annotation: `vpc1` … of GPUDirect-TCPX, `gvnic-1` and `rdma-0` … of GPUDirect-RDMA.
+/// `device_mode` is `NetDevice` (the NIC moves into the pod) or `RDMA` (its RDMA device does).
+pub fn gpu_network(name: &str, vpc: Value, subnetwork: Value, device_mode: &str) -> (Value, Value) {
     let params = json!({
         "apiVersion": "networking.gke.io/v1",
         "kind": "GKENetworkParamSet",
         "metadata": { "name": name, "labels": labels("gpudirect") },
-        "spec": { "vpc": vpc, "vpcSubnet": subnetwork, "deviceMode": "NetDevice" },
+        "spec": { "vpc": vpc, "vpcSubnet": subnetwork, "deviceMode": device_mode },
     });
     let network = json!({
         "apiVersion": "networking.gke.io/v1",
@@ -331,6 +332,37 @@ pub fn gpu_network(n: usize, vpc: Value, subnetwork: Value) -> (Value, Value) {
         "spec": { "type": "Device", "parametersRef": { "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name } },
     });
     (params, network)
+}
+
+/// Google's gIB (InfiniBand-verbs over RoCE) NCCL plugin, which GPUDirect-RDMA machines (A3
+/// Ultra, A4, A4X) need: the installer images for x86 and Arm nodes, pinned to the release
+/// Cluster Toolkit's blueprints pin.
+pub const GIB_IMAGES: [(&str, &str); 2] = [
+    ("amd64", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"),
+    ("arm64", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0"),
+];
+
+/// The DaemonSet that installs gIB on the `arch` nodes with `accelerators`: a privileged init
+/// container copies the plugin and its NCCL settings script into `/home/kubernetes/bin/gib`,
+/// which workloads mount at `/usr/local/gib`.
+pub fn gib_installer(arch: &str, image: &str, accelerators: &[String]) -> Value {
+    let name = if arch == "amd64" {
+        "nccl-rdma-installer".to_owned()
+    } else {
+        format!("nccl-rdma-installer-{arch}")
+    };
+    let mut pod = on_gpu_nodes(accelerators);
+    pod["nodeSelector"] = json!({ "kubernetes.io/arch": arch });
+    pod["volumes"] = json!([{ "name": "gib", "hostPath": { "path": "/home/kubernetes/bin/gib" } }]);
+    pod["initContainers"] = json!([{
+        "name": "nccl-plugin-gib",
+        "image": image,
+        "command": ["/scripts/container_entry.sh", "install"],
+        "securityContext": { "privileged": true },
+        "volumeMounts": [{ "name": "gib", "mountPath": "/target/usr/local/gib" }],
+    }]);
+    pod["containers"] = json!([{ "name": "pause", "image": "registry.k8s.io/pause:3.10" }]);
+    daemon_set(&name, pod)
 }
 
 /// Node affinity on the GPU types GKE labels its nodes with.

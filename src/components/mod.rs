@@ -18,9 +18,11 @@ pub mod filestore;
 pub mod gcp_vpc;
 #[cfg(feature = "gcp")]
 pub mod gke;
+#[cfg(feature = "gcp")]
+pub mod gke_rdma;
 #[cfg(feature = "aws")]
 pub mod instances;
-#[cfg(feature = "aws")]
+#[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod nvidia_dra;
 #[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod k8s_manifest;

@@ -1,8 +1,9 @@
-//! NVIDIA's DRA driver for GPUs, as forge installs it in an EKS cluster with GB200 nodes
-//! (P6e-GB200 UltraServers, whose instances share one NVLink domain). Its ComputeDomains give
+//! NVIDIA's DRA driver for GPUs, as forge installs it in a cluster with GB200 nodes (EKS:
+//! P6e-GB200 UltraServers; GKE: A4X pools — NVL72 racks whose machines share one NVLink domain). Its ComputeDomains give
 //! the pods of one multi-node job an IMEX domain of their own, so that their GPUs reach each
 //! other over multi-node NVLink — which the device plugin, still the one allocating GPUs
-//! (`nvidia.com/gpu`), cannot do. Kubernetes 1.33 serves DRA as `resource.k8s.io/v1beta1`.
+//! (`nvidia.com/gpu`), cannot do. Its DeviceClasses are in the DRA API the cluster serves
+//! ([`Platform`]).
 //!
 //! Data only, like [`super::kubernetes`]: the driver's namespace, the ComputeDomain CRD,
 //! NVIDIA's DeviceClasses, the identities of the driver and of the IMEX daemons its controller
@@ -28,9 +29,6 @@ const NAME: &str = "nvidia-dra-driver-gpu";
 /// Where the parts go, below the cluster block's address.
 const LOCAL: &str = "k8s.nvidia_dra";
 
-/// The DRA API Kubernetes 1.33 serves.
-const DRA_API: &str = "resource.k8s.io/v1beta1";
-
 /// The RBAC API.
 const RBAC_API: &str = "rbac.authorization.k8s.io/v1";
 
@@ -43,8 +41,28 @@ const COMPUTE_DOMAIN_DRIVER: &str = "compute-domain.nvidia.com";
 /// The ServiceAccount NVIDIA's controller runs the IMEX daemons under, in the driver's namespace.
 const DAEMON_ACCOUNT: &str = "compute-domain-daemon-service-account";
 
-/// The NVIDIA driver's root on the host: EKS's NVIDIA AMIs install it in the host itself.
-const DRIVER_ROOT: &str = "/";
+/// What the driver depends on of the cluster's platform.
+pub struct Platform {
+    /// The NVIDIA driver's root on a node.
+    pub driver_root: &'static str,
+    /// The DRA API the cluster serves, which the DeviceClasses are written in.
+    pub dra_api: &'static str,
+}
+
+/// EKS: its NVIDIA AMIs install the driver in the host itself; Kubernetes 1.33 serves DRA as
+/// `resource.k8s.io/v1beta1`.
+pub const EKS: Platform = Platform {
+    driver_root: "/",
+    dra_api: "resource.k8s.io/v1beta1",
+};
+
+/// GKE: its driver installation puts the driver under `/home/kubernetes/bin/nvidia`; the
+/// GKE 1.34 that A4X pools need serves DRA as `resource.k8s.io/v1` (GA; GKE keeps beta APIs
+/// off unless a cluster turns them on).
+pub const GKE: Platform = Platform {
+    driver_root: "/home/kubernetes/bin/nvidia",
+    dra_api: "resource.k8s.io/v1",
+};
 
 /// NVIDIA's DeviceClasses: the part, the class, the DRA driver and the `type` attribute of the
 /// devices it selects, and the one IMEX channel it is limited to (the default channel: 0).
@@ -77,18 +95,21 @@ const MANAGE: [&str; 7] = ["get", "list", "watch", "create", "update", "patch", 
 /// `eks/${eks.gb.cluster.name}`, as [`kubernetes::eks_cluster`] writes it: the block in it is
 /// the one the parts' ordering names), its kubelet plugin scheduled on the nodes of
 /// `instance_types` (not empty) and tolerating `taints` (node group taints as written in the
-/// stack), image at `version`. The namespace and the CRD come first, then the classes and
-/// identities, then the controller and the kubelet plugin.
-pub fn driver(cluster: &str, instance_types: &[String], taints: &[Value], version: &str) -> Vec<Part> {
+/// stack), image at `version`, on `platform`. The namespace and the CRD come first, then the
+/// classes and identities, then the controller and the kubelet plugin.
+pub fn driver(cluster: &str, instance_types: &[String], taints: &[Value], version: &str, platform: &Platform) -> Vec<Part> {
     let image = format!("{IMAGE}:{version}");
     let tolerations = tolerations(taints);
     let first = vec![("namespace".to_owned(), namespace()), ("crd".to_owned(), compute_domain_crd())];
-    let mut config = device_classes();
+    let mut config = device_classes(platform.dra_api);
     config.extend(driver_identity());
     config.extend(daemon_identity());
     let workloads = vec![
         ("controller".to_owned(), controller(&image, &tolerations)),
-        ("kubelet_plugin".to_owned(), kubelet_plugin(&image, instance_types, &tolerations)),
+        (
+            "kubelet_plugin".to_owned(),
+            kubelet_plugin(&image, instance_types, &tolerations, platform.driver_root),
+        ),
     ];
     let block = block_of(cluster);
     let after_first = addresses(block, &first);
@@ -215,21 +236,21 @@ fn compute_domain_status() -> Value {
 
 /// NVIDIA's DeviceClasses (see [`DEVICE_CLASSES`]), each selecting its devices by driver and
 /// `type` attribute.
-fn device_classes() -> Vec<(String, Value)> {
+fn device_classes(api: &str) -> Vec<(String, Value)> {
     DEVICE_CLASSES
         .iter()
-        .map(|&(local, name, driver, device, channel)| (local.to_owned(), device_class(name, driver, device, channel)))
+        .map(|&(local, name, driver, device, channel)| (local.to_owned(), device_class(api, name, driver, device, channel)))
         .collect()
 }
 
-/// DeviceClass `name`: the devices of `driver` whose `type` is `device` (and whose `id` is
-/// `channel`, when given).
-fn device_class(name: &str, driver: &str, device: &str, channel: Option<u32>) -> Value {
+/// DeviceClass `name` in the DRA API `api`: the devices of `driver` whose `type` is `device`
+/// (and whose `id` is `channel`, when given).
+fn device_class(api: &str, name: &str, driver: &str, device: &str, channel: Option<u32>) -> Value {
     let attribute = format!("device.attributes['{driver}']");
     let only = channel.map_or_else(String::new, |id| format!(" && {attribute}.id == {id}"));
     let expression = format!("device.driver == '{driver}' && {attribute}.type == '{device}'{only}");
     json!({
-        "apiVersion": DRA_API,
+        "apiVersion": api,
         "kind": "DeviceClass",
         "metadata": { "name": name, "labels": kubernetes::labels(NAME) },
         "spec": { "selectors": [{ "cel": { "expression": expression } }] },
@@ -320,7 +341,7 @@ fn controller(image: &str, tolerations: &[Value]) -> Value {
 /// The ComputeDomain kubelet plugin on each node of `instance_types`: registered with the
 /// kubelet, it publishes the node's IMEX channels and daemon slot as devices and writes the CDI
 /// specs that hand a claim's channel to its containers, from the driver on the host.
-fn kubelet_plugin(image: &str, instance_types: &[String], tolerations: &[Value]) -> Value {
+fn kubelet_plugin(image: &str, instance_types: &[String], tolerations: &[Value], driver_root: &str) -> Value {
     let name = format!("{NAME}-kubelet-plugin");
     let host_path = |volume: &str, path: &str| json!({ "name": volume, "hostPath": { "path": path } });
     let pod = json!({
@@ -335,7 +356,7 @@ fn kubelet_plugin(image: &str, instance_types: &[String], tolerations: &[Value])
             "image": image,
             "command": ["compute-domain-kubelet-plugin"],
             "env": [
-                { "name": "NVIDIA_DRIVER_ROOT", "value": DRIVER_ROOT },
+                { "name": "NVIDIA_DRIVER_ROOT", "value": driver_root },
                 { "name": "CDI_ROOT", "value": "/var/run/cdi" },
                 field_env("NODE_NAME", "spec.nodeName"),
                 field_env("NAMESPACE", "metadata.namespace"),
@@ -353,7 +374,7 @@ fn kubelet_plugin(image: &str, instance_types: &[String], tolerations: &[Value])
             host_path("plugins-registry", "/var/lib/kubelet/plugins_registry"),
             host_path("plugins", "/var/lib/kubelet/plugins"),
             host_path("cdi", "/var/run/cdi"),
-            host_path("driver-root", DRIVER_ROOT),
+            host_path("driver-root", driver_root),
         ],
     });
     workload("DaemonSet", &name, json!({ "updateStrategy": { "type": "RollingUpdate" } }), pod)
@@ -380,7 +401,7 @@ mod tests {
 
     fn parts() -> Vec<Part> {
         let taint = json!({ "key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE" });
-        driver(CLUSTER, &["p6e-gb200.36xlarge".to_owned()], &[taint], DEFAULT_VERSION)
+        driver(CLUSTER, &["p6e-gb200.36xlarge".to_owned()], &[taint], DEFAULT_VERSION, &EKS)
     }
 
     fn manifest(parts: &[Part], local: &str) -> Value {
@@ -451,7 +472,7 @@ mod tests {
     fn device_classes_select_by_driver_and_type() {
         let parts = parts();
         let gpu = manifest(&parts, "device_class.gpu");
-        assert_eq!((&gpu["apiVersion"], &gpu["kind"]), (&json!(DRA_API), &json!("DeviceClass")));
+        assert_eq!((&gpu["apiVersion"], &gpu["kind"]), (&json!(EKS.dra_api), &json!("DeviceClass")));
         assert_eq!(
             gpu["spec"]["selectors"][0]["cel"]["expression"],
             "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"

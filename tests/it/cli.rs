@@ -690,9 +690,36 @@ fn gke_and_filestore_component_errors() {
             "gke_reservation_with_spot",
             gke("machine_type = \"e2-standard-8\"\nsize = 2\nreservation = \"r\"\nspot = true"),
         ),
+        ("gke_rdma_without_zone", gke("machine_type = \"a3-ultragpu-8g\"\nsize = 2")),
         (
-            "gke_machine_not_built_yet",
-            gke("machine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-c\""),
+            "gke_rdma_on_a_machine_without_rdma",
+            gke("machine_type = \"a3-megagpu-8g\"\nsize = 2\nzone = \"us-central1-c\"\nrdma = \"dranet\""),
+        ),
+        (
+            "gke_dranet_without_a_version",
+            gke("machine_type = \"a4-highgpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\nrdma = \"dranet\""),
+        ),
+        (
+            "gke_dranet_below_its_version",
+            stack(
+                "[gke.nemo]\nvpc = \"gcp_vpc.main\"\nversion = \"1.34.0-gke.1662000\"\n[gke.nemo.node_pools.gpu]\nmachine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\nrdma = \"dranet\"",
+            ),
+        ),
+        (
+            "gke_a4x_below_dra",
+            stack(
+                "[gke.nemo]\nvpc = \"gcp_vpc.main\"\nversion = \"1.33\"\n[gke.nemo.node_pools.gpu]\nmachine_type = \"a4x-highgpu-4g\"\nsize = 18\nzone = \"us-central1-b\"\nrdma = \"networks\"",
+            ),
+        ),
+        (
+            "gke_rdma_networks_in_two_zones",
+            stack(
+                "[gke.nemo]\nvpc = \"gcp_vpc.main\"\n[gke.nemo.node_pools.ultra]\nmachine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\n[gke.nemo.node_pools.a4]\nmachine_type = \"a4-highgpu-8g\"\nsize = 2\nzone = \"us-central1-c\"",
+            ),
+        ),
+        (
+            "gke_reservation_block_without_reservation",
+            gke("machine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\nreservation_block = \"block-1\""),
         ),
         (
             "gke_gpu_networks_overlap_the_vpc",

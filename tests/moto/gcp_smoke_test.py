@@ -2,6 +2,7 @@
 compute_filter.py), behind the check of requests against Compute's discovery document
 (google_model.py): operations, error bodies, requests off the document, requestId replay, "in
 use" deletes, fingerprints, pages and filters, faults, the call counter and project isolation,
+RDMA network profiles and the networks made with them, resource policies (workload policies),
 spoken over plain HTTP as the Rust client speaks it. Runs with the standard library only:
 `python -m unittest`."""
 
@@ -286,6 +287,131 @@ class Compute(Launched):
         self.assertEqual(self.control("/_forge/calls?account=p-two")["compute:networks.insert"], 1)
         self.control("/_forge/reset?account=p-one")
         self.assertEqual(self.control("/_forge/calls?account=p-one"), {})
+
+    def violations(self, project):
+        """What the discovery-document check refused of the project's requests (and emulator defects)."""
+        return self.control(f"/_forge/violations?account={project}")
+
+    def refused(self, project, method, path, body, code=400, **query):
+        """The message of a refused call."""
+        return self.call(method, project, path, body, want=code, **query)["error"]["message"]
+
+    def test_network_profiles_listed_and_read(self):
+        p = "p-profiles"
+        profile = self.call("GET", p, "global/networkProfiles/us-central1-a-vpc-roce")
+        self.assertEqual((profile["kind"], profile["name"], profile["selfLink"], profile["location"], profile["profileType"]),
+                         ("compute#networkProfile", "us-central1-a-vpc-roce", LINK + f"projects/{p}/global/networkProfiles/us-central1-a-vpc-roce",
+                          {"name": "us-central1-a", "scope": "ZONE"}, {"networkType": "RDMA", "rdmaSubtype": "ROCE"}))
+        features = profile["features"]
+        self.assertEqual((features["interfaceTypes"], features["allowMultiNicInSameNetwork"], features["allowMulticast"], features["allowVpcFirewallRules"]),
+                         (["MRDMA"], "MULTI_NIC_IN_SAME_NETWORK_ALLOWED", "MULTICAST_BLOCKED", "VPC_FIREWALL_RULES_BLOCKED"))
+        self.assertIsInstance(profile["id"], str)
+        self.assertEqual(self.call("GET", p, "global/networkProfiles/us-central1-a-vpc-roce")["id"], profile["id"])  # Google's, the same on every read
+        falcon = self.call("GET", p, "global/networkProfiles/europe-west4-b-vpc-falcon")
+        self.assertEqual((falcon["profileType"]["rdmaSubtype"], falcon["features"]["interfaceTypes"]), ("FALCON", ["IRDMA"]))
+        self.assertEqual(self.call("GET", p, "global/networkProfiles/us-east5-c-vpc-roce-metal")["profileType"]["rdmaSubtype"], "ROCE_METAL")
+        self.assertEqual(self.refused(p, "GET", "global/networkProfiles/mars-1-a-vpc-roce", None, 404),
+                         f"The resource 'projects/{p}/global/networkProfiles/mars-1-a-vpc-roce' was not found")
+        # Listed with Compute's filters and pages, sorted by name.
+        listed = lambda **q: [i["name"] for i in self.call("GET", p, "global/networkProfiles", **q).get("items", [])]  # noqa: E731
+        self.assertEqual(listed(filter="name eq us-central1-a-.*"), ["us-central1-a-vpc-falcon", "us-central1-a-vpc-roce", "us-central1-a-vpc-roce-metal"])
+        self.assertEqual(listed(filter='location.name = "asia-northeast1-b"'), [f"asia-northeast1-b-vpc-{k}" for k in ("falcon", "roce", "roce-metal")])
+        roce = listed(filter='profileType.rdmaSubtype = "ROCE"')
+        for zone in ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-east4-a", "us-east5-b", "us-west1-c", "europe-west4-a", "asia-northeast1-c"):
+            self.assertIn(f"{zone}-vpc-roce", roce)
+        first = self.call("GET", p, "global/networkProfiles", maxResults=10)
+        self.assertEqual((first["kind"], len(first["items"])), ("compute#networkProfileList", 10))
+        rest = self.call("GET", p, "global/networkProfiles", pageToken=first["nextPageToken"])
+        self.assertEqual(len(first["items"]) + len(rest["items"]), 3 * len(roce))
+        self.assertGreater(rest["items"][0]["name"], first["items"][-1]["name"])
+        self.assertEqual(self.violations(p), [])
+
+    def test_rdma_networks(self):
+        p = "p-rdma"
+        profile = LINK + f"projects/{p}/global/networkProfiles/us-central1-a-vpc-roce"
+        full = self.network(p, "roce", networkProfile=profile)
+        self.assertEqual((full["networkProfile"], full["mtu"]), (profile, 8896))  # an RDMA network's MTU
+        partial = self.network(p, "roce-2", networkProfile=f"projects/{p}/global/networkProfiles/us-central1-a-vpc-roce", mtu=1500)
+        self.assertEqual((partial["networkProfile"], partial["mtu"]), (profile, 1500))  # kept as the full URL
+        self.assertEqual(self.network(p, "plain")["mtu"], 1460)
+        networks = "global/networks"
+        for value in ("us-central1-a-vpc-roce", "global/networkProfiles/us-central1-a-vpc-roce"):
+            self.assertEqual(self.refused(p, "POST", networks, {"name": "bad", "autoCreateSubnetworks": False, "networkProfile": value}),
+                             f"Invalid value for field 'resource.networkProfile': '{value}'. The URL is malformed.")
+        self.assertEqual(self.refused(p, "POST", networks, {"name": "bad", "autoCreateSubnetworks": False, "networkProfile": f"projects/{p}/global/networkProfiles/us-central1-z-vpc-roce"}, 404),
+                         f"The resource 'projects/{p}/global/networkProfiles/us-central1-z-vpc-roce' was not found")
+        self.assertIn("Must be in the range [8896, 8896]", self.refused(p, "POST", networks, {"name": "bad", "autoCreateSubnetworks": False, "mtu": 1460,
+                                                                                             "networkProfile": f"projects/{p}/global/networkProfiles/us-central1-a-vpc-falcon"}))
+        self.assertIn("Must be in the range [1300, 8896]", self.refused(p, "POST", networks, {"name": "bad", "autoCreateSubnetworks": False, "mtu": 9000, "networkProfile": profile}))
+        # The MTU changes within the profile's range; the profile never.
+        self.wait(p, self.call("PATCH", p, "global/networks/roce", {"mtu": 8500}))
+        self.assertEqual(self.call("GET", p, "global/networks/roce")["mtu"], 8500)
+        self.assertIn("cannot be changed", self.refused(p, "PATCH", "global/networks/roce", {"networkProfile": profile.replace("-a-", "-b-")}))
+        self.assertIn("cannot be changed", self.refused(p, "PATCH", "global/networks/plain", {"networkProfile": profile}))
+        # Its subnetworks are in the zone's region, IPv4 only; VPC firewall rules are not for it.
+        sub = self.subnet(p, "roce-0", full, "192.168.64.0/24")
+        self.assertEqual(sub["region"], LINK + f"projects/{p}/regions/{REGION}")
+        far = self.refused(p, "POST", "regions/us-east4/subnetworks", {"name": "far", "network": full["selfLink"], "ipCidrRange": "192.168.65.0/24"})
+        self.assertEqual(far, f"Invalid value for field 'resource.network': '{full['selfLink']}'. The network is restricted to zone 'us-central1-a' by its network "
+                              "profile 'us-central1-a-vpc-roce': its subnetworks must be in region 'us-central1', not 'us-east4'.")
+        self.assertIn("stack types", self.refused(p, "POST", f"regions/{REGION}/subnetworks", {"name": "dual", "network": full["selfLink"], "ipCidrRange": "192.168.66.0/24", "stackType": "IPV4_IPV6"}))
+        walled = self.refused(p, "POST", "global/firewalls", {"name": "fw", "network": full["selfLink"], "allowed": [{"IPProtocol": "all"}]})
+        self.assertIn("does not allow VPC firewall rules", walled)
+        self.make(p, "global/firewalls", {"name": "fw", "network": "global/networks/plain", "allowed": [{"IPProtocol": "all"}]})
+        self.assertEqual(self.violations(p), [])
+
+    def test_resource_policies(self):
+        p = "p-policy"
+        policies = f"regions/{REGION}/resourcePolicies"
+        rack = {"name": "rack", "description": "forge:token=abc", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}}
+        op = self.call("POST", p, policies, rack)
+        self.assertEqual((op["operationType"], op["region"], op["targetLink"]), ("insert", LINK + f"projects/{p}/regions/{REGION}", LINK + f"projects/{p}/{policies}/rack"))
+        self.call("GET", p, f"{policies}/rack", want=404)  # not before its insert is done
+        self.wait(p, op)
+        got = self.call("GET", p, f"{policies}/rack")
+        self.assertEqual((got["kind"], got["status"], got["region"], got["selfLink"], got["description"], got["workloadPolicy"], got["id"]),
+                         ("compute#resourcePolicy", "READY", LINK + f"projects/{p}/regions/{REGION}", LINK + f"projects/{p}/{policies}/rack", "forge:token=abc",
+                          rack["workloadPolicy"], op["targetId"]))
+        self.assertIn("creationTimestamp", got)
+        self.make(p, policies, {"name": "spread", "workloadPolicy": {"type": "HIGH_AVAILABILITY"}})
+        self.make(p, policies, {"name": "close", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "maxTopologyDistance": "BLOCK"}})
+        self.make(p, policies, {"name": "compact", "groupPlacementPolicy": {"collocation": "COLLOCATED", "vmCount": 2}})
+        self.make(p, "regions/europe-west4/resourcePolicies", {"name": "rack", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}})
+        for why, body, words in (("a bad name", dict(rack, name="Rack"), "Invalid value for field 'resource.name': 'Rack'."),
+                                 ("no policy", {"name": "x"}, "exactly one of workloadPolicy"),
+                                 ("two policies", dict(rack, name="x", groupPlacementPolicy={"collocation": "COLLOCATED"}), "exactly one of workloadPolicy"),
+                                 ("no type", {"name": "x", "workloadPolicy": {"acceleratorTopology": "1x72"}}, "Required field 'resource.workloadPolicy.type' not specified"),
+                                 ("a topology spread out", {"name": "x", "workloadPolicy": {"type": "HIGH_AVAILABILITY", "acceleratorTopology": "1x72"}},
+                                  "Invalid value for field 'resource.workloadPolicy.acceleratorTopology': '1x72'. It is given only with type HIGH_THROUGHPUT."),
+                                 ("a bad topology", {"name": "x", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "72"}}, "such as 1x72"),
+                                 ("a mode without a topology", {"name": "x", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopologyMode": "AUTO_CONNECT"}}, "acceleratorTopologyMode"),
+                                 ("one that exists", rack, f"The resource 'projects/{p}/{policies}/rack' already exists")):
+            self.assertIn(words, self.refused(p, "POST", policies, body, 409 if why == "one that exists" else 400), why)
+        # Listed per region, with filters and pages.
+        listed = lambda **q: [i["name"] for i in self.call("GET", p, policies, **q).get("items", [])]  # noqa: E731
+        self.assertEqual(listed(), ["close", "compact", "rack", "spread"])
+        self.assertEqual(listed(filter='workloadPolicy.type = "HIGH_THROUGHPUT"'), ["close", "rack"])
+        self.assertEqual(listed(filter="description eq forge:.*"), ["rack"])
+        page = self.call("GET", p, policies, maxResults=3)
+        self.assertEqual((page["kind"], len(page["items"]), listed(pageToken=page["nextPageToken"])), ("compute#resourcePolicyList", 3, ["spread"]))
+        self.assertEqual(listed(filter="name eq rack"), ["rack"])  # europe-west4's is another region's
+        # requestId replay; a failed insert; a throttled call; a delete.
+        rid = str(uuid.uuid4())
+        once = self.call("POST", p, policies, {"name": "once", "workloadPolicy": {"type": "HIGH_AVAILABILITY"}}, requestId=rid)
+        self.assertEqual(self.call("POST", p, policies, {"name": "once", "workloadPolicy": {"type": "HIGH_AVAILABILITY"}}, requestId=rid)["name"], once["name"])
+        self.control(f"/_forge/faults?account={p}", [{"account": p, "match": "compute:resourcePolicies.insert", "rate": 1.0, "kind": "failed_operation", "code": "QUOTA_EXCEEDED"}])
+        failed = self.wait(p, self.call("POST", p, policies, {"name": "fails", "workloadPolicy": {"type": "HIGH_AVAILABILITY"}}))
+        self.control(f"/_forge/faults?account={p}", [{"account": p, "match": "compute:resourcePolicies.get", "rate": 1.0}])
+        status, _, _ = self.send("GET", f"/compute/v1/projects/{p}/{policies}/rack")
+        self.control(f"/_forge/faults?account={p}", [])
+        self.assertEqual((failed["error"]["errors"][0]["code"], status), ("QUOTA_EXCEEDED", 429))
+        self.call("GET", p, f"{policies}/fails", want=404)
+        self.assertNotIn("error", self.wait(p, self.call("DELETE", p, f"{policies}/spread")))
+        self.call("GET", p, f"{policies}/spread", want=404)
+        calls = self.control(f"/_forge/calls?account={p}")
+        self.assertEqual((calls["compute:resourcePolicies.insert"], calls["fault:compute:resourcePolicies.get"], calls["compute:resourcePolicies.delete"]), (16, 1, 1))
+        self.assertGreaterEqual(calls["compute:regionOperations.get"], 1)
+        self.assertEqual(self.violations(p), [])
 
 
 if __name__ == "__main__":

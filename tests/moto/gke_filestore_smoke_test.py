@@ -1,9 +1,10 @@
 """Smoke test of the launcher's GKE and Filestore emulators (emulator/gcp_container.py,
 gcp_filestore.py, on gcp.py and the Compute emulator's networks): operations polled to the end,
 one operation at a time per cluster (refused in GKE's words for what runs), multi-network GPU
-pools and the kinds a multi-networking cluster's API server serves, autoscaling on and off,
-versions that never go back a minor version, auto-upgrade in release channels, accelerator
-checks, stockouts,
+pools and the kinds a multi-networking cluster's API server serves, RDMA pools (A3 Ultra, A4,
+A4X) on RDMA networks or managed DRANET, GPUDirect-RDMA, Hyperdisk boot disks, placement by
+resource policies (in use while a pool is placed by them), autoscaling on and off, versions that
+never go back a minor version, auto-upgrade in release channels, accelerator checks, stockouts,
 Filestore tiers and capacities, deletion protection, enums as numbers, error bodies, faults, the
 call counter and project isolation, spoken over plain HTTP as the Rust clients speak it (with
 `$alt=json;enum-encoding=int`). Runs with the standard library only: `python -m unittest`."""
@@ -71,8 +72,23 @@ class Client:
             op = self.call("compute", "POST", project, path, body, alt="json")
             self.compute_wait(project, op)
 
+    def rdma_vpc(self, project, name, subnets, profile=f"{ZONE}-vpc-roce"):
+        """A Compute network with the RDMA network profile `profile` and `subnets` subnetworks in
+        REGION (`{name}-0` …), made side by side."""
+        body = {"name": name, "autoCreateSubnetworks": False, "networkProfile": f"projects/{project}/global/networkProfiles/{profile}"}
+        self.compute_wait(project, self.call("compute", "POST", project, "global/networks", body, alt="json"))
+        ops = [self.call("compute", "POST", project, f"regions/{REGION}/subnetworks",
+                         {"name": f"{name}-{i}", "network": f"global/networks/{name}", "ipCidrRange": f"172.{16 + i}.0.0/20"}, alt="json") for i in range(subnets)]
+        for op in ops:
+            self.compute_wait(project, op)
+
+    def violations(self, project):
+        """What the discovery-document check refused of the project's requests (and emulator defects)."""
+        return self.control(f"/_forge/violations?account={project}")
+
     def compute_wait(self, project, op):
-        scope = f"regions/{REGION}" if "region" in op else "global"
+        region = op.get("region", "").rsplit("/", 1)[-1]
+        scope = f"regions/{region}" if region else "global"
         while op["status"] != "DONE":
             time.sleep(0.05)
             op = self.call("compute", "GET", project, f"{scope}/operations/{op['name']}", alt="json")
@@ -246,6 +262,151 @@ class Gke(Client, unittest.TestCase):
         # A machine's own GPUs are filled in when not given.
         self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": {"name": "mega", "initialNodeCount": 1, "locations": [ZONE], "config": {"machineType": "a3-megagpu-8g"}}}))
         self.assertEqual(self.gke("GET", p, "clusters/c/nodePools/mega")["config"]["accelerators"], [{"acceleratorType": "nvidia-h100-mega-80gb", "acceleratorCount": "8"}])
+
+    def nodes(self, cluster, pool):
+        """The Nodes of a pool in its cluster's API server."""
+        status, nodes = self.kube(cluster, f"/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3D{pool}")
+        self.assertEqual(status, 200, nodes)
+        return nodes["items"]
+
+    def test_rdma_pools_on_rdma_networks(self):
+        p = "g-rdma"
+        cluster = self.cluster(p)
+        self.vpc(p, "gvnic", "192.168.100.0/24")
+        self.vpc(p, "gvnic-2", "192.168.101.0/24")
+        self.rdma_vpc(p, "rdma", 9)
+        self.rdma_vpc(p, "falcon", 1, profile=f"{ZONE}-vpc-falcon")
+        pools = f"locations/{REGION}/clusters/c/nodePools"
+        rdma = [{"network": "rdma", "subnetwork": f"rdma-{i}"} for i in range(8)]
+        extra = [{"network": "gvnic", "subnetwork": "gvnic-sub"}] + rdma
+        pool = {"name": "ultra", "initialNodeCount": 1, "locations": [ZONE], "networkConfig": {"additionalNodeNetworkConfigs": extra},
+                "config": {"machineType": "a3-ultragpu-8g", "gvnic": {"enabled": True}, "gpuDirectConfig": {"gpuDirectStrategy": 2},
+                           "accelerators": [{"acceleratorType": "nvidia-h200-141gb", "acceleratorCount": "8", "gpuDriverInstallationConfig": {"gpuDriverVersion": 3}}]}}
+        self.assertNotIn("error", self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": pool})))
+        got = self.gke("GET", p, "clusters/c/nodePools/ultra")
+        self.assertEqual((got["networkConfig"]["additionalNodeNetworkConfigs"], got["config"]["gpuDirectConfig"], got["config"]["diskType"]),
+                         (extra, {"gpuDirectStrategy": 2}, "pd-balanced"))  # RDMA as its number
+        named = self.call("container", "GET", p, f"{pools}/ultra", alt="json")
+        self.assertEqual(named["config"]["gpuDirectConfig"], {"gpuDirectStrategy": "RDMA"})
+        [node] = self.nodes(cluster, "ultra")
+        self.assertEqual((node["metadata"]["labels"]["kubernetes.io/arch"], node["status"]["allocatable"]["nvidia.com/gpu"]), ("amd64", "8"))
+        self.assertNotIn("cloud.google.com/gke-networking-dra-driver", node["metadata"]["labels"])
+        # A4 boots from Hyperdisk, by default.
+        self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": {"name": "a4", "initialNodeCount": 1, "locations": [ZONE], "config": {"machineType": "a4-highgpu-8g"}}}))
+        a4 = self.gke("GET", p, "clusters/c/nodePools/a4")["config"]
+        self.assertEqual((a4["diskType"], a4["accelerators"]), ("hyperdisk-balanced", [{"acceleratorType": "nvidia-b200", "acceleratorCount": "8"}]))
+        self.assertEqual(self.refused("container", "PUT", p, f"{pools}/a4", {"diskType": "pd-ssd"}, "INVALID_ARGUMENT"),
+                         "Invalid value for field 'diskType': 'pd-ssd'. pd-ssd disk type cannot be used by a4-highgpu-8g machine type: it boots from hyperdisk-balanced only.")
+        config = pool["config"]
+        bad = [("RDMA on a machine without RDMA NICs", dict(pool, config=dict(config, machineType="e2-standard-8", accelerators=[], gpuDirectConfig={})),
+                "network rdma has the RDMA network profile us-central1-a-vpc-roce, and machine type e2-standard-8 has no NIC for it"),
+               ("a Falcon network", dict(pool, networkConfig={"additionalNodeNetworkConfigs": [{"network": "falcon", "subnetwork": "falcon-0"}]}),
+                "network falcon has the RDMA network profile us-central1-a-vpc-falcon, and machine type a3-ultragpu-8g has no NIC for it"),
+               ("more RDMA networks than NICs", dict(pool, networkConfig={"additionalNodeNetworkConfigs": rdma + [{"network": "rdma", "subnetwork": "rdma-8"}]}),
+                "Invalid value for field 'nodePool.networkConfig.additionalNodeNetworkConfigs': machine type a3-ultragpu-8g has 8 RDMA NICs, not 9."),
+               ("two RDMA NICs on one subnetwork", dict(pool, networkConfig={"additionalNodeNetworkConfigs": rdma[:2] + rdma[:1]}),
+                "Invalid value for field 'nodePool.networkConfig.additionalNodeNetworkConfigs[2].subnetwork': each RDMA NIC needs a subnetwork of its own."),
+               ("a zone outside the profile's", dict(pool, locations=[ZONE, f"{REGION}-b"]),
+                "Invalid value for field 'nodePool.networkConfig.additionalNodeNetworkConfigs[1].network': the node pool's locations must be zone "
+                "us-central1-a only, not us-central1-b: network rdma is restricted to zone us-central1-a."),
+               ("a second regular network", dict(pool, networkConfig={"additionalNodeNetworkConfigs": extra + [{"network": "gvnic-2", "subnetwork": "gvnic-2-sub"}]}),
+                "an RDMA NIC cannot attach to a non-RDMA network"),
+               ("GPUDirect-RDMA on A3 High", dict(pool, networkConfig={}, config=dict(config, machineType="a3-highgpu-8g", accelerators=[])),
+                "Invalid value for field 'nodePool.config.gpuDirectConfig.gpuDirectStrategy': 'RDMA'. GPUDirect-RDMA is for machine types a3-ultragpu-8g, a4-highgpu-8g, not a3-highgpu-8g."),
+               ("GPUDirect-RDMA on A4X", dict(pool, networkConfig={}, config=dict(config, machineType="a4x-highgpu-4g", accelerators=[], diskType="hyperdisk-balanced")),
+                "GPUDirect-RDMA is for machine types"),
+               ("an A4 on a Persistent Disk", dict(pool, networkConfig={}, config=dict(config, machineType="a4-highgpu-8g", accelerators=[], diskType="pd-balanced")),
+                "Invalid value for field 'nodePool.config.diskType': 'pd-balanced'. pd-balanced disk type cannot be used by a4-highgpu-8g machine type: "
+                "it boots from hyperdisk-balanced only.")]
+        for why, body, words in bad:
+            self.assertIn(words, self.refused("container", "POST", p, pools, {"nodePool": dict(body, name="x")}, "INVALID_ARGUMENT"), why)
+        # The RDMA network is the nodes' additional one only.
+        clusters = f"locations/{REGION}/clusters"
+        self.assertEqual(self.refused("container", "POST", p, clusters, {"cluster": {"name": "on-rdma", "network": "rdma", "subnetwork": "rdma-0", "initialNodeCount": 1}}, "INVALID_ARGUMENT"),
+                         'Network "rdma" has the RDMA network profile "us-central1-a-vpc-roce": the nodes\' primary interface needs a network without one.')
+        # The RDMA subnetworks are in use while the pool is.
+        failed = self.compute_wait(p, self.call("compute", "DELETE", p, f"regions/{REGION}/subnetworks/rdma-7", alt="json"))
+        self.assertEqual(failed["error"]["errors"][0]["message"], f"The subnetwork resource 'projects/{p}/regions/{REGION}/subnetworks/rdma-7' is already being used by "
+                                                                  f"'projects/{p}/{pools}/ultra'")
+        listed = self.gke("GET", p, "clusters/c/nodePools")["nodePools"]
+        self.assertEqual([n["config"].get("gpuDirectConfig") for n in listed], [None, {"gpuDirectStrategy": 2}, None])
+        self.assertEqual(self.violations(p), [])
+
+    def test_managed_dranet(self):
+        p = "g-dranet"
+        cluster = self.cluster(p, initialClusterVersion="1.34")
+        self.assertEqual(cluster["currentMasterVersion"], "1.34.1-gke.1829001")
+        rapid = self.cluster(p, "rapid", vpc=False, initialClusterVersion="-", releaseChannel={"channel": 1})
+        self.assertEqual(rapid["currentMasterVersion"], "1.33.3-gke.1136000")  # the channels' defaults are not the newest versions
+        pools = f"locations/{REGION}/clusters/c/nodePools"
+        pool = {"name": "a4", "initialNodeCount": 2, "locations": [ZONE], "networkConfig": {"acceleratorNetworkProfile": "auto"},
+                "config": {"machineType": "a4-highgpu-8g", "diskType": "hyperdisk-balanced", "gvnic": {"enabled": True}}}
+        self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": pool}))
+        got = self.gke("GET", p, "clusters/c/nodePools/a4")
+        self.assertEqual((got["status"], got["networkConfig"]["acceleratorNetworkProfile"]), (2, "auto"))
+        for node in self.nodes(cluster, "a4"):
+            self.assertEqual(node["metadata"]["labels"]["cloud.google.com/gke-networking-dra-driver"], "true")
+        self.assertEqual(self.refused("container", "PUT", p, f"{pools}/a4", {"nodeNetworkConfig": {"acceleratorNetworkProfile": "other"}}, "INVALID_ARGUMENT"),
+                         "Invalid value for field 'nodeNetworkConfig.acceleratorNetworkProfile': a node pool's accelerator network profile is immutable.")
+        self.refused("container", "PUT", p, f"{pools}/system", {"nodeNetworkConfig": {"acceleratorNetworkProfile": "auto"}}, "INVALID_ARGUMENT")
+        self.wait(p, self.gke("PUT", p, "clusters/c/nodePools/a4", {"labels": {"labels": {"role": "train"}}}))
+        self.vpc(p, "gvnic", "192.168.100.0/24")
+        field = "Invalid value for field 'nodePool.networkConfig.acceleratorNetworkProfile'"
+        for why, body, words in (("another profile", dict(pool, networkConfig={"acceleratorNetworkProfile": "manual"}),
+                                  f"{field}: 'manual'. The only valid accelerator network profile is \"auto\"."),
+                                 ("a machine without RDMA NICs", dict(pool, config={"machineType": "a3-highgpu-8g"}), f"{field}: machine type a3-highgpu-8g has no RDMA NICs"),
+                                 ("additional networks too", dict(pool, networkConfig={"acceleratorNetworkProfile": "auto", "additionalNodeNetworkConfigs": [{"network": "gvnic", "subnetwork": "gvnic-sub"}]}),
+                                  "cannot be given with additionalNodeNetworkConfigs")):
+            self.assertIn(words, self.refused("container", "POST", p, pools, {"nodePool": dict(body, name="x")}, "INVALID_ARGUMENT"), why)
+        # A cluster before 1.34.1-gke.1829001, or without Dataplane V2, has no managed DRANET.
+        self.cluster(p, "old", vpc=False, initialClusterVersion="1.34.0")
+        self.assertEqual(self.refused("container", "POST", p, f"locations/{REGION}/clusters/old/nodePools", {"nodePool": pool}, "INVALID_ARGUMENT"),
+                         f"{field}: an accelerator network profile needs GKE version 1.34.1-gke.1829001 or later; the cluster runs 1.34.0-gke.1662000.")
+        self.cluster(p, "legacy", vpc=False, initialClusterVersion="1.34", networkConfig={"datapathProvider": 1})
+        self.assertIn("ADVANCED_DATAPATH", self.refused("container", "POST", p, f"locations/{REGION}/clusters/legacy/nodePools", {"nodePool": pool}, "INVALID_ARGUMENT"))
+        self.assertEqual(self.violations(p), [])
+
+    def test_a4x_pools_placed_by_a_workload_policy(self):
+        p = "g-a4x"
+        cluster = self.cluster(p)
+        compute = f"regions/{REGION}/resourcePolicies"
+        for region, body in ((REGION, {"name": "rack", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}}),
+                             (REGION, {"name": "spread", "workloadPolicy": {"type": "HIGH_AVAILABILITY"}}),
+                             (REGION, {"name": "compact", "groupPlacementPolicy": {"collocation": "COLLOCATED"}}),
+                             (REGION, {"name": "nightly", "instanceSchedulePolicy": {"timeZone": "UTC"}}),
+                             ("europe-west4", {"name": "far", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}})):
+            self.compute_wait(p, self.call("compute", "POST", p, f"regions/{region}/resourcePolicies", body, alt="json"))
+        pools = f"locations/{REGION}/clusters/c/nodePools"
+        pool = {"name": "rack", "initialNodeCount": 1, "locations": [ZONE], "placementPolicy": {"policyName": "rack"},
+                "config": {"machineType": "a4x-highgpu-4g", "accelerators": [{"acceleratorType": "nvidia-gb200", "acceleratorCount": "4", "gpuDriverInstallationConfig": {"gpuDriverVersion": 2}}]}}
+        self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": pool}))
+        got = self.gke("GET", p, "clusters/c/nodePools/rack")
+        self.assertEqual((got["status"], got["placementPolicy"], got["config"]["diskType"]), (2, {"policyName": "rack"}, "hyperdisk-balanced"))
+        [node] = self.nodes(cluster, "rack")
+        self.assertEqual((node["metadata"]["labels"]["kubernetes.io/arch"], node["status"]["allocatable"]["nvidia.com/gpu"]), ("arm64", "4"))
+        path = f"projects/{p}/regions/{REGION}/resourcePolicies/rack"
+        self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": dict(pool, name="rack-2", placementPolicy={"policyName": path})}))
+        self.assertEqual(self.gke("GET", p, "clusters/c/nodePools/rack-2")["placementPolicy"], {"policyName": path})
+        self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": {"name": "close", "initialNodeCount": 1, "locations": [ZONE],
+                                                                              "placementPolicy": {"type": 1, "policyName": "compact"}}}))
+        self.assertEqual(self.gke("GET", p, "clusters/c/nodePools/close")["placementPolicy"], {"type": 1, "policyName": "compact"})
+        field = "Invalid value for field 'nodePool.placementPolicy.policyName'"
+        needs = f"{field}: machine type a4x-highgpu-4g needs a placement policyName naming a workload policy of type HIGH_THROUGHPUT with accelerator topology 1x72."
+        for why, placement, words in (("no policy", {}, needs), ("a HIGH_AVAILABILITY policy", {"policyName": "spread"}, needs),
+                                      ("a compact placement policy", {"type": 1, "policyName": "compact"}, needs),
+                                      ("an unknown policy", {"policyName": "nope"}, f'{field}: resource policy "nope" not found in project "{p}", region "{REGION}".'),
+                                      ("another region's", {"policyName": f"projects/{p}/regions/europe-west4/resourcePolicies/far"},
+                                       f'{field}: resource policy "projects/{p}/regions/europe-west4/resourcePolicies/far" not found in project "{p}", region "{REGION}".'),
+                                      ("not a placement policy", {"policyName": "nightly"}, f'{field}: resource policy "nightly" is not a placement policy')):
+            self.assertEqual(self.refused("container", "POST", p, pools, {"nodePool": dict(pool, name="x", placementPolicy=placement)}, "INVALID_ARGUMENT")[:len(words)], words, why)
+        # The policy is in use while a pool is placed by it.
+        failed = self.compute_wait(p, self.call("compute", "DELETE", p, f"{compute}/rack", alt="json"))
+        self.assertEqual(failed["error"]["errors"][0], {"code": "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE",
+                                                        "message": f"The resource_policy resource '{path}' is already being used by 'projects/{p}/{pools}/rack'"})
+        for name in ("rack", "rack-2"):
+            self.wait(p, self.gke("DELETE", p, f"clusters/c/nodePools/{name}"))
+        self.assertNotIn("error", self.compute_wait(p, self.call("compute", "DELETE", p, f"{compute}/rack", alt="json")))
+        self.assertEqual(self.violations(p), [])
 
     def test_stockout_leaves_the_pool_in_error_until_deleted(self):
         p = "g-stock"

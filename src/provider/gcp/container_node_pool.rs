@@ -1,6 +1,8 @@
 //! `google_container_node_pool`: a GKE node pool — machine type and GPUs (with GKE's driver
 //! installation), a fixed size or autoscaling, node locations, gVNIC and the additional node
-//! networks of GPUDirect, compact placement, reservations, spot / flex-start / queued
+//! networks of GPUDirect (TCPX, TCPXO, RDMA: `gpu_direct_strategy`) or GKE's managed DRANET
+//! (`accelerator_network_profile = "auto"`), compact placement or a resource policy's
+//! (`placement_policy`), reservations and their blocks, spot / flex-start / queued
 //! provisioning, disks, labels, taints, node management and the node version. Size,
 //! autoscaling (either way: a fixed size and autoscaling are two modes, and drift in one shows
 //! as the other's attributes), labels, taints, management and the version (upgrades only)
@@ -18,9 +20,10 @@ use super::{Clients, found};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Refusal, Resource, parse, timeout};
 use crate::schema::{AttributeType, FieldType, attributes};
 use google_cloud_container_v1::model::{
-    AcceleratorConfig, AdditionalNodeNetworkConfig, EphemeralStorageLocalSsdConfig, GPUDriverInstallationConfig, NodeConfig, NodeLabels,
-    NodeManagement, NodeNetworkConfig, NodePool, NodePoolAutoscaling, NodeTaint, NodeTaints, Operation, ReservationAffinity,
-    ResourceLabels, VirtualNIC, gpu_driver_installation_config::GPUDriverVersion, node_pool, node_taint, reservation_affinity,
+    AcceleratorConfig, AdditionalNodeNetworkConfig, EphemeralStorageLocalSsdConfig, GPUDirectConfig, GPUDriverInstallationConfig,
+    NodeConfig, NodeLabels, NodeManagement, NodeNetworkConfig, NodePool, NodePoolAutoscaling, NodeTaint, NodeTaints, Operation,
+    ReservationAffinity, ResourceLabels, VirtualNIC, gpu_direct_config::GPUDirectStrategy,
+    gpu_driver_installation_config::GPUDriverVersion, node_pool, node_taint, reservation_affinity,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -71,6 +74,8 @@ attributes! {
         #[serde(default)] additional_networks: Vec<NodeNetwork> [replace],
         placement: Option<String> [replace],
         placement_policy: Option<String> [replace],
+        gpu_direct_strategy: Option<String> [replace],
+        accelerator_network_profile: Option<String> [replace],
         reservation_affinity: Option<String> [replace],
         reservation: Option<String> [replace],
         #[serde(default)] spot: bool [replace],
@@ -147,6 +152,10 @@ impl Config {
         if self.gvnic {
             config = config.set_gvnic(VirtualNIC::new().set_enabled(true));
         }
+        if let Some(strategy) = &self.gpu_direct_strategy {
+            config =
+                config.set_gpu_direct_config(GPUDirectConfig::new().set_gpu_direct_strategy(GPUDirectStrategy::from(strategy.as_str())));
+        }
         if self.flex_start {
             config = config.set_flex_start(true);
         }
@@ -174,16 +183,23 @@ impl Config {
         if let Some(version) = &self.version {
             pool = pool.set_version(version);
         }
-        if !self.additional_networks.is_empty() {
+        if !self.additional_networks.is_empty() || self.accelerator_network_profile.is_some() {
             let networks = self.additional_networks.iter().map(|n| {
                 AdditionalNodeNetworkConfig::new()
                     .set_network(super::collection::last_segment(&n.network))
                     .set_subnetwork(super::collection::last_segment(&n.subnetwork))
             });
-            pool = pool.set_network_config(NodeNetworkConfig::new().set_additional_node_network_configs(networks));
+            let mut network = NodeNetworkConfig::new().set_additional_node_network_configs(networks);
+            if let Some(profile) = &self.accelerator_network_profile {
+                network = network.set_accelerator_network_profile(profile);
+            }
+            pool = pool.set_network_config(network);
         }
-        if let Some(placement) = &self.placement {
-            let mut policy = node_pool::PlacementPolicy::new().set_type(node_pool::placement_policy::Type::from(placement.as_str()));
+        if self.placement.is_some() || self.placement_policy.is_some() {
+            let mut policy = node_pool::PlacementPolicy::new();
+            if let Some(placement) = &self.placement {
+                policy = policy.set_type(node_pool::placement_policy::Type::from(placement.as_str()));
+            }
             if let Some(name) = &self.placement_policy {
                 policy = policy.set_policy_name(name);
             }
@@ -353,7 +369,10 @@ fn attributes(p: &NodePool) -> Value {
         "gvnic": config.gvnic.as_ref().is_some_and(|g| g.enabled),
         "additional_networks": p.network_config.as_ref().map(|n| n.additional_node_network_configs.iter()
             .map(|a| json!({ "network": a.network, "subnetwork": a.subnetwork })).collect::<Vec<_>>()).unwrap_or_default(),
-        "placement": p.placement_policy.as_ref().and_then(|pp| pp.r#type.name()),
+        "placement": p.placement_policy.as_ref().and_then(|pp| pp.r#type.name()).filter(|t| *t != "TYPE_UNSPECIFIED"),
+        "placement_policy": p.placement_policy.as_ref().map(|pp| pp.policy_name.as_str()).filter(|n| !n.is_empty()),
+        "gpu_direct_strategy": config.gpu_direct_config.as_ref().and_then(|g| g.gpu_direct_strategy.as_ref()).and_then(|s| s.name()),
+        "accelerator_network_profile": p.network_config.as_ref().map(|n| n.accelerator_network_profile.as_str()).filter(|a| !a.is_empty()),
         "spot": config.spot,
         "labels": config.labels,
         "resource_labels": labels,

@@ -14,6 +14,7 @@ mod gke;
 mod marker;
 mod network;
 mod operation;
+mod resource_policy;
 mod resumable;
 mod router;
 mod subnetwork;
@@ -23,7 +24,7 @@ pub use container_cluster::get as get_cluster;
 use super::settings::GcpSettings;
 use super::{Cloud, ProviderError, Registry};
 use google_cloud_compute_v1::client::{
-    Firewalls, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, Routers, Subnetworks,
+    Firewalls, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, ResourcePolicies, Routers, Subnetworks,
 };
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_filestore_v1::client::CloudFilestoreManager;
@@ -35,6 +36,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(subnetwork::Subnetwork)
         .with(firewall::Firewall)
         .with(router::Router)
+        .with(resource_policy::ResourcePolicy)
         .with(container_cluster::ContainerCluster)
         .with(container_node_pool::ContainerNodePool)
         .with(filestore_instance::FilestoreInstance)
@@ -54,6 +56,8 @@ pub struct Clients {
     pub firewalls: Firewalls,
     /// Compute routers (Cloud NAT lives in them).
     pub routers: Routers,
+    /// Compute resource policies (GKE node pools' workload policies).
+    pub resource_policies: ResourcePolicies,
     /// Compute operations on global objects.
     pub global_operations: GlobalOperations,
     /// Compute operations on regional objects.
@@ -212,6 +216,7 @@ impl Clients {
             subnetworks: client!(Subnetworks),
             firewalls: client!(Firewalls),
             routers: client!(Routers),
+            resource_policies: client!(ResourcePolicies),
             global_operations: client!(GlobalOperations),
             region_operations: client!(RegionOperations),
             instance_group_managers: client!(InstanceGroupManagers),

@@ -1,6 +1,9 @@
 //! `google_compute_network`: a VPC network in custom mode (forge makes the subnetworks itself),
-//! with its MTU (8896 for GPUDirect's extra networks) and routing mode, both changed in place
-//! (one `networks.patch`): a new MTU does not take the network and everything on it down.
+//! with its MTU (8244 for GPUDirect-TCPX's extra networks) and routing mode, both changed in
+//! place (one `networks.patch`): a new MTU does not take the network and everything on it down.
+//! A network made with a `network_profile` (`us-central1-b-vpc-roce`: the RDMA VPC of A3 Ultra,
+//! A4 and A4X) is zonal and takes only RDMA NICs; its profile is fixed at create, and its MTU
+//! defaults to the profile's 8896.
 
 use super::collection::{self, Scope};
 use super::marker::marked_description;
@@ -18,14 +21,31 @@ attributes! {
     struct Config {
         name: String [replace],
         description: Option<String> [replace],
-        #[serde(default = "default_mtu")] mtu: i64,
+        mtu: Option<i64>,
         #[serde(default = "regional")] routing_mode: String,
         #[serde(default)] auto_create_subnetworks: bool [replace],
+        network_profile: Option<String> [replace],
     }
 }
 
-fn default_mtu() -> i64 {
-    1460
+/// The MTU of a network made with an RDMA profile when the block gives none.
+const RDMA_MTU: i64 = 8896;
+
+impl Config {
+    /// The MTU given, else Compute's default: 8896 on a network with a (RDMA) profile, else 1460.
+    fn mtu(&self) -> i64 {
+        self.mtu.unwrap_or(if self.network_profile.is_some() { RDMA_MTU } else { 1460 })
+    }
+}
+
+/// A network profile as the API takes it: a bare profile name (`us-central1-b-vpc-roce`) in
+/// the project's global profiles; a path or URL as given (a path without its project is a 400).
+fn profile_path(project: &str, profile: &str) -> String {
+    if profile.contains('/') {
+        profile.to_owned()
+    } else {
+        format!("projects/{project}/global/networkProfiles/{profile}")
+    }
 }
 
 fn regional() -> String {
@@ -45,6 +65,18 @@ fn routing(mode: &str) -> NetworkRoutingConfig {
 }
 
 impl Resource for Network {
+    /// The MTU the network gets when the block gives none, and the profile by name, as read.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = config.clone();
+        if config.get("mtu").is_none() {
+            config["mtu"] = json!(if config.get("network_profile").is_some() { RDMA_MTU } else { 1460 });
+        }
+        if let Some(profile) = config.get("network_profile").and_then(Value::as_str) {
+            config["network_profile"] = json!(collection::last_segment(profile));
+        }
+        config
+    }
+
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
@@ -52,8 +84,9 @@ impl Resource for Network {
             .set_name(&cfg.name)
             .set_description(marked_description(ctx, token, cfg.description.as_deref()))
             .set_auto_create_subnetworks(cfg.auto_create_subnetworks)
-            .set_mtu(cfg.mtu as i32)
-            .set_routing_config(routing(&cfg.routing_mode));
+            .set_mtu(cfg.mtu() as i32)
+            .set_routing_config(routing(&cfg.routing_mode))
+            .set_or_clear_network_profile(cfg.network_profile.as_deref().map(|p| profile_path(&gcp.project, p)));
         collection::create::<Networks>(ctx, gcp, token, &Scope::Global, body, config, outputs).await
     }
 
@@ -65,6 +98,7 @@ impl Resource for Network {
                 "mtu": n.mtu,
                 "routing_mode": n.routing_config.as_ref().and_then(|r| r.routing_mode.as_ref()).and_then(|m| m.name()),
                 "auto_create_subnetworks": n.auto_create_subnetworks.unwrap_or(false),
+                "network_profile": n.network_profile.as_deref().map(collection::last_segment),
             })
         })
         .await
@@ -85,8 +119,8 @@ impl Resource for Network {
         if cfg.routing_mode != before.routing_mode {
             body = body.set_routing_config(routing(&cfg.routing_mode));
         }
-        if cfg.mtu != before.mtu {
-            body = body.set_mtu(cfg.mtu as i32);
+        if cfg.mtu() != before.mtu() {
+            body = body.set_mtu(cfg.mtu() as i32);
         }
         let call = gcp
             .networks

@@ -1,9 +1,21 @@
 """Google Compute Engine REST API v1 (/compute/v1/...), the parts forge uses, on gcp.py:
   * networks: insert, get, list, patch (routingConfig and mtu, as Compute allows), delete; custom mode only;
+    a network made with a `networkProfile` (a full or partial URL with its project, stored as the
+    full URL) is restricted to the profile's zone: its MTU defaults to 8896 and must be in the
+    profile's range, its subnetworks must be in the zone's region and of the profile's stack
+    types, it takes no VPC firewall rules if the profile blocks them, and its profile never
+    changes;
+  * networkProfiles (global, read-only, Google's and the same in every project): get, list. For
+    each zone of PROFILE_ZONES the RDMA profiles `{zone}-vpc-roce` (RoCE, MRDMA NICs: A3 Ultra, A4,
+    A4X), `{zone}-vpc-roce-metal` (RoCE for bare metal) and `{zone}-vpc-falcon` (Falcon, IRDMA
+    NICs: H4D), with their features;
   * subnetworks (regional): insert, get, list, patch (with the current fingerprint:
     secondaryIpRanges and the other patchable fields), setPrivateIpGoogleAccess, delete;
   * firewalls: insert, get, list, patch, update, delete;
   * routers (regional) with their Cloud NATs: insert, get, list, patch, update, delete;
+  * resourcePolicies (regional): insert, get, list, delete; workload policies (HIGH_THROUGHPUT
+    with its accelerator topology, HIGH_AVAILABILITY) checked, the other kinds kept as given;
+    exactly one kind per policy; READY once inserted;
   * instanceGroupManagers (zonal): get, of the groups other APIs run (a GKE node pool's, per
     zone: `instance_groups`), with their targetSize;
   * globalOperations and regionOperations: get, which the client's poller calls, and list with
@@ -11,28 +23,33 @@
   * list filters (compute_filter.py), pages, orderBy name;
   * checks: names, required fields, enums, references to resources that exist and are ready,
     CIDR ranges that do not overlap within a network, allowed xor denied, NAT subnetworks of the
-    router's network and region; a delete of a network or subnetwork still in use is accepted and
-    its operation ends with RESOURCE_IN_USE_BY_ANOTHER_RESOURCE (a GKE cluster or node pool, or a
-    Filestore instance, on it counts: `dependents`); a change to a resource whose operation is
-    under way is refused (resourceNotReady).
-The other APIs name networks and subnetworks as Compute does (`compute_path`).
+    router's network and region; a delete of a network, subnetwork or resource policy still in use
+    is accepted and its operation ends with RESOURCE_IN_USE_BY_ANOTHER_RESOURCE (a GKE cluster or
+    node pool, or a Filestore instance, on it counts, as does a node pool placed by a resource
+    policy: `dependents`); a change to a resource whose operation is under way is refused
+    (resourceNotReady).
+The other APIs name networks, subnetworks and resource policies as Compute does
+(`compute_path`), and read a network's profile with `profile_of`.
 Error bodies carry code, message and errors[] but no `status`, as Compute's do.
 """
 
 import base64
+import collections
 import copy
+import hashlib
 import ipaddress
 import re
 import secrets
 
 from .compute_filter import compile_filter
-from .gcp import GoogleApi, GoogleError, check_name, new_id, page, required, timestamp
+from .gcp import GoogleApi, GoogleError, check_name, new_id, page, region_of, required, timestamp
 
 
 LINK = "https://www.googleapis.com/compute/v1/"
 PATH = re.compile(r"projects/(?P<project>[^/]+)/(?P<scope>global|regions/(?P<region>[^/]+)|zones/(?P<zone>[^/]+))/(?P<collection>[A-Za-z]+)(?:/(?P<name>[^/]+)(?:/(?P<verb>[A-Za-z]+))?)?")
 HTTP_MESSAGES = {400: "BAD REQUEST", 403: "FORBIDDEN", 500: "INTERNAL SERVER ERROR"}
-OUTPUT_ONLY = {"id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "gatewayAddress", "subnetworks", "state", "region"}
+OUTPUT_ONLY = {"id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "gatewayAddress", "subnetworks", "state", "region",
+               "status", "resourceStatus"}
 
 
 def invalid(field, value, why):
@@ -84,14 +101,20 @@ def subnet_range(value, field):
 
 class Kind:
     """A collection: `check` validates and completes a resource, new or changed, `users` names
-    what keeps it from being deleted, `show` adds what is computed on read."""
+    what keeps it from being deleted, `show` adds what is computed on read, `records` are its
+    resources in the call's scope (the store's, unless it is `readonly`: Google's own). It is
+    patched only if some fields are `patchable`, updated (PUT) only if `updatable`."""
 
     collection = singular = kind = ""
-    regional = updatable = False
+    regional = updatable = readonly = False
     patchable = ()
 
     def check(self, call, res):
         raise NotImplementedError
+
+    def records(self, call):
+        prefix = f"{call.scope}/{self.collection}/"
+        return {p: r for p, r in call.store.items.items() if p.startswith(prefix)}
 
     def users(self, call, path):
         return []
@@ -135,6 +158,61 @@ def reference(call, value, collection, field):
     return path
 
 
+# --- network profiles: Google's own, the same in every project ------------------------------
+
+PROFILE_ZONES = {"us-central1": "abcf", "us-east4": "abc", "us-east5": "abc", "us-west1": "abc", "europe-west4": "abc", "asia-northeast1": "abc"}
+RDMA_MTU = 8896
+RDMA_FEATURES = {  # what a VPC network with an RDMA profile allows (NetworkProfileNetworkFeatures)
+    "allowAutoModeSubnet": "AUTO_MODE_SUBNET_BLOCKED", "allowDefaultNicAttachment": "DEFAULT_NIC_ATTACHMENT_BLOCKED",
+    "allowExternalIpAccess": "EXTERNAL_IP_ACCESS_BLOCKED", "allowMultiNicInSameNetwork": "MULTI_NIC_IN_SAME_NETWORK_ALLOWED",
+    "allowSameNetworkUnicast": "SAME_NETWORK_UNICAST_ALLOWED", "allowMulticast": "MULTICAST_BLOCKED", "subnetworkStackTypes": ["IPV4_ONLY"],
+}
+ROCE_FIREWALLS = {"allowVpcFirewallRules": "VPC_FIREWALL_RULES_BLOCKED", "allowFirewallPolicy": "FIREWALL_POLICY_ALLOWED",
+                  "firewallPolicyTypes": ["RDMA_ROCE_POLICY"]}
+PROFILE_TYPES = {  # name suffix -> RDMA subtype, NIC type, MTU range, features besides RDMA_FEATURES
+    "vpc-roce": ("ROCE", "MRDMA", (1300, RDMA_MTU), ROCE_FIREWALLS),
+    "vpc-roce-metal": ("ROCE_METAL", "MRDMA", (1300, RDMA_MTU), ROCE_FIREWALLS),
+    "vpc-falcon": ("FALCON", "IRDMA", (RDMA_MTU, RDMA_MTU), {}),
+}
+Profile = collections.namedtuple("Profile", "name zone subtype nic mtu features")
+NETWORK_PROFILES = {f"{region}-{z}-{suffix}": Profile(f"{region}-{z}-{suffix}", f"{region}-{z}", subtype, nic, mtu, {**RDMA_FEATURES, "interfaceTypes": [nic], **own})
+                    for region, zones in PROFILE_ZONES.items() for z in zones for suffix, (subtype, nic, mtu, own) in PROFILE_TYPES.items()}
+PROFILE_URL = re.compile(r"(?:https?://[^/]+/compute/(?:v1|beta|alpha)/)?projects/(?P<project>[^/]+)/global/networkProfiles/(?P<name>[^/]+)")
+PROFILES_MADE = timestamp(1727740800)  # 2024-10-01
+
+
+def profile_of(network):
+    """The Profile a network record was made with, None for a network without one (or none)."""
+    return NETWORK_PROFILES.get(str((network or {}).get("networkProfile", "")).rsplit("/", 1)[-1])
+
+
+def named_profile(value, field):
+    """(full URL, Profile) of the profile a network names: a full or partial URL with its
+    project, as Compute takes it."""
+    match = PROFILE_URL.fullmatch(str(value))
+    if not match:
+        raise invalid(field, value, "The URL is malformed.")
+    link = f"projects/{match['project']}/global/networkProfiles/{match['name']}"
+    if match["name"] not in NETWORK_PROFILES:
+        raise GoogleError(404, f"The resource '{link}' was not found", "notFound")
+    return LINK + link, NETWORK_PROFILES[match["name"]]
+
+
+class NetworkProfiles(Kind):
+    collection, singular, kind = "networkProfiles", "network_profile", "compute#networkProfile"
+    readonly = True
+
+    def records(self, call):
+        return {f"global/networkProfiles/{p.name}": self.render(call.project, p) for p in NETWORK_PROFILES.values()}
+
+    @staticmethod
+    def render(project, profile):
+        return {"kind": "compute#networkProfile", "id": str(int(hashlib.sha256(profile.name.encode()).hexdigest()[:15], 16) | 1 << 62),
+                "name": profile.name, "creationTimestamp": PROFILES_MADE, "selfLink": LINK + f"projects/{project}/global/networkProfiles/{profile.name}",
+                "location": {"name": profile.zone, "scope": "ZONE"}, "profileType": {"networkType": "RDMA", "rdmaSubtype": profile.subtype},
+                "features": copy.deepcopy(profile.features)}
+
+
 class Networks(Kind):
     collection, singular, kind = "networks", "network", "compute#network"
     patchable = ("routingConfig", "mtu")
@@ -144,7 +222,13 @@ class Networks(Kind):
             raise invalid("resource.autoCreateSubnetworks", res.get("autoCreateSubnetworks"), "Only custom mode networks (autoCreateSubnetworks: false) are emulated.")
         if "IPv4Range" in res:
             raise invalid("resource.IPv4Range", res["IPv4Range"], "Legacy networks are not emulated.")
-        res["mtu"] = integer(res.get("mtu"), "resource.mtu", 1300, 8896, 1460)
+        profile = None
+        if res.get("networkProfile"):
+            res["networkProfile"], profile = named_profile(res["networkProfile"], "resource.networkProfile")
+        else:
+            res.pop("networkProfile", None)
+        low, high = profile.mtu if profile else (1300, RDMA_MTU)
+        res["mtu"] = integer(res.get("mtu"), "resource.mtu", low, high, RDMA_MTU if profile else 1460)
         routing = dict(res.get("routingConfig") or {})
         routing["routingMode"] = one_of(routing.get("routingMode"), "resource.routingConfig.routingMode", ("REGIONAL", "GLOBAL"), "REGIONAL")
         res["routingConfig"] = routing
@@ -167,7 +251,15 @@ class Subnetworks(Kind):
     patchable = ("secondaryIpRanges", "logConfig", "enableFlowLogs", "role", "stackType", "privateIpv6GoogleAccess")
 
     def check(self, call, res):
-        res["network"] = LINK + f"projects/{call.project}/" + reference(call, res.get("network"), "networks", "resource.network")
+        network = reference(call, res.get("network"), "networks", "resource.network")
+        res["network"] = LINK + f"projects/{call.project}/{network}"
+        profile, region = profile_of(call.store.items.get(network)), call.scope.split("/")[1]
+        if profile and region_of(profile.zone) != region:
+            raise invalid("resource.network", res["network"], f"The network is restricted to zone '{profile.zone}' by its network profile "
+                          f"'{profile.name}': its subnetworks must be in region '{region_of(profile.zone)}', not '{region}'.")
+        if profile and res.get("stackType", "IPV4_ONLY") not in profile.features["subnetworkStackTypes"]:
+            raise invalid("resource.stackType", res["stackType"], f"The network's profile '{profile.name}' allows the stack types "
+                          f"{profile.features['subnetworkStackTypes']} only.")
         if not res.get("ipCidrRange"):
             raise required("resource.ipCidrRange")
         ranges = [(subnet_range(res["ipCidrRange"], "resource.ipCidrRange"), res["ipCidrRange"])]
@@ -218,7 +310,12 @@ class Firewalls(Kind):
                  "sourceRanges", "sourceServiceAccounts", "sourceTags", "targetServiceAccounts", "targetTags")
 
     def check(self, call, res):
-        res["network"] = LINK + f"projects/{call.project}/" + reference(call, res.get("network") or "global/networks/default", "networks", "resource.network")
+        network = reference(call, res.get("network") or "global/networks/default", "networks", "resource.network")
+        res["network"] = LINK + f"projects/{call.project}/{network}"
+        profile = profile_of(call.store.items.get(network))
+        if profile and profile.features.get("allowVpcFirewallRules") == "VPC_FIREWALL_RULES_BLOCKED":
+            raise invalid("resource.network", res["network"], f"The network's profile '{profile.name}' does not allow VPC firewall rules "
+                          f"(allowVpcFirewallRules: VPC_FIREWALL_RULES_BLOCKED): its firewall rules go in regional network firewall policies.")
         res["direction"] = one_of(res.get("direction"), "resource.direction", ("INGRESS", "EGRESS"), "INGRESS")
         res["priority"] = integer(res.get("priority"), "resource.priority", 0, 65535, 1000)
         rules = [k for k in ("allowed", "denied") if res.get(k)]
@@ -310,7 +407,36 @@ class Routers(Kind):
             raise invalid(f"{field}.secondaryIpRangeNames", ",".join(wanted), "Secondary ranges are named with LIST_OF_SECONDARY_IP_RANGES, and must be ranges of the subnetwork.")
 
 
-KINDS = {k.collection: k for k in (Networks(), Subnetworks(), Firewalls(), Routers())}
+POLICY_KINDS = ("workloadPolicy", "groupPlacementPolicy", "snapshotSchedulePolicy", "instanceSchedulePolicy", "diskConsistencyGroupPolicy")
+TOPOLOGY = re.compile(r"[1-9][0-9]*(?:x[1-9][0-9]*)+")
+
+
+class ResourcePolicies(Kind):
+    collection, singular, kind = "resourcePolicies", "resource_policy", "compute#resourcePolicy"
+    regional = True
+
+    def check(self, call, res):
+        given = [k for k in POLICY_KINDS if res.get(k) is not None]
+        if len(given) != 1:
+            raise invalid("resource", ",".join(given), f"A resource policy has exactly one of {', '.join(POLICY_KINDS)}.")
+        workload = res.get("workloadPolicy")
+        if workload is not None:
+            field = "resource.workloadPolicy"
+            if not workload.get("type"):
+                raise required(f"{field}.type")
+            for key in ("acceleratorTopology", "maxTopologyDistance"):
+                if workload.get(key) and workload["type"] != "HIGH_THROUGHPUT":
+                    raise invalid(f"{field}.{key}", workload[key], "It is given only with type HIGH_THROUGHPUT.")
+            topology = workload.get("acceleratorTopology")
+            if topology and not TOPOLOGY.fullmatch(topology):
+                raise invalid(f"{field}.acceleratorTopology", topology, "It must be dimensions joined by 'x', such as 1x72.")
+            if workload.get("acceleratorTopologyMode") and not topology:
+                raise invalid(f"{field}.acceleratorTopologyMode", workload["acceleratorTopologyMode"], "It is given only with an acceleratorTopology.")
+        res["status"] = "READY"
+        return res
+
+
+KINDS = {k.collection: k for k in (Networks(), NetworkProfiles(), Subnetworks(), Firewalls(), Routers(), ResourcePolicies())}
 
 
 def listing(call, kind, path, items):
@@ -354,9 +480,11 @@ class Compute(GoogleApi):
             if match["name"] is None:
                 verb = {"POST": "insert", "GET": "list"}.get(method)
             elif match["verb"] is None:
-                verb = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "PUT": "update" if kind.updatable else None}.get(method)
+                verb = {"GET": "get", "PATCH": "patch" if kind.patchable else None, "DELETE": "delete", "PUT": "update" if kind.updatable else None}.get(method)
             elif match["verb"] == "setPrivateIpGoogleAccess" and kind.collection == "subnetworks" and method == "POST":
                 verb = "setPrivateIpGoogleAccess"
+            if kind.readonly and verb not in ("get", "list"):
+                verb = None
             if verb:
                 name, handler = f"{kind.collection}.{verb}", getattr(self, verb)
         if handler is None:
@@ -429,9 +557,10 @@ class Compute(GoogleApi):
     def visible(self, call):
         """The resource named in the path; a 404 while its insert is under way."""
         path = self.path(call, call.params["name"])
-        if path not in call.store.items:
+        records = call.params["kind"].records(call)
+        if path not in records:
             raise GoogleError(404, f"The resource 'projects/{call.project}/{path}' was not found", "notFound")
-        return path, call.store.items[path]
+        return path, records[path]
 
     def changeable(self, call):
         path, res = self.visible(call)
@@ -466,9 +595,8 @@ class Compute(GoogleApi):
         kind = call.params["kind"]
         if call.query.get("orderBy") not in (None, "", "name"):
             raise invalid("orderBy", call.query["orderBy"], "Only orderBy=name is emulated.")
-        prefix = f"{call.scope}/{kind.collection}/"
-        items = [kind.show(call, r) for p, r in call.store.items.items() if p.startswith(prefix)]
-        return listing(call, kind.kind + "List", prefix.rstrip("/"), items)
+        items = [kind.show(call, r) for r in kind.records(call).values()]
+        return listing(call, kind.kind + "List", f"{call.scope}/{kind.collection}", items)
 
     def patch(self, call):
         return self.change(call, replace=False)

@@ -10,8 +10,9 @@ uses, on gcp.py:
     clusterCaCertificate, serving multi-networking's kinds (networking.gke.io Network and
     GKENetworkParamSet) only while networkConfig.enableMultiNetworking is on; a RUNNING pool's
     VMs are Nodes there (GPUs counted from its accelerators, GKE's nvidia.com/gpu taint on GPU
-    pools), following setSize and gone with it; a releaseChannel given empty is none
-    (UNSPECIFIED), one left out is REGULAR;
+    pools, kubernetes.io/arch: arm64 on A4X, cloud.google.com/gke-networking-dra-driver=true on
+    a managed DRANET pool), following setSize and gone with it; a releaseChannel given empty is
+    none (UNSPECIFIED), one left out is REGULAR;
   * node pools: create, get, list, update (the fields of UpdateNodePoolRequest in POOL_UPDATES),
     setSize, setAutoscaling (an empty autoscaling, as proto3 JSON writes enabled=false: off; the
     pool keeps its size), setManagement, delete. PROVISIONING → RUNNING, RECONCILING while
@@ -24,13 +25,22 @@ uses, on gcp.py:
     "Operation … is currently upgrading cluster …. Please wait and try again once it is done."
     while the control plane upgrades, else "Cluster is running incompatible operation …";
   * checks: names (RFC 1035, at most 40 characters), required fields, versions, locations in the
-    cluster's region, the cluster's network and subnetwork (and its secondary ranges) in the
-    Compute emulator's store, a pool's additionalNodeNetworkConfigs (networks and subnetworks
-    that exist, one per VPC, on a cluster with enableMultiNetworking and ADVANCED_DATAPATH, with
-    gVNIC), COMPACT placement in exactly one zone, accelerators that fit the machine type
-    (MACHINE_GPUS), reservation affinity, autoscaling bounds, labels; auto-upgrade on for the
-    pools of a cluster in a release channel; no control plane or node version of an earlier
-    minor version than the one running;
+    cluster's region, the cluster's network (one without an RDMA network profile) and subnetwork
+    (and its secondary ranges) in the Compute emulator's store, a pool's
+    additionalNodeNetworkConfigs (networks and subnetworks that exist, on a cluster with
+    enableMultiNetworking and ADVANCED_DATAPATH, with gVNIC): a regular network is a VPC of its
+    own, one made with an RDMA network profile is an RDMA NIC (only on the machine types of
+    RDMA_NICS, at most their count of them, several on one network with subnetworks of their own,
+    the pool's locations all in the profile's zone; besides them at most one regular network, the
+    machine's second gVNIC); managed DRANET (networkConfig.acceleratorNetworkProfile "auto": RDMA
+    machines, GKE 1.34.1-gke.1829001 or later, ADVANCED_DATAPATH, no additional networks,
+    immutable); GPUDirect-RDMA (config.gpuDirectConfig) on A3 Ultra and A4 only; Hyperdisk boot
+    disks on A4 and A4X (hyperdisk-balanced by default); COMPACT placement in exactly one zone; a
+    placement policyName naming a placement resource policy of the cluster's region in Compute
+    (then in use by the pool), which an A4X pool needs: a HIGH_THROUGHPUT workload policy of
+    topology 1x72; accelerators that fit the machine type (MACHINE_GPUS), reservation affinity,
+    autoscaling bounds, labels; auto-upgrade on for the pools of a cluster in a release channel;
+    no control plane or node version of an earlier minor version than the one running;
   * enums as numbers with `$alt=json;enum-encoding=int` (the Rust clients' way), else as names;
     int64 fields (acceleratorCount, maxPodsPerNode) as strings.
 Not emulated: Autopilot, the zones/… paths of the v1 API, the other setters, operations.cancel.
@@ -44,7 +54,7 @@ import secrets
 
 from .gcp import (Enum, GoogleApi, GoogleError, RPC_CODE, bad_request, check_fields, check_labels, check_name, fingerprint,
                   precondition, read_enums, region_of, required, rpc_failure, visible, write_enums, zulu)
-from .gcp_compute import compute_path, integer
+from .gcp_compute import compute_path, integer, profile_of
 from . import kubernetes
 
 
@@ -79,6 +89,13 @@ MULTI_NETWORKING_KINDS = [
     ("networking.gke.io", "v1", "gkenetworkparamsets", "GKENetworkParamSet", False, ["gnp"]),
     ("networking.gke.io", "v1", "networks", "Network", False, []),
 ]
+# DRA as Kubernetes 1.34 serves it, GA.
+DRA_V1_KINDS = [
+    ("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False, []),
+    ("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True, []),
+    ("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, []),
+    ("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, []),
+]
 
 # --- enums (google.container.v1), and where they are in each message -------------------------
 
@@ -102,7 +119,8 @@ WORKLOAD_METADATA = {"mode": container_enum("WorkloadMetadataConfig.Mode", "MODE
 UPGRADE_SETTINGS = {"strategy": container_enum("NodePoolUpdateStrategy", "NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED BLUE_GREEN=2 SURGE SHORT_LIVED=5")}
 AUTOSCALING = {"locationPolicy": container_enum("NodePoolAutoscaling.LocationPolicy", "LOCATION_POLICY_UNSPECIFIED BALANCED ANY")}
 NODE_CONFIG = {"taints": TAINT, "accelerators": ACCELERATOR, "workloadMetadataConfig": WORKLOAD_METADATA,
-               "reservationAffinity": {"consumeReservationType": container_enum("ReservationAffinity.Type", "UNSPECIFIED NO_RESERVATION ANY_RESERVATION SPECIFIC_RESERVATION ANY_RESERVATION_THEN_FAIL")}}
+               "reservationAffinity": {"consumeReservationType": container_enum("ReservationAffinity.Type", "UNSPECIFIED NO_RESERVATION ANY_RESERVATION SPECIFIC_RESERVATION ANY_RESERVATION_THEN_FAIL")},
+               "gpuDirectConfig": {"gpuDirectStrategy": container_enum("GPUDirectConfig.GPUDirectStrategy", "GPU_DIRECT_STRATEGY_UNSPECIFIED RDMA=2")}}
 NODE_POOL = {"config": NODE_CONFIG, "status": POOL_STATUS, "autoscaling": AUTOSCALING, "upgradeSettings": UPGRADE_SETTINGS, "conditions": CONDITION,
              "placementPolicy": {"type": container_enum("NodePool.PlacementPolicy.Type", "TYPE_UNSPECIFIED COMPACT")}}
 DATAPATH = container_enum("DatapathProvider", "DATAPATH_PROVIDER_UNSPECIFIED LEGACY_DATAPATH ADVANCED_DATAPATH")
@@ -120,17 +138,26 @@ POOL_OUTPUT = {"selfLink", "instanceGroupUrls", "status", "statusMessage", "cond
 
 # --- what the emulated GKE offers ----------------------------------------------------------
 
-VERSIONS = ("1.30.14-gke.1150000", "1.31.11-gke.1036000", "1.32.7-gke.1079000", "1.33.3-gke.1136000")
-CHANNEL_DEFAULT = {"EXTENDED": 0, "STABLE": 1, "REGULAR": 2, "UNSPECIFIED": 2, "RAPID": 3}  # index in VERSIONS
+VERSIONS = ("1.30.14-gke.1150000", "1.31.11-gke.1036000", "1.32.7-gke.1079000", "1.33.3-gke.1136000", "1.34.0-gke.1662000", "1.34.1-gke.1829001")
+CHANNEL_DEFAULT = {"EXTENDED": 0, "STABLE": 1, "REGULAR": 2, "UNSPECIFIED": 2, "RAPID": 3}  # index in VERSIONS (not its last)
+DRANET_VERSION = "1.34.1-gke.1829001"  # the first with managed DRANET (acceleratorNetworkProfile)
 MACHINE_GPUS = {  # machine types whose GPUs come with them: (accelerator type, count)
     **{f"a3-highgpu-{n}g": ("nvidia-h100-80gb", n) for n in (1, 2, 4, 8)},
     "a3-megagpu-8g": ("nvidia-h100-mega-80gb", 8),
     "a3-ultragpu-8g": ("nvidia-h200-141gb", 8),
+    "a4-highgpu-8g": ("nvidia-b200", 8),
+    "a4x-highgpu-4g": ("nvidia-gb200", 4),
     **{f"a2-highgpu-{n}g": ("nvidia-tesla-a100", n) for n in (1, 2, 4, 8)},
     "a2-megagpu-16g": ("nvidia-tesla-a100", 16),
     **{f"a2-ultragpu-{n}g": ("nvidia-a100-80gb", n) for n in (1, 2, 4, 8)},
     **{f"g2-standard-{cpus}": ("nvidia-l4", n) for cpus, n in ((4, 1), (8, 1), (12, 1), (16, 1), (32, 1), (24, 2), (48, 4), (96, 8))},
 }
+RDMA_NICS = {"a3-ultragpu-8g": 8, "a4-highgpu-8g": 8, "a4x-highgpu-4g": 4}  # their MRDMA NICs, for RoCE networks
+GVNICS = 2  # the gVNIC NICs of the RDMA machines: the primary and one more
+GPU_DIRECT_RDMA = ("a3-ultragpu-8g", "a4-highgpu-8g")  # GPUDirectConfig's RDMA
+HYPERDISK_ONLY = ("a4-highgpu-8g", "a4x-highgpu-4g")  # they boot from hyperdisk-balanced only
+ARM64 = ("a4x-highgpu-4g",)
+WORKLOAD_TOPOLOGY = {"a4x-highgpu-4g": "1x72"}  # the workload policy's accelerator topology a pool of them needs
 N1_GPUS = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100")
 MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -228,6 +255,37 @@ def check_accelerators(machine, accelerators, field):
     return out
 
 
+def check_machine(config, prefix):
+    """What a node config's machine type allows of the rest: its boot disk type (A4 and A4X boot
+    from Hyperdisk only) and GPUDirect-RDMA (A3 Ultra and A4); `prefix` starts the fields named."""
+    machine, disk = config["machineType"], config.get("diskType")
+    if machine in HYPERDISK_ONLY and disk != "hyperdisk-balanced":
+        raise bad_request(f"Invalid value for field '{prefix}diskType': '{disk}'. {disk} disk type cannot be used by {machine} machine type: "
+                          "it boots from hyperdisk-balanced only.")
+    if (config.get("gpuDirectConfig") or {}).get("gpuDirectStrategy") == "RDMA" and machine not in GPU_DIRECT_RDMA:
+        raise bad_request(f"Invalid value for field '{prefix}gpuDirectConfig.gpuDirectStrategy': 'RDMA'. GPUDirect-RDMA is for machine types "
+                          f"{', '.join(GPU_DIRECT_RDMA)}, not {machine}.")
+
+
+def check_dranet(cluster, machine, profile, extra, field):
+    """Managed DRANET (a pool's acceleratorNetworkProfile): "auto", on an RDMA machine, in a
+    cluster of DRANET_VERSION or later with Dataplane V2, instead of additional networks."""
+    if profile != "auto":
+        raise bad_request(f"Invalid value for field '{field}': '{profile}'. The only valid accelerator network profile is \"auto\".")
+    if machine not in RDMA_NICS:
+        raise bad_request(f"Invalid value for field '{field}': machine type {machine} has no RDMA NICs for an accelerator network profile "
+                          f"(machine types {', '.join(RDMA_NICS)}).")
+    if version_key(cluster["currentMasterVersion"]) < version_key(DRANET_VERSION):
+        raise bad_request(f"Invalid value for field '{field}': an accelerator network profile needs GKE version {DRANET_VERSION} or later; "
+                          f"the cluster runs {cluster['currentMasterVersion']}.")
+    if cluster["networkConfig"].get("datapathProvider") != "ADVANCED_DATAPATH":
+        raise bad_request(f"Invalid value for field '{field}': an accelerator network profile needs a cluster with "
+                          "networkConfig.datapathProvider ADVANCED_DATAPATH (GKE Dataplane V2).")
+    if extra:
+        raise bad_request(f"Invalid value for field '{field}': an accelerator network profile sets up the node pool's networks itself "
+                          "and cannot be given with additionalNodeNetworkConfigs.")
+
+
 def check_autoscaling(autoscaling, field):
     if not autoscaling:
         return None
@@ -264,8 +322,9 @@ def api_server(project, location, name):
 
 def publish_nodes(project, cluster, pool_name, pool):
     """A node pool's VMs as Nodes of its cluster's API server, labelled as GKE labels them
-    (cloud.google.com/gke-nodepool, machine type, zone, the pool's labels), with its taints and
-    GKE's own nvidia.com/gpu taint on GPU pools; none for a pool that is gone (`pool` None)."""
+    (cloud.google.com/gke-nodepool, machine type, architecture, zone, the pool's labels, managed
+    DRANET's driver label), with its taints and GKE's own nvidia.com/gpu taint on GPU pools; none
+    for a pool that is gone (`pool` None)."""
     nodes = []
     if pool is not None and pool.get("status") == "RUNNING":
         config = pool.get("config", {})
@@ -278,10 +337,13 @@ def publish_nodes(project, cluster, pool_name, pool):
                   for t in config.get("taints", [])]
         if gpus:
             taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+        machine = config.get("machineType", "")
+        system = {"node.kubernetes.io/instance-type": machine, "kubernetes.io/arch": "arm64" if machine in ARM64 else "amd64"}
+        if pool["networkConfig"].get("acceleratorNetworkProfile"):
+            system["cloud.google.com/gke-networking-dra-driver"] = "true"
         for zone in pool["locations"]:
             for i in range(pool["_size"]):
-                labels = {**config.get("labels", {}), "node.kubernetes.io/instance-type": config.get("machineType", ""),
-                          "topology.kubernetes.io/zone": zone, "forge.emulator/gpus": str(gpus)}
+                labels = {**config.get("labels", {}), **system, "topology.kubernetes.io/zone": zone, "forge.emulator/gpus": str(gpus)}
                 allocatable = {"cpu": "208", "memory": "1800Gi", "pods": "110"}
                 if gpus:
                     labels["cloud.google.com/gke-accelerator"] = accelerators[0].get("acceleratorType", "")
@@ -297,8 +359,10 @@ def publish_nodes(project, cluster, pool_name, pool):
 
 def publish_kinds(project, cluster):
     """The kinds the cluster's API server serves besides the built-in ones: multi-networking's
-    while the cluster has it on."""
+    while the cluster has it on, and DRA's GA `resource.k8s.io/v1` from GKE 1.34 on."""
     kinds = MULTI_NETWORKING_KINDS if cluster["networkConfig"].get("enableMultiNetworking") else []
+    if version_key(cluster["currentMasterVersion"])[:2] >= (1, 34):
+        kinds = kinds + DRA_V1_KINDS
     try:
         kubernetes.set_kinds(api_server(project, cluster["location"], cluster["name"]), kinds)
     except KeyError:
@@ -422,6 +486,29 @@ class Container(GoogleApi):
             raise bad_request(f'Project "{call.project}" has no network named "{str(value).rsplit("/", 1)[-1]}".') if value else required(field)
         return path
 
+    def profile(self, call, network):
+        """The RDMA network profile (gcp_compute.Profile) the network at `network` was made
+        with, None if none."""
+        return profile_of(self.compute.lookup(call.project, network))
+
+    def resource_policy(self, call, value, region, machine, field):
+        """The path of the resource policy a pool's placement names (by name, or its path in the
+        project), which must be a placement policy of the cluster's region; None if it names
+        none. A machine type of WORKLOAD_TOPOLOGY needs a HIGH_THROUGHPUT workload policy of its
+        accelerator topology."""
+        path = compute_path(call.project, value, "resourcePolicies", region) if value else None
+        policy = self.compute.lookup(call.project, path) if path and path.startswith(f"regions/{region}/") else None
+        if value and policy is None:
+            raise bad_request(f"Invalid value for field '{field}': resource policy \"{value}\" not found in project \"{call.project}\", region \"{region}\".")
+        if policy is not None and not (policy.get("workloadPolicy") or policy.get("groupPlacementPolicy")):
+            raise bad_request(f"Invalid value for field '{field}': resource policy \"{value}\" is not a placement policy (workloadPolicy or groupPlacementPolicy).")
+        topology = WORKLOAD_TOPOLOGY.get(machine)
+        workload = (policy or {}).get("workloadPolicy") or {}
+        if topology and (workload.get("type"), workload.get("acceleratorTopology")) != ("HIGH_THROUGHPUT", topology):
+            raise bad_request(f"Invalid value for field '{field}': machine type {machine} needs a placement policyName naming a workload policy "
+                              f"of type HIGH_THROUGHPUT with accelerator topology {topology}.")
+        return path if value else None
+
     def subnetwork(self, call, value, network, region, field):
         if not value:
             raise required(field)
@@ -492,6 +579,10 @@ class Container(GoogleApi):
         if zonal and location not in zones:
             raise bad_request(f"Invalid value for field 'cluster.locations': it must include the cluster's zone {location}.")
         network = self.network(call, spec.get("network") or "default", "cluster.network")
+        profile = self.profile(call, network)
+        if profile:
+            raise bad_request(f'Network "{network.rsplit("/", 1)[1]}" has the RDMA network profile "{profile.name}": '
+                              "the nodes' primary interface needs a network without one.")
         subnet_path, subnet = self.subnetwork(call, spec.get("subnetwork"), network, region, "cluster.subnetwork")
         network_link = f"{COMPUTE}projects/{call.project}/{network}"
         policy = dict(spec.get("ipAllocationPolicy") or {})
@@ -697,10 +788,11 @@ class Container(GoogleApi):
         placement = spec.get("placementPolicy") or {}
         if placement.get("type") == "COMPACT" and len(zones) != 1:
             raise bad_request(f"Invalid value for field '{field}.placementPolicy': COMPACT placement needs exactly one node location, not {len(zones)}.")
+        policy = self.resource_policy(call, placement.get("policyName"), region, config["machineType"], f"{field}.placementPolicy.policyName")
         if (spec.get("queuedProvisioning") or {}).get("enabled") and (not (autoscaling or {}).get("enabled") or count):
             raise bad_request(f"Invalid value for field '{field}.queuedProvisioning': queued provisioning needs autoscaling and no initial nodes.")
-        uses = set()
-        network = self.check_node_network(call, cluster, dict(spec.get("networkConfig") or {}), config, region, uses, f"{field}.networkConfig")
+        uses = {policy} if policy else set()
+        network = self.check_node_network(call, cluster, dict(spec.get("networkConfig") or {}), config, zones, uses, f"{field}.networkConfig")
         version = self.node_version(spec.get("version"), cluster)
         pool = dict(spec, config=config, initialNodeCount=count, locations=zones, networkConfig=network, version=version,
                     management=check_auto_upgrade(cluster, spec.get("management") or {"autoUpgrade": True, "autoRepair": True}, f"{field}.management"),
@@ -740,30 +832,61 @@ class Container(GoogleApi):
             raise bad_request(f"Invalid value for field '{field}.reservationAffinity': SPECIFIC_RESERVATION needs key '{RESERVATION_KEY}' and the reservation's name in values.")
         if "workloadIdentityConfig" in cluster:
             config.setdefault("workloadMetadataConfig", {"mode": "GKE_METADATA"})
-        for key, default in (("diskType", "pd-balanced"), ("imageType", "COS_CONTAINERD"), ("oauthScopes", DEFAULT_SCOPES), ("serviceAccount", "default"),
-                             ("metadata", {"disable-legacy-endpoints": "true"}), ("shieldedInstanceConfig", {"enableIntegrityMonitoring": True})):
+        for key, default in (("diskType", "hyperdisk-balanced" if machine in HYPERDISK_ONLY else "pd-balanced"), ("imageType", "COS_CONTAINERD"),
+                             ("oauthScopes", DEFAULT_SCOPES), ("serviceAccount", "default"), ("metadata", {"disable-legacy-endpoints": "true"}),
+                             ("shieldedInstanceConfig", {"enableIntegrityMonitoring": True})):
             config.setdefault(key, default)
+        check_machine(config, f"{field}.")
         return config
 
-    def check_node_network(self, call, cluster, network_config, config, region, uses, field):
-        """A pool's networkConfig: its additional networks (each a VPC of its own, with its
-        subnetwork in the cluster's region) noted in `uses`."""
+    def check_node_network(self, call, cluster, network_config, config, zones, uses, field):
+        """A pool's networkConfig: its additional networks, with their subnetworks in the
+        cluster's region, noted in `uses`: a regular one is a VPC of its own (and on an RDMA
+        machine only its second gVNIC's), one made with an RDMA network profile an RDMA NIC of
+        the machine, in the profile's zone (several may share a network, each on a subnetwork of
+        its own); or managed DRANET's accelerator network profile."""
+        region, machine = region_of(cluster["location"]), config["machineType"]
         extra = network_config.get("additionalNodeNetworkConfigs") or []
+        if network_config.get("acceleratorNetworkProfile"):
+            check_dranet(cluster, machine, network_config["acceleratorNetworkProfile"], extra, f"{field}.acceleratorNetworkProfile")
         if extra:
             if not cluster["networkConfig"].get("enableMultiNetworking"):
                 raise bad_request(f"Invalid value for field '{field}.additionalNodeNetworkConfigs': the cluster does not have networkConfig.enableMultiNetworking.")
             if not (config.get("gvnic") or {}).get("enabled"):
                 raise bad_request(f"Invalid value for field '{field}.additionalNodeNetworkConfigs': additional node networks need gVNIC (config.gvnic.enabled).")
-        seen = {compute_path(call.project, cluster["network"], "networks")}
-        out = []
+        nics = []  # (field, network, subnetwork, profile) of each entry
         for i, entry in enumerate(extra):
-            network = self.network(call, entry.get("network"), f"{field}.additionalNodeNetworkConfigs[{i}].network")
-            subnet, _ = self.subnetwork(call, entry.get("subnetwork"), network, region, f"{field}.additionalNodeNetworkConfigs[{i}].subnetwork")
-            if network in seen:
-                raise bad_request(f"Invalid value for field '{field}.additionalNodeNetworkConfigs[{i}].network': each additional node network must be a VPC other than the cluster's and the other additional ones.")
-            seen.add(network)
+            where = f"{field}.additionalNodeNetworkConfigs[{i}]"
+            network = self.network(call, entry.get("network"), f"{where}.network")
+            subnet, _ = self.subnetwork(call, entry.get("subnetwork"), network, region, f"{where}.subnetwork")
+            nics.append((where, network, subnet, self.profile(call, network)))
+        rdma = sum(1 for *_, profile in nics if profile)
+        if rdma > RDMA_NICS.get(machine, rdma):
+            raise bad_request(f"Invalid value for field '{field}.additionalNodeNetworkConfigs': machine type {machine} has {RDMA_NICS[machine]} RDMA NICs, "
+                              f"not {rdma}.")
+        seen, subnets, out = {compute_path(call.project, cluster["network"], "networks")}, set(), []
+        for where, network, subnet, profile in nics:
+            name = network.rsplit("/", 1)[1]
+            if profile is None and network in seen:
+                raise bad_request(f"Invalid value for field '{where}.network': each additional node network must be a VPC other than the cluster's and the other additional ones.")
+            if profile is None and machine in RDMA_NICS and len(seen) >= GVNICS:
+                raise bad_request(f"Invalid value for field '{where}.network': machine type {machine} has {GVNICS} gVNIC NICs, the primary and one more, "
+                                  f"and network {name} has no RDMA network profile: an RDMA NIC cannot attach to a non-RDMA network.")
+            if profile is None:
+                seen.add(network)
+            elif profile.subtype != "ROCE" or machine not in RDMA_NICS:
+                raise bad_request(f"Invalid value for field '{where}.network': network {name} has the RDMA network profile {profile.name}, "
+                                  f"and machine type {machine} has no NIC for it (RoCE networks take the MRDMA NICs of {', '.join(RDMA_NICS)}).")
+            elif subnet in subnets:
+                raise bad_request(f"Invalid value for field '{where}.subnetwork': each RDMA NIC needs a subnetwork of its own.")
+            else:
+                subnets.add(subnet)
+                for zone in zones:
+                    if zone != profile.zone:
+                        raise bad_request(f"Invalid value for field '{where}.network': the node pool's locations must be zone {profile.zone} only, "
+                                          f"not {zone}: network {name} is restricted to zone {profile.zone}.")
             uses.update((network, subnet))
-            out.append({"network": network.rsplit("/", 1)[1], "subnetwork": subnet.rsplit("/", 1)[1]})
+            out.append({"network": name, "subnetwork": subnet.rsplit("/", 1)[1]})
         policy = cluster["ipAllocationPolicy"]
         network_config.update(podIpv4CidrBlock=policy["clusterIpv4CidrBlock"])
         if policy.get("clusterSecondaryRangeName"):
@@ -802,8 +925,10 @@ class Container(GoogleApi):
                 if not inner:
                     del config[key]
             elif key == "nodeNetworkConfig":
-                if value.get("additionalNodeNetworkConfigs") != pool["networkConfig"].get("additionalNodeNetworkConfigs"):
-                    raise bad_request("Invalid value for field 'nodeNetworkConfig.additionalNodeNetworkConfigs': a node pool's network interfaces cannot change after creation.")
+                for inner, why in (("additionalNodeNetworkConfigs", "a node pool's network interfaces cannot change after creation"),
+                                   ("acceleratorNetworkProfile", "a node pool's accelerator network profile is immutable")):
+                    if value.get(inner) not in (None, "", []) and value[inner] != pool["networkConfig"].get(inner):
+                        raise bad_request(f"Invalid value for field 'nodeNetworkConfig.{inner}': {why}.")
             elif key in ("gvnic", "imageType", "machineType", "diskType", "diskSizeGb", "accelerators", "workloadMetadataConfig"):
                 config[key] = value
             else:
@@ -811,6 +936,7 @@ class Container(GoogleApi):
         if pool["networkConfig"].get("additionalNodeNetworkConfigs") and not (config.get("gvnic") or {}).get("enabled"):
             raise bad_request("Invalid value for field 'gvnic': a pool with additional node networks needs gVNIC.")
         config["diskSizeGb"] = integer(config.get("diskSizeGb"), "diskSizeGb", 10, 65536, 100)
+        check_machine(config, "")
         kept = [] if "machineType" in update and "accelerators" not in update else config.get("accelerators") or []  # a new machine's own GPUs
         config["accelerators"] = check_accelerators(config["machineType"], kept, "accelerators")
         if not config["accelerators"]:

@@ -26,8 +26,9 @@
     Filestore take google.rpc.Code names, and GCE_STOCKOUT, the stockout of the zone, or
     GCE_QUOTA_EXCEEDED; what a failed create was making is left in ERROR);
   * sets how long phases last (POST /_forge/phases {"seconds": s}), and how long the operations
-    of matching Google calls last (POST /_forge/operation_seconds [{"match", "account",
-    "seconds"}], e.g. GPU node pools slower than the rest);
+    of matching Google calls last (POST /_forge/operation_seconds[?account=] [{"match",
+    "account", "seconds"}], e.g. GPU node pools slower than the rest; with `account`, the
+    rules of that account are replaced and other tests' kept);
   * makes S3's conditional writes and deletes (If-None-Match: *, If-Match) atomic, as S3's are:
     moto checks the condition and then writes, so two such requests at once could both pass;
   * serves a Kubernetes API server per emulated cluster (kubernetes.py): POST
@@ -334,8 +335,8 @@ class Harness:
             elif path == "/_forge/latency":
                 self.latency = [r for r in self.latency if account is not None and r.get("account") != account] + (payload or [])
                 result = {"latency": len(self.latency)}
-            elif path == "/_forge/operation_seconds":
-                self.operation_seconds = payload or []
+            elif path == "/_forge/operation_seconds":  # with ?account=, that account's rules only
+                self.operation_seconds = [r for r in self.operation_seconds if account is not None and r.get("account") != account] + (payload or [])
                 result = {"operation_seconds": len(self.operation_seconds)}
             elif path == "/_forge/kubernetes/clusters":
                 endpoint, ca = kubernetes.serve(payload["cluster"])

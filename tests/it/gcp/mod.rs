@@ -2,6 +2,8 @@
 //! clients against the repo's Compute emulator (served by tests/moto/launcher.py beside moto).
 //! Each test has its own project, so tests run in parallel on one emulator; forge sees it only
 //! through gcloud's endpoint override and a bearer token in the environment.
+mod rdma;
+
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -612,7 +614,7 @@ fn a_destroy_while_an_interrupted_insert_still_runs_leaves_nothing() {
 fn seed_stack(gcp: &Gcp) -> String {
     let (status, answer) = crate::support::gcs_bucket(&gcp.project, &format!("{}-forge-state", gcp.project));
     assert!(status == 200 || status == 409, "{answer}");
-    include_str!("../../stacks/nemo-gke-a3.toml").replace("nemo-training", &gcp.project)
+    include_str!("../../../stacks/nemo-gke-a3.toml").replace("nemo-training", &gcp.project)
 }
 
 /// GKE's operations in us-central1 of this project: (type, target, start, end), oldest first.
@@ -795,7 +797,7 @@ fn a_megagpu_pool_gets_eight_networks_and_pool_creates_never_overlap() {
     gcp.write("mega.toml", MEGA);
     crate::support::request(
         "POST",
-        "/_forge/operation_seconds",
+        &format!("/_forge/operation_seconds?account={}", gcp.project),
         &json!([{ "match": "container:clusters.nodePools.create", "seconds": 1.5, "account": gcp.project }]).to_string(),
     );
     gcp.ok(&["up", "mega.toml", "--yes"]);
@@ -818,7 +820,7 @@ fn a_megagpu_pool_gets_eight_networks_and_pool_creates_never_overlap() {
         creates[0].3 <= creates[1].2,
         "the second pool create started before the first ended: {creates:?}"
     );
-    crate::support::request("POST", "/_forge/operation_seconds", "[]");
+    crate::support::request("POST", &format!("/_forge/operation_seconds?account={}", gcp.project), "[]");
     gcp.ok(&["destroy", "mega.toml", "--yes"]);
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
@@ -926,7 +928,7 @@ fn a_wait_that_runs_out_is_resumed_by_the_next_up() {
     );
     crate::support::request(
         "POST",
-        "/_forge/operation_seconds",
+        &format!("/_forge/operation_seconds?account={}", gcp.project),
         &json!([{ "match": "container:clusters.nodePools.create", "seconds": 3, "account": gcp.project }]).to_string(),
     );
     let (code, stderr) = gcp.forge(&["up", "small.toml", "--yes"]);
@@ -941,7 +943,7 @@ fn a_wait_that_runs_out_is_resumed_by_the_next_up() {
         forge::state::Status::PendingCreate,
         "the create stays pending"
     );
-    crate::support::request("POST", "/_forge/operation_seconds", "[]");
+    crate::support::request("POST", &format!("/_forge/operation_seconds?account={}", gcp.project), "[]");
     gcp.ok(&["up", "small.toml", "--yes"]);
     let calls = gcp.calls();
     assert_eq!(
@@ -964,7 +966,7 @@ fn waits_out_another_operation(call: &str, start: impl FnOnce(&Gcp)) {
     gcp.ok(&["up", "small.toml", "--yes"]);
     crate::support::request(
         "POST",
-        "/_forge/operation_seconds",
+        &format!("/_forge/operation_seconds?account={}", gcp.project),
         &json!([{ "match": call, "seconds": 3, "account": gcp.project }]).to_string(),
     );
     start(&gcp);
@@ -978,7 +980,7 @@ fn waits_out_another_operation(call: &str, start: impl FnOnce(&Gcp)) {
     );
     let gpu = gcp.located("container", "us-central1/clusters/small/nodePools/gpu");
     assert_eq!(gpu["config"]["labels"], json!({ "team": "research" }));
-    crate::support::request("POST", "/_forge/operation_seconds", "[]");
+    crate::support::request("POST", &format!("/_forge/operation_seconds?account={}", gcp.project), "[]");
     gcp.ok(&["destroy", "small.toml", "--yes"]);
     assert!(gcp.everything().values().all(Vec::is_empty));
 }
