@@ -944,6 +944,9 @@ fn a_wait_that_runs_out_is_resumed_by_the_next_up() {
         "the create stays pending"
     );
     crate::support::request("POST", &format!("/_forge/operation_seconds?account={}", gcp.project), "[]");
+    // The default create timeout again: the resumed wait outlasts the rest of the operation
+    // however soon this `up` gets to it.
+    gcp.write("small.toml", SMALL_GKE);
     gcp.ok(&["up", "small.toml", "--yes"]);
     let calls = gcp.calls();
     assert_eq!(
