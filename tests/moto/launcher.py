@@ -33,8 +33,9 @@ or what it emulates:
   emulator/bundles.py               a mirror of the Kubernetes bundles' release hosts;
   emulator/gcp.py                   what the Google APIs share: projects, error bodies,
                                     operations, requestId replay, names, labels, pages, enums;
-  emulator/gcp_compute.py           Compute Engine: networks (and their RDMA network profiles), subnetworks, firewalls, routers, resource policies
-                                    with Cloud NAT, global and region operations;
+  emulator/gcp_compute.py           Compute Engine: networks (RDMA network profiles too),
+                                    subnetworks, firewalls, routers with Cloud NAT, resource
+                                    policies, global and region operations;
   emulator/gcp_container.py         GKE: clusters, node pools (multi-network, GPUs, compact
                                     placement, stockouts), operations, one at a time per cluster;
   emulator/gcp_filestore.py         Filestore: instances by tier, long-running operations;
