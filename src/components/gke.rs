@@ -439,18 +439,29 @@ fn in_cluster(
 
 /// NVIDIA's DRA driver with IMEX (`kubernetes = { nvidia_dra_driver = … }`) for the NVLink
 /// domains of the A4X pools: on by default where the cluster has one, `false` leaves it out,
-/// a version pins it. Its kubelet plugin tolerates GKE's GPU taint and the pools'.
+/// a version pins it. Its kubelet plugin tolerates GKE's GPU taint, the taint GKE puts on Arm
+/// nodes, and the pools'.
 fn dra_driver(settings: Option<&Value>, pools: &[Pool], cluster_ref: &str) -> Result<Vec<Part>, ComponentError> {
     let racks: Vec<&Pool> = pools.iter().filter(|p| p.rdma.is_some_and(|(m, _)| m.rack)).collect();
     let version = match kubernetes::switch(settings, "kubernetes", "nvidia_dra_driver")? {
         kubernetes::Switch::Off => return Ok(Vec::new()),
         kubernetes::Switch::Default if racks.is_empty() => return Ok(Vec::new()),
+        kubernetes::Switch::On(_) if racks.is_empty() => {
+            return Err(ComponentError::at(
+                "kubernetes.nvidia_dra_driver",
+                "the cluster has no A4X pool (`a4x-highgpu-4g`) for NVIDIA's DRA driver to serve: its kubelet plugin would run on no node",
+                "remove `nvidia_dra_driver`, or add an `a4x-highgpu-4g` pool",
+            ));
+        }
         kubernetes::Switch::On(Some(version)) => version,
         _ => nvidia_dra::DEFAULT_VERSION.to_owned(),
     };
     let mut types: Vec<String> = racks.iter().map(|p| p.block.machine_type.clone()).collect();
     types.dedup();
-    let mut taints = vec![json!({ "key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule" })];
+    let mut taints = vec![
+        json!({ "key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule" }),
+        json!({ "key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule" }),
+    ];
     for taint in racks.iter().flat_map(|p| p.block.taints.iter().flatten()) {
         taints.push(json!({ "key": taint.key, "value": taint.value, "effect": taint.effect }));
     }

@@ -34,7 +34,7 @@ pub struct RdmaMachine {
     /// An NVL72 rack machine (A4X): placed by a workload policy, with IMEX through NVIDIA's
     /// DRA driver.
     pub rack: bool,
-    /// Whether its boot disk must be Hyperdisk (A4, A4X).
+    /// Whether its boot disk must be Hyperdisk (A3 Ultra, A4, A4X: they take no Persistent Disk).
     pub hyperdisk: bool,
 }
 
@@ -46,7 +46,7 @@ pub const MACHINES: [RdmaMachine; 3] = [
         strategy: true,
         arm64: false,
         rack: false,
-        hyperdisk: false,
+        hyperdisk: true,
     },
     RdmaMachine {
         name: "a4-highgpu-8g",
@@ -116,11 +116,12 @@ pub fn wiring(rdma: Option<&str>, machine: Option<&RdmaMachine>, machine_type: &
 }
 
 /// A GKE version's numbers (`1.34.1-gke.1829001` → 1, 34, 1, 1829001), the ones it leaves out
-/// as high as they go (`1.34` is the newest 1.34 GKE has); `None` for a reference or text that
-/// is no version.
-fn version_numbers(text: &str) -> Option<[u64; 4]> {
+/// `missing`: as high as they go for a version a block pins (`1.34` is the newest 1.34 GKE
+/// has), 0 for a minimum (`1.34` is any 1.34); `None` for a reference or text that is no
+/// version.
+fn version_numbers(text: &str, missing: u64) -> Option<[u64; 4]> {
     let (release, build) = text.split_once("-gke.").map_or((text, None), |(r, b)| (r, Some(b)));
-    let mut numbers = [u64::MAX; 4];
+    let mut numbers = [missing; 4];
     for (i, part) in release.split('.').enumerate() {
         *numbers.get_mut(i)? = part.parse().ok()?;
     }
@@ -148,7 +149,7 @@ pub fn check_version(given: Option<&Value>, minimum: &str, unpinned: &str, what:
         Some(Value::String(text)) => text,
         Some(_) => return Ok(()),
     };
-    let (Some(have), Some(need)) = (version_numbers(text), version_numbers(minimum)) else {
+    let (Some(have), Some(need)) = (version_numbers(text, u64::MAX), version_numbers(minimum, 0)) else {
         return Ok(());
     };
     if have < need {
@@ -358,6 +359,9 @@ mod tests {
         assert!(!ok("1.34.0-gke.1662000"));
         assert!(!ok("1.33"));
         assert!(ok("${var.version}"), "a reference is GKE's to check");
+        let dra = |v: &str| check_version(Some(&json!(v)), DRA_VERSION, "node_pools.gpu.machine_type", "DRA").is_ok();
+        assert!(dra("1.34.1-gke.1829001") && dra("1.34.0-gke.1662000") && dra("1.34"));
+        assert!(!dra("1.33.3-gke.1136000") && !dra("1.33"));
         let unpinned = check_version(None, DRANET_VERSION, "node_pools.gpu.rdma", "DRANET").err().unwrap();
         assert_eq!(unpinned.key.as_deref(), Some("node_pools.gpu.rdma"));
     }

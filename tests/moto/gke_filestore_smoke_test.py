@@ -285,7 +285,7 @@ class Gke(Client, unittest.TestCase):
         self.assertNotIn("error", self.wait(p, self.gke("POST", p, "clusters/c/nodePools", {"nodePool": pool})))
         got = self.gke("GET", p, "clusters/c/nodePools/ultra")
         self.assertEqual((got["networkConfig"]["additionalNodeNetworkConfigs"], got["config"]["gpuDirectConfig"], got["config"]["diskType"]),
-                         (extra, {"gpuDirectStrategy": 2}, "pd-balanced"))  # RDMA as its number
+                         (extra, {"gpuDirectStrategy": 2}, "hyperdisk-balanced"))  # RDMA as its number; no Persistent Disk on A3 Ultra
         named = self.call("container", "GET", p, f"{pools}/ultra", alt="json")
         self.assertEqual(named["config"]["gpuDirectConfig"], {"gpuDirectStrategy": "RDMA"})
         [node] = self.nodes(cluster, "ultra")

@@ -100,6 +100,7 @@ fn a3_ultra_and_a4_pools_come_up_over_rdma_networks() {
     }
     let a3u = gcp.located("container", "us-central1/clusters/nemo-a3u/nodePools/a3u");
     assert_eq!(a3u["config"]["reservationAffinity"]["values"], json!(["nemo-a3u-reservation"]));
+    assert_eq!(a3u["config"]["diskType"], "hyperdisk-balanced");
     assert!(a3u.get("placementPolicy").is_none(), "the reservation places it: {a3u:#}");
     let a4 = gcp.located("container", "us-central1/clusters/nemo-a3u/nodePools/a4");
     assert_eq!(a4["placementPolicy"]["type"], "COMPACT");
@@ -250,10 +251,12 @@ fn an_a4x_pool_gets_its_workload_policy_and_the_dra_driver() {
                 .contains(&json!({ "name": "NVIDIA_DRIVER_ROOT", "value": "/home/kubernetes/bin/nvidia" })),
             "{pod:#}"
         );
-        assert!(
-            pod["tolerations"].as_array().unwrap().iter().any(|t| t["key"] == "nvidia.com/gpu"),
-            "GKE's GPU taint is tolerated: {pod:#}"
-        );
+        for taint in ["nvidia.com/gpu", "kubernetes.io/arch"] {
+            assert!(
+                pod["tolerations"].as_array().unwrap().iter().any(|t| t["key"] == taint),
+                "GKE's {taint} taint is tolerated: {pod:#}"
+            );
+        }
         let classes = list(&client, "resource.k8s.io", "v1", "DeviceClass").await;
         assert!(
             classes

@@ -35,7 +35,7 @@ uses, on gcp.py:
     machine's second gVNIC); managed DRANET (networkConfig.acceleratorNetworkProfile "auto": RDMA
     machines, GKE 1.34.1-gke.1829001 or later, ADVANCED_DATAPATH, no additional networks,
     immutable); GPUDirect-RDMA (config.gpuDirectConfig) on A3 Ultra and A4 only; Hyperdisk boot
-    disks on A4 and A4X (hyperdisk-balanced by default); COMPACT placement in exactly one zone; a
+    disks on A3 Ultra, A4 and A4X (hyperdisk-balanced by default); COMPACT placement in exactly one zone; a
     placement policyName naming a placement resource policy of the cluster's region in Compute
     (then in use by the pool), which an A4X pool needs: a HIGH_THROUGHPUT workload policy of
     topology 1x72; accelerators that fit the machine type (MACHINE_GPUS), reservation affinity,
@@ -155,7 +155,7 @@ MACHINE_GPUS = {  # machine types whose GPUs come with them: (accelerator type, 
 RDMA_NICS = {"a3-ultragpu-8g": 8, "a4-highgpu-8g": 8, "a4x-highgpu-4g": 4}  # their MRDMA NICs, for RoCE networks
 GVNICS = 2  # the gVNIC NICs of the RDMA machines: the primary and one more
 GPU_DIRECT_RDMA = ("a3-ultragpu-8g", "a4-highgpu-8g")  # GPUDirectConfig's RDMA
-HYPERDISK_ONLY = ("a4-highgpu-8g", "a4x-highgpu-4g")  # they boot from hyperdisk-balanced only
+HYPERDISK_ONLY = ("a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g")  # they take no Persistent Disk: hyperdisk-balanced boot disks
 ARM64 = ("a4x-highgpu-4g",)
 WORKLOAD_TOPOLOGY = {"a4x-highgpu-4g": "1x72"}  # the workload policy's accelerator topology a pool of them needs
 N1_GPUS = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100")
@@ -323,8 +323,8 @@ def api_server(project, location, name):
 def publish_nodes(project, cluster, pool_name, pool):
     """A node pool's VMs as Nodes of its cluster's API server, labelled as GKE labels them
     (cloud.google.com/gke-nodepool, machine type, architecture, zone, the pool's labels, managed
-    DRANET's driver label), with its taints and GKE's own nvidia.com/gpu taint on GPU pools; none
-    for a pool that is gone (`pool` None)."""
+    DRANET's driver label), with its taints, GKE's own nvidia.com/gpu taint on GPU pools and its
+    kubernetes.io/arch=arm64 taint on Arm ones; none for a pool that is gone (`pool` None)."""
     nodes = []
     if pool is not None and pool.get("status") == "RUNNING":
         config = pool.get("config", {})
@@ -338,6 +338,8 @@ def publish_nodes(project, cluster, pool_name, pool):
         if gpus:
             taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
         machine = config.get("machineType", "")
+        if machine in ARM64:  # GKE's default architecture taint on Arm nodes
+            taints.append({"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"})
         system = {"node.kubernetes.io/instance-type": machine, "kubernetes.io/arch": "arm64" if machine in ARM64 else "amd64"}
         if pool["networkConfig"].get("acceleratorNetworkProfile"):
             system["cloud.google.com/gke-networking-dra-driver"] = "true"
