@@ -718,6 +718,12 @@ fn gke_and_filestore_component_errors() {
             ),
         ),
         (
+            "gke_dra_driver_without_an_a4x_pool",
+            stack(
+                "[gke.nemo]\nvpc = \"gcp_vpc.main\"\nkubernetes = { nvidia_dra_driver = true }\n[gke.nemo.node_pools.gpu]\nmachine_type = \"e2-standard-8\"\nsize = 1",
+            ),
+        ),
+        (
             "gke_reservation_block_without_reservation",
             gke("machine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\nreservation_block = \"block-1\""),
         ),
