@@ -818,6 +818,13 @@ fn dra_driver(settings: Option<&Value>, served: &[ServedGroup], cluster_ref: &st
     let version = match kubernetes::switch(settings, "kubernetes", "nvidia_dra_driver")? {
         kubernetes::Switch::Off => return Ok(Vec::new()),
         kubernetes::Switch::Default if groups.is_empty() => return Ok(Vec::new()),
+        kubernetes::Switch::On(_) if groups.is_empty() => {
+            return Err(ComponentError::at(
+                "kubernetes.nvidia_dra_driver",
+                "the cluster has no UltraServer node group (`p6e-gb200`) for NVIDIA's DRA driver to serve: its kubelet plugin would run on no node",
+                "remove `nvidia_dra_driver`, or add a node group of `p6e-gb200.36xlarge` UltraServers",
+            ));
+        }
         kubernetes::Switch::On(Some(version)) => version,
         _ => nvidia_dra::DEFAULT_VERSION.to_owned(),
     };

@@ -778,6 +778,13 @@ fn eks_component_errors() {
     let cases = [
         ("eks_efa_without_zone", stack("instance_type = \"p5.48xlarge\"\nsize = 2")),
         (
+            "eks_dra_driver_without_an_ultraserver_group",
+            stack("instance_type = \"c5.2xlarge\"\nsize = 1").replace(
+                "[eks.train]\n",
+                "[eks.train]\nkubernetes = { nvidia_dra_driver = true }\n",
+            ),
+        ),
+        (
             "eks_zone_not_in_vpc",
             stack("instance_type = \"p5.48xlarge\"\nsize = 2\nzone = \"us-west-2c\""),
         ),
