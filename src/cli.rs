@@ -193,6 +193,10 @@ pub enum Command {
         #[arg(long)]
         print: bool,
     },
+    /// Find the capacity GPU clusters run on: `forge capacity search` lists the EC2 Capacity
+    /// Blocks for ML on sale for an instance type, a count and a duration.
+    #[command(subcommand)]
+    Capacity(CapacityCommand),
     /// Check a stack file without reading state or calling a cloud.
     Validate {
         /// The stack file.
@@ -285,4 +289,50 @@ pub enum StateCommand {
         /// The stack file.
         file: PathBuf,
     },
+}
+
+/// `forge capacity …`.
+#[derive(Debug, Subcommand)]
+pub enum CapacityCommand {
+    /// List the Capacity Block offerings EC2 has for an instance type, a count and a duration,
+    /// cheapest first: zone, start and end (UTC; every block starts and ends at 11:30), hours,
+    /// instances, the upfront fee and the offering id. Buys nothing.
+    ///
+    /// Blocks last 1 to 14 days, then whole weeks up to 182 days, and hold 1 to 64 instances
+    /// (UltraServer types: whole UltraServers, 18 `p6e-gb200.36xlarge` or 4 `trn2u.48xlarge`
+    /// each). A request EC2 would refuse is an error before any call. The fee is charged up
+    /// front when a block is bought and is not refunded.
+    ///
+    /// Example: `forge capacity search --instance-type p5.48xlarge --count 2 --days 7 --region us-east-2`
+    Search(CapacitySearch),
+}
+
+/// `forge capacity search`'s options.
+#[derive(Debug, Args)]
+pub struct CapacitySearch {
+    /// The instance type (`p5.48xlarge`, `p5en.48xlarge`, `p6-b200.48xlarge`, `trn2.48xlarge`,
+    /// `p6e-gb200.36xlarge` for GB200 UltraServers).
+    #[arg(long, value_name = "TYPE")]
+    pub instance_type: String,
+    /// How many instances.
+    #[arg(long, value_name = "N")]
+    pub count: u32,
+    /// How many days: 1 to 14, or 21, 28, … 182.
+    #[arg(long, value_name = "DAYS")]
+    pub days: u32,
+    /// Only offerings in these zones (`--zones us-east-2a,us-east-2b`).
+    #[arg(long, value_name = "ZONE,…", value_delimiter = ',')]
+    pub zones: Vec<String>,
+    /// Only offerings that start on or after this date (`2026-12-01`) or time (RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub start_after: Option<String>,
+    /// The region; default: the `[aws] region` of `--file`, else the AWS environment's.
+    #[arg(long)]
+    pub region: Option<String>,
+    /// A stack file whose `[aws]` says where to look (region, profile).
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Print the offerings as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -1,6 +1,7 @@
 //! One thin file per subcommand: lock → load → graph → plan → confirm → apply → save. The
 //! steps they share live here.
 
+mod capacity;
 mod completions;
 mod destroy;
 mod drift;
@@ -110,6 +111,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             kubeconfig,
             print,
         } => kubeconfig::run(&session, &file, cluster.as_deref(), kubeconfig.as_deref(), print),
+        Command::Capacity(crate::cli::CapacityCommand::Search(search)) => capacity::search(&session, &search).await,
         Command::Validate { file } => validate::run(&session, &file),
         Command::State(cmd) => state::run(&session, cmd),
         Command::Completions { shell } => completions::run(shell),

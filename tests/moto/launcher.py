@@ -16,6 +16,8 @@ or what it emulates:
   emulator/instance_types.py        the GPU and Trainium types' network cards, EFA, GPUs,
                                     Neuron devices and architectures (p6e-gb200 added), their
                                     us-west-2 offerings, and the network interfaces EC2 refuses;
+  emulator/capacity.py              EC2 Capacity Blocks for ML (offerings, purchases, a clock
+                                    per account) and capacity reservations, which moto lacks;
   emulator/eks.py                   cluster, node group and add-on phases, the cluster security
                                     group, updates, add-ons, tags, node groups whose launch
                                     template's interfaces fail to launch (CREATE_FAILED);
@@ -67,6 +69,7 @@ import threading
 import emulator.phases
 import emulator.ec2
 import emulator.instance_types
+import emulator.capacity
 import emulator.eks
 import emulator.fsx
 import emulator.efs

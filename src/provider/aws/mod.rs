@@ -75,6 +75,7 @@ mod efs;
 mod eks;
 mod fsx;
 mod iam;
+pub mod capacity;
 pub mod instance_types;
 mod pacing;
 mod pcs;

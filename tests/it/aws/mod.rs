@@ -9,6 +9,7 @@ mod storage;
 mod cfn;
 mod drift;
 mod pcs;
+mod capacity;
 
 use assert_cmd::Command;
 use aws_sdk_ec2::types::Filter;

@@ -25,6 +25,16 @@
     API's internal error: Compute's INTERNAL_ERROR, GKE's and Filestore's INTERNAL; GKE and
     Filestore take google.rpc.Code names, and GCE_STOCKOUT, the stockout of the zone, or
     GCE_QUOTA_EXCEEDED; what a failed create was making is left in ERROR);
+  * keeps a clock per account for EC2 Capacity Blocks and Capacity Reservations (capacity.py):
+    POST /_forge/clock?account=ID {"now": "2026-12-01T00:00:00Z"} freezes it there,
+    {"advance_seconds": n} moves it on, {"now": null} gives it real time again (the default);
+    without `account`, the clock of every account that has none of its own; GET reads it as
+    {"now", "frozen"}. Blocks go scheduled -> active -> expired by it, and offerings start from
+    it. POST /_forge/capacity?account=ID {"visible_after_seconds": s} makes the account's new
+    reservations visible to Describe calls only s real seconds after they are made (EC2's
+    eventual consistency); GET /_forge/capacity?account=ID lists the Capacity Blocks it bought
+    ({"purchases": [{"CapacityReservationId", "CapacityBlockOfferingId", "UpfrontFee", ...}],
+    "total_fee", "visible_after_seconds"}; every account's without `account`);
   * sets how long phases last (POST /_forge/phases {"seconds": s}), and how long the operations
     of matching Google calls last (POST /_forge/operation_seconds[?account=] [{"match",
     "account", "seconds"}], e.g. GPU node pools slower than the rest; with `account`, the
@@ -73,7 +83,7 @@ from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
 from .gcs import Storage
-from . import aws_model, bundles, google_model, kubernetes, pcs
+from . import aws_model, bundles, capacity, google_model, kubernetes, pcs
 from .phases import set_phase_seconds
 
 
@@ -371,6 +381,10 @@ class Harness:
             elif path == "/_forge/phases":
                 set_phase_seconds(float(payload.get("seconds", 0)))
                 result = {}
+            elif path == "/_forge/clock":  # POST sets the account's clock (none: every other account's), GET reads it
+                result = capacity.set_clock(account, payload) if payload is not None else capacity.clock(account)
+            elif path == "/_forge/capacity":  # POST: the account's visible_after_seconds; GET: its Capacity Block purchases
+                result = capacity.set_capacity(account, payload) if payload is not None else capacity.purchases(account)
             else:
                 body = b'{"error": "unknown control path"}'
                 start_response("404 Not Found", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
