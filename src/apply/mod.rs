@@ -278,6 +278,7 @@ impl Run<'_> {
             address: address.to_owned(),
             status: Arc::new(move |text: &str| status_observer.status(&status_address, text)),
             cloud: self.cloud.clone(),
+            resumed: false,
         };
         Ok(Call {
             kind,
@@ -467,11 +468,10 @@ impl<'a> Coordinator<'a> {
 
     /// Records a pending create, with the token of an interrupted one (so the kind adopts what
     /// that made) or a new one, and returns the create that waits for it to be durable.
-    fn intend_create(&mut self, call: Call, change: &Change, address: String, prior: Option<ResourceRecord>, config: Value) -> Task {
-        let token = prior
-            .filter(|p| p.status == Status::PendingCreate)
-            .and_then(|p| p.token)
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    fn intend_create(&mut self, mut call: Call, change: &Change, address: String, prior: Option<ResourceRecord>, config: Value) -> Task {
+        let resumed = prior.filter(|p| p.status == Status::PendingCreate).and_then(|p| p.token);
+        call.ctx.resumed = resumed.is_some();
+        let token = resumed.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let intent = ResourceRecord {
             address,
             kind: change.kind.clone(),

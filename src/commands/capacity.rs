@@ -103,44 +103,10 @@ fn table(
             when(&o.end),
             o.hours,
             o.count,
-            money(o.upfront_fee, &o.currency),
+            crate::plan::render::money(o.upfront_fee, &o.currency),
             o.offering_id
         ));
     }
     text.push_str("The fee is charged up front when a block is bought, and is not refunded.\n");
     text
-}
-
-/// `13209.6` in USD → `$13,209.60`; another currency is written after the amount.
-#[cfg(feature = "aws")]
-fn money(amount: f64, currency: &str) -> String {
-    if !amount.is_finite() {
-        return "unknown".into();
-    }
-    let cents = (amount * 100.0).round() as u64;
-    let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    match currency {
-        "USD" => format!("${grouped}.{:02}", cents % 100),
-        other => format!("{grouped}.{:02} {other}", cents % 100),
-    }
-}
-
-#[cfg(all(test, feature = "aws"))]
-mod tests {
-    use super::money;
-
-    #[test]
-    fn fees_read_as_money() {
-        assert_eq!(money(13209.6, "USD"), "$13,209.60");
-        assert_eq!(money(5.0, "USD"), "$5.00");
-        assert_eq!(money(1234567.891, "EUR"), "1,234,567.89 EUR");
-        assert_eq!(money(f64::NAN, "USD"), "unknown");
-    }
 }

@@ -22,6 +22,17 @@ pub(super) async fn run(session: &Session, file: &Path, yes: bool) -> Result<Exi
         &session.registry,
         &Default::default(),
     )?;
-    session.apply(&plan, &store, loaded, Consent { yes, data_loss: true }).await?;
+    session
+        .apply(
+            &plan,
+            &store,
+            loaded,
+            Consent {
+                yes,
+                data_loss: true,
+                purchase: false,
+            },
+        )
+        .await?;
     Ok(Exit::Ok)
 }

@@ -33,6 +33,17 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The context a kind is asked in at plan time (a dry run, a quote): no status, no resume.
+fn planning_ctx(plan: &Plan, address: &str, cloud: &Arc<Cloud>) -> crate::provider::Ctx {
+    crate::provider::Ctx {
+        stack: plan.stack.clone(),
+        address: address.to_owned(),
+        status: Arc::new(|_: &str| {}),
+        cloud: cloud.clone(),
+        resumed: false,
+    }
+}
+
 /// What the person running `up` or `destroy` agreed to up front.
 #[derive(Debug, Clone, Copy)]
 pub struct Consent {
@@ -40,6 +51,8 @@ pub struct Consent {
     pub yes: bool,
     /// `--allow-data-loss`: changes that delete data may go ahead.
     pub data_loss: bool,
+    /// `--allow-purchase`: creates that buy something (a Capacity Block) may go ahead.
+    pub purchase: bool,
 }
 
 /// What every command needs: the flags, the printer, the kinds and the clouds.
@@ -74,6 +87,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             file,
             yes,
             allow_data_loss,
+            allow_purchase,
             refresh,
             no_wait_ready,
             skip_in_cluster,
@@ -81,6 +95,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             let consent = Consent {
                 yes,
                 data_loss: allow_data_loss,
+                purchase: allow_purchase,
             };
             let steps = up::Steps {
                 refresh,
@@ -236,12 +251,7 @@ impl Session {
         let checks = plan.changes.iter().filter_map(|change| {
             let after = change.after.as_ref().filter(|a| crate::template::is_known(a))?;
             let kind = self.registry.get(&change.kind)?.clone();
-            let ctx = crate::provider::Ctx {
-                stack: plan.stack.clone(),
-                address: change.address.clone(),
-                status: Arc::new(|_: &str| {}),
-                cloud: cloud.clone(),
-            };
+            let ctx = planning_ctx(plan, &change.address, &cloud);
             Some(async move { (ctx.address.clone(), kind.dry_run(&ctx, after).await) })
         });
         let parallelism = usize::from(self.global.parallelism);
@@ -271,6 +281,48 @@ impl Session {
                 refused.join("\n")
             ),
             "fix them in the stack; nothing was applied",
+        )
+        .into())
+    }
+
+    /// Prices what the plan's creates buy (see [`crate::provider::Resource::quote`]), all at
+    /// once, into their changes; a kind that cannot price its create (nothing on sale within its
+    /// ceiling) fails the plan, naming the resource.
+    pub async fn quote(&self, plan: &mut Plan) -> Result<()> {
+        let cloud = self.cloud(&plan.providers);
+        let quotes = plan.changes.iter().enumerate().filter_map(|(i, change)| {
+            let after = change
+                .after
+                .as_ref()
+                .filter(|_| matches!(change.action, Action::Create | Action::Replace))?;
+            let kind = self.registry.get(&change.kind)?.clone();
+            let ctx = planning_ctx(plan, &change.address, &cloud);
+            let known = crate::template::is_known(after);
+            Some(async move {
+                // Priced only with every value known; a kind that buys refuses to be unpriced.
+                let answer = if known {
+                    kind.quote(&ctx, after).await
+                } else {
+                    kind.quote(&ctx, &serde_json::Value::Null).await
+                };
+                (i, ctx.address.clone(), answer)
+            })
+        });
+        let answers: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(futures::stream::iter(quotes), 8)).await;
+        let mut failed = Vec::new();
+        for (i, address, answer) in answers {
+            match answer {
+                Ok(purchase) => plan.changes[i].purchase = purchase,
+                Err(e) => failed.push(format!("`{address}`: {}", e.message)),
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        failed.sort();
+        Err(CommandError::new(
+            format!("cannot price what the plan buys:\n{}", failed.join("\n")),
+            "nothing was bought or changed; fix the block (its ceiling, size, dates or zone) and plan again",
         )
         .into())
     }
@@ -417,6 +469,20 @@ impl Session {
                     losses.join(", ")
                 ),
                 "undo the change that forces the replacement (a file system can grow but not shrink, and keeps its deployment type, subnet and security groups), or back the data up and run again with `--allow-data-loss`",
+            )
+            .into());
+        }
+        let purchases: Vec<String> = plan
+            .purchases()
+            .map(|(c, p)| format!("`{}` ({} upfront)", c.address, crate::plan::render::money(p.upfront, &p.currency)))
+            .collect();
+        if !purchases.is_empty() && !consent.purchase {
+            return Err(CommandError::new(
+                format!(
+                    "refusing to apply: it buys {} (marked BUYS above; not refundable); nothing was bought or changed",
+                    purchases.join(", ")
+                ),
+                "review the fee, then run again with `--allow-purchase` (the blocks' `max_upfront_usd` caps what forge pays)",
             )
             .into());
         }

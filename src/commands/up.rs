@@ -72,6 +72,7 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
     if !in_cluster {
         plan.skip_in_cluster();
     }
+    session.quote(&mut plan).await?;
     if refresh {
         session.dry_run(&plan).await?;
     }

@@ -44,6 +44,7 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
         replace_because,
         reason: reason.map(str::to_owned),
         destroys_data: false,
+        purchase: None,
     };
     let Some(prior) = prior else {
         return Some(change(Action::Create, None, vec![], None));

@@ -116,6 +116,7 @@ mod tests {
             replace_because: vec![],
             reason: None,
             destroys_data: false,
+            purchase: None,
         }
     }
 

@@ -83,6 +83,10 @@ pub struct Change {
     /// The change deletes an object that holds data (a replaced or removed file system).
     #[serde(default)]
     pub destroys_data: bool,
+    /// What the create buys, priced when planned (a Capacity Block): `up` makes it only with
+    /// `--allow-purchase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purchase: Option<crate::provider::Purchase>,
 }
 
 /// A plan: everything `forge up PLAN` needs, without the stack file.
@@ -140,6 +144,11 @@ impl Plan {
     /// The changes that delete data (see [`Change::destroys_data`]).
     pub fn data_losses(&self) -> impl Iterator<Item = &Change> {
         self.changes.iter().filter(|c| c.destroys_data)
+    }
+
+    /// The changes that buy something (see [`Change::purchase`]).
+    pub fn purchases(&self) -> impl Iterator<Item = (&Change, &crate::provider::Purchase)> {
+        self.changes.iter().filter_map(|c| Some((c, c.purchase.as_ref()?)))
     }
 
     /// True when applying would change nothing (outputs aside).
@@ -217,7 +226,8 @@ pub fn plan(
     };
     changes.extend(deletes(stack, state, mode));
     mark_data_losses(&mut changes, state, registry);
-    let notes = in_cluster::endpoint_notes(stack, &changes);
+    let mut notes = in_cluster::endpoint_notes(stack, &changes);
+    notes.extend(unseen_purchases(registry, drift));
     Ok(Plan {
         format_version: PLAN_FORMAT,
         mode,
@@ -244,6 +254,22 @@ pub fn plan(
         notes,
         deferred: Vec::new(),
     })
+}
+
+/// What the refresh did not see of the objects forge paid for (see [`Kind::paid_for`]): kept as
+/// recorded, never bought again by itself, and said once each.
+fn unseen_purchases(registry: &Registry, drift: &drift::Drift) -> Vec<String> {
+    drift
+        .deleted
+        .iter()
+        .filter(|d| registry.get(&d.kind).is_some_and(|k| k.paid_for()))
+        .map(|d| {
+            format!(
+                "`{}` ({}) is not shown by the cloud: a purchase shows only after some seconds, and an ended one is purged after a while. forge keeps it as recorded and does not buy it again; to buy another, `forge state rm {}` first.",
+                d.address, d.id, d.address
+            )
+        })
+        .collect()
 }
 
 /// Refuses a bundle whose contents changed since the state recorded its digest (an upstream
@@ -307,7 +333,12 @@ fn plan_declared(
         state,
         registry,
         drift,
-        gone: drift.gone(),
+        gone: drift
+            .deleted
+            .iter()
+            .filter(|d| !registry.get(&d.kind).is_some_and(|k| k.paid_for()))
+            .map(|d| d.address.clone())
+            .collect(),
         planned: HashMap::with_capacity(stack.resources.len()),
     };
     let mut declared = DeclaredChanges::default();
@@ -488,6 +519,7 @@ fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
                 _ => None,
             },
             destroys_data: false,
+            purchase: None,
         })
         .collect()
 }

@@ -146,10 +146,16 @@ fn change_block(out: &mut String, c: &Change) {
     if c.destroys_data {
         header.push_str(" (DESTROYS DATA)");
     }
+    if let Some(p) = &c.purchase {
+        let _ = write!(header, " (BUYS: {} upfront, not refundable)", money(p.upfront, &p.currency));
+    }
     if let Some(reason) = &c.reason {
         let _ = write!(header, " — {reason}");
     }
     let _ = writeln!(out, "{header}");
+    if let Some(p) = &c.purchase {
+        let _ = writeln!(out, "      buys {}", p.what);
+    }
     if c.action != Action::Delete {
         let nothing = Value::Object(Default::default());
         attribute_lines(
@@ -170,13 +176,47 @@ pub fn summary(plan: &Plan) -> String {
             Mode::Destroy => "No changes. The state holds no resources to destroy.".into(),
         };
     }
-    format!(
+    let mut line = format!(
         "Plan: {} to add, {} to change, {} to replace, {} to destroy.",
         plan.count(Action::Create),
         plan.count(Action::Update),
         plan.count(Action::Replace),
         plan.count(Action::Delete)
-    )
+    );
+    let mut fees: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+    for (_, p) in plan.purchases() {
+        *fees.entry(p.currency.as_str()).or_default() += p.upfront;
+    }
+    if !fees.is_empty() {
+        let total: Vec<String> = fees.iter().map(|(currency, fee)| money(*fee, currency)).collect();
+        let _ = write!(
+            line,
+            "\nPurchases: {} upfront, not refundable (`up` buys only with `--allow-purchase`).",
+            total.join(" + ")
+        );
+    }
+    line
+}
+
+/// `13209.6` in USD → `$13,209.60`; another currency is written after the amount; a fee that
+/// is not a number, `unknown`.
+pub fn money(amount: f64, currency: &str) -> String {
+    if !amount.is_finite() {
+        return "unknown".into();
+    }
+    let cents = (amount * 100.0).round() as u64;
+    let whole = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    match currency {
+        "USD" => format!("${grouped}.{:02}", cents % 100),
+        other => format!("{grouped}.{:02} {other}", cents % 100),
+    }
 }
 
 /// The whole plan as text.
@@ -260,6 +300,14 @@ pub fn drift(d: &Drift) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn fees_read_as_money() {
+        assert_eq!(money(13209.6, "USD"), "$13,209.60");
+        assert_eq!(money(5.0, "USD"), "$5.00");
+        assert_eq!(money(1234567.891, "EUR"), "1,234,567.89 EUR");
+        assert_eq!(money(f64::NAN, "USD"), "unknown");
+    }
 
     #[test]
     fn network_interfaces_read_as_their_layout() {

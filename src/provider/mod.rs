@@ -84,6 +84,9 @@ pub struct Ctx {
     pub status: StatusFn,
     /// The clouds, connected on first use.
     pub cloud: Arc<Cloud>,
+    /// Whether this create resumes an interrupted one: its token was recorded before, so its
+    /// call may have reached the cloud.
+    pub resumed: bool,
 }
 
 impl Ctx {
@@ -211,6 +214,18 @@ impl ProviderError {
     }
 }
 
+/// What a create buys (see [`Resource::quote`]): money the cloud charges when the object is
+/// made and does not give back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Purchase {
+    /// What is bought, in a line.
+    pub what: String,
+    /// The fee charged up front.
+    pub upfront: f64,
+    /// Its currency (`USD`).
+    pub currency: String,
+}
+
 /// An in-place change the cloud would refuse (see [`Resource::refusal`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
@@ -307,6 +322,21 @@ pub trait Resource: Declared + Send + Sync + 'static {
     fn dry_run(&self, _ctx: &Ctx, _config: &Value) -> impl Future<Output = Result<Option<String>, ProviderError>> + Send {
         async { Ok(None) }
     }
+    /// Whether making an object of this kind spends money that is not given back (a Capacity
+    /// Block): such an object that a refresh does not see is not gone — no one can delete it;
+    /// it shows only some seconds after its purchase, or ended — and is never bought again by
+    /// itself.
+    fn paid_for(&self) -> bool {
+        false
+    }
+    /// At plan time, what creating `config` buys, for a kind whose create spends money up
+    /// front (a Capacity Block): every such create is priced before `up` may make it. An error
+    /// fails the plan (nothing on sale within the block's ceiling). `config` is `null` when the
+    /// plan does not know all of it yet: a kind that buys must then refuse, as it cannot be
+    /// priced. The other kinds buy nothing.
+    fn quote(&self, _ctx: &Ctx, _config: &Value) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// A kind as the engine holds it, behind `dyn` in one [`Registry`]: every [`Resource`] is one,
@@ -342,6 +372,10 @@ pub trait Kind: Send + Sync + 'static {
     fn delete<'a>(&'a self, ctx: &'a Ctx, id: &'a str, config: &'a Value) -> BoxFuture<'a, Result<(), ProviderError>>;
     /// [`Resource::dry_run`].
     fn dry_run<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>>;
+    /// [`Resource::paid_for`].
+    fn paid_for(&self) -> bool;
+    /// [`Resource::quote`].
+    fn quote<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>>;
 }
 
 impl<R: Resource> Kind for R {
@@ -389,6 +423,12 @@ impl<R: Resource> Kind for R {
     }
     fn dry_run<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<String>, ProviderError>> {
         Box::pin(Resource::dry_run(self, ctx, config))
+    }
+    fn paid_for(&self) -> bool {
+        Resource::paid_for(self)
+    }
+    fn quote<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>> {
+        Box::pin(Resource::quote(self, ctx, config))
     }
 }
 

@@ -244,6 +244,7 @@ pub(super) fn inline_pool(ctx: &Ctx, token: &str, initial: &Value) -> Result<Nod
         address,
         status: ctx.status.clone(),
         cloud: ctx.cloud.clone(),
+        resumed: ctx.resumed,
     };
     Ok(cfg.model(pool_mark(&owner, token)))
 }

@@ -157,3 +157,183 @@ fn a_request_ec2_would_refuse_is_an_error_before_any_call() {
     let calls = aws.calls();
     assert!(!calls.keys().any(|c| c.contains("CapacityBlock")), "no call: {calls:?}");
 }
+
+const BLOCK: &str = r#"
+[stack]
+name = "blocks"
+
+[aws]
+region = "us-west-2"
+
+[aws_ec2_capacity_block.p5]
+instance_type = "p5.48xlarge"
+count = 2
+days = 7
+max_upfront_usd = 20000
+timeouts = { create = "10s" }
+"#;
+
+impl Aws {
+    /// What this account bought on the emulator: (capacity reservation, offering) each.
+    fn purchases(&self) -> Vec<(String, String)> {
+        let body = self.control("GET", &format!("/_forge/capacity?account={}", self.account), "");
+        let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        answer["purchases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["CapacityReservationId"].as_str().unwrap().to_owned(),
+                    p["CapacityBlockOfferingId"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// The cheapest offering `forge capacity search` lists for BLOCK's block: its id and fee.
+    fn cheapest(&self) -> (String, f64) {
+        let (code, stdout, stderr) = self.search(&["--instance-type", "p5.48xlarge", "--count", "2", "--days", "7", "--json"]);
+        assert_eq!(code, 0, "{stderr}");
+        let first = offerings(&stdout)[0].clone();
+        (
+            first["offering_id"].as_str().unwrap().to_owned(),
+            first["upfront_fee"].as_f64().unwrap(),
+        )
+    }
+}
+
+/// The fee written as the plan writes it (`$10,571.90`).
+fn dollars(fee: f64) -> String {
+    let cents = (fee * 100.0).round() as u64;
+    let whole = (cents / 100).to_string();
+    let grouped: Vec<String> = whole
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|c| String::from_utf8(c.to_vec()).unwrap())
+        .collect();
+    format!("${}.{:02}", grouped.join(","), cents % 100)
+}
+
+/// A Capacity Block is priced in the plan at the cheapest offering on sale; `up` refuses to
+/// buy it without `--allow-purchase` (nothing bought), buys exactly that offering with it, then
+/// re-plans to nothing; `destroy` forgets it without a cancel call, as a block cannot be
+/// cancelled.
+#[test]
+fn a_capacity_block_is_priced_in_the_plan_and_bought_only_with_allow_purchase() {
+    let aws = Aws::new();
+    aws.clock("2026-12-01T00:00:00Z");
+    aws.write("blocks.toml", BLOCK);
+    let (offering, fee) = aws.cheapest();
+    let (code, plan) = aws.forge(&["plan", "blocks.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    let price = dollars(fee);
+    assert!(plan.contains(&format!("(BUYS: {price} upfront, not refundable)")), "{plan}");
+    assert!(plan.contains(&format!("offering {offering}")), "{plan}");
+    assert!(plan.contains(&format!("Purchases: {price} upfront, not refundable")), "{plan}");
+
+    let (code, stderr) = aws.forge(&["up", "blocks.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("it buys `aws_ec2_capacity_block.p5` ({price} upfront)")),
+        "{stderr}"
+    );
+    assert!(aws.purchases().is_empty(), "nothing bought");
+
+    aws.ok(&["up", "blocks.toml", "--yes", "--allow-purchase"]);
+    let bought = aws.purchases();
+    assert_eq!(bought.len(), 1, "{bought:?}");
+    assert_eq!(bought[0].1, offering, "the offering the plan showed");
+    assert_eq!(aws.ids("blocks.toml")["aws_ec2_capacity_block.p5"], bought[0].0);
+    let (code, stderr) = aws.forge(&["plan", "blocks.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, report) = aws.drift(&["blocks.toml"]);
+    assert_eq!(code, 0, "{report:#}");
+
+    aws.calls();
+    aws.ok(&["destroy", "blocks.toml", "--yes"]);
+    let calls = aws.calls();
+    assert!(!calls.keys().any(|c| c.contains("Cancel")), "no cancel call: {calls:?}");
+    assert!(aws.ids("blocks.toml").is_empty());
+    assert_eq!(aws.purchases().len(), 1, "the block runs on, paid");
+}
+
+/// A ceiling below every offering on sale fails the plan, naming the cheapest.
+#[test]
+fn a_ceiling_below_every_offering_is_a_plan_error_naming_the_cheapest() {
+    let aws = Aws::new();
+    aws.clock("2026-12-01T00:00:00Z");
+    aws.write("blocks.toml", &BLOCK.replace("max_upfront_usd = 20000", "max_upfront_usd = 1000"));
+    let (_, fee) = aws.cheapest();
+    let (code, stderr) = aws.forge(&["plan", "blocks.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let text = stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains(&format!(
+            "the cheapest Capacity Block for 2 × p5.48xlarge for 7 days costs {} upfront",
+            dollars(fee)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("above `max_upfront_usd = 1000`"), "{text}");
+}
+
+/// SIGKILL of `forge up --allow-purchase` at seeded moments, with EC2 showing a purchase only
+/// two seconds after it, then a rerun: exactly one block bought, and it is the one recorded.
+#[test]
+fn sigkill_during_a_purchase_then_rerun_buys_exactly_one_block() {
+    let aws = Aws::new();
+    aws.clock("2026-12-01T00:00:00Z");
+    aws.control(
+        "POST",
+        &format!("/_forge/capacity?account={}", aws.account),
+        r#"{"visible_after_seconds": 2}"#,
+    );
+    aws.write("blocks.toml", BLOCK);
+    let mut seed: u64 = 0x00b1_0c45;
+    for _ in 0..5 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut child = aws
+            .command(&["up", "blocks.toml", "--yes", "--allow-purchase"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100 + (seed >> 33) % 1500));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    aws.ok(&["up", "blocks.toml", "--yes", "--allow-purchase"]);
+    let bought = aws.purchases();
+    assert_eq!(bought.len(), 1, "{bought:?}");
+    assert_eq!(aws.ids("blocks.toml")["aws_ec2_capacity_block.p5"], bought[0].0);
+    let (code, stderr) = aws.forge(&["plan", "blocks.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// A block EC2 does not show yet (a purchase shows only after some seconds) is not bought
+/// again: the plan keeps it as recorded and says so, and `forge drift` reports it.
+#[test]
+fn a_block_the_refresh_does_not_see_is_never_bought_again() {
+    let aws = Aws::new();
+    aws.clock("2026-12-01T00:00:00Z");
+    aws.control(
+        "POST",
+        &format!("/_forge/capacity?account={}", aws.account),
+        r#"{"visible_after_seconds": 60}"#,
+    );
+    aws.write("blocks.toml", BLOCK);
+    aws.ok(&["up", "blocks.toml", "--yes", "--allow-purchase"]);
+    let (code, plan) = aws.forge(&["plan", "blocks.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "nothing to buy: {plan}");
+    let text = plan.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("is not shown by the cloud") && text.contains("does not buy it again"),
+        "{text}"
+    );
+    aws.ok(&["up", "blocks.toml", "--yes", "--allow-purchase"]);
+    assert_eq!(aws.purchases().len(), 1);
+    let (code, report) = aws.drift(&["blocks.toml"]);
+    assert_eq!(code, 2, "reported: {report:#}");
+}

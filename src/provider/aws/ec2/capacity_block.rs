@@ -1,0 +1,271 @@
+//! `aws_ec2_capacity_block`: an EC2 Capacity Block for ML, bought — the only kind whose create
+//! spends money up front. At plan time it picks the cheapest offering that fits (type, count,
+//! days, zone, earliest start) and is priced in the plan; `up` buys only with
+//! `--allow-purchase`, and never above `max_upfront_usd`.
+//!
+//! Exactly once: `PurchaseCapacityBlock` takes no idempotency token, so the purchase carries
+//! forge's tags with the create's token, and a create that resumes an interrupted one first
+//! looks for the block its token bought — repeatedly, for up to `timeouts.create` (a minute
+//! by default), as EC2 shows a purchase only some seconds after it — and adopts it. A purchase
+//! whose answer is lost is not tried again in the same run: the next run looks for it first.
+//! A block cannot be cancelled: `destroy` forgets it (it ends on its own) and says so. Every
+//! attribute but the ceiling makes a new block.
+
+use super::tag_spec;
+use crate::provider::aws::capacity::{self, Offering, Request};
+use crate::provider::aws::{Clients, error, parse};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Purchase, Resource, timeout};
+use crate::schema::attributes;
+use aws_sdk_ec2::types::{CapacityReservation, CapacityReservationInstancePlatform, Filter, ResourceType};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `aws_ec2_capacity_block` kind.
+pub(crate) struct CapacityBlock;
+
+attributes! {
+    kind CapacityBlock, spec "aws_ec2_capacity_block", outputs [id, offering_id, zone, start, end, state, upfront_fee], extra [tags, timeouts];
+    struct Config {
+        instance_type: String [replace],
+        count: u32 [replace],
+        days: u32 [replace],
+        zone: Option<String> [replace],
+        start_after: Option<String> [replace],
+        max_upfront_usd: u64,
+    }
+}
+
+/// How long a resumed create looks for the block it may have bought, by default.
+const FIND_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Config {
+    fn request(&self) -> Request {
+        Request {
+            instance_type: self.instance_type.clone(),
+            count: self.count,
+            days: self.days,
+            start_after: self.start_after.clone(),
+        }
+    }
+
+    /// The cheapest offering on sale in the block's `zone`, if it gives one, and within its
+    /// ceiling; an error naming the cheapest when all cost more.
+    async fn offering(&self, cloud: &Cloud) -> Result<Offering, ProviderError> {
+        let offerings = capacity::offerings(cloud, &self.request()).await?;
+        let asked = format!("{} × {} for {} days", self.count, self.instance_type, self.days);
+        let mut fitting = offerings.into_iter().filter(|o| self.zone.as_ref().is_none_or(|z| *z == o.zone));
+        let Some(cheapest) = fitting.next() else {
+            let zone = self.zone.as_ref().map_or_else(String::new, |z| format!(" in {z}"));
+            return Err(ProviderError::permanent(format!(
+                "no Capacity Block on sale for {asked}{zone}: try other dates (`start_after`), another zone, a shorter block or fewer instances (`forge capacity search` lists what is on sale)"
+            )));
+        };
+        if cheapest.upfront_fee > self.max_upfront_usd as f64 {
+            return Err(ProviderError::permanent(format!(
+                "the cheapest Capacity Block for {asked} costs {} upfront ({}, from {}), above `max_upfront_usd = {}`: raise the ceiling, or ask for less",
+                crate::plan::render::money(cheapest.upfront_fee, &cheapest.currency),
+                cheapest.zone,
+                cheapest.start,
+                self.max_upfront_usd
+            )));
+        }
+        Ok(cheapest)
+    }
+}
+
+/// What the plan says an offering buys.
+fn purchase(cfg: &Config, o: &Offering) -> Purchase {
+    let when = |t: &str| t.get(..16).unwrap_or(t).replace('T', " ");
+    Purchase {
+        what: format!(
+            "a Capacity Block of {} × {} in {}, {} → {} UTC ({} h, offering {})",
+            o.count,
+            cfg.instance_type,
+            o.zone,
+            when(&o.start),
+            when(&o.end),
+            o.hours,
+            o.offering_id
+        ),
+        upfront: o.upfront_fee,
+        currency: o.currency.clone(),
+    }
+}
+
+/// A reservation's outputs; `fee` is what forge paid, when it knows.
+fn outputs(r: &CapacityReservation, offering_id: &str, fee: Option<f64>) -> Value {
+    let date =
+        |d: Option<&aws_sdk_ec2::primitives::DateTime>| d.and_then(|d| d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
+    json!({
+        "id": r.capacity_reservation_id(),
+        "offering_id": offering_id,
+        "zone": r.availability_zone(),
+        "start": date(r.start_date()),
+        "end": date(r.end_date()),
+        "state": r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
+        "upfront_fee": fee,
+    })
+}
+
+/// The block the create with `token` bought, if EC2 shows it.
+async fn bought(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<CapacityReservation>, ProviderError> {
+    Ok(find_own!(
+        ctx,
+        aws,
+        token,
+        describe_capacity_reservations,
+        capacity_reservations,
+        "DescribeCapacityReservations"
+    ))
+}
+
+/// The block an interrupted create with `token` may have bought: looked for every two seconds
+/// until `limit` has passed.
+async fn bought_before(ctx: &Ctx, aws: &Clients, token: &str, limit: Duration) -> Result<Option<CapacityReservation>, ProviderError> {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(block) = bought(ctx, aws, token).await? {
+            return Ok(Some(block));
+        }
+        if started.elapsed() >= limit {
+            return Ok(None);
+        }
+        (ctx.status)(&format!(
+            "looking for the block an interrupted run may have bought (EC2 shows a purchase after some seconds), up to {}s",
+            limit.as_secs()
+        ));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+impl Resource for CapacityBlock {
+    /// Bought: a block the refresh does not see is not bought again.
+    fn paid_for(&self) -> bool {
+        true
+    }
+
+    /// The cheapest fitting offering within the ceiling; a block whose values are not all
+    /// known yet cannot be priced, so it cannot be planned.
+    async fn quote(&self, ctx: &Ctx, config: &Value) -> Result<Option<Purchase>, ProviderError> {
+        if config.is_null() {
+            return Err(ProviderError::permanent(
+                "a Capacity Block is priced when planned, and this one's attributes refer to values known only after apply: write them as values",
+            ));
+        }
+        let cfg: Config = parse(ctx, config)?;
+        let offering = cfg.offering(&ctx.cloud).await?;
+        Ok(Some(purchase(&cfg, &offering)))
+    }
+
+    /// Adopts what an interrupted create bought, else buys the cheapest fitting offering
+    /// within the ceiling, tagged with `token`.
+    async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        if ctx.resumed
+            && let Some(block) = bought_before(ctx, aws, token, timeout(config, "create", FIND_TIMEOUT)).await?
+        {
+            let id = block.capacity_reservation_id().unwrap_or_default().to_owned();
+            return Ok(Created {
+                outputs: outputs(&block, "", None),
+                id,
+            });
+        }
+        let offering = cfg.offering(&ctx.cloud).await?;
+        (ctx.status)(&format!(
+            "buying {}",
+            crate::plan::render::money(offering.upfront_fee, &offering.currency)
+        ));
+        let sent = aws
+            .ec2
+            .purchase_capacity_block()
+            .capacity_block_offering_id(&offering.offering_id)
+            .instance_platform(CapacityReservationInstancePlatform::LinuxUnix)
+            .tag_specifications(tag_spec(ctx, token, ResourceType::CapacityReservation, config))
+            .send()
+            .await;
+        let answer = match sent {
+            Ok(answer) => answer,
+            Err(e) => {
+                let answered = matches!(e, aws_sdk_ec2::error::SdkError::ServiceError(_));
+                let err = error(aws, "PurchaseCapacityBlock", e);
+                // EC2 refused it (or throttled it, doing nothing): nothing was bought.
+                if answered && (!err.retryable || err.throttled) {
+                    return Err(ProviderError::permanent(err.message));
+                }
+                return Err(ProviderError::permanent(format!(
+                    "the purchase of offering {} has no answer ({}): it may have gone through. Run `forge up --allow-purchase` again: it looks for the block this purchase was tagged with before it buys",
+                    offering.offering_id, err.message
+                )));
+            }
+        };
+        let block = answer
+            .capacity_reservation()
+            .ok_or_else(|| ProviderError::permanent("EC2 answered the purchase without its capacity reservation"))?;
+        Ok(Created {
+            outputs: outputs(block, &offering.offering_id, Some(offering.upfront_fee)),
+            id: block.capacity_reservation_id().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// The stack's blocks, by forge's stack tag: type, count and zone as the block reads them.
+    async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
+        let aws = cloud.aws().await;
+        let filter = Filter::builder().name("tag:forge:stack").values(stack).build();
+        let mut pages = aws
+            .ec2
+            .describe_capacity_reservations()
+            .filters(filter)
+            .into_paginator()
+            .items()
+            .send();
+        let mut seen = Vec::new();
+        while let Some(item) = pages.next().await {
+            let r = item.map_err(|e| error(aws, "DescribeCapacityReservations", e))?;
+            let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
+            if ids.contains(&id) {
+                seen.push(Observed {
+                    attributes: json!({
+                        "instance_type": r.instance_type(),
+                        "count": r.total_instance_count(),
+                        "tags": super::ec2_tags(r.tags()),
+                    }),
+                    address: None,
+                    id,
+                });
+            }
+        }
+        Ok(seen)
+    }
+
+    async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let block = bought(ctx, aws, token).await?;
+        Ok(block.and_then(|b| b.capacity_reservation_id().map(str::to_owned)))
+    }
+
+    /// The ceiling changes nothing in the cloud: it matters only when buying.
+    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, _new: &Value) -> Result<Value, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let answer = aws
+            .ec2
+            .describe_capacity_reservations()
+            .capacity_reservation_ids(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "DescribeCapacityReservations", e))?;
+        let block = answer
+            .capacity_reservations()
+            .first()
+            .ok_or_else(|| ProviderError::permanent(format!("Capacity Block `{id}` is gone")))?;
+        Ok(outputs(block, "", None))
+    }
+
+    /// A Capacity Block cannot be cancelled: forge forgets it, and it ends on its own.
+    async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
+        (ctx.status)(&format!(
+            "Capacity Block {id} cannot be cancelled (EC2 refunds none): forgotten; it runs until its end"
+        ));
+        Ok(())
+    }
+}
