@@ -107,6 +107,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(ec2::security_group_ingress::SecurityGroupIngress)
         .with(ec2::placement_group::PlacementGroup)
         .with(ec2::capacity_block::CapacityBlock)
+        .with(ec2::capacity_reservation::CapacityReservationKind)
         .with(ec2::launch_template::LaunchTemplate)
         .with(iam::role::IamRole)
         .with(iam::policy::IamPolicy)

@@ -337,3 +337,59 @@ fn a_block_the_refresh_does_not_see_is_never_bought_again() {
     let (code, report) = aws.drift(&["blocks.toml"]);
     assert_eq!(code, 2, "reported: {report:#}");
 }
+
+const RESERVATION: &str = r#"
+[stack]
+name = "odcr"
+
+[aws]
+region = "us-west-2"
+
+[aws_ec2_capacity_reservation.p5]
+instance_type = "p5.48xlarge"
+zone = "us-west-2a"
+count = 2
+"#;
+
+/// An On-Demand Capacity Reservation comes up, its count changes in place (one
+/// ModifyCapacityReservation, nothing made or cancelled), a re-plan changes nothing, and
+/// destroy cancels it.
+#[test]
+fn an_on_demand_reservation_changes_its_count_in_place_and_destroy_cancels_it() {
+    let aws = Aws::new();
+    aws.write("odcr.toml", RESERVATION);
+    aws.ok(&["up", "odcr.toml", "--yes"]);
+    let id = aws.ids("odcr.toml")["aws_ec2_capacity_reservation.p5"].clone();
+    assert!(id.starts_with("cr-"), "{id}");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let live = |aws: &Aws| {
+        runtime.block_on(async {
+            let answer = aws
+                .ec2()
+                .describe_capacity_reservations()
+                .capacity_reservation_ids(&id)
+                .send()
+                .await
+                .unwrap();
+            let r = answer.capacity_reservations()[0].clone();
+            (r.total_instance_count(), r.state().map(|s| s.as_str().to_owned()))
+        })
+    };
+    assert_eq!(live(&aws), (Some(2), Some("active".into())));
+    aws.write("odcr.toml", &RESERVATION.replace("count = 2", "count = 4"));
+    aws.calls();
+    aws.ok(&["up", "odcr.toml", "--yes"]);
+    let calls = aws.calls();
+    assert_eq!(calls.get("ec2:ModifyCapacityReservation"), Some(&1), "{calls:?}");
+    assert!(
+        !calls
+            .keys()
+            .any(|c| c.contains("CreateCapacityReservation") || c.contains("Cancel")),
+        "{calls:?}"
+    );
+    assert_eq!(live(&aws).0, Some(4));
+    let (code, stderr) = aws.forge(&["plan", "odcr.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    aws.ok(&["destroy", "odcr.toml", "--yes"]);
+    assert_eq!(live(&aws).1.as_deref(), Some("cancelled"));
+}

@@ -23,8 +23,8 @@ SDKs add their own of, nor S3's query keys, among which the SDKs add `x-id`); th
 enums; min and max lengths of strings, lists and maps; min and max of numbers, and the range of
 integers and longs; `pattern`s, matched whole as AWS's Java front ends match them. The patterns
 are Java's: `\\p{L}`, `\\p{N}`, `\\p{Z}` are read as `\\w`, `\\d`, `\\s` (a little wider) and a flag
-group in the middle moves to the front; one that Python's `re` still cannot compile is skipped,
-and counted (`report`, GET /_forge/models). Not checked: blobs' lengths; `document` members; a
+group in the middle moves to the front; one that Python's `re` still cannot compile, or that
+anchors in its middle (a slip of the model no value matches), is skipped, and counted (`report`, GET /_forge/models). Not checked: blobs' lengths; `document` members; a
 body sent to a REST operation that takes none in it; what a value means beyond the model (that
 an id exists and the like: moto's and the emulators' own checks).
 
@@ -85,6 +85,13 @@ def python_pattern(pattern):
     return f"(?{flags})" + re.sub(r"\(\?[a-z]+\)", "", pattern) if flags else pattern
 
 
+def unanchorable(pattern):
+    """Whether `pattern` anchors inside itself (`…:placement-group/^.{1,255}$`, EC2's
+    PlacementGroupArn): matched whole it takes no value at all, so it is a slip of the model that
+    the service cannot enforce, and is skipped."""
+    return "^" in pattern.lstrip("^").replace("[^", "").replace("\\^", "")
+
+
 class Route:
     """A REST operation's `requestUri`: its path as a regular expression with the names of its
     labels, and the literals of its query."""
@@ -115,6 +122,9 @@ class Model:
         self.protocol = self.metadata["protocol"]
         self.patterns, self.skipped = {}, []
         for pattern in {shape["pattern"] for shape in self.shapes.values() if "pattern" in shape}:
+            if unanchorable(pattern):
+                self.skipped.append(pattern)
+                continue
             try:
                 self.patterns[pattern] = re.compile(python_pattern(pattern))
             except re.error:
