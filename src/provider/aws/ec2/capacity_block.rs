@@ -11,12 +11,13 @@
 //! A block cannot be cancelled: `destroy` forgets it (it ends on its own) and says so. Every
 //! attribute but the ceiling makes a new block.
 
+use super::capacity_reservation::{described, tagged};
 use super::tag_spec;
 use crate::provider::aws::capacity::{self, Offering, Request};
 use crate::provider::aws::{Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Purchase, Resource, timeout};
 use crate::schema::attributes;
-use aws_sdk_ec2::types::{CapacityReservation, CapacityReservationInstancePlatform, Filter, ResourceType};
+use aws_sdk_ec2::types::{CapacityReservation, CapacityReservationInstancePlatform, ResourceType};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -92,19 +93,22 @@ fn purchase(cfg: &Config, o: &Offering) -> Purchase {
     }
 }
 
-/// A reservation's outputs; `fee` is what forge paid, when it knows.
-fn outputs(r: &CapacityReservation, offering_id: &str, fee: Option<f64>) -> Value {
+/// A block's outputs; with the offering forge bought, when this run bought it, its id and fee.
+fn outputs(r: &CapacityReservation, bought: Option<&Offering>) -> Value {
     let date =
         |d: Option<&aws_sdk_ec2::primitives::DateTime>| d.and_then(|d| d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
-    json!({
+    let mut outputs = json!({
         "id": r.capacity_reservation_id(),
-        "offering_id": offering_id,
         "zone": r.availability_zone(),
         "start": date(r.start_date()),
         "end": date(r.end_date()),
         "state": r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
-        "upfront_fee": fee,
-    })
+    });
+    if let Some(o) = bought {
+        outputs["offering_id"] = json!(o.offering_id);
+        outputs["upfront_fee"] = json!(o.upfront_fee);
+    }
+    outputs
 }
 
 /// The block the create with `token` bought, if EC2 shows it.
@@ -167,7 +171,7 @@ impl Resource for CapacityBlock {
         {
             let id = block.capacity_reservation_id().unwrap_or_default().to_owned();
             return Ok(Created {
-                outputs: outputs(&block, "", None),
+                outputs: outputs(&block, None),
                 id,
             });
         }
@@ -203,25 +207,15 @@ impl Resource for CapacityBlock {
             .capacity_reservation()
             .ok_or_else(|| ProviderError::permanent("EC2 answered the purchase without its capacity reservation"))?;
         Ok(Created {
-            outputs: outputs(block, &offering.offering_id, Some(offering.upfront_fee)),
+            outputs: outputs(block, Some(&offering)),
             id: block.capacity_reservation_id().unwrap_or_default().to_owned(),
         })
     }
 
     /// The stack's blocks, by forge's stack tag: type, count and zone as the block reads them.
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        let aws = cloud.aws().await;
-        let filter = Filter::builder().name("tag:forge:stack").values(stack).build();
-        let mut pages = aws
-            .ec2
-            .describe_capacity_reservations()
-            .filters(filter)
-            .into_paginator()
-            .items()
-            .send();
         let mut seen = Vec::new();
-        while let Some(item) = pages.next().await {
-            let r = item.map_err(|e| error(aws, "DescribeCapacityReservations", e))?;
+        for r in tagged(cloud.aws().await, stack).await? {
             let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
             if ids.contains(&id) {
                 seen.push(Observed {
@@ -246,19 +240,10 @@ impl Resource for CapacityBlock {
 
     /// The ceiling changes nothing in the cloud: it matters only when buying.
     async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, _new: &Value) -> Result<Value, ProviderError> {
-        let aws = ctx.cloud.aws().await;
-        let answer = aws
-            .ec2
-            .describe_capacity_reservations()
-            .capacity_reservation_ids(id)
-            .send()
-            .await
-            .map_err(|e| error(aws, "DescribeCapacityReservations", e))?;
-        let block = answer
-            .capacity_reservations()
-            .first()
+        let block = described(ctx.cloud.aws().await, id)
+            .await?
             .ok_or_else(|| ProviderError::permanent(format!("Capacity Block `{id}` is gone")))?;
-        Ok(outputs(block, "", None))
+        Ok(outputs(&block, None))
     }
 
     /// A Capacity Block cannot be cancelled: forge forgets it, and it ends on its own.

@@ -54,11 +54,29 @@ fn outputs(r: &CapacityReservation) -> Value {
     })
 }
 
-/// The reservation `id`, if EC2 shows it.
-async fn described(aws: &Clients, id: &str) -> Result<Option<CapacityReservation>, ProviderError> {
+/// The reservation `id` (On-Demand or a Capacity Block's), if EC2 shows it.
+pub(super) async fn described(aws: &Clients, id: &str) -> Result<Option<CapacityReservation>, ProviderError> {
     let answer = aws.ec2.describe_capacity_reservations().capacity_reservation_ids(id).send().await;
     let found = crate::provider::aws::found(aws, "DescribeCapacityReservations", answer, "InvalidCapacityReservationId.NotFound")?;
     Ok(found.and_then(|out| out.capacity_reservations().first().cloned()))
+}
+
+/// The capacity reservations of the stack `stack` (On-Demand and Capacity Blocks), by forge's
+/// stack tag, every page.
+pub(super) async fn tagged(aws: &Clients, stack: &str) -> Result<Vec<CapacityReservation>, ProviderError> {
+    let filter = Filter::builder().name("tag:forge:stack").values(stack).build();
+    let mut pages = aws
+        .ec2
+        .describe_capacity_reservations()
+        .filters(filter)
+        .into_paginator()
+        .items()
+        .send();
+    let mut all = Vec::new();
+    while let Some(item) = pages.next().await {
+        all.push(item.map_err(|e| error(aws, "DescribeCapacityReservations", e))?);
+    }
+    Ok(all)
 }
 
 impl Resource for CapacityReservationKind {
@@ -97,18 +115,8 @@ impl Resource for CapacityReservationKind {
 
     /// The stack's reservations (by forge's stack tag; Capacity Blocks are the other kind's).
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        let aws = cloud.aws().await;
-        let filter = Filter::builder().name("tag:forge:stack").values(stack).build();
-        let mut pages = aws
-            .ec2
-            .describe_capacity_reservations()
-            .filters(filter)
-            .into_paginator()
-            .items()
-            .send();
         let mut seen = Vec::new();
-        while let Some(item) = pages.next().await {
-            let r = item.map_err(|e| error(aws, "DescribeCapacityReservations", e))?;
+        for r in tagged(cloud.aws().await, stack).await? {
             let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
             let live = !matches!(
                 r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
