@@ -279,6 +279,7 @@ impl Run<'_> {
             status: Arc::new(move |text: &str| status_observer.status(&status_address, text)),
             cloud: self.cloud.clone(),
             resumed: false,
+            quoted: change.purchase.clone(),
         };
         Ok(Call {
             kind,

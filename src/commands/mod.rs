@@ -41,6 +41,7 @@ fn planning_ctx(plan: &Plan, address: &str, cloud: &Arc<Cloud>) -> crate::provid
         status: Arc::new(|_: &str| {}),
         cloud: cloud.clone(),
         resumed: false,
+        quoted: None,
     }
 }
 
@@ -287,8 +288,9 @@ impl Session {
 
     /// Prices what the plan's creates buy (see [`crate::provider::Resource::quote`]), all at
     /// once, into their changes; a kind that cannot price its create (nothing on sale within its
-    /// ceiling) fails the plan, naming the resource.
-    pub async fn quote(&self, plan: &mut Plan) -> Result<()> {
+    /// ceiling) fails the plan, naming the resource. A resumed purchase whose block an
+    /// interrupted run bought (found by its token in `state`) buys nothing: it is adopted.
+    pub async fn quote(&self, plan: &mut Plan, state: &crate::state::State) -> Result<()> {
         let cloud = self.cloud(&plan.providers);
         let quotes = plan.changes.iter().enumerate().filter_map(|(i, change)| {
             let after = change
@@ -297,13 +299,23 @@ impl Session {
                 .filter(|_| matches!(change.action, Action::Create | Action::Replace))?;
             let kind = self.registry.get(&change.kind)?.clone();
             let ctx = planning_ctx(plan, &change.address, &cloud);
+            let token = state
+                .resources
+                .get(&change.address)
+                .filter(|r| r.status == crate::state::Status::PendingCreate && kind.paid_for())
+                .and_then(|r| r.token.clone());
             let known = crate::template::is_known(after);
             Some(async move {
-                // Priced only with every value known; a kind that buys refuses to be unpriced.
-                let answer = if known {
-                    kind.quote(&ctx, after).await
-                } else {
-                    kind.quote(&ctx, &serde_json::Value::Null).await
+                let answer = match token {
+                    Some(token) => match kind.find(&ctx, &token, after).await {
+                        Ok(Some(_)) => Ok(None),
+                        Ok(None) if known => kind.quote(&ctx, after).await,
+                        Ok(None) => kind.quote(&ctx, &serde_json::Value::Null).await,
+                        Err(e) => Err(e),
+                    },
+                    None if known => kind.quote(&ctx, after).await,
+                    // Priced only with every value known; a kind that buys refuses to be unpriced.
+                    None => kind.quote(&ctx, &serde_json::Value::Null).await,
                 };
                 (i, ctx.address.clone(), answer)
             })

@@ -34,7 +34,7 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
     if *skip_in_cluster {
         plan.skip_in_cluster();
     }
-    session.quote(&mut plan).await?;
+    session.quote(&mut plan, &loaded.state).await?;
     if *json {
         println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));
     } else {

@@ -72,7 +72,7 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
     if !in_cluster {
         plan.skip_in_cluster();
     }
-    session.quote(&mut plan).await?;
+    session.quote(&mut plan, &loaded.state).await?;
     if refresh {
         session.dry_run(&plan).await?;
     }

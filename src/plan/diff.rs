@@ -50,6 +50,16 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
         return Some(change(Action::Create, None, vec![], None));
     };
     match prior.status {
+        // What an interrupted purchase bought cannot be deleted: it is found by its token or
+        // bought, never bought beside it.
+        Status::PendingCreate if kind.paid_for() => {
+            return Some(change(
+                Action::Create,
+                None,
+                vec![],
+                Some("resuming an interrupted purchase (same token): what it bought is found before anything is bought"),
+            ));
+        }
         Status::PendingCreate if !changed_attributes(&prior.config, after).is_empty() => {
             return Some(change(
                 Action::Replace,
@@ -66,6 +76,8 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
                 Some("resuming an interrupted create (same idempotency token)"),
             ));
         }
+        // Deleting a paid-for object only forgets it: it is still there.
+        Status::PendingDelete if kind.paid_for() => {}
         Status::PendingDelete => {
             return Some(change(
                 Action::Replace,

@@ -87,6 +87,8 @@ pub struct Ctx {
     /// Whether this create resumes an interrupted one: its token was recorded before, so its
     /// call may have reached the cloud.
     pub resumed: bool,
+    /// What the plan priced this create at (see [`Resource::quote`]): the only thing it may buy.
+    pub quoted: Option<Purchase>,
 }
 
 impl Ctx {
@@ -220,6 +222,9 @@ impl ProviderError {
 pub struct Purchase {
     /// What is bought, in a line.
     pub what: String,
+    /// The cloud's id of what is on sale (a Capacity Block offering): the create buys this and
+    /// nothing else.
+    pub offer: String,
     /// The fee charged up front.
     pub upfront: f64,
     /// Its currency (`USD`).

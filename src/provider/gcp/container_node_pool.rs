@@ -245,6 +245,7 @@ pub(super) fn inline_pool(ctx: &Ctx, token: &str, initial: &Value) -> Result<Nod
         status: ctx.status.clone(),
         cloud: ctx.cloud.clone(),
         resumed: ctx.resumed,
+        quoted: None,
     };
     Ok(cfg.model(pool_mark(&owner, token)))
 }

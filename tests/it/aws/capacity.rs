@@ -393,3 +393,32 @@ fn an_on_demand_reservation_changes_its_count_in_place_and_destroy_cancels_it() 
     aws.ok(&["destroy", "odcr.toml", "--yes"]);
     assert_eq!(live(&aws).1.as_deref(), Some("cancelled"));
 }
+
+/// A purchase whose answer is lost fails saying it may have gone through, and is not retried;
+/// the next plan, even with another ceiling, finds by its token the block it bought and buys
+/// nothing (no `--allow-purchase` needed); `up` adopts it.
+#[test]
+fn a_purchase_whose_answer_is_lost_is_found_and_adopted_not_bought_again() {
+    let aws = Aws::new();
+    aws.clock("2026-12-01T00:00:00Z");
+    aws.write("blocks.toml", BLOCK);
+    let rule =
+        serde_json::json!([{ "match": "ec2:PurchaseCapacityBlock", "kind": "5xx", "when": "after", "rate": 1.0, "account": aws.account }]);
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), &rule.to_string());
+    let (code, stderr) = aws.forge(&["up", "blocks.toml", "--yes", "--allow-purchase"]);
+    aws.control("POST", &format!("/_forge/faults?account={}", aws.account), "[]");
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("it may have gone through"), "{stderr}");
+    assert_eq!(aws.purchases().len(), 1, "bought once, answer lost");
+    aws.write("blocks.toml", &BLOCK.replace("max_upfront_usd = 20000", "max_upfront_usd = 25000"));
+    let (code, plan) = aws.forge(&["plan", "blocks.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("resuming an interrupted purchase") && !plan.contains("BUYS"),
+        "{plan}"
+    );
+    aws.ok(&["up", "blocks.toml", "--yes"]);
+    let bought = aws.purchases();
+    assert_eq!(bought.len(), 1, "{bought:?}");
+    assert_eq!(aws.ids("blocks.toml")["aws_ec2_capacity_block.p5"], bought[0].0);
+}

@@ -86,10 +86,12 @@ def python_pattern(pattern):
 
 
 def unanchorable(pattern):
-    """Whether `pattern` anchors inside itself (`…:placement-group/^.{1,255}$`, EC2's
-    PlacementGroupArn): matched whole it takes no value at all, so it is a slip of the model that
-    the service cannot enforce, and is skipped."""
-    return "^" in pattern.lstrip("^").replace("[^", "").replace("\\^", "")
+    """Whether `pattern` anchors right after something it matched (`…:placement-group/^.{1,255}$`,
+    EC2's PlacementGroupArn): matched whole it takes no value at all, so it is a slip of the model
+    that the service cannot enforce, and is skipped. A `^` after a group, an alternation or a
+    lookahead (`(?!pcs_)^[A-Za-z]…`), in a class or escaped is a pattern's own."""
+    bare = re.sub(r"\[[^\]]*\]", "", re.sub(r"\\.", "", pattern))  # no escapes, no classes
+    return re.search(r"[^(|)]\^", bare) is not None
 
 
 class Route:

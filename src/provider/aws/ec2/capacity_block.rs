@@ -1,7 +1,7 @@
 //! `aws_ec2_capacity_block`: an EC2 Capacity Block for ML, bought — the only kind whose create
 //! spends money up front. At plan time it picks the cheapest offering that fits (type, count,
-//! days, zone, earliest start) and is priced in the plan; `up` buys only with
-//! `--allow-purchase`, and never above `max_upfront_usd`.
+//! days, zone, earliest start) under `max_upfront_usd` and is priced in the plan; `up` buys
+//! only with `--allow-purchase`, and only the offering the plan priced.
 //!
 //! Exactly once: `PurchaseCapacityBlock` takes no idempotency token, so the purchase carries
 //! forge's tags with the create's token, and a create that resumes an interrupted one first
@@ -54,7 +54,10 @@ impl Config {
     async fn offering(&self, cloud: &Cloud) -> Result<Offering, ProviderError> {
         let offerings = capacity::offerings(cloud, &self.request()).await?;
         let asked = format!("{} × {} for {} days", self.count, self.instance_type, self.days);
-        let mut fitting = offerings.into_iter().filter(|o| self.zone.as_ref().is_none_or(|z| *z == o.zone));
+        // Only fees forge can compare with the ceiling (in US dollars) fit.
+        let mut fitting = offerings
+            .into_iter()
+            .filter(|o| self.zone.as_ref().is_none_or(|z| *z == o.zone) && o.upfront_fee.is_finite() && o.currency == "USD");
         let Some(cheapest) = fitting.next() else {
             let zone = self.zone.as_ref().map_or_else(String::new, |z| format!(" in {z}"));
             return Err(ProviderError::permanent(format!(
@@ -88,13 +91,14 @@ fn purchase(cfg: &Config, o: &Offering) -> Purchase {
             o.hours,
             o.offering_id
         ),
+        offer: o.offering_id.clone(),
         upfront: o.upfront_fee,
         currency: o.currency.clone(),
     }
 }
 
-/// A block's outputs; with the offering forge bought, when this run bought it, its id and fee.
-fn outputs(r: &CapacityReservation, bought: Option<&Offering>) -> Value {
+/// A block's outputs; with what forge bought, when this run bought it: the offering and fee.
+fn outputs(r: &CapacityReservation, bought: Option<&Purchase>) -> Value {
     let date =
         |d: Option<&aws_sdk_ec2::primitives::DateTime>| d.and_then(|d| d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
     let mut outputs = json!({
@@ -104,9 +108,9 @@ fn outputs(r: &CapacityReservation, bought: Option<&Offering>) -> Value {
         "end": date(r.end_date()),
         "state": r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
     });
-    if let Some(o) = bought {
-        outputs["offering_id"] = json!(o.offering_id);
-        outputs["upfront_fee"] = json!(o.upfront_fee);
+    if let Some(p) = bought {
+        outputs["offering_id"] = json!(p.offer);
+        outputs["upfront_fee"] = json!(p.upfront);
     }
     outputs
 }
@@ -161,10 +165,9 @@ impl Resource for CapacityBlock {
         Ok(Some(purchase(&cfg, &offering)))
     }
 
-    /// Adopts what an interrupted create bought, else buys the cheapest fitting offering
-    /// within the ceiling, tagged with `token`.
+    /// Adopts what an interrupted create bought, else buys the offering the plan priced —
+    /// that one and no other — tagged with `token`.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
-        let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
         if ctx.resumed
             && let Some(block) = bought_before(ctx, aws, token, timeout(config, "create", FIND_TIMEOUT)).await?
@@ -175,15 +178,16 @@ impl Resource for CapacityBlock {
                 id,
             });
         }
-        let offering = cfg.offering(&ctx.cloud).await?;
-        (ctx.status)(&format!(
-            "buying {}",
-            crate::plan::render::money(offering.upfront_fee, &offering.currency)
-        ));
+        let Some(quoted) = &ctx.quoted else {
+            return Err(ProviderError::permanent(
+                "the plan priced no offering for this block, and forge buys only what a plan priced: plan again",
+            ));
+        };
+        (ctx.status)(&format!("buying {}", crate::plan::render::money(quoted.upfront, &quoted.currency)));
         let sent = aws
             .ec2
             .purchase_capacity_block()
-            .capacity_block_offering_id(&offering.offering_id)
+            .capacity_block_offering_id(&quoted.offer)
             .instance_platform(CapacityReservationInstancePlatform::LinuxUnix)
             .tag_specifications(tag_spec(ctx, token, ResourceType::CapacityReservation, config))
             .send()
@@ -195,11 +199,14 @@ impl Resource for CapacityBlock {
                 let err = error(aws, "PurchaseCapacityBlock", e);
                 // EC2 refused it (or throttled it, doing nothing): nothing was bought.
                 if answered && (!err.retryable || err.throttled) {
-                    return Err(ProviderError::permanent(err.message));
+                    return Err(ProviderError::permanent(format!(
+                        "{} (nothing was bought; an offering no longer on sale needs a new plan)",
+                        err.message
+                    )));
                 }
                 return Err(ProviderError::permanent(format!(
                     "the purchase of offering {} has no answer ({}): it may have gone through. Run `forge up --allow-purchase` again: it looks for the block this purchase was tagged with before it buys",
-                    offering.offering_id, err.message
+                    quoted.offer, err.message
                 )));
             }
         };
@@ -207,7 +214,7 @@ impl Resource for CapacityBlock {
             .capacity_reservation()
             .ok_or_else(|| ProviderError::permanent("EC2 answered the purchase without its capacity reservation"))?;
         Ok(Created {
-            outputs: outputs(block, Some(&offering)),
+            outputs: outputs(block, Some(quoted)),
             id: block.capacity_reservation_id().unwrap_or_default().to_owned(),
         })
     }
@@ -238,9 +245,11 @@ impl Resource for CapacityBlock {
         Ok(block.and_then(|b| b.capacity_reservation_id().map(str::to_owned)))
     }
 
-    /// The ceiling changes nothing in the cloud: it matters only when buying.
-    async fn update(&self, ctx: &Ctx, id: &str, _old: &Value, _new: &Value) -> Result<Value, ProviderError> {
-        let block = described(ctx.cloud.aws().await, id)
+    /// The tags; the ceiling changes nothing in the cloud: it matters only when buying.
+    async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        super::sync_tags(ctx, aws, id, old, new).await?;
+        let block = described(aws, id)
             .await?
             .ok_or_else(|| ProviderError::permanent(format!("Capacity Block `{id}` is gone")))?;
         Ok(outputs(&block, None))

@@ -80,6 +80,15 @@ pub(super) async fn tagged(aws: &Clients, stack: &str) -> Result<Vec<CapacityRes
 }
 
 impl Resource for CapacityReservationKind {
+    /// `end_date` as EC2 reads it back: a date is its midnight, UTC.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = config.clone();
+        if let Some(date) = config.get("end_date").and_then(Value::as_str).filter(|d| d.len() == 10) {
+            config["end_date"] = json!(format!("{date}T00:00:00Z"));
+        }
+        config
+    }
+
     /// Creates it with the create's token as EC2's idempotency token, so a retried or resumed
     /// create gets the same reservation.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
@@ -118,9 +127,10 @@ impl Resource for CapacityReservationKind {
         let mut seen = Vec::new();
         for r in tagged(cloud.aws().await, stack).await? {
             let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
+            // An expired reservation ended as asked: not gone, so not made again.
             let live = !matches!(
                 r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
-                Some("cancelled" | "expired" | "failed")
+                Some("cancelled" | "failed")
             );
             if ids.contains(&id) && live {
                 let end = r.end_date().and_then(|d| d.fmt(DateTimeFormat::DateTime).ok());
