@@ -297,25 +297,28 @@ impl Session {
                 .after
                 .as_ref()
                 .filter(|_| matches!(change.action, Action::Create | Action::Replace))?;
-            let kind = self.registry.get(&change.kind)?.clone();
+            let kind = self.registry.get(&change.kind).filter(|k| k.paid_for())?.clone();
             let ctx = planning_ctx(plan, &change.address, &cloud);
             let token = state
                 .resources
                 .get(&change.address)
-                .filter(|r| r.status == crate::state::Status::PendingCreate && kind.paid_for())
+                .filter(|r| r.status == crate::state::Status::PendingCreate)
                 .and_then(|r| r.token.clone());
-            let known = crate::template::is_known(after);
+            // Priced only with every value known: a kind that buys refuses to be unpriced.
+            let priced = if crate::template::is_known(after) {
+                after.clone()
+            } else {
+                serde_json::Value::Null
+            };
             Some(async move {
-                let answer = match token {
-                    Some(token) => match kind.find(&ctx, &token, after).await {
-                        Ok(Some(_)) => Ok(None),
-                        Ok(None) if known => kind.quote(&ctx, after).await,
-                        Ok(None) => kind.quote(&ctx, &serde_json::Value::Null).await,
-                        Err(e) => Err(e),
-                    },
-                    None if known => kind.quote(&ctx, after).await,
-                    // Priced only with every value known; a kind that buys refuses to be unpriced.
-                    None => kind.quote(&ctx, &serde_json::Value::Null).await,
+                let adopted = match &token {
+                    Some(token) => kind.find(&ctx, token, after).await.map(|found| found.is_some()),
+                    None => Ok(false),
+                };
+                let answer = match adopted {
+                    Ok(true) => Ok(None),
+                    Ok(false) => kind.quote(&ctx, &priced).await,
+                    Err(e) => Err(e),
                 };
                 (i, ctx.address.clone(), answer)
             })

@@ -334,11 +334,10 @@ pub trait Resource: Declared + Send + Sync + 'static {
     fn paid_for(&self) -> bool {
         false
     }
-    /// At plan time, what creating `config` buys, for a kind whose create spends money up
-    /// front (a Capacity Block): every such create is priced before `up` may make it. An error
-    /// fails the plan (nothing on sale within the block's ceiling). `config` is `null` when the
-    /// plan does not know all of it yet: a kind that buys must then refuse, as it cannot be
-    /// priced. The other kinds buy nothing.
+    /// At plan time, what creating `config` buys, asked of every create of a kind that is
+    /// [`Resource::paid_for`] (a Capacity Block) before `up` may make it. An error fails the
+    /// plan (nothing on sale within the block's ceiling). `config` is `null` when the plan does
+    /// not know all of it yet: the kind must then refuse, as it cannot be priced.
     fn quote(&self, _ctx: &Ctx, _config: &Value) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
         async { Ok(None) }
     }

@@ -11,7 +11,7 @@
 //! A block cannot be cancelled: `destroy` forgets it (it ends on its own) and says so. Every
 //! attribute but the ceiling makes a new block.
 
-use super::capacity_reservation::{described, tagged};
+use super::capacity_reservation::{described, made_with, observed};
 use super::tag_spec;
 use crate::provider::aws::capacity::{self, Offering, Request};
 use crate::provider::aws::{Clients, error, parse};
@@ -115,24 +115,12 @@ fn outputs(r: &CapacityReservation, bought: Option<&Purchase>) -> Value {
     outputs
 }
 
-/// The block the create with `token` bought, if EC2 shows it.
-async fn bought(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<CapacityReservation>, ProviderError> {
-    Ok(find_own!(
-        ctx,
-        aws,
-        token,
-        describe_capacity_reservations,
-        capacity_reservations,
-        "DescribeCapacityReservations"
-    ))
-}
-
 /// The block an interrupted create with `token` may have bought: looked for every two seconds
 /// until `limit` has passed.
 async fn bought_before(ctx: &Ctx, aws: &Clients, token: &str, limit: Duration) -> Result<Option<CapacityReservation>, ProviderError> {
     let started = std::time::Instant::now();
     loop {
-        if let Some(block) = bought(ctx, aws, token).await? {
+        if let Some(block) = made_with(ctx, aws, token).await? {
             return Ok(Some(block));
         }
         if started.elapsed() >= limit {
@@ -219,29 +207,21 @@ impl Resource for CapacityBlock {
         })
     }
 
-    /// The stack's blocks, by forge's stack tag: type, count and zone as the block reads them.
+    /// The stack's blocks, by forge's stack tag: their type, count and tags.
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        let mut seen = Vec::new();
-        for r in tagged(cloud.aws().await, stack).await? {
-            let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
-            if ids.contains(&id) {
-                seen.push(Observed {
-                    attributes: json!({
-                        "instance_type": r.instance_type(),
-                        "count": r.total_instance_count(),
-                        "tags": super::ec2_tags(r.tags()),
-                    }),
-                    address: None,
-                    id,
-                });
-            }
-        }
-        Ok(seen)
+        observed(cloud.aws().await, stack, ids, |r| {
+            Some(json!({
+                "instance_type": r.instance_type(),
+                "count": r.total_instance_count(),
+                "tags": super::ec2_tags(r.tags()),
+            }))
+        })
+        .await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let block = bought(ctx, aws, token).await?;
+        let block = made_with(ctx, aws, token).await?;
         Ok(block.and_then(|b| b.capacity_reservation_id().map(str::to_owned)))
     }
 

@@ -61,9 +61,15 @@ pub(super) async fn described(aws: &Clients, id: &str) -> Result<Option<Capacity
     Ok(found.and_then(|out| out.capacity_reservations().first().cloned()))
 }
 
-/// The capacity reservations of the stack `stack` (On-Demand and Capacity Blocks), by forge's
-/// stack tag, every page.
-pub(super) async fn tagged(aws: &Clients, stack: &str) -> Result<Vec<CapacityReservation>, ProviderError> {
+/// The recorded reservations (`ids`) of the stack `stack` that EC2 shows, found by forge's
+/// stack tag (every page; On-Demand and Capacity Blocks alike), each with the attributes
+/// `attributes` reads of it — `None` to count it as gone.
+pub(super) async fn observed(
+    aws: &Clients,
+    stack: &str,
+    ids: &[String],
+    attributes: impl Fn(&CapacityReservation) -> Option<Value>,
+) -> Result<Vec<Observed>, ProviderError> {
     let filter = Filter::builder().name("tag:forge:stack").values(stack).build();
     let mut pages = aws
         .ec2
@@ -72,11 +78,31 @@ pub(super) async fn tagged(aws: &Clients, stack: &str) -> Result<Vec<CapacityRes
         .into_paginator()
         .items()
         .send();
-    let mut all = Vec::new();
+    let mut seen = Vec::new();
     while let Some(item) = pages.next().await {
-        all.push(item.map_err(|e| error(aws, "DescribeCapacityReservations", e))?);
+        let r = item.map_err(|e| error(aws, "DescribeCapacityReservations", e))?;
+        let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
+        if let Some(attributes) = attributes(&r).filter(|_| ids.contains(&id)) {
+            seen.push(Observed {
+                attributes,
+                address: None,
+                id,
+            });
+        }
     }
-    Ok(all)
+    Ok(seen)
+}
+
+/// The reservation the create with `token` made (or bought), if EC2 shows it.
+pub(super) async fn made_with(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<CapacityReservation>, ProviderError> {
+    Ok(find_own!(
+        ctx,
+        aws,
+        token,
+        describe_capacity_reservations,
+        capacity_reservations,
+        "DescribeCapacityReservations"
+    ))
 }
 
 impl Resource for CapacityReservationKind {
@@ -124,43 +150,26 @@ impl Resource for CapacityReservationKind {
 
     /// The stack's reservations (by forge's stack tag; Capacity Blocks are the other kind's).
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        let mut seen = Vec::new();
-        for r in tagged(cloud.aws().await, stack).await? {
-            let id = r.capacity_reservation_id().unwrap_or_default().to_owned();
+        observed(cloud.aws().await, stack, ids, |r| {
             // An expired reservation ended as asked: not gone, so not made again.
-            let live = !matches!(
-                r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
-                Some("cancelled" | "failed")
-            );
-            if ids.contains(&id) && live {
-                let end = r.end_date().and_then(|d| d.fmt(DateTimeFormat::DateTime).ok());
-                seen.push(Observed {
-                    attributes: json!({
-                        "instance_type": r.instance_type(),
-                        "zone": r.availability_zone(),
-                        "count": r.total_instance_count(),
-                        "end_date": end,
-                        "instance_platform": r.instance_platform().map(CapacityReservationInstancePlatform::as_str),
-                        "tags": super::ec2_tags(r.tags()),
-                    }),
-                    address: None,
-                    id,
-                });
+            let state = r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str);
+            if matches!(state, Some("cancelled" | "failed")) {
+                return None;
             }
-        }
-        Ok(seen)
+            Some(json!({
+                "instance_type": r.instance_type(),
+                "zone": r.availability_zone(),
+                "count": r.total_instance_count(),
+                "end_date": r.end_date().and_then(|d| d.fmt(DateTimeFormat::DateTime).ok()),
+                "instance_platform": r.instance_platform().map(CapacityReservationInstancePlatform::as_str),
+                "tags": super::ec2_tags(r.tags()),
+            }))
+        })
+        .await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
-        let aws = ctx.cloud.aws().await;
-        let own = find_own!(
-            ctx,
-            aws,
-            token,
-            describe_capacity_reservations,
-            capacity_reservations,
-            "DescribeCapacityReservations"
-        );
+        let own = made_with(ctx, ctx.cloud.aws().await, token).await?;
         Ok(own.and_then(|r| r.capacity_reservation_id().map(str::to_owned)))
     }
 
