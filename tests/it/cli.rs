@@ -376,17 +376,11 @@ fn sigkill_at_random_points_then_rerun_converges() {
         "s.toml",
         "[stack]\nname = \"crash\"\n[null_layers.g]\nlayers = 6\nwidth = 25\ndelay_ms = 60\n",
     );
-    let mut seed: u64 = 0x5eed_f0e9;
-    let mut next = move |bound: u64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (seed >> 33) % bound
-    };
+    let mut moments = crate::support::Moments::new(0x5eed_f0e9);
     for round in 0..6 {
         let command = if round % 3 == 2 { "destroy" } else { "up" };
-        let mut child = d.spawn(&[command, "s.toml", "--yes", "--parallelism", "16"]);
-        std::thread::sleep(Duration::from_millis(20 + next(600)));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = d.spawn(&[command, "s.toml", "--yes", "--parallelism", "16"]);
+        crate::support::kill_after(child, moments.next(20, 600));
         let crashed = d.state("crash");
         let before_rerun: Vec<(String, String)> = crashed
             .resources

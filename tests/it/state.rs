@@ -396,14 +396,10 @@ on_both!(expired_lease_taken_over_once: an_expired_s3_lease_is_taken_over_by_exa
 fn sigkill_converges(backend: Backend) {
     let b = Bucket::new(backend);
     b.stack("s.toml", "crash", "", "[null_layers.g]\nlayers = 4\nwidth = 10\ndelay_ms = 60\n");
-    let mut seed: u64 = 0x0005_3ee0_f9c9;
+    let mut moments = crate::support::Moments::new(0x0005_3ee0_f9c9);
     for round in 0..6 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let command = if round % 3 == 2 { "destroy" } else { "up" };
-        let mut child = b.spawn(&[command, "s.toml", "--yes"]);
-        std::thread::sleep(Duration::from_millis(100 + (seed >> 33) % 900));
-        let _ = child.kill();
-        child.wait().unwrap();
+        crate::support::kill_after(b.spawn(&[command, "s.toml", "--yes"]), moments.next(100, 900));
     }
     let out = b.ok(&["up", "s.toml", "--yes"]);
     assert!(!out.contains("Error"), "{out}");

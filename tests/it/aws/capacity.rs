@@ -291,18 +291,10 @@ fn sigkill_during_a_purchase_then_rerun_buys_exactly_one_block() {
         r#"{"visible_after_seconds": 2}"#,
     );
     aws.write("blocks.toml", BLOCK);
-    let mut seed: u64 = 0x00b1_0c45;
+    let mut moments = crate::support::Moments::new(0x00b1_0c45);
     for _ in 0..5 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = aws
-            .command(&["up", "blocks.toml", "--yes", "--allow-purchase"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(100 + (seed >> 33) % 1500));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = crate::support::quiet(&mut aws.command(&["up", "blocks.toml", "--yes", "--allow-purchase"]));
+        crate::support::kill_after(child, moments.next(100, 1500));
     }
     aws.ok(&["up", "blocks.toml", "--yes", "--allow-purchase"]);
     let bought = aws.purchases();

@@ -566,19 +566,11 @@ fn a_delete_blocked_by_leftovers_names_them_and_the_rerun_finishes() {
 fn sigkill_during_up_then_rerun_leaves_exactly_one_of_everything() {
     let aws = Aws::new();
     aws.write("vpc.toml", include_str!("../../../examples/vpc.toml"));
-    let mut seed: u64 = 0xfeed_5eed;
+    let mut moments = crate::support::Moments::new(0xfeed_5eed);
     let mut killed_mid_call = 0;
     for round in 0..4 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = aws
-            .command(&["up", "vpc.toml", "--yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(100 + (seed >> 33) % 900));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = crate::support::quiet(&mut aws.command(&["up", "vpc.toml", "--yes"]));
+        crate::support::kill_after(child, moments.next(100, 900));
         let state = forge::state::LocalStore::new(aws.dir.path().join("state/vpc.json"))
             .load("vpc")
             .unwrap()

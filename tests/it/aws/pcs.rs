@@ -235,18 +235,10 @@ fn the_nemo_slurm_stack_survives_kills_comes_up_wired_and_goes() {
     let (code, plan) = aws.forge(&["plan", "slurm.toml"]);
     assert_eq!(code, 0, "{plan}");
     insta::assert_snapshot!("nemo_slurm_p5_plan", plan);
-    let mut seed: u64 = 0x51_0e_2a;
+    let mut moments = crate::support::Moments::new(0x51_0e_2a);
     for round in 0..4 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = aws
-            .command(&["up", "slurm.toml", "--yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200 + (seed >> 33) % 1500));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = crate::support::quiet(&mut aws.command(&["up", "slurm.toml", "--yes"]));
+        crate::support::kill_after(child, moments.next(200, 1500));
         if round == 2 {
             aws.ok(&["destroy", "slurm.toml", "--yes"]);
         }

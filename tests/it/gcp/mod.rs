@@ -7,7 +7,6 @@ mod rdma;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One test's world: a fresh project on the emulator and a working directory.
@@ -465,19 +464,11 @@ fn sigkill_during_up_then_rerun_leaves_exactly_one_of_each() {
         "/_forge/latency",
         &json!([{ "match": "compute:*.insert", "ms": 150, "account": gcp.project }]).to_string(),
     );
-    let mut seed: u64 = 0x0005_eed0_f9c9;
+    let mut moments = crate::support::Moments::new(0x0005_eed0_f9c9);
     let mut killed_mid_call = 0;
     for round in 0..4 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = gcp
-            .command(&["up", "vpc.toml", "--yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(80 + (seed >> 33) % 700));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = crate::support::quiet(&mut gcp.command(&["up", "vpc.toml", "--yes"]));
+        crate::support::kill_after(child, moments.next(80, 700));
         let state = forge::state::LocalStore::new(gcp.dir.path().join("state/gcp-vpc.json"))
             .load("gcp-vpc")
             .unwrap()
@@ -855,18 +846,10 @@ fn a_stockout_fails_with_a_hint_and_the_next_up_finishes() {
 fn sigkill_during_a_gke_up_then_rerun_leaves_exactly_one_of_each() {
     let gcp = Gcp::new();
     gcp.write("nemo.toml", &seed_stack(&gcp));
-    let mut seed: u64 = 0x00c0_ffee;
+    let mut moments = crate::support::Moments::new(0x00c0_ffee);
     for _ in 0..5 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = gcp
-            .command(&["up", "nemo.toml", "--yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200 + (seed >> 33) % 2500));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = crate::support::quiet(&mut gcp.command(&["up", "nemo.toml", "--yes"]));
+        crate::support::kill_after(child, moments.next(200, 2500));
     }
     gcp.ok(&["up", "nemo.toml", "--yes"]);
     let all = gcp.everything();

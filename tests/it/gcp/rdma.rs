@@ -5,7 +5,6 @@ use super::Gcp;
 use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::process::Stdio;
 
 /// The NeMo-on-A3-Ultra seed stack with this test's project, and an A4 pool of `a4_nodes` in
 /// the same zone after it.
@@ -283,18 +282,10 @@ fn an_a4x_pool_gets_its_workload_policy_and_the_dra_driver() {
 fn sigkill_during_an_rdma_up_then_rerun_leaves_exactly_one_of_each() {
     let gcp = Gcp::new();
     gcp.write("ultra.toml", &ultra_stack(&gcp, 0));
-    let mut seed: u64 = 0x5eed_a301;
+    let mut moments = crate::support::Moments::new(0x5eed_a301);
     for _ in 0..5 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut child = gcp
-            .command(&["up", "ultra.toml", "--yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200 + (seed >> 33) % 3000));
-        let _ = child.kill();
-        child.wait().unwrap();
+        let child = crate::support::quiet(&mut gcp.command(&["up", "ultra.toml", "--yes"]));
+        crate::support::kill_after(child, moments.next(200, 3000));
     }
     gcp.ok(&["up", "ultra.toml", "--yes"]);
     let counts: BTreeMap<&str, usize> = gcp.everything().iter().map(|(k, v)| (*k, v.len())).collect();

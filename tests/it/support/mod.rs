@@ -131,3 +131,32 @@ pub(crate) fn gcs_bucket(project: &str, name: &str) -> (u16, String) {
         &format!("{{\"name\": \"{name}\"}}"),
     )
 }
+
+/// The moments a crash test kills forge at: drawn from a seed (a linear congruential
+/// generator), so a failing run can be replayed.
+pub(crate) struct Moments(u64);
+
+impl Moments {
+    /// The moments of `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        Moments(seed)
+    }
+
+    /// The next moment: `min` milliseconds and less than `spread` more.
+    pub(crate) fn next(&mut self, min: u64, spread: u64) -> std::time::Duration {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        std::time::Duration::from_millis(min + (self.0 >> 33) % spread)
+    }
+}
+
+/// Lets `child` run for `after`, then SIGKILLs it and reaps it.
+pub(crate) fn kill_after(mut child: Child, after: std::time::Duration) {
+    std::thread::sleep(after);
+    let _ = child.kill();
+    child.wait().unwrap();
+}
+
+/// `command` started with its output discarded, for [`kill_after`].
+pub(crate) fn quiet(command: &mut std::process::Command) -> Child {
+    command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+}
