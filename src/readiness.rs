@@ -60,6 +60,11 @@ pub struct NodeGroup {
     /// The instance type of UltraServers its nodes make up (`p6e-gb200.36xlarge`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ultraserver: Option<String>,
+    /// When its capacity starts (a Capacity Block's `start`, RFC 3339; a template over the
+    /// block's resource): until then it has no nodes, and the wait says when it starts instead
+    /// of waiting for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts: Option<String>,
 }
 
 impl NodeGroup {

@@ -277,6 +277,9 @@ fn text(reports: &[StackReport]) -> String {
             let _ = writeln!(out, "  error: {error}");
         }
         out.push_str(&render::drift(&r.drift));
+        for life in &r.drift.lives {
+            let _ = writeln!(out, "  {} ({}) is {}", life.address, life.id, life.state);
+        }
         if r.drift.ignored > 0 {
             let _ = writeln!(out, "  ({} difference(s) left out by ignore rules)", r.drift.ignored);
         }
@@ -382,6 +385,9 @@ fn markdown(reports: &[StackReport]) -> String {
                     u.tagged_address, u.kind, u.id
                 );
             }
+        }
+        for life in &r.drift.lives {
+            let _ = writeln!(out, "\n- `{}` (`{}`) is {}", life.address, life.id, cell(&life.state));
         }
         if !r.pending.is_empty() {
             let _ = writeln!(out, "\nPending changes (not drift):\n");

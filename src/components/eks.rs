@@ -380,6 +380,9 @@ struct Group<'a> {
     placement: Placement,
     subnets: Value,
     ami: String,
+    /// The address of the stack's Capacity Block it runs on (`aws_ec2_capacity_block.NAME`),
+    /// when `capacity_reservation_id` refers to one: its dates drive the group's schedule.
+    capacity_block: Option<String>,
 }
 
 impl<'a> Group<'a> {
@@ -419,7 +422,13 @@ impl<'a> Group<'a> {
         }
         let arm64 = looked.first.is_some_and(|t| t.arm64);
         let ami = block.ami_type.clone().unwrap_or_else(|| ami_type(&types[0], arm64).to_owned());
+        let capacity_block = block
+            .capacity_reservation_id
+            .as_deref()
+            .and_then(capacity_block)
+            .filter(|_| capacity_type == "CAPACITY_BLOCK");
         let group = Group {
+            capacity_block,
             name,
             types,
             scaling,
@@ -470,7 +479,11 @@ impl<'a> Group<'a> {
             "subnet_ids": self.subnets,
             "ami_type": self.ami,
             "capacity_type": self.capacity_type,
-            "scaling": self.scaling,
+            "scaling": match self.capacity_block {
+                // Nothing runs before the block starts: its schedule scales the group.
+                Some(_) => json!({ "min": 0, "max": self.scaling["max"], "desired": 0 }),
+                None => self.scaling.clone(),
+            },
             "labels": self.block.labels.clone().unwrap_or_else(|| json!({})),
             "taints": self.block.taints.clone().unwrap_or_default(),
             "tags": cluster.tags,
@@ -489,7 +502,36 @@ impl<'a> Group<'a> {
             }
         }
         parts.push(cluster.part(&self.local("nodegroup"), "aws_eks_nodegroup", nodegroup, before_nodes.to_vec()));
+        if let Some(block) = &self.capacity_block {
+            parts.extend(self.schedule_parts(cluster, block));
+        }
         Ok(parts)
+    }
+
+    /// The scheduled actions of a group on the stack's Capacity Block `block`: up to its size
+    /// when the block starts, down to 0 before it ends — 30 minutes before, when EC2 starts
+    /// ending a block's instances; 60 for UltraServers, whose users must end them themselves.
+    fn schedule_parts(&self, cluster: &Cluster, block: &str) -> Vec<Part> {
+        let group_name = cluster.reference(&self.local("nodegroup"), "autoscaling_group_name");
+        let drain = if instances::ultraserver(&self.types[0]) { 60 } else { 30 };
+        let action = |local: &str, at: &str, offset: i64, desired: &Value| {
+            cluster.part(
+                &self.local(local),
+                "aws_autoscaling_schedule",
+                json!({
+                    "autoscaling_group_name": group_name,
+                    "name": format!("forge-{local}"),
+                    "at": format!("${{{block}.{at}}}"),
+                    "offset_minutes": offset,
+                    "desired_capacity": desired,
+                }),
+                vec![],
+            )
+        };
+        vec![
+            action("block_start", "start", 0, &self.scaling["desired"]),
+            action("block_end", "end", -drain, &json!(0)),
+        ]
     }
 
     /// The launch template, and the placement group and EFA security group it names.
@@ -562,8 +604,16 @@ impl<'a> Group<'a> {
                 self.efa.is_some(),
             )?,
             address: self.address(cluster),
+            starts: self.capacity_block.as_ref().map(|block| format!("${{{block}.start}}")),
         })
     }
+}
+
+/// The Capacity Block of this stack that `capacity_reservation_id` refers to, by address:
+/// `${aws_ec2_capacity_block.NAME.id}` gives `aws_ec2_capacity_block.NAME`.
+fn capacity_block(reservation: &str) -> Option<String> {
+    let name = reservation.strip_prefix("${aws_ec2_capacity_block.")?.strip_suffix(".id}")?;
+    (!name.is_empty() && !name.contains(['.', '{', '}', '$'])).then(|| format!("aws_ec2_capacity_block.{name}"))
 }
 
 /// The group's capacity type, checked with the reservation it needs.
@@ -886,6 +936,8 @@ struct ServedGroup {
     /// The device plugins it gets (their keys).
     plugins: Vec<&'static str>,
     address: String,
+    /// When its Capacity Block starts (a template over the block's `start`), if it runs on one.
+    starts: Option<String>,
 }
 
 impl ServedGroup {
@@ -1022,6 +1074,7 @@ fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, qu
                 })
                 .collect(),
             ultraserver: g.types.iter().find(|t| instances::ultraserver(t)).cloned(),
+            starts: g.starts.clone(),
         })
         .collect();
     if node_groups.is_empty() && queues.is_empty() {
@@ -1094,6 +1147,60 @@ mod tests {
         );
         let group = parts.iter().find(|p| p.local.ends_with("gb.nodegroup")).unwrap();
         assert_eq!(group.config["ami_type"], "AL2023_ARM_64_NVIDIA");
+    }
+
+    #[test]
+    fn a_group_on_the_stacks_capacity_block_starts_at_zero_and_follows_the_blocks_dates() {
+        let expand_with = |instance_type: &str, size: i64, reservation: &str| {
+            let group = json!({ "instance_type": instance_type, "size": size, "zone": "us-west-2a", "subnet_id": "subnet-1",
+                                "capacity_type": "CAPACITY_BLOCK", "capacity_reservation_id": reservation });
+            let config = json!({ "version": "1.33", "vpc_id": "vpc-1", "subnet_ids": ["subnet-1"], "nodegroups": { "gpu": group } });
+            crate::components::expand_alone(expand, "eks.train", config, &Providers::default()).unwrap()
+        };
+        let expansion = expand_with("p5.48xlarge", 2, "${aws_ec2_capacity_block.p5.id}");
+        let part = |local: &str| {
+            expansion
+                .parts
+                .iter()
+                .find(|p| p.local == format!("nodegroups.gpu.{local}"))
+                .unwrap()
+        };
+        assert_eq!(part("nodegroup").config["scaling"], json!({ "min": 0, "max": 2, "desired": 0 }));
+        let (start, end) = (&part("block_start").config, &part("block_end").config);
+        assert_eq!(start["at"], "${aws_ec2_capacity_block.p5.start}");
+        assert_eq!(
+            (start["offset_minutes"].as_i64(), start["desired_capacity"].as_i64()),
+            (Some(0), Some(2))
+        );
+        assert_eq!(end["at"], "${aws_ec2_capacity_block.p5.end}");
+        assert_eq!(
+            (end["offset_minutes"].as_i64(), end["desired_capacity"].as_i64()),
+            (Some(-30), Some(0))
+        );
+        assert_eq!(
+            start["autoscaling_group_name"],
+            "${eks.train.nodegroups.gpu.nodegroup.autoscaling_group_name}"
+        );
+        let check = &expansion.ready[0].node_groups[0];
+        assert_eq!(
+            (check.nodes, check.starts.as_deref()),
+            (2, Some("${aws_ec2_capacity_block.p5.start}"))
+        );
+
+        let ultra = expand_with("p6e-gb200.36xlarge", 18, "${aws_ec2_capacity_block.gb.id}");
+        let end = ultra.parts.iter().find(|p| p.local == "nodegroups.gpu.block_end").unwrap();
+        assert_eq!(
+            end.config["offset_minutes"], -60,
+            "UltraServer users end their instances an hour before the end"
+        );
+
+        let by_id = expand_with("p5.48xlarge", 2, "cr-0123456789abcdef0");
+        let group = by_id.parts.iter().find(|p| p.local == "nodegroups.gpu.nodegroup").unwrap();
+        assert_eq!(
+            group.config["scaling"]["desired"], 2,
+            "a block named by id has no dates forge knows"
+        );
+        assert!(by_id.parts.iter().all(|p| p.kind != "aws_autoscaling_schedule"));
     }
 
     #[test]

@@ -587,6 +587,7 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
                 nodes: p.nodes("min"),
                 devices: [("nvidia.com/gpu".to_owned(), gpus)].into(),
                 ultraserver: None,
+                starts: None,
             })
         })
         .collect();

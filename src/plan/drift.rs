@@ -74,6 +74,24 @@ pub struct Unmanaged {
     pub tagged_address: String,
 }
 
+/// Where a recorded object is in a life the cloud runs by itself — a Capacity Block
+/// `scheduled`, `active`, then `expired`; a future reservation approved, then fulfilled — as
+/// its kind's read reports it under [`LIFE`]: said in plans and drift reports, never drift.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Life {
+    /// Its address.
+    pub address: String,
+    /// Its kind.
+    pub kind: String,
+    /// The cloud's id.
+    pub id: String,
+    /// Its state and what it means, as the kind words it (`scheduled: starts …`).
+    pub state: String,
+}
+
+/// The key of a read's attributes under which a kind reports an object's [`Life`].
+pub const LIFE: &str = "life";
+
 /// What the reads found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Drift {
@@ -89,6 +107,9 @@ pub struct Drift {
     pub kinds_read: usize,
     /// Resources compared.
     pub resources_read: usize,
+    /// Where the objects with a life of their own stand (not drift).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lives: Vec<Life>,
 }
 
 impl Drift {
@@ -217,6 +238,14 @@ pub fn compare(state: &State, registry: &Registry, observed: &BTreeMap<String, V
             });
             continue;
         };
+        if let Some(state) = live.attributes.get(LIFE).and_then(Value::as_str) {
+            drift.lives.push(Life {
+                address: r.address.clone(),
+                kind: r.kind.clone(),
+                id: id.clone(),
+                state: state.to_owned(),
+            });
+        }
         let defaults = kind.ignored_by_default(&r.config);
         let applied = kind.comparable(id, &r.config);
         let mut attributes = compared(&applied, &live.attributes, kind.presence());

@@ -228,6 +228,7 @@ pub fn plan(
     mark_data_losses(&mut changes, state, registry);
     let mut notes = in_cluster::endpoint_notes(stack, &changes);
     notes.extend(unseen_purchases(registry, drift));
+    notes.extend(drift.lives.iter().map(|l| format!("`{}` ({}) is {}", l.address, l.id, l.state)));
     Ok(Plan {
         format_version: PLAN_FORMAT,
         mode,

@@ -23,6 +23,11 @@ COMPUTE = Compute()
 CONTAINER, FILESTORE, STORAGE = Container(COMPUTE), Filestore(COMPUTE), Storage()
 RUST = "%24alt=json%3Benum-encoding%3Dint"  # what the GKE and Filestore clients add to every call
 LOCATION = "/container/v1/projects/p/locations/us-central1"
+# A future reservation in calendar mode as google-cloud-compute-v1 sends it (int64 as strings).
+FUTURE_RESERVATION = {"name": "fr", "autoDeleteAutoCreatedReservations": True, "deploymentType": "DENSE", "planningStatus": "SUBMITTED",
+                      "reservationMode": "CALENDAR", "reservationName": "fr-res", "specificReservationRequired": True,
+                      "specificSkuProperties": {"instanceProperties": {"machineType": "a4-highgpu-8g"}, "totalCount": "16"},
+                      "timeWindow": {"startTime": "2027-01-10T00:00:00Z", "duration": {"seconds": "604800"}}}
 BOUNDARY = "989510627fc6ae77"
 
 
@@ -57,10 +62,16 @@ class RealClientsPass(unittest.TestCase):
             ("POST", "regions/us-central1/routers", {"name": "r", "network": "n", "region": "us-central1",
                                                      "nats": [{"name": "nat", "natIpAllocateOption": "AUTO_ONLY", "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"}]}),
             ("POST", "regions/us-central1/subnetworks/s/setPrivateIpGoogleAccess", {"privateIpGoogleAccess": True}),
+            ("POST", "zones/us-central1-b/futureReservations", FUTURE_RESERVATION),
+            ("POST", "zones/us-central1-b/futureReservations/fr/cancel", None),
+            ("DELETE", "zones/us-central1-b/futureReservations/fr", None),
         ]:
             self.assertIsNone(check(COMPUTE, method, f"/compute/v1/projects/p/{path}?{query}", body), path)
         for path in ("global/operations/operation-1", "zones/us-central1-c/instanceGroupManagers/gke-nemo-a3-grp",
-                     "global/operations?filter=%28operationType+eq+insert%29&maxResults=500&pageToken=abc&orderBy=name"):
+                     "global/operations?filter=%28operationType+eq+insert%29&maxResults=500&pageToken=abc&orderBy=name",
+                     "zones/us-central1-b/operations/operation-1", "zones/us-central1-b/operations?filter=%28status+ne+DONE%29",
+                     "zones/us-central1-b/futureReservations/fr", "zones/us-central1-b/futureReservations?filter=name+eq+fr&maxResults=500",
+                     "zones/us-central1-b/reservations/fr-res", "zones/us-central1-b/reservations?pageToken=abc"):
             self.assertIsNone(check(COMPUTE, "GET", f"/compute/v1/projects/p/{path}"), path)
 
     def test_gke_sends_enums_as_numbers_and_int64_as_strings(self):
@@ -118,6 +129,7 @@ class OffTheDocument(unittest.TestCase):
     def test_no_such_method_is_googles_html_404(self):
         for api, method, uri in [(COMPUTE, "GET", "/compute/v1/projects/p/global/nothings"),
                                  (COMPUTE, "PATCH", "/compute/v1/projects/p/global/operations/op"),  # a path of another verb
+                                 (COMPUTE, "PUT", "/compute/v1/projects/p/zones/z/reservations/r"),
                                  (CONTAINER, "POST", f"{LOCATION}/clusters/c:explode"),
                                  (FILESTORE, "GET", "/file/v2/projects/p/locations/l/instances"),
                                  (STORAGE, "GET", "/storage/v1/b/s/x")]:
@@ -152,6 +164,8 @@ class OffTheDocument(unittest.TestCase):
                            "Invalid JSON payload received. Unknown name \"size\" at 'instance': Cannot find field.", "instance")
         self.assertRefused(check(COMPUTE, "POST", "/compute/v1/projects/p/regions/r/subnetworks", {"name": "s", "secondaryIpRanges": [{"name": "pods"}]}),
                            "Invalid JSON payload received. Unknown name \"name\" at 'resource.secondary_ip_ranges[0]': Cannot find field.")
+        self.assertRefused(check(COMPUTE, "POST", "/compute/v1/projects/p/zones/z/futureReservations", dict(FUTURE_RESERVATION, specificSkuProperties={"count": "1"})),
+                           "Invalid JSON payload received. Unknown name \"count\" at 'resource.specific_sku_properties': Cannot find field.")
         # Output-only fields pass, as do proto names.
         self.assertIsNone(check(COMPUTE, "POST", "/compute/v1/projects/p/global/networks", {"name": "n", "selfLink": "x", "id": "1", "auto_create_subnetworks": False}))
 
@@ -192,6 +206,8 @@ class OffTheDocument(unittest.TestCase):
                            "node_pool.upgrade_settings.strategy")
         self.assertRefused(check(COMPUTE, "POST", "/compute/v1/projects/p/global/firewalls", {"name": "f", "direction": "SIDEWAYS"}),
                            "Invalid value at 'resource.direction' (type.googleapis.com/google.cloud.compute.v1.Firewall.Direction), \"SIDEWAYS\"")
+        self.assertRefused(check(COMPUTE, "POST", "/compute/v1/projects/p/zones/z/futureReservations", dict(FUTURE_RESERVATION, reservationMode="WEEKLY")),
+                           "Invalid value at 'resource.reservation_mode' (type.googleapis.com/google.cloud.compute.v1.FutureReservation.ReservationMode), \"WEEKLY\"")
 
     def test_storage_uploads_check_only_their_metadata(self):
         body, ctype = multipart({"name": "k", "colour": "red"}, b"[not json")

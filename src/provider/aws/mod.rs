@@ -1,7 +1,7 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
 //! `AWS_ENDPOINT_URL`), error mapping and tagging, here; the rate budgets' pacing (`pacing`,
 //! `rates`) and the instance-type facts (`instance_types`) beside them; and one folder per
-//! service (`ec2/`, `iam/`, `eks/`, `fsx/`, `efs/`, `pcs/`, `cloudformation/`), its `mod.rs`
+//! service (`ec2/`, `iam/`, `eks/`, `autoscaling/`, `fsx/`, `efs/`, `pcs/`, `cloudformation/`), its `mod.rs`
 //! holding the service's own helpers and one file per resource kind.
 
 /// Every item a paginated call returns over all its pages, or the mapped error:
@@ -69,6 +69,7 @@ macro_rules! retag {
     }};
 }
 
+mod autoscaling;
 mod cloudformation;
 mod ec2;
 mod efs;
@@ -116,6 +117,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(eks::cluster::EksCluster)
         .with(eks::nodegroup::EksNodegroup)
         .with(eks::addon::EksAddon)
+        .with(autoscaling::schedule::AutoscalingSchedule)
         .with(fsx::lustre::FsxLustre)
         .with(fsx::data_repository_association::FsxDataRepositoryAssociation)
         .with(efs::file_system::EfsFileSystem)
@@ -142,6 +144,8 @@ pub struct Clients {
     pub cloudformation: aws_sdk_cloudformation::Client,
     /// Parallel Computing Service.
     pub pcs: aws_sdk_pcs::Client,
+    /// EC2 Auto Scaling: the scheduled actions on node groups' Auto Scaling groups.
+    pub autoscaling: aws_sdk_autoscaling::Client,
     /// STS: who forge is, for the errors of a cluster that refuses it.
     pub sts: aws_sdk_sts::Client,
     /// "region …, profile …, endpoint …": said with every AWS error so a wrong account or
@@ -198,6 +202,7 @@ impl Clients {
             efs: paced!(aws_sdk_efs),
             cloudformation: paced!(aws_sdk_cloudformation),
             pcs: paced!(aws_sdk_pcs),
+            autoscaling: paced!(aws_sdk_autoscaling),
             sts: paced!(aws_sdk_sts),
             context,
             sdk: config,

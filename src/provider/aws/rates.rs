@@ -16,7 +16,7 @@ const EC2_MUTATING: Rate = Rate::new(50.0, 5.0);
 /// EC2 actions with smaller buckets of their own (same page).
 const EC2_OWN: &[(&str, Rate)] = &[("CreateNatGateway", Rate::new(10.0, 1.0))];
 
-/// IAM, EKS, FSx, EFS, CloudFormation and PCS publish no per-action rate; they answer
+/// IAM, EKS, FSx, EFS, CloudFormation, PCS and EC2 Auto Scaling publish no per-action rate; they answer
 /// `Throttling` / `ThrottlingException` past a limit of their own. forge starts at 20 at once
 /// and 10 a second per action, and slows down on the first throttling answer.
 const UNPUBLISHED: Rate = Rate::new(20.0, 10.0);

@@ -22,6 +22,19 @@ pub(super) enum Scope {
     Global,
     /// One region's (subnetworks, routers).
     Region(String),
+    /// One zone's (future reservations).
+    Zone(String),
+}
+
+/// Where a collection's objects live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Location {
+    /// In the project's global collection.
+    Global,
+    /// In regions.
+    Region,
+    /// In zones.
+    Zone,
 }
 
 impl Scope {
@@ -31,6 +44,7 @@ impl Scope {
         match self {
             Scope::Global => format!("projects/{}/global/{collection}/{name}", gcp.project),
             Scope::Region(region) => format!("projects/{}/regions/{region}/{collection}/{name}", gcp.project),
+            Scope::Zone(zone) => format!("projects/{}/zones/{zone}/{collection}/{name}", gcp.project),
         }
     }
 
@@ -38,26 +52,39 @@ impl Scope {
     pub(super) fn of_id(id: &str) -> (Scope, &str) {
         let segments: Vec<&str> = id.split('/').collect();
         let name = segments.last().copied().unwrap_or(id);
-        match segments.iter().position(|s| *s == "regions") {
-            Some(i) => (Scope::Region(segments.get(i + 1).copied().unwrap_or_default().to_owned()), name),
+        let after = |i: usize| segments.get(i + 1).copied().unwrap_or_default().to_owned();
+        match segments.iter().position(|s| *s == "regions" || *s == "zones") {
+            Some(i) if segments[i] == "zones" => (Scope::Zone(after(i)), name),
+            Some(i) => (Scope::Region(after(i)), name),
             None => (Scope::Global, name),
         }
     }
 
-    /// Where a block's object of `C` lives: the project's global collection, or the region the
-    /// block names (`region`), else the provider's.
-    pub(super) fn of<C: Collection>(gcp: &Clients, region: Option<&str>) -> Result<Scope, ProviderError> {
-        if C::REGIONAL {
-            gcp.region_of(region).map(Scope::Region)
-        } else {
-            Ok(Scope::Global)
+    /// Where a block's object of `C` lives: the project's global collection, the region the
+    /// block names (`location`), else the provider's, or the zone the block names.
+    pub(super) fn of<C: Collection>(gcp: &Clients, location: Option<&str>) -> Result<Scope, ProviderError> {
+        match C::LOCATION {
+            Location::Global => Ok(Scope::Global),
+            Location::Region => gcp.region_of(location).map(Scope::Region),
+            Location::Zone => location
+                .map(|zone| Scope::Zone(zone.to_owned()))
+                .ok_or_else(|| ProviderError::permanent(format!("a {} lives in a zone: set `zone`", C::WHAT))),
         }
     }
 
-    /// The region a regional collection's calls name ("" for a global one, whose calls name none).
-    pub(super) fn region(&self) -> &str {
+    /// The scope of an object whose region or zone is `url` (none: global), in `C`.
+    fn of_url<C: Collection>(url: Option<&str>) -> Scope {
+        match (C::LOCATION, url.map(last_segment)) {
+            (Location::Region, Some(region)) => Scope::Region(region.to_owned()),
+            (Location::Zone, Some(zone)) => Scope::Zone(zone.to_owned()),
+            _ => Scope::Global,
+        }
+    }
+
+    /// The region or zone a collection's calls name ("" for a global one, whose calls name none).
+    pub(super) fn location(&self) -> &str {
         match self {
-            Scope::Region(region) => region,
+            Scope::Region(location) | Scope::Zone(location) => location,
             Scope::Global => "",
         }
     }
@@ -72,9 +99,9 @@ pub(super) trait Collection {
     const PATH: &'static str;
     /// One object, in messages (`subnetwork`).
     const WHAT: &'static str;
-    /// Whether its objects live in regions.
-    const REGIONAL: bool;
-    /// An object's name, description and region (a URL, for a regional one).
+    /// Where its objects live.
+    const LOCATION: Location;
+    /// An object's name, description and region or zone (a URL, for a regional or zonal one).
     fn fields(object: &Self::Object) -> (&str, Option<&str>, Option<&str>);
     /// Gets the object named `name`.
     fn get(gcp: &Clients, scope: &Scope, name: &str) -> impl Future<Output = Sent<Self::Object>> + Send;
@@ -87,8 +114,9 @@ pub(super) trait Collection {
 }
 
 /// Declares a [`Collection`] from its client's calls, which differ between collections only in
-/// the client, the setter of an object's name, and whether they name a region:
-/// `compute_collection!(Subnetworks: Subnetwork, subnetworks.set_subnetwork, "subnetwork", set_region)`.
+/// the client, the setter of an object's name, and whether they name a region or a zone:
+/// `compute_collection!(Subnetworks: Subnetwork, subnetworks.set_subnetwork, "subnetwork", set_region)`
+/// (`set_zone` for a zonal collection).
 macro_rules! compute_collection {
     ($(#[$doc:meta])* $name:ident: $model:ty, $client:ident.$set_name:ident, $what:literal $(, $set_region:ident)?) => {
         $(#[$doc])*
@@ -99,20 +127,20 @@ macro_rules! compute_collection {
             type Object = $model;
             const PATH: &'static str = stringify!($client);
             const WHAT: &'static str = $what;
-            const REGIONAL: bool = compute_collection!(@regional $($set_region)?);
+            const LOCATION: $crate::provider::gcp::collection::Location = compute_collection!(@location $($set_region)?);
 
             fn fields(object: &$model) -> (&str, Option<&str>, Option<&str>) {
-                let region: Option<&str> = compute_collection!(@region object $($set_region)?);
+                let region: Option<&str> = compute_collection!(@where object $($set_region)?);
                 (object.name.as_deref().unwrap_or_default(), object.description.as_deref(), region)
             }
 
             async fn get(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, name: &str) -> Result<$model, google_cloud_compute_v1::Error> {
-                gcp.$client.get().set_project(&gcp.project)$(.$set_region(scope.region()))?.$set_name(name).send().await
+                gcp.$client.get().set_project(&gcp.project)$(.$set_region(scope.location()))?.$set_name(name).send().await
             }
 
             async fn list(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, filter: String) -> Result<Vec<$model>, $crate::provider::ProviderError> {
                 use google_cloud_gax::paginator::ItemPaginator as _;
-                let call = gcp.$client.list().set_project(&gcp.project)$(.$set_region(scope.region()))?;
+                let call = gcp.$client.list().set_project(&gcp.project)$(.$set_region(scope.location()))?;
                 let mut items = call.set_filter(filter).by_item();
                 let mut found = Vec::new();
                 while let Some(item) = items.next().await {
@@ -122,20 +150,22 @@ macro_rules! compute_collection {
             }
 
             async fn insert(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, request: String, body: $model) -> Result<google_cloud_compute_v1::model::Operation, google_cloud_compute_v1::Error> {
-                let call = gcp.$client.insert().set_project(&gcp.project)$(.$set_region(scope.region()))?;
+                let call = gcp.$client.insert().set_project(&gcp.project)$(.$set_region(scope.location()))?;
                 call.set_request_id(request).set_body(body).send().await
             }
 
             async fn delete(gcp: &$crate::provider::gcp::Clients, scope: &$crate::provider::gcp::collection::Scope, name: &str, request: String) -> Result<google_cloud_compute_v1::model::Operation, google_cloud_compute_v1::Error> {
-                let call = gcp.$client.delete().set_project(&gcp.project)$(.$set_region(scope.region()))?;
+                let call = gcp.$client.delete().set_project(&gcp.project)$(.$set_region(scope.location()))?;
                 call.$set_name(name).set_request_id(request).send().await
             }
         }
     };
-    (@regional) => { false };
-    (@regional $set_region:ident) => { true };
-    (@region $object:ident) => { None };
-    (@region $object:ident $set_region:ident) => { $object.region.as_deref() };
+    (@location) => { $crate::provider::gcp::collection::Location::Global };
+    (@location set_region) => { $crate::provider::gcp::collection::Location::Region };
+    (@location set_zone) => { $crate::provider::gcp::collection::Location::Zone };
+    (@where $object:ident) => { None };
+    (@where $object:ident set_region) => { $object.region.as_deref() };
+    (@where $object:ident set_zone) => { $object.zone.as_deref() };
 }
 
 /// The object named `name` in `scope`, or `None`.
@@ -222,12 +252,17 @@ async fn running_insert<C: Collection>(gcp: &Clients, scope: &Scope, name: &str)
             let mut ops = call.set_filter(filter).by_item();
             ops.next().await
         }
+        Scope::Zone(zone) => {
+            let call = gcp.zone_operations.list().set_project(&gcp.project).set_zone(zone);
+            let mut ops = call.set_filter(filter).by_item();
+            ops.next().await
+        }
     };
     first.transpose().map_err(|e| error(gcp, "operations.list", e))
 }
 
 /// Reads a collection for drift and refresh: one list per scope (the recorded ids' and, for a
-/// regional collection, the provider's region), filtered by the stack's mark, then by id the
+/// regional collection, the provider's region; a zonal collection's recorded zones only), filtered by the stack's mark, then by id the
 /// recorded objects the list did not show (someone edited the description). `attributes`
 /// gives what the kind compares of an object, given its own part of the description.
 pub(super) async fn read<C: Collection>(
@@ -237,10 +272,10 @@ pub(super) async fn read<C: Collection>(
     attributes: impl Fn(&C::Object, &str) -> Value,
 ) -> Result<Vec<Observed>, ProviderError> {
     let mut scopes: BTreeSet<Scope> = ids.iter().map(|id| Scope::of_id(id).0).collect();
-    match (C::REGIONAL, &gcp.region) {
-        (true, Some(region)) => scopes.insert(Scope::Region(region.clone())),
-        (false, _) => scopes.insert(Scope::Global),
-        (true, None) => false,
+    match (C::LOCATION, &gcp.region) {
+        (Location::Region, Some(region)) => scopes.insert(Scope::Region(region.clone())),
+        (Location::Global, _) => scopes.insert(Scope::Global),
+        _ => false,
     };
     let mut listed = Vec::new();
     for scope in &scopes {
@@ -249,8 +284,7 @@ pub(super) async fn read<C: Collection>(
     let mut seen: Vec<Observed> = Vec::new();
     let observe = |object: &C::Object, seen: &mut Vec<Observed>| {
         let (name, description, region) = C::fields(object);
-        let scope = region.map_or(Scope::Global, |r| Scope::Region(last_segment(r).to_owned()));
-        let id = scope.id(gcp, C::PATH, name);
+        let id = Scope::of_url::<C>(region).id(gcp, C::PATH, name);
         if !seen.iter().any(|o| o.id == id) {
             seen.extend(observed(stack, ids, id, description.unwrap_or_default(), |own| {
                 attributes(object, own)
@@ -333,6 +367,10 @@ mod tests {
         assert_eq!(
             Scope::of_id("projects/p/regions/us-central1/subnetworks/main-subnet"),
             (Scope::Region("us-central1".into()), "main-subnet")
+        );
+        assert_eq!(
+            Scope::of_id("projects/p/zones/us-central1-a/futureReservations/h200"),
+            (Scope::Zone("us-central1-a".into()), "h200")
         );
     }
 }

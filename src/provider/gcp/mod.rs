@@ -10,6 +10,7 @@ mod container_cluster;
 mod container_node_pool;
 mod filestore_instance;
 mod firewall;
+mod future_reservation;
 mod gke;
 mod marker;
 mod network;
@@ -24,7 +25,8 @@ pub use container_cluster::get as get_cluster;
 use super::settings::GcpSettings;
 use super::{Cloud, ProviderError, Registry};
 use google_cloud_compute_v1::client::{
-    Firewalls, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, ResourcePolicies, Routers, Subnetworks,
+    Firewalls, FutureReservations, GlobalOperations, InstanceGroupManagers, Networks, RegionOperations, ResourcePolicies, Routers,
+    Subnetworks, ZoneOperations,
 };
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_filestore_v1::client::CloudFilestoreManager;
@@ -37,6 +39,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(firewall::Firewall)
         .with(router::Router)
         .with(resource_policy::ResourcePolicy)
+        .with(future_reservation::FutureReservation)
         .with(container_cluster::ContainerCluster)
         .with(container_node_pool::ContainerNodePool)
         .with(filestore_instance::FilestoreInstance)
@@ -58,10 +61,14 @@ pub struct Clients {
     pub routers: Routers,
     /// Compute resource policies (GKE node pools' workload policies).
     pub resource_policies: ResourcePolicies,
+    /// Compute future reservations (calendar mode).
+    pub future_reservations: FutureReservations,
     /// Compute operations on global objects.
     pub global_operations: GlobalOperations,
     /// Compute operations on regional objects.
     pub region_operations: RegionOperations,
+    /// Compute operations on zonal objects.
+    pub zone_operations: ZoneOperations,
     /// Compute's managed instance groups (a GKE node pool's size lives there).
     pub instance_group_managers: InstanceGroupManagers,
     /// GKE: clusters, node pools and their operations.
@@ -217,8 +224,10 @@ impl Clients {
             firewalls: client!(Firewalls),
             routers: client!(Routers),
             resource_policies: client!(ResourcePolicies),
+            future_reservations: client!(FutureReservations),
             global_operations: client!(GlobalOperations),
             region_operations: client!(RegionOperations),
+            zone_operations: client!(ZoneOperations),
             instance_group_managers: client!(InstanceGroupManagers),
             container: client!(ClusterManager, container),
             filestore: client!(CloudFilestoreManager, file),

@@ -53,8 +53,8 @@ where
     .await
 }
 
-/// Waits until `op` is DONE (at most `limit`), polling it through the global or regional
-/// operations client, and returns it; an operation that ends with an error (Compute's way of
+/// Waits until `op` is DONE (at most `limit`), polling it through the global, regional or
+/// zonal operations client, and returns it; an operation that ends with an error (Compute's way of
 /// failing an insert, or of refusing to delete something in use) is an error naming `what`.
 pub(super) async fn wait_operation(
     ctx: &Ctx,
@@ -65,6 +65,7 @@ pub(super) async fn wait_operation(
 ) -> Result<Operation, ProviderError> {
     let name = op.name.clone().unwrap_or_default();
     let region = op.region.as_deref().map(|r| super::collection::last_segment(r).to_owned());
+    let zone = op.zone.as_deref().map(|z| super::collection::last_segment(z).to_owned());
     let done = wait_done(
         ctx,
         limit,
@@ -72,8 +73,17 @@ pub(super) async fn wait_operation(
         |op| op.status == Some(Status::Done),
         |op| op.status.as_ref().and_then(|s| s.name()).unwrap_or("PENDING").to_owned(),
         || async {
-            let sent = match &region {
-                Some(region) => {
+            let sent = match (&region, &zone) {
+                (_, Some(zone)) => {
+                    gcp.zone_operations
+                        .get()
+                        .set_project(&gcp.project)
+                        .set_zone(zone)
+                        .set_operation(&name)
+                        .send()
+                        .await
+                }
+                (Some(region), None) => {
                     gcp.region_operations
                         .get()
                         .set_project(&gcp.project)
@@ -82,7 +92,7 @@ pub(super) async fn wait_operation(
                         .send()
                         .await
                 }
-                None => {
+                (None, None) => {
                     gcp.global_operations
                         .get()
                         .set_project(&gcp.project)

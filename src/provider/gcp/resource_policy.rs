@@ -44,7 +44,7 @@ compute_collection!(
     ResourcePolicies: Model, resource_policies.set_resource_policy, "resource policy", set_region);
 
 fn outputs(id: &str, policy: &Model) -> Value {
-    json!({ "id": id, "name": policy.name, "self_link": policy.self_link, "region": Scope::of_id(id).0.region() })
+    json!({ "id": id, "name": policy.name, "self_link": policy.self_link, "region": Scope::of_id(id).0.location() })
 }
 
 impl Resource for ResourcePolicy {

@@ -53,7 +53,7 @@ compute_collection!(
     Routers: Model, routers.set_router, "router", set_region);
 
 fn outputs(id: &str, router: &Model) -> Value {
-    json!({ "id": id, "name": router.name, "self_link": router.self_link, "region": Scope::of_id(id).0.region() })
+    json!({ "id": id, "name": router.name, "self_link": router.self_link, "region": Scope::of_id(id).0.location() })
 }
 
 /// The whole router as the API takes it, for an insert or an update.
@@ -78,7 +78,7 @@ impl Resource for Router {
         let gcp = ctx.cloud.gcp().await?;
         let scope = Scope::of::<Routers>(gcp, cfg.region.as_deref())?;
         let description = marked_description(ctx, token, cfg.description.as_deref());
-        let body = body(gcp, &cfg, scope.region(), description);
+        let body = body(gcp, &cfg, scope.location(), description);
         collection::create::<Routers>(ctx, gcp, token, &scope, body, config, outputs).await
     }
 
@@ -135,11 +135,11 @@ impl Resource for Router {
             .routers
             .update()
             .set_project(&gcp.project)
-            .set_region(scope.region())
+            .set_region(scope.location())
             .set_router(name);
         let call = call
             .set_request_id(fresh_request_id())
-            .set_body(body(gcp, &cfg, scope.region(), description));
+            .set_body(body(gcp, &cfg, scope.location(), description));
         collection::changed::<Routers>(ctx, gcp, "routers.update", id, call.send(), new, outputs).await
     }
 

@@ -44,7 +44,7 @@ fn outputs(id: &str, subnet: &Model) -> Value {
         "id": id,
         "name": subnet.name,
         "self_link": subnet.self_link,
-        "region": Scope::of_id(id).0.region(),
+        "region": Scope::of_id(id).0.location(),
         "gateway_address": subnet.gateway_address,
     })
 }
@@ -127,7 +127,7 @@ impl Resource for Subnetwork {
                 .subnetworks
                 .patch()
                 .set_project(&gcp.project)
-                .set_region(scope.region())
+                .set_region(scope.location())
                 .set_subnetwork(name);
             let call = call.set_request_id(fresh_request_id()).set_body(body);
             seen = collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.patch", id, call.send(), new, outputs).await?;
@@ -138,7 +138,7 @@ impl Resource for Subnetwork {
                 .subnetworks
                 .set_private_ip_google_access()
                 .set_project(&gcp.project)
-                .set_region(scope.region());
+                .set_region(scope.location());
             let call = call.set_subnetwork(name).set_request_id(fresh_request_id()).set_body(body);
             seen =
                 collection::changed::<Subnetworks>(ctx, gcp, "subnetworks.setPrivateIpGoogleAccess", id, call.send(), new, outputs).await?;

@@ -29,6 +29,17 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
     let mut found = Look::default();
     let nodes: Api<Node> = Api::all(connection.client.clone());
     for group in &check.node_groups {
+        if let Some(starts) = group.starts.as_deref()
+            && humantime::parse_rfc3339_weak(starts).is_ok_and(|t| t > std::time::SystemTime::now())
+        {
+            found.holds.push(format!(
+                "{} `{}` runs on a Capacity Block that starts at {starts}: its {} nodes come then, not waited for",
+                group.noun(),
+                group.name,
+                group.nodes
+            ));
+            continue;
+        }
         let selector = format!("{}={}", group.label, group.name);
         let listed = nodes
             .list(&ListParams::default().labels(&selector))

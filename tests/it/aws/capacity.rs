@@ -1,6 +1,7 @@
 //! `forge capacity search` against the emulator's Capacity Block offerings: what EC2 sells,
 //! cheapest first, checked against EC2's rules before any call.
 use super::Aws;
+use aws_sdk_ec2::primitives::{DateTime, DateTimeFormat};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -413,4 +414,154 @@ fn a_purchase_whose_answer_is_lost_is_found_and_adopted_not_bought_again() {
     let bought = aws.purchases();
     assert_eq!(bought.len(), 1, "{bought:?}");
     assert_eq!(aws.ids("blocks.toml")["aws_ec2_capacity_block.p5"], bought[0].0);
+}
+
+/// An EKS cluster whose p5 group runs on the Capacity Block the stack buys.
+const EKS_ON_BLOCK: &str = r#"
+[stack]
+name = "on-block"
+
+[aws]
+region = "us-west-2"
+
+[aws_ec2_capacity_block.p5]
+instance_type = "p5.48xlarge"
+count = 2
+days = 7
+zone = "us-west-2c"
+max_upfront_usd = 20000
+
+[vpc.main]
+cidr = "10.0.0.0/16"
+zones = ["us-west-2a", "us-west-2b", "us-west-2c"]
+nat = "single"
+
+[eks.train]
+version = "1.31"
+vpc = "vpc.main"
+
+[eks.train.nodegroups.gpu]
+instance_type = "p5.48xlarge"
+size = 2
+zone = "us-west-2c"
+capacity_type = "CAPACITY_BLOCK"
+capacity_reservation_id = "${aws_ec2_capacity_block.p5.id}"
+"#;
+
+impl Aws {
+    /// Moves this account's clock on the emulator by `seconds`.
+    fn advance(&self, seconds: i64) {
+        self.control(
+            "POST",
+            &format!("/_forge/clock?account={}", self.account),
+            &serde_json::json!({ "advance_seconds": seconds }).to_string(),
+        );
+    }
+
+    /// The scheduled actions on `group`: (name, start, desired capacity), by start.
+    fn scheduled(&self, group: &str) -> Vec<(String, String, i32)> {
+        let answer = super::runtime()
+            .block_on(
+                self.autoscaling()
+                    .describe_scheduled_actions()
+                    .auto_scaling_group_name(group)
+                    .send(),
+            )
+            .unwrap();
+        let mut actions: Vec<(String, String, i32)> = answer
+            .scheduled_update_group_actions()
+            .iter()
+            .map(|a| {
+                (
+                    a.scheduled_action_name().unwrap().to_owned(),
+                    a.start_time().unwrap().fmt(DateTimeFormat::DateTime).unwrap(),
+                    a.desired_capacity().unwrap(),
+                )
+            })
+            .collect();
+        actions.sort_by(|a, b| a.1.cmp(&b.1));
+        actions
+    }
+
+    /// The `train` cluster's `gpu` node group: its Auto Scaling group and its (min, max, desired).
+    fn gpu_group(&self) -> (String, (i32, i32, i32)) {
+        let group = super::runtime()
+            .block_on(self.eks().describe_nodegroup().cluster_name("train").nodegroup_name("gpu").send())
+            .unwrap()
+            .nodegroup()
+            .unwrap()
+            .clone();
+        let scaling = group.scaling_config().unwrap();
+        let asg = group.resources().unwrap().auto_scaling_groups()[0].name().unwrap().to_owned();
+        (
+            asg,
+            (
+                scaling.min_size().unwrap(),
+                scaling.max_size().unwrap(),
+                scaling.desired_size().unwrap(),
+            ),
+        )
+    }
+}
+
+/// A node group on the stack's Capacity Block is made at 0 nodes with two scheduled actions on
+/// its Auto Scaling group — its size at the block's start, 0 thirty minutes before its end —
+/// and `up` does not wait for nodes the block has not started; when the block starts the group
+/// scales up and the next plan has nothing to do; destroy forgets the block (no cancel call).
+#[test]
+fn a_node_group_on_a_capacity_block_starts_at_zero_and_scales_on_the_blocks_schedule() {
+    let aws = Aws::new();
+    // Readiness compares the block's start with this machine's clock: the emulator's agrees.
+    let now = std::time::SystemTime::now();
+    aws.clock(&humantime::format_rfc3339_seconds(now).to_string());
+    let now = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    aws.write("on-block.toml", EKS_ON_BLOCK);
+    let stderr = aws.ok(&["up", "on-block.toml", "--yes", "--allow-purchase"]);
+    assert_eq!(aws.purchases().len(), 1);
+    let block = super::runtime()
+        .block_on(
+            aws.ec2()
+                .describe_capacity_reservations()
+                .capacity_reservation_ids(aws.ids("on-block.toml")["aws_ec2_capacity_block.p5"].clone())
+                .send(),
+        )
+        .unwrap()
+        .capacity_reservations()[0]
+        .clone();
+    let date = |d: Option<&DateTime>| d.unwrap().fmt(DateTimeFormat::DateTime).unwrap();
+    let (start, end) = (date(block.start_date()), date(block.end_date()));
+    assert!(
+        stderr.contains(&format!("runs on a Capacity Block that starts at {start}")),
+        "{stderr}"
+    );
+
+    let (asg, scaling) = aws.gpu_group();
+    assert_eq!(scaling, (0, 2, 0), "nothing runs before the block starts");
+    let end_less_30 = DateTime::from_secs(block.end_date().unwrap().secs() - 30 * 60)
+        .fmt(DateTimeFormat::DateTime)
+        .unwrap();
+    assert_eq!(
+        aws.scheduled(&asg),
+        vec![
+            ("forge-block_start".to_owned(), start.clone(), 2),
+            ("forge-block_end".to_owned(), end_less_30, 0)
+        ],
+        "block {start} → {end}"
+    );
+
+    // The block starts: the start action runs (and is gone, as EC2 Auto Scaling deletes a
+    // one-time action once it has run); the group has its two nodes; nothing to plan.
+    aws.advance(block.start_date().unwrap().secs() - now + 60);
+    let (_, scaling) = aws.gpu_group();
+    assert_eq!(scaling.2, 2, "scaled up at the start");
+    assert_eq!(aws.scheduled(&asg).len(), 1, "the end action remains");
+    let (code, plan) = aws.forge(&["plan", "on-block.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{plan}");
+
+    aws.calls();
+    aws.ok(&["destroy", "on-block.toml", "--yes"]);
+    let calls = aws.calls();
+    assert!(!calls.keys().any(|c| c.contains("CancelCapacityReservation")), "{calls:?}");
+    assert!(calls.keys().any(|c| c.contains("DeleteScheduledAction")), "{calls:?}");
+    assert_eq!(aws.purchases().len(), 1, "the block runs on, paid");
 }

@@ -124,6 +124,10 @@ impl Aws {
         aws_sdk_pcs::Client::new(&self.sdk_config())
     }
 
+    fn autoscaling(&self) -> aws_sdk_autoscaling::Client {
+        aws_sdk_autoscaling::Client::new(&self.sdk_config())
+    }
+
     /// The API calls this test's account made so far, without clearing the counter.
     fn peek_calls(&self) -> BTreeMap<String, u64> {
         serde_json::from_str(&self.control("GET", &format!("/_forge/calls?account={}", self.account), "")).unwrap()

@@ -3,6 +3,7 @@
 //! Each test has its own project, so tests run in parallel on one emulator; forge sees it only
 //! through gcloud's endpoint override and a bearer token in the environment.
 mod rdma;
+mod reservations;
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

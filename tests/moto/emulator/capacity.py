@@ -25,7 +25,9 @@
   * a clock per account (`set_clock`, POST /_forge/clock): real time until set, then frozen
     where set or advanced. A block is `scheduled` before its StartDate, `active` until its
     EndDate, `expired` after; an On-Demand reservation `active` (`scheduled` before a
-    StartDate given) until a `limited` EndDate;
+    StartDate given) until a `limited` EndDate. What follows the clock (CLOCK_LISTENERS:
+    scheduled actions, autoscaling.py; the Nodes of node groups on Capacity Blocks, eks.py)
+    catches up with it whenever it is set and whenever `tick` is called;
   * eventual consistency: a reservation made (bought or created) is seen by the Describe calls,
     CreateTags and the rest only `visible_after_seconds` real seconds later (POST
     /_forge/capacity {"visible_after_seconds"}, per account, default 0): an unseen id is
@@ -98,6 +100,8 @@ LOCK = threading.RLock()
 CLOCKS = {}  # account (None: every account without its own) -> frozen naive-UTC datetime
 VISIBLE_AFTER = {}  # account -> real seconds before a new reservation is seen
 STORES = {}  # (account, region) -> Store
+CLOCK_LISTENERS = []  # called with an account (None: every account) when its clock may have moved: autoscaling.py, eks.py
+TICKING = threading.RLock()
 
 
 class Store:
@@ -131,7 +135,8 @@ def now(account):
 
 def set_clock(account, payload):
     """POST /_forge/clock: {"now": ISO 8601} freezes the account's clock there, {"advance_seconds": n}
-    moves it on (from real time if it was not set), {"now": null} gives it real time again."""
+    moves it on (from real time if it was not set), {"now": null} gives it real time again. What
+    follows the clock then catches up with it (`tick`)."""
     payload = payload or {}
     with LOCK:
         if "now" in payload:
@@ -142,7 +147,19 @@ def set_clock(account, payload):
                 CLOCKS[account] = parse_timestamp(when).astimezone(datetime.timezone.utc).replace(tzinfo=None)
         if payload.get("advance_seconds"):
             CLOCKS[account] = now(account) + datetime.timedelta(seconds=float(payload["advance_seconds"]))
-        return clock(account)
+        result = clock(account)
+    tick(account)
+    return result
+
+
+def tick(account):
+    """What follows the account's clock (None: every account's) catches up with it: each of
+    CLOCK_LISTENERS is called with the account, one tick at a time. The clock is set, and
+    Auto Scaling and EKS requests tick their account before they are answered (real time
+    passes too)."""
+    with TICKING:
+        for listener in CLOCK_LISTENERS:
+            listener(account)
 
 
 def clock(account):

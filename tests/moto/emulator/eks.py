@@ -23,6 +23,18 @@
     to advertise: the type's GPUs and Neuron devices (instance_types.py), and as many EFA
     devices as the launch template's `efa` and `efa-only` interfaces (none without one); they
     follow the group's desired size and go with it;
+  * each node group's Auto Scaling group (autoscaling.py), made with it as EKS makes it
+    (`eks-<node group>-<id>`, the name resources.autoScalingGroups gives) and deleted with it
+    (DeleteNodegroup; its scheduled actions too): the node group's scalingConfig is the
+    group's sizes, whoever changes them (UpdateNodegroupConfig, a CloudFormation update, a
+    scheduled action the account's clock runs, UpdateAutoScalingGroup), and its Nodes follow;
+  * a node group whose launch template targets a Capacity Block (CapacityReservationTarget, a
+    `capacity-block` reservation, capacity.py) has Nodes only while the block is `active` by
+    the account's clock, its template asks for the `capacity-block` market, its instance type
+    is the block's and a subnet is in the block's zone: then at most the block's instance
+    count, in its zone; before the start, after the end, none, whatever its desired size. They
+    are published again whenever the clock is set and before any EKS or Auto Scaling request of
+    the account is answered (a clock listener);
   * a node group whose launch template's network interfaces its instance type cannot take
     (instance_types.interface_problem: EFA on an ENA-only card or type, an EFA-only primary, a
     card or device index out of range, one card and device twice, more EFA interfaces than
@@ -41,10 +53,11 @@ from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 from moto.eks import urls as eks_urls
 from moto.eks.exceptions import InvalidParameterException, InvalidRequestException, ResourceInUseException, ResourceNotFoundException
-from moto.eks.models import CLUSTER_NOT_READY_MSG, EKSBackend, Nodegroup, paginated_list, validate_safe_to_delete
+from moto.eks.models import CLUSTER_NOT_READY_MSG, EKSBackend, Nodegroup, eks_backends, paginated_list, validate_safe_to_delete
 from moto.eks.models import Cluster as EksCluster
 from moto.eks.responses import EKSResponse
 
+from . import autoscaling, capacity
 from . import instance_types as ec2_types
 from . import kubernetes
 from .phases import DROPPING, _drop_gone, is_gone, phased_status, start_delete, start_phase
@@ -159,6 +172,47 @@ def launch_failure(backend, nodegroup):
     return f"Could not launch {market} Instances. {code} - {message} Launching EC2 instance failed."
 
 
+def capacity_block(backend, nodegroup):
+    """The Capacity Block its launch template targets (CapacityReservationSpecification's
+    CapacityReservationTarget, a reservation of ReservationType `capacity-block`), else None."""
+    data = launch_template_data(backend, nodegroup) or {}
+    target = ((data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}).get("CapacityReservationId")
+    if not target:
+        return None
+    record = capacity.store(backend.account_id, backend.region_name).reservations.get(target)
+    return record if record is not None and record["ReservationType"] == "capacity-block" else None
+
+
+def subnet_zones(backend, nodegroup):
+    """The zones of a node group's subnets, in their order (an unknown subnet left out)."""
+    from moto.ec2.models import ec2_backends
+
+    ec2 = ec2_backends[backend.account_id][backend.region_name]
+    zones = []
+    for subnet_id in nodegroup.subnets or []:
+        try:
+            zones.append(ec2.get_subnet(subnet_id).availability_zone)
+        except Exception:
+            pass
+    return zones
+
+
+def launchable(backend, nodegroup, zones):
+    """How many of the node group's desired instances EC2 launches, and the zones they go in. On
+    a Capacity Block, none unless the block is `active` by the account's clock, the template
+    asks for the `capacity-block` market, the type is the block's and a subnet is in its zone;
+    then at most the block's instances, all in its zone. Others: the desired size."""
+    desired = nodegroup.scaling_config.get("desiredSize") or 0
+    block = capacity_block(backend, nodegroup)
+    if block is None:
+        return desired, zones
+    market = ((launch_template_data(backend, nodegroup) or {}).get("InstanceMarketOptions") or {}).get("MarketType")
+    if (market != "capacity-block" or capacity.state_of(block, backend.account_id) != "active" or block["InstanceType"] != instance_type(backend, nodegroup)
+            or block["AvailabilityZone"] not in zones):
+        return 0, zones
+    return min(desired, block["TotalInstanceCount"]), [block["AvailabilityZone"]]
+
+
 def auto_scaling_groups(nodegroup):
     return [g["name"] for g in (nodegroup.resources or {}).get("autoScalingGroups", [])]
 
@@ -174,21 +228,16 @@ def group_octet(backend, cluster_name, nodegroup_name):
 
 
 def publish_nodes(backend, cluster_name, nodegroup, count=None):
-    """The node group's instances as Nodes of its cluster's API server (none once deleted)."""
+    """The node group's instances as Nodes of its cluster's API server: as many as EC2 launches
+    of its desired size (`launchable`), none once deleted."""
     kind = instance_type(backend, nodegroup)
     gpus, neuron = ec2_types.devices(kind)
     efa = ec2_types.efa_interfaces(network_interfaces(backend, nodegroup))
-    count = nodegroup.scaling_config.get("desiredSize", 0) if count is None else count
+    zones = subnet_zones(backend, nodegroup)
+    if count is None:
+        count, zones = launchable(backend, nodegroup, zones)
+    nodegroup._forge_nodes = count
     octet = group_octet(backend, cluster_name, nodegroup.nodegroup_name)
-    from moto.ec2.models import ec2_backends
-
-    ec2 = ec2_backends[backend.account_id][backend.region_name]
-    zones = []
-    for subnet_id in nodegroup.subnets or []:
-        try:
-            zones.append(ec2.get_subnet(subnet_id).availability_zone)
-        except Exception:
-            pass
     nodes = []
     for i in range(count):
         zone = zones[i % len(zones)] if zones else f"{backend.region_name}a"
@@ -219,6 +268,50 @@ def _set_nodegroup_health(self, value):
 Nodegroup.health = property(_nodegroup_health, _set_nodegroup_health)
 
 
+def _nodegroup_scaling(self):
+    """A node group's sizes are its Auto Scaling group's, whoever changed them."""
+    group = self.__dict__.get("_forge_asg")
+    if group is None:
+        return self.__dict__.get("_forge_scaling")
+    return {"minSize": group.min_size, "maxSize": group.max_size, "desiredSize": group.desired_capacity}
+
+
+def _set_nodegroup_scaling(self, value):
+    value = self._forge_scaling = dict(value or {})  # moto hands every group one shared default
+    group = self.__dict__.get("_forge_asg")
+    if group is not None:
+        autoscaling.resize(group, value.get("minSize"), value.get("maxSize"), value.get("desiredSize"))
+
+
+Nodegroup.scaling_config = property(_nodegroup_scaling, _set_nodegroup_scaling)
+
+
+def follower(backend, cluster_name, nodegroup):
+    """What a node group does when its Auto Scaling group's sizes change: its Nodes follow (none
+    once it is deleting)."""
+    def follow(group):
+        if nodegroup.status != "DELETING":
+            publish_nodes(backend, cluster_name, nodegroup)
+    return follow
+
+
+def refresh_nodes(account):
+    """The Nodes of node groups on Capacity Blocks, again when the account's clock (None: every
+    account's) took their block in or out of `active`; a clock listener (capacity.py)."""
+    accounts = list(eks_backends) if account is None else [account]
+    for owner in accounts:
+        for backend in list((dict.get(eks_backends, owner) or {}).values()):
+            for cluster in list(backend.clusters.values()):
+                for nodegroup in list(cluster.nodegroups.values()):
+                    if nodegroup.__dict__.get("_forge_issues") or capacity_block(backend, nodegroup) is None or nodegroup.status == "DELETING":
+                        continue
+                    if launchable(backend, nodegroup, subnet_zones(backend, nodegroup))[0] != nodegroup.__dict__.get("_forge_nodes"):
+                        publish_nodes(backend, cluster.name, nodegroup)
+
+
+capacity.CLOCK_LISTENERS.append(refresh_nodes)
+
+
 def drop_deleted(backend):
     with DROPPING:
         for cluster in [c for c in backend.clusters.values() if is_gone(c)]:
@@ -236,7 +329,16 @@ def drop_deleted(backend):
 EksCluster.status = phased_status
 Nodegroup.status = phased_status
 _moto_eks_backend = EKSResponse.eks_backend
-EKSResponse.eks_backend = property(lambda self: drop_deleted(_moto_eks_backend.fget(self)))
+
+
+def caught_up_backend(self):
+    """The account's EKS backend, once what follows its clock caught up (scheduled actions due,
+    Capacity Blocks begun or ended) and what was deleted is gone."""
+    capacity.tick(self.current_account)
+    return drop_deleted(_moto_eks_backend.fget(self))
+
+
+EKSResponse.eks_backend = property(caught_up_backend)
 
 _moto_eks = {name: getattr(EKSBackend, name) for name in ("create_cluster", "create_nodegroup", "list_nodegroups", "update_nodegroup_config")}
 
@@ -266,12 +368,17 @@ def eks_delete_cluster(self, name):
 
 def eks_create_nodegroup(self, **kwargs):
     nodegroup = _moto_eks["create_nodegroup"](self, **kwargs)
-    nodegroup.scaling_config = dict(nodegroup.scaling_config)  # moto may hand out its shared default
+    # EKS's Auto Scaling group, named as EKS names it (moto names one `eks-<id>` and makes none).
+    name = f"eks-{nodegroup.nodegroup_name}-{nodegroup.uuid}"
+    nodegroup.resources["autoScalingGroups"] = [{"name": name}]
+    nodegroup._forge_asg = autoscaling.nodegroup_group(self.account_id, self.region_name, name, kwargs["cluster_name"], nodegroup.nodegroup_name,
+                                                       nodegroup.scaling_config, nodegroup.subnets, nodegroup.launch_template, nodegroup.capacity_type == "SPOT")
     failure = launch_failure(self, nodegroup)
-    if failure:
+    if failure:  # its group launches nothing, whatever its size
         nodegroup._forge_issues = [{"code": "AsgInstanceLaunchFailures", "message": failure, "resourceIds": auto_scaling_groups(nodegroup)}]
         start_phase(nodegroup, "forge::eks_nodegroup_create", "CREATING", "CREATE_FAILED")
         return nodegroup
+    nodegroup._forge_asg.follower = follower(self, kwargs["cluster_name"], nodegroup)
     start_phase(nodegroup, "forge::eks_nodegroup_create", "CREATING", "ACTIVE")
     publish_nodes(self, kwargs["cluster_name"], nodegroup)
     return nodegroup
@@ -281,6 +388,11 @@ def eks_delete_nodegroup(self, cluster_name, nodegroup_name):
     nodegroup = self.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=nodegroup_name)
     start_delete(nodegroup, "forge::eks_nodegroup_delete")
     publish_nodes(self, cluster_name, nodegroup, count=0)
+    group = nodegroup.__dict__.get("_forge_asg")
+    if group is not None:  # the node group keeps showing its last sizes; its group and actions go
+        nodegroup._forge_scaling = dict(nodegroup.scaling_config)
+        del nodegroup._forge_asg
+        autoscaling.delete_nodegroup_group(self.account_id, self.region_name, group.name)
     return nodegroup
 
 
@@ -358,7 +470,10 @@ def refuse_while_busy(kind, name, obj):
 def eks_update_nodegroup_config(self, cluster_name, nodegroup_name, **kwargs):
     nodegroup = self.describe_nodegroup(cluster_name=cluster_name, nodegroup_name=nodegroup_name)
     refuse_while_busy("Nodegroup", nodegroup_name, nodegroup)
+    before = nodegroup.scaling_config
     done = _moto_eks["update_nodegroup_config"](self, cluster_name=cluster_name, nodegroup_name=nodegroup_name, **kwargs)
+    if kwargs.get("scaling_config"):  # moto changed a copy: the sizes are the Auto Scaling group's
+        nodegroup.scaling_config = {**before, **kwargs["scaling_config"]}
     publish_nodes(self, cluster_name, nodegroup)
     return begin_update(self.clusters[cluster_name], nodegroup, "forge::eks_nodegroup_update", done["type"], done["params"], nodegroup=nodegroup_name, update_id=done["id"])
 

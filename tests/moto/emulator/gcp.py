@@ -7,7 +7,9 @@
   * long-running operations: PENDING for the first half of their seconds (the phase seconds, or
     the harness's per-call ones), RUNNING for the second, then DONE, when their effect is applied;
     an operation can also end DONE with an error, and then runs its `on_error` instead
-    (`Operation`, `Store.settle`); the errors of failed_operation faults for the APIs whose
+    (`Operation`, `Store.settle`), and what else an API changes as time passes follows each
+    time operations are settled (`GoogleApi.settle`: Compute's future reservations, by the
+    project's clock); the errors of failed_operation faults for the APIs whose
     operations carry a google.rpc.Status (`rpc_failure`, GCE_STOCKOUT naming the zone);
   * requestId replay: a call repeated with the same requestId in the same project answers the
     first call's operation and does nothing again;
@@ -333,6 +335,11 @@ class GoogleApi:
         fault gives none)."""
         raise NotImplementedError
 
+    def settle(self, store, now):
+        """End the project's operations whose time is up (`now`: real time); an API that changes
+        more as time passes (Compute's future reservations) adds it here."""
+        store.settle(now)
+
     def listed_operations(self, call):
         """operations.list as GKE and google.longrunning answer it: the location's operations
         (every location's for `-`) under `operations`, nothing when there are none."""
@@ -352,7 +359,7 @@ class GoogleApi:
             store = self.stores.get(project)
             if store is None:
                 return None
-            store.settle(time.time())
+            self.settle(store, time.time())
             return store.items.get(path)
 
     def identify(self, environ):
@@ -404,8 +411,8 @@ class GoogleApi:
         with self.lock:
             store = self.stores.setdefault(project, Store(project))
             call = Call(self, store, scope, params, query, body, environ)
-            store.settle(call.now)
+            self.settle(store, call.now)
             replayed = store.request_ids.get(request_id) if mutation and request_id else None
             result = replayed or handler(call)
-            store.settle(call.now)  # an operation of 0 seconds is over before it is answered
+            self.settle(store, call.now)  # an operation of 0 seconds is over before it is answered
             return 200, self.render_operation(result, call) if isinstance(result, Operation) else result

@@ -18,8 +18,12 @@
     exactly one kind per policy; READY once inserted;
   * instanceGroupManagers (zonal): get, of the groups other APIs run (a GKE node pool's, per
     zone: `instance_groups`), with their targetSize;
-  * globalOperations and regionOperations: get, which the client's poller calls, and list with
-    filters (an insert still running: what a destroy of an interrupted create looks for);
+  * futureReservations (zonal; calendar mode, by the project's clock: insert, get, list, cancel,
+    delete) and the reservations they deliver (zonal, read-only: get, list): gcp_reservations.py,
+    whose docstring tells what of them is emulated; `settle` moves them on as time passes;
+  * globalOperations, regionOperations and zoneOperations: get, which the client's poller calls,
+    and list with filters (an insert still running: what a destroy of an interrupted create
+    looks for); a regional operation names its region, a zonal one its zone;
   * list filters (compute_filter.py), pages, orderBy name;
   * checks: names, required fields, enums, references to resources that exist and are ready,
     CIDR ranges that do not overlap within a network, allowed xor denied, NAT subnetworks of the
@@ -29,7 +33,8 @@
     policy: `dependents`); a change to a resource whose operation is under way is refused
     (resourceNotReady).
 The other APIs name networks, subnetworks and resource policies as Compute does
-(`compute_path`), and read a network's profile with `profile_of`.
+(`compute_path`), and read a network's profile with `profile_of`; GKE tells Compute the nodes its
+pools run on a reservation (`reservation_users`).
 Error bodies carry code, message and errors[] but no `status`, as Compute's do.
 """
 
@@ -49,7 +54,7 @@ LINK = "https://www.googleapis.com/compute/v1/"
 PATH = re.compile(r"projects/(?P<project>[^/]+)/(?P<scope>global|regions/(?P<region>[^/]+)|zones/(?P<zone>[^/]+))/(?P<collection>[A-Za-z]+)(?:/(?P<name>[^/]+)(?:/(?P<verb>[A-Za-z]+))?)?")
 HTTP_MESSAGES = {400: "BAD REQUEST", 403: "FORBIDDEN", 500: "INTERNAL SERVER ERROR"}
 OUTPUT_ONLY = {"id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "gatewayAddress", "subnetworks", "state", "region",
-               "status", "resourceStatus"}
+               "status", "resourceStatus", "zone"}
 
 
 def invalid(field, value, why):
@@ -101,16 +106,23 @@ def subnet_range(value, field):
 
 class Kind:
     """A collection: `check` validates and completes a resource, new or changed, `users` names
-    what keeps it from being deleted, `show` adds what is computed on read, `records` are its
-    resources in the call's scope (the store's, unless it is `readonly`: Google's own). It is
-    patched only if some fields are `patchable`, updated (PUT) only if `updatable`."""
+    what keeps it from being deleted (its delete's operation then fails), `deletable` refuses a
+    delete at once, `show` adds what is computed on read, `records` are its resources in the
+    call's scope (the store's; Google's own for NetworkProfiles). It is global, `regional` or
+    `zonal`; `readonly` (get and list only) or else inserted and deleted; patched only if some
+    fields are `patchable`, updated (PUT) only if `updatable`; its other methods are the POST
+    `verbs` (`.../name/verb`), each handled by the kind's method of that name if it has one,
+    else by Compute's. Its lists are of `list_kind` (by default its kind + "List")."""
 
-    collection = singular = kind = ""
-    regional = updatable = readonly = False
-    patchable = ()
+    collection = singular = kind = list_kind = ""
+    regional = zonal = updatable = readonly = False
+    patchable = verbs = ()
 
     def check(self, call, res):
         raise NotImplementedError
+
+    def deletable(self, call, path, res):
+        """Raises the GoogleError a delete of `res` gets at once (by default none)."""
 
     def records(self, call):
         prefix = f"{call.scope}/{self.collection}/"
@@ -248,6 +260,7 @@ class Networks(Kind):
 class Subnetworks(Kind):
     collection, singular, kind = "subnetworks", "subnetwork", "compute#subnetwork"
     regional = True
+    verbs = ("setPrivateIpGoogleAccess",)
     patchable = ("secondaryIpRanges", "logConfig", "enableFlowLogs", "role", "stackType", "privateIpv6GoogleAccess")
 
     def check(self, call, res):
@@ -436,7 +449,11 @@ class ResourcePolicies(Kind):
         return res
 
 
-KINDS = {k.collection: k for k in (Networks(), NetworkProfiles(), Subnetworks(), Firewalls(), Routers(), ResourcePolicies())}
+# The zonal kinds of future reservations build on the ones above (and Compute's settle on `advance`).
+from .gcp_reservations import FutureReservations, Reservations, advance  # noqa: E402
+
+KINDS = {k.collection: k for k in (Networks(), NetworkProfiles(), Subnetworks(), Firewalls(), Routers(), ResourcePolicies(),
+                                   FutureReservations(), Reservations())}
 
 
 def listing(call, kind, path, items):
@@ -461,6 +478,12 @@ class Compute(GoogleApi):
         super().__init__()
         self.dependents = []  # functions (project, path) -> what other APIs have on that path
         self.instance_groups = []  # functions (project, zone, name) -> (target size, base name) or None
+        self.reservation_users = []  # functions (project, zone, name) -> the VMs other APIs run on that reservation
+        self.reservations_had = collections.defaultdict(set)  # project -> paths of every reservation it has had
+
+    def settle(self, store, now):
+        super().settle(store, now)
+        advance(self, store, now)
 
     def used_elsewhere(self, project, path):
         return [user for users_of in self.dependents for user in users_of(project, path)]
@@ -471,22 +494,21 @@ class Compute(GoogleApi):
         name = verb = handler = None
         if match and match["zone"] and match["collection"] == "instanceGroupManagers" and match["name"] and not match["verb"] and method == "GET":
             name, handler = "instanceGroupManagers.get", self.get_instance_group_manager
-        elif match and match["zone"]:
-            pass
         elif match and match["collection"] == "operations" and not match["verb"] and method == "GET":
-            scope = "regionOperations" if match["region"] else "globalOperations"
+            scope = "zoneOperations" if match["zone"] else "regionOperations" if match["region"] else "globalOperations"
             name, handler = (f"{scope}.get", self.get_operation) if match["name"] else (f"{scope}.list", self.list_operations)
-        elif kind is not None and kind.regional == bool(match["region"]):
+        elif kind is not None and kind.regional == bool(match["region"]) and kind.zonal == bool(match["zone"]):
             if match["name"] is None:
                 verb = {"POST": "insert", "GET": "list"}.get(method)
             elif match["verb"] is None:
                 verb = {"GET": "get", "PATCH": "patch" if kind.patchable else None, "DELETE": "delete", "PUT": "update" if kind.updatable else None}.get(method)
-            elif match["verb"] == "setPrivateIpGoogleAccess" and kind.collection == "subnetworks" and method == "POST":
-                verb = "setPrivateIpGoogleAccess"
+            elif match["verb"] in kind.verbs and method == "POST":
+                verb = match["verb"]
             if kind.readonly and verb not in ("get", "list"):
                 verb = None
             if verb:
-                name, handler = f"{kind.collection}.{verb}", getattr(self, verb)
+                own = getattr(kind, verb, None) if verb in kind.verbs else None
+                name, handler = f"{kind.collection}.{verb}", own or getattr(self, verb)
         if handler is None:
             raise GoogleError(404, f"The requested URL /compute/v1/{path} ({method}) was not found on this server.", "notFound")
         params = {"kind": kind, "name": match["name"]}
@@ -503,8 +525,8 @@ class Compute(GoogleApi):
             "insertTime": timestamp(op.inserted), "user": "forge@emulator",
             "selfLink": LINK + f"projects/{op.project}/{op.scope}/operations/{op.name}",
         }
-        if op.scope != "global":
-            out["region"] = LINK + f"projects/{op.project}/{op.scope}"
+        if op.scope != "global":  # a regional operation's region, a zonal one's zone
+            out[op.scope.split("/")[0][:-1]] = LINK + f"projects/{op.project}/{op.scope}"
         if op.request_id:
             out["clientOperationId"] = op.request_id
         if status != "PENDING":
@@ -578,8 +600,8 @@ class Compute(GoogleApi):
             raise GoogleError(409, f"The resource 'projects/{call.project}/{path}' already exists", "alreadyExists")
         res = kind.check(call, body)
         res.update(kind=kind.kind, id=new_id(), creationTimestamp=timestamp(call.now), selfLink=LINK + f"projects/{call.project}/{path}")
-        if kind.regional:
-            res["region"] = LINK + f"projects/{call.project}/{call.scope}"
+        if kind.regional or kind.zonal:
+            res["region" if kind.regional else "zone"] = LINK + f"projects/{call.project}/{call.scope}"
         return call.start("insert", path, res["id"], lambda: call.store.items.__setitem__(path, res), resource=res)
 
     @staticmethod
@@ -596,7 +618,7 @@ class Compute(GoogleApi):
         if call.query.get("orderBy") not in (None, "", "name"):
             raise invalid("orderBy", call.query["orderBy"], "Only orderBy=name is emulated.")
         items = [kind.show(call, r) for r in kind.records(call).values()]
-        return listing(call, kind.kind + "List", f"{call.scope}/{kind.collection}", items)
+        return listing(call, kind.list_kind or kind.kind + "List", f"{call.scope}/{kind.collection}", items)
 
     def patch(self, call):
         return self.change(call, replace=False)
@@ -634,6 +656,7 @@ class Compute(GoogleApi):
     def delete(self, call):
         kind = call.params["kind"]
         path, current = self.changeable(call)
+        kind.deletable(call, path, current)
         users = kind.users(call, path) + self.used_elsewhere(call.project, path)
         error = None
         if users:

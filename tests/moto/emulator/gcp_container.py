@@ -41,6 +41,20 @@ uses, on gcp.py:
     topology 1x72; accelerators that fit the machine type (MACHINE_GPUS), reservation affinity,
     autoscaling bounds, labels; auto-upgrade on for the pools of a cluster in a release channel;
     no control plane or node version of an earlier minor version than the one running;
+  * SPECIFIC_RESERVATION affinity (key compute.googleapis.com/reservation-name, the value a
+    reservation's name or projects/P/reservations/NAME of the pool's own project) on the
+    reservations of the Compute emulator (what future reservations deliver, gcp_reservations.py):
+    the operation of a pool's create (a cluster's with such a pool, a setSize) ends in error, a
+    created pool (and cluster) in ERROR, for a reservation the project has had but has no more
+    in a zone of the pool ("reservation … not found for node pool … at zone …", NOT_FOUND); for
+    one not usable yet, before its future reservation's start ("… is not active …",
+    FAILED_PRECONDITION) unless the pool has no nodes; for one with fewer VMs of the pool's machine
+    type left (its count less the nodes of the project's other pools on it) than the pool's nodes
+    per zone ("Reservation does not have enough resources … short of N VM count of machine type
+    …", RESOURCE_EXHAUSTED). Compute shows a reservation's nodes as its inUseCount. Known gaps: a
+    name the project has never had, or another project's reservation, is accepted as before;
+    GKE answers these at once (404, 429) where the emulator ends the operation in error; pools
+    stay RUNNING on a reservation that ends;
   * enums as numbers with `$alt=json;enum-encoding=int` (the Rust clients' way), else as names;
     int64 fields (acceleratorCount, maxPodsPerNode) as strings.
 Not emulated: Autopilot, the zones/… paths of the v1 API, the other setters, operations.cancel.
@@ -55,6 +69,7 @@ import secrets
 from .gcp import (Enum, GoogleApi, GoogleError, RPC_CODE, bad_request, check_fields, check_labels, check_name, fingerprint,
                   precondition, read_enums, region_of, required, rpc_failure, visible, write_enums, zulu)
 from .gcp_compute import compute_path, integer, profile_of
+from .gcp_reservations import known_reservation
 from . import kubernetes
 
 
@@ -161,6 +176,10 @@ WORKLOAD_TOPOLOGY = {"a4x-highgpu-4g": "1x72"}  # the workload policy's accelera
 N1_GPUS = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100")
 MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+# A SPECIFIC_RESERVATION value: the reservation's name, or projects/P/reservations/NAME (shared),
+# either with /reservationBlocks/B[/reservationSubBlocks/S].
+RESERVATION_VALUE = re.compile(r"(?:projects/(?P<project>[^/]+)/reservations/)?(?P<name>[a-z](?:[-a-z0-9]*[a-z0-9])?)"
+                               r"(?:/reservationBlocks/[^/]+(?:/reservationSubBlocks/[^/]+)?)?")
 DEFAULT_SCOPES = ["https://www.googleapis.com/auth/devstorage.read_only", "https://www.googleapis.com/auth/logging.write",
                   "https://www.googleapis.com/auth/monitoring", "https://www.googleapis.com/auth/service.management.readonly",
                   "https://www.googleapis.com/auth/servicecontrol", "https://www.googleapis.com/auth/trace.append"]
@@ -379,6 +398,7 @@ class Container(GoogleApi):
         self.compute = compute
         compute.dependents.append(self.users_of)
         compute.instance_groups.append(self.instance_group)
+        compute.reservation_users.append(self.reservation_nodes)
 
     def route(self, method, path):
         match = PATH.fullmatch(path)
@@ -401,6 +421,63 @@ class Container(GoogleApi):
         for path, record in list(store.items.items()) if store else []:
             if "/nodePools/" in path and any(url.endswith(f"/zones/{zone}/instanceGroupManagers/{name}") for url in record.get("instanceGroupUrls", [])):
                 return record["_size"], name.removesuffix("-grp")
+        return None
+
+    # --- reservations the pools consume ---------------------------------------------------------
+
+    @staticmethod
+    def reserved(project, pool):
+        """The name of the reservation of `project` a pool's SPECIFIC_RESERVATION affinity names;
+        None for none, or another project's (shared) reservation."""
+        affinity = pool["config"].get("reservationAffinity") or {}
+        if affinity.get("consumeReservationType") != "SPECIFIC_RESERVATION":
+            return None
+        match = RESERVATION_VALUE.fullmatch(str((affinity.get("values") or [""])[0]))
+        return match["name"] if match and match["project"] in (None, project) else None
+
+    def held(self, project, zone, name, pools):
+        """The nodes `pools` hold in `zone` of the project's reservation `name`: every pool on it
+        but a failed one."""
+        return sum(p["_size"] for p in pools if p["status"] != "ERROR" and zone in p["locations"] and self.reserved(project, p) == name)
+
+    def reservation_nodes(self, project, zone, name):
+        """The nodes the project's pools hold of a reservation, as Compute shows them in its
+        inUseCount (read without this API's lock, as `users_of` is)."""
+        store = self.stores.get(project)
+        return self.held(project, zone, name, [r for p, r in list(store.items.items()) if "/nodePools/" in p] if store else [])
+
+    def reservation_error(self, call, pool, size=None, others=(), resized=None):
+        """The error a pool's create (or resize to `size` nodes per zone) ends with for its
+        SPECIFIC_RESERVATION, worded as GKE words it, as (code, message, condition): a
+        reservation the project had in the zone but has no more is not found; one not usable yet
+        (before its future reservation's start) is not active; one short of the nodes (its count
+        less what other pools hold, `others` besides the stored ones) or of another machine type
+        is insufficient; `resized`, the stored pool a resize changes, holds none. A pool of no
+        nodes consumes nothing but must name a reservation that exists. A name the project never
+        had is accepted."""
+        name = self.reserved(call.project, pool)
+        if name is None:
+            return None
+        size = pool["_size"] if size is None else size
+        machine = pool["config"]["machineType"]
+        for zone in pool["locations"]:
+            record, had_any = known_reservation(self.compute, call.project, zone, name)
+            if not had_any:
+                return None
+            if record is None:
+                return "NOT_FOUND", f'Google Compute Engine: reservation "{name}" not found for node pool "{pool["name"]}" at zone "{zone}".', "UNKNOWN"
+            if size == 0:
+                continue
+            if record["status"] != "READY":
+                return ("FAILED_PRECONDITION", f'Google Compute Engine: reservation "{name}" is not active for node pool "{pool["name"]}" at zone "{zone}": '
+                        f'it cannot be consumed before its start time (status {record["status"]}).', "UNKNOWN")
+            pools = [r for p, r in call.store.items.items() if "/nodePools/" in p and r is not resized] + list(others)
+            held = self.held(call.project, zone, name, pools)
+            spec = record["specificReservation"]
+            left = int(spec["count"]) - held if spec["instanceProperties"]["machineType"] == machine else 0
+            if size > left:
+                return ("RESOURCE_EXHAUSTED", f'Reservation does not have enough resources for the request: specific reservation "{name}" is insufficient '
+                        f'for node pool "{pool["name"]}" at zone "{zone}": required {size} and short of {size - max(left, 0)} VM count of machine type {machine}.', "UNKNOWN")
         return None
 
     # --- operations ------------------------------------------------------------------------
@@ -553,6 +630,7 @@ class Container(GoogleApi):
         pools = [self.check_pool(call, cluster, p, f"cluster.nodePools[{i}]") for i, p in enumerate(pool_specs)]
         if len({p["name"] for p in pools}) != len(pools):
             raise bad_request("Invalid value for field 'cluster.nodePools': node pool names must be unique.")
+        error = next((e for i, pool in enumerate(pools) if (e := self.reservation_error(call, pool, others=pools[:i]))), None)
         call.store.items[path] = cluster
         for pool in pools:
             call.store.items[f"{path}/nodePools/{pool['name']}"] = pool
@@ -569,7 +647,7 @@ class Container(GoogleApi):
             cluster.update(status="ERROR", statusMessage=error[1], conditions=[{"code": error[2], "message": error[1], "canonicalCode": error[0]}])
             for pool in pools:
                 pool.update(status="ERROR", statusMessage=error[1])
-        return call.start("CREATE_CLUSTER", path, None, created, on_error=failed)
+        return call.start("CREATE_CLUSTER", path, None, created, error=error, on_error=failed)
 
     def check_cluster(self, call, region, spec):
         """A new cluster's record from its spec (checked, with GKE's defaults and outputs)."""
@@ -716,8 +794,9 @@ class Container(GoogleApi):
         self.idle(call, path)
         return self.change(call, "UPDATE_CLUSTER", path, dict(cluster, addonsConfig={**cluster["addonsConfig"], **call.body["addonsConfig"]}))
 
-    def change(self, call, operation_type, path, changed):
-        """Start an operation that replaces a cluster's or pool's record when it ends."""
+    def change(self, call, operation_type, path, changed, error=None):
+        """Start an operation that replaces a cluster's or pool's record when it ends (unless it
+        ends with `error`)."""
         changed["etag"] = secrets.token_hex(8)
         def changed_now():
             if path in call.store.items:
@@ -726,7 +805,7 @@ class Container(GoogleApi):
                     publish_nodes(call.project, call.store.items[path.split("/nodePools/")[0]], changed["name"], changed)
                 else:
                     publish_kinds(call.project, changed)
-        return call.start(operation_type, path, None, changed_now)
+        return call.start(operation_type, path, None, changed_now, error=error)
 
     def cluster_delete(self, call):
         path, cluster = self.cluster(call)
@@ -768,6 +847,7 @@ class Container(GoogleApi):
         if path in call.store.items:
             raise GoogleError(409, f"Already exists: projects/{call.project}/{path}.", "alreadyExists")
         self.idle(call, cluster_path)
+        error = self.reservation_error(call, pool)
         call.store.items[path] = pool
         call.zone = pool["locations"][0]
 
@@ -776,7 +856,7 @@ class Container(GoogleApi):
         def created():
             pool["status"] = "RUNNING"
             publish_nodes(call.project, cluster, pool["name"], pool)
-        return call.start("CREATE_NODE_POOL", path, None, created, on_error=failed)
+        return call.start("CREATE_NODE_POOL", path, None, created, error=error, on_error=failed)
 
     def check_pool(self, call, cluster, spec, field):
         """A new node pool's record from its spec (checked, with GKE's defaults and outputs)."""
@@ -951,7 +1031,8 @@ class Container(GoogleApi):
         check_fields(call.body, ("nodeCount",) + POOL_PATH_FIELDS)
         size = integer(call.body.get("nodeCount"), "nodeCount", 0, 1000, 0)
         self.idle(call, cluster_path)
-        return self.change(call, "SET_NODE_POOL_SIZE", path, dict(pool, _size=size))
+        error = self.reservation_error(call, pool, size=size, resized=pool)
+        return self.change(call, "SET_NODE_POOL_SIZE", path, dict(pool, _size=size), error=error)
 
     def pool_setAutoscaling(self, call):
         cluster_path, _, path, pool = self.pool(call)

@@ -99,6 +99,7 @@ THROTTLE = {
     "ec2": (503, "text/xml", "<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>forge-fault</RequestID></Response>"),
     "iam": (400, "text/xml", "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
     "cloudformation": (400, "text/xml", "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
+    "autoscaling": (400, "text/xml", "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
     "fsx": (400, "application/x-amz-json-1.1", '{"__type":"ThrottlingException","message":"Rate exceeded"}'),
     "eks": (429, "application/json", '{"message":"Rate exceeded"}'),
     "elasticfilesystem": (429, "application/json", '{"ErrorCode":"ThrottlingException","Message":"Rate exceeded"}'),
@@ -109,6 +110,7 @@ SERVER_ERROR = {
     "ec2": (500, "text/xml", "<Response><Errors><Error><Code>InternalError</Code><Message>An internal error has occurred.</Message></Error></Errors><RequestID>forge-fault</RequestID></Response>"),
     "iam": (500, "text/xml", "<ErrorResponse><Error><Type>Receiver</Type><Code>ServiceFailure</Code><Message>Service failure</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
     "cloudformation": (500, "text/xml", "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalFailure</Code><Message>Internal failure</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
+    "autoscaling": (500, "text/xml", "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalFailure</Code><Message>Internal failure</Message></Error><RequestId>forge-fault</RequestId></ErrorResponse>"),
     "fsx": (500, "application/x-amz-json-1.1", '{"__type":"InternalServerError","message":"Internal server error"}'),
     "eks": (500, "application/json", '{"message":"Internal server error"}'),
     "elasticfilesystem": (500, "application/json", '{"ErrorCode":"InternalServerError","Message":"Internal server error"}'),
@@ -125,7 +127,7 @@ def operation(service, environ, body):
     target = environ.get("HTTP_X_AMZ_TARGET")
     if target:
         return target.split(".")[-1]
-    if service in ("ec2", "iam", "cloudformation", "sts"):
+    if service in ("ec2", "iam", "cloudformation", "sts", "autoscaling"):
         params = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
         params.update(urllib.parse.parse_qs(environ.get("QUERY_STRING", "")))
         return params.get("Action", ["?"])[0]

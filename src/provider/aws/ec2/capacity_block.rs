@@ -115,6 +115,23 @@ fn outputs(r: &CapacityReservation, bought: Option<&Purchase>) -> Value {
     outputs
 }
 
+/// Where a block stands, in words: `scheduled` → `active` → `expired` (or a failed payment).
+fn life(r: &CapacityReservation) -> String {
+    let date = |d: Option<&aws_sdk_ec2::primitives::DateTime>| {
+        d.and_then(|d| d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok())
+            .unwrap_or_else(|| "?".into())
+    };
+    let (start, end) = (date(r.start_date()), date(r.end_date()));
+    match r.state().map_or("unknown", aws_sdk_ec2::types::CapacityReservationState::as_str) {
+        "scheduled" => format!("scheduled: starts {start}, ends {end}"),
+        "active" => format!("active until {end}"),
+        "expired" => format!(
+            "expired since {end}: its capacity is gone, and forge buys no other by itself (remove the block, or `forge state rm` it to plan a new one)"
+        ),
+        other => format!("{other} ({start} → {end})"),
+    }
+}
+
 /// The block an interrupted create with `token` may have bought: looked for every two seconds
 /// until `limit` has passed.
 async fn bought_before(ctx: &Ctx, aws: &Clients, token: &str, limit: Duration) -> Result<Option<CapacityReservation>, ProviderError> {
@@ -207,13 +224,15 @@ impl Resource for CapacityBlock {
         })
     }
 
-    /// The stack's blocks, by forge's stack tag: their type, count and tags.
+    /// The stack's blocks, by forge's stack tag: their type, count and tags, and where each
+    /// stands in its life.
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         observed(cloud.aws().await, stack, ids, |r| {
             Some(json!({
                 "instance_type": r.instance_type(),
                 "count": r.total_instance_count(),
                 "tags": super::ec2_tags(r.tags()),
+                (crate::plan::drift::LIFE): life(r),
             }))
         })
         .await

@@ -22,7 +22,7 @@ use std::time::Duration;
 pub(crate) struct EksNodegroup;
 
 attributes! {
-    kind EksNodegroup, spec "aws_eks_nodegroup", outputs [id = computed planned_child_id, name = attribute, arn], extra [timeouts, tags];
+    kind EksNodegroup, spec "aws_eks_nodegroup", outputs [id = computed planned_child_id, name = attribute, arn, autoscaling_group_name], extra [timeouts, tags];
     struct Config {
         cluster_name: String [replace],
         name: String [replace],
@@ -142,7 +142,8 @@ async fn settle(
 
 fn outputs(cluster: &str, n: &Nodegroup) -> Value {
     let name = n.nodegroup_name().unwrap_or_default();
-    json!({ "id": child_id(cluster, name), "name": name, "arn": n.nodegroup_arn() })
+    let group = n.resources().and_then(|r| r.auto_scaling_groups().first()).and_then(|g| g.name());
+    json!({ "id": child_id(cluster, name), "name": name, "arn": n.nodegroup_arn(), "autoscaling_group_name": group })
 }
 
 fn scaling(s: Scaling) -> Result<NodegroupScalingConfig, ProviderError> {
