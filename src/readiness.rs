@@ -65,6 +65,10 @@ pub struct NodeGroup {
     /// of waiting for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starts: Option<String>,
+    /// When that capacity ends (RFC 3339, a template): in its last hour, and after, its nodes
+    /// are going or gone, and it is not waited for either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends: Option<String>,
 }
 
 impl NodeGroup {

@@ -514,7 +514,7 @@ impl<'a> Group<'a> {
     fn schedule_parts(&self, cluster: &Cluster, block: &str) -> Vec<Part> {
         let group_name = cluster.reference(&self.local("nodegroup"), "autoscaling_group_name");
         let drain = if instances::ultraserver(&self.types[0]) { 60 } else { 30 };
-        let action = |local: &str, at: &str, offset: i64, desired: &Value| {
+        let action = |local: &str, at: &str, offset: i64, desired: &Value, after: Vec<String>| {
             cluster.part(
                 &self.local(local),
                 "aws_autoscaling_schedule",
@@ -525,12 +525,14 @@ impl<'a> Group<'a> {
                     "offset_minutes": offset,
                     "desired_capacity": desired,
                 }),
-                vec![],
+                after,
             )
         };
+        // The end after the start: when both have passed, the group ends at 0.
+        let start = format!("{}.{}", cluster.address, self.local("block_start"));
         vec![
-            action("block_start", "start", 0, &self.scaling["desired"]),
-            action("block_end", "end", -drain, &json!(0)),
+            action("block_start", "start", 0, &self.scaling["desired"], vec![]),
+            action("block_end", "end", -drain, &json!(0), vec![start]),
         ]
     }
 
@@ -605,6 +607,7 @@ impl<'a> Group<'a> {
             )?,
             address: self.address(cluster),
             starts: self.capacity_block.as_ref().map(|block| format!("${{{block}.start}}")),
+            ends: self.capacity_block.as_ref().map(|block| format!("${{{block}.end}}")),
         })
     }
 }
@@ -938,6 +941,8 @@ struct ServedGroup {
     address: String,
     /// When its Capacity Block starts (a template over the block's `start`), if it runs on one.
     starts: Option<String>,
+    /// When that block ends (its `end`).
+    ends: Option<String>,
 }
 
 impl ServedGroup {
@@ -1075,6 +1080,7 @@ fn readiness(settings: Option<&Value>, groups: &[ServedGroup], cluster: &str, qu
                 .collect(),
             ultraserver: g.types.iter().find(|t| instances::ultraserver(t)).cloned(),
             starts: g.starts.clone(),
+            ends: g.ends.clone(),
         })
         .collect();
     if node_groups.is_empty() && queues.is_empty() {

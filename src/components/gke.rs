@@ -588,6 +588,7 @@ fn readiness(settings: Option<&Value>, pools: &[Pool], cluster: &str, queues: Ve
                 devices: [("nvidia.com/gpu".to_owned(), gpus)].into(),
                 ultraserver: None,
                 starts: None,
+                ends: None,
             })
         })
         .collect();

@@ -52,11 +52,12 @@ impl Scope {
     pub(super) fn of_id(id: &str) -> (Scope, &str) {
         let segments: Vec<&str> = id.split('/').collect();
         let name = segments.last().copied().unwrap_or(id);
-        let after = |i: usize| segments.get(i + 1).copied().unwrap_or_default().to_owned();
-        match segments.iter().position(|s| *s == "regions" || *s == "zones") {
-            Some(i) if segments[i] == "zones" => (Scope::Zone(after(i)), name),
-            Some(i) => (Scope::Region(after(i)), name),
-            None => (Scope::Global, name),
+        // `projects/<project>/<global | regions/<region> | zones/<zone>>/<collection>/<name>`.
+        let location = || segments.get(3).copied().unwrap_or_default().to_owned();
+        match (segments.first(), segments.get(2)) {
+            (Some(&"projects"), Some(&"zones")) => (Scope::Zone(location()), name),
+            (Some(&"projects"), Some(&"regions")) => (Scope::Region(location()), name),
+            _ => (Scope::Global, name),
         }
     }
 
@@ -370,6 +371,11 @@ mod tests {
         );
         assert_eq!(
             Scope::of_id("projects/p/zones/us-central1-a/futureReservations/h200"),
+            (Scope::Zone("us-central1-a".into()), "h200")
+        );
+        assert_eq!(Scope::of_id("projects/p/global/networks/zones"), (Scope::Global, "zones"));
+        assert_eq!(
+            Scope::of_id("projects/regions/zones/us-central1-a/futureReservations/h200"),
             (Scope::Zone("us-central1-a".into()), "h200")
         );
     }

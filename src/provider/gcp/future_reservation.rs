@@ -125,15 +125,38 @@ fn life(r: &Model) -> String {
     }
 }
 
-/// Whether a request's window has started: Compute delivers, and it can no longer be cancelled.
+/// Whether a request's window has started, by its status or its start time: Compute delivers,
+/// and it can no longer be cancelled.
 fn started(r: &Model) -> bool {
-    matches!(
-        r.status.as_ref().and_then(|s| s.procurement_status.clone()),
-        Some(ProcurementStatus::Provisioning | ProcurementStatus::Fulfilled | ProcurementStatus::FailedPartiallyFulfilled)
-    )
+    let start = r
+        .time_window
+        .as_ref()
+        .and_then(|w| humantime::parse_rfc3339_weak(w.start_time.as_deref()?).ok());
+    start.is_some_and(|t| t <= std::time::SystemTime::now())
+        || matches!(
+            r.status.as_ref().and_then(|s| s.procurement_status.clone()),
+            Some(ProcurementStatus::Provisioning | ProcurementStatus::Fulfilled | ProcurementStatus::FailedPartiallyFulfilled)
+        )
+}
+
+/// An RFC 3339 time to the second in UTC (`2026-12-02T11:30:00Z`), however it was written
+/// (`+00:00`, fractions); as written when it does not parse (the API refuses it then).
+fn canonical(time: &str) -> String {
+    humantime::parse_rfc3339_weak(time).map_or_else(|_| time.to_owned(), |t| humantime::format_rfc3339_seconds(t).to_string())
 }
 
 impl Resource for FutureReservation {
+    /// The window's times as [`canonical`], as `read` reports them.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = config.clone();
+        for key in ["start_time", "end_time"] {
+            if let Some(time) = config.get(key).and_then(Value::as_str) {
+                config[key] = json!(canonical(time));
+            }
+        }
+        config
+    }
+
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
         let gcp = ctx.cloud.gcp().await?;
@@ -181,8 +204,8 @@ impl Resource for FutureReservation {
                 "zone": r.zone.as_deref().map(collection::last_segment),
                 "machine_type": sku.and_then(|s| s.instance_properties.as_ref()?.machine_type.clone()),
                 "count": sku.and_then(|s| s.total_count),
-                "start_time": window.and_then(|w| w.start_time.clone()),
-                "end_time": window.and_then(|w| w.end_time.clone()),
+                "start_time": window.and_then(|w| w.start_time.as_deref()).map(canonical),
+                "end_time": window.and_then(|w| w.end_time.as_deref()).map(canonical),
                 "auto_delete_auto_created_reservations": r.auto_delete_auto_created_reservations,
                 "description": own,
                 (crate::plan::drift::LIFE): life(r),

@@ -40,6 +40,17 @@ async fn look(cloud: &Cloud, check: &Check) -> Result<Look, ProviderError> {
             ));
             continue;
         }
+        let last_hour = std::time::Duration::from_secs(3600);
+        if let Some(ends) = group.ends.as_deref()
+            && humantime::parse_rfc3339_weak(ends).is_ok_and(|t| t <= std::time::SystemTime::now() + last_hour)
+        {
+            found.holds.push(format!(
+                "{} `{}` runs on a Capacity Block that ends at {ends}: its nodes are going, not waited for",
+                group.noun(),
+                group.name
+            ));
+            continue;
+        }
         let selector = format!("{}={}", group.label, group.name);
         let listed = nodes
             .list(&ListParams::default().labels(&selector))

@@ -5,13 +5,15 @@
 //! idempotency: a resumed create puts it again. EC2 Auto Scaling deletes a one-time action once
 //! it has run, so an action that is no longer listed is not drift: it ran, or its group is gone.
 //! An action whose time has already passed (a block that started before the node group was
-//! made) cannot be scheduled: forge sets the group's sizes at once, as the action would have.
+//! made) cannot be scheduled: its create sets the group's sizes at once, as the action would
+//! have; an update of one changes nothing, as it ran already.
 
 use crate::provider::aws::{Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_autoscaling::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_autoscaling::primitives::{DateTime, DateTimeFormat};
+use aws_sdk_autoscaling::types::ScheduledUpdateGroupAction;
 use serde_json::{Value, json};
 
 /// The `aws_autoscaling_schedule` kind.
@@ -49,9 +51,10 @@ impl Config {
         Ok(DateTime::from_secs(at.secs() + self.offset_minutes.unwrap_or(0) * 60))
     }
 
-    /// Puts the action, or, when its time has passed, sets the group's sizes at once. Returns
-    /// the outputs.
-    async fn apply(&self, ctx: &Ctx, aws: &Clients) -> Result<Value, ProviderError> {
+    /// Puts the action, or, when its time has passed and `at_once`, sets the group's sizes at
+    /// once (a create: what the action would have done); an update of an action whose time has
+    /// passed changes nothing (it ran already). Returns the outputs.
+    async fn apply(&self, ctx: &Ctx, aws: &Clients, at_once: bool) -> Result<Value, ProviderError> {
         if self.min_size.is_none() && self.max_size.is_none() && self.desired_capacity.is_none() {
             return Err(ProviderError::permanent(
                 "a scheduled action sets at least one of `min_size`, `max_size` and `desired_capacity`",
@@ -72,6 +75,9 @@ impl Config {
             .await;
         match put {
             Ok(_) => {}
+            Err(e) if past(&e) && !at_once => {
+                (ctx.status)(&format!("{when} has passed: the action ran already"));
+            }
             Err(e) if past(&e) => {
                 (ctx.status)(&format!("{when} has passed: setting the group's sizes now"));
                 aws.autoscaling
@@ -93,6 +99,19 @@ impl Config {
 /// Whether EC2 Auto Scaling refused the action for a start time in the past.
 fn past<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
     e.code() == Some("ValidationError") && e.message().is_some_and(|m| m.contains("in the past"))
+}
+
+/// The action `name` on `group`, as listed (empty when it is not: it ran, or never was).
+async fn listed(aws: &Clients, group: &str, name: &str) -> Result<Vec<ScheduledUpdateGroupAction>, ProviderError> {
+    Ok(all_pages!(
+        aws,
+        aws.autoscaling
+            .describe_scheduled_actions()
+            .auto_scaling_group_name(group)
+            .scheduled_action_names(name),
+        scheduled_update_group_actions,
+        "DescribeScheduledActions"
+    ))
 }
 
 /// The group and the action's name of an id.
@@ -119,7 +138,7 @@ impl Resource for AutoscalingSchedule {
 
     async fn create(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;
-        let outputs = cfg.apply(ctx, ctx.cloud.aws().await).await?;
+        let outputs = cfg.apply(ctx, ctx.cloud.aws().await, true).await?;
         Ok(Created {
             id: format!("{}/{}", cfg.autoscaling_group_name, cfg.name),
             outputs,
@@ -174,40 +193,40 @@ impl Resource for AutoscalingSchedule {
         Ok(observed)
     }
 
-    /// The action's name is its identity: a resumed create puts it again.
-    async fn find(&self, _ctx: &Ctx, _token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {
-        Ok(None)
+    /// The action of this name on the group, if listed (an interrupted create's put went
+    /// through); a resumed create puts it again either way.
+    async fn find(&self, ctx: &Ctx, _token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let aws = ctx.cloud.aws().await;
+        let listed = listed(aws, &cfg.autoscaling_group_name, &cfg.name).await?;
+        Ok((!listed.is_empty()).then(|| format!("{}/{}", cfg.autoscaling_group_name, cfg.name)))
     }
 
     /// A put with the same name replaces the action.
     async fn update(&self, ctx: &Ctx, _id: &str, _old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let cfg: Config = parse(ctx, new)?;
-        cfg.apply(ctx, ctx.cloud.aws().await).await
+        cfg.apply(ctx, ctx.cloud.aws().await, false).await
     }
 
     /// Deletes the action if it is still listed (one that ran is gone already).
     async fn delete(&self, ctx: &Ctx, id: &str, _config: &Value) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
         let (group, name) = split(id);
-        let listed = all_pages!(
-            aws,
-            aws.autoscaling
-                .describe_scheduled_actions()
-                .auto_scaling_group_name(group)
-                .scheduled_action_names(name),
-            scheduled_update_group_actions,
-            "DescribeScheduledActions"
-        );
-        if listed.is_empty() {
+        if listed(aws, group, name).await?.is_empty() {
             return Ok(());
         }
-        aws.autoscaling
+        let deleted = aws
+            .autoscaling
             .delete_scheduled_action()
             .auto_scaling_group_name(group)
             .scheduled_action_name(name)
             .send()
-            .await
-            .map_err(|e| error(aws, "DeleteScheduledAction", e))?;
-        Ok(())
+            .await;
+        match deleted {
+            // It ran (and went) between the look and the delete.
+            Err(e) if e.code() == Some("ValidationError") && listed(aws, group, name).await?.is_empty() => Ok(()),
+            Err(e) => Err(error(aws, "DeleteScheduledAction", e)),
+            Ok(_) => Ok(()),
+        }
     }
 }
