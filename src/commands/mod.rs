@@ -286,9 +286,9 @@ impl Session {
         .into())
     }
 
-    /// Prices what the plan's creates buy (see [`crate::provider::Resource::quote`]), all at
-    /// once, into their changes; a kind that cannot price its create (nothing on sale within its
-    /// ceiling) fails the plan, naming the resource. A resumed purchase whose block an
+    /// Prices what the plan's creates and updates buy (see [`crate::provider::Resource::quote`]),
+    /// all at once, into their changes; a kind that cannot price its change (nothing on sale
+    /// within its ceiling) fails the plan, naming the resource. A resumed purchase whose block an
     /// interrupted run bought (found by its token in `state`) buys nothing: it is adopted.
     pub async fn quote(&self, plan: &mut Plan, state: &crate::state::State) -> Result<()> {
         let cloud = self.cloud(&plan.providers);
@@ -296,14 +296,15 @@ impl Session {
             let after = change
                 .after
                 .as_ref()
-                .filter(|_| matches!(change.action, Action::Create | Action::Replace))?;
+                .filter(|_| matches!(change.action, Action::Create | Action::Replace | Action::Update))?;
             let kind = self.registry.get(&change.kind).filter(|k| k.paid_for())?.clone();
             let ctx = planning_ctx(plan, &change.address, &cloud);
-            let token = state
-                .resources
-                .get(&change.address)
+            let record = state.resources.get(&change.address);
+            let token = record
                 .filter(|r| r.status == crate::state::Status::PendingCreate)
                 .and_then(|r| r.token.clone());
+            // An update buys on the object it changes (a Capacity Block's extension).
+            let existing = record.filter(|_| change.action == Action::Update).and_then(|r| r.id.clone());
             // Priced only with every value known: a kind that buys refuses to be unpriced.
             let priced = if crate::template::is_known(after) {
                 after.clone()
@@ -317,7 +318,7 @@ impl Session {
                 };
                 let answer = match adopted {
                     Ok(true) => Ok(None),
-                    Ok(false) => kind.quote(&ctx, &priced).await,
+                    Ok(false) => kind.quote(&ctx, &priced, existing.as_deref()).await,
                     Err(e) => Err(e),
                 };
                 (i, ctx.address.clone(), answer)

@@ -176,6 +176,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let mut groups = Vec::new();
     for (name, body) in &block.nodegroups {
         let group = Group::check(name, body, &cluster, input.facts)?;
+        let max = group.scaling["max"].as_i64().unwrap_or(0);
+        super::fits_capacity_block(
+            input,
+            group.block.capacity_reservation_id.as_deref(),
+            max,
+            &format!("nodegroups.{name}.size"),
+        )?;
         parts.extend(group.parts(&cluster, &before_nodes)?);
         groups.push(group);
     }
@@ -425,7 +432,7 @@ impl<'a> Group<'a> {
         let capacity_block = block
             .capacity_reservation_id
             .as_deref()
-            .and_then(capacity_block)
+            .and_then(super::capacity_block)
             .filter(|_| capacity_type == "CAPACITY_BLOCK");
         let group = Group {
             capacity_block,
@@ -610,13 +617,6 @@ impl<'a> Group<'a> {
             ends: self.capacity_block.as_ref().map(|block| format!("${{{block}.end}}")),
         })
     }
-}
-
-/// The Capacity Block of this stack that `capacity_reservation_id` refers to, by address:
-/// `${aws_ec2_capacity_block.NAME.id}` gives `aws_ec2_capacity_block.NAME`.
-fn capacity_block(reservation: &str) -> Option<String> {
-    let name = reservation.strip_prefix("${aws_ec2_capacity_block.")?.strip_suffix(".id}")?;
-    (!name.is_empty() && !name.contains(['.', '{', '}', '$'])).then(|| format!("aws_ec2_capacity_block.{name}"))
 }
 
 /// The group's capacity type, checked with the reservation it needs.

@@ -90,8 +90,38 @@ pub struct Input<'a> {
     /// The other component blocks of the stack, by address, as written (so `eks` can check a
     /// zone against the `vpc` it names).
     pub components: &'a BTreeMap<String, Map<String, Value>>,
+    /// The stack's resource blocks (`aws_ec2_capacity_block.p5`), by address, as written (so a
+    /// queue can check its size against the Capacity Block it runs on).
+    pub blocks: &'a BTreeMap<String, Map<String, Value>>,
     /// What forge knows about instance types, from AWS or its built-in table.
     pub facts: &'a Facts,
+}
+
+/// The stack's Capacity Block that a `capacity_reservation_id` refers to, by address:
+/// `${aws_ec2_capacity_block.NAME.id}` gives `aws_ec2_capacity_block.NAME`.
+pub fn capacity_block(reservation: &str) -> Option<String> {
+    let name = reservation.strip_prefix("${aws_ec2_capacity_block.")?.strip_suffix(".id}")?;
+    (!name.is_empty() && !name.contains(['.', '{', '}', '$'])).then(|| format!("aws_ec2_capacity_block.{name}"))
+}
+
+/// Checks that a group of at most `nodes` instances (`key`: its size attribute) fits the
+/// stack's Capacity Block its `reservation` refers to, when it refers to one whose `count` is
+/// written as a number: a block holds that many instances and no more.
+pub fn fits_capacity_block(input: &Input, reservation: Option<&str>, nodes: i64, key: &str) -> Result<(), ComponentError> {
+    let Some(address) = reservation.and_then(capacity_block) else {
+        return Ok(());
+    };
+    let Some(count) = input.blocks.get(&address).and_then(|b| b.get("count")).and_then(Value::as_i64) else {
+        return Ok(());
+    };
+    if nodes > count {
+        return Err(ComponentError::at(
+            key,
+            format!("`{key}` reaches {nodes} nodes, but its Capacity Block `{address}` holds {count} instances"),
+            format!("at most {count} nodes, or a larger block (`count` on `{address}`)"),
+        ));
+    }
+    Ok(())
 }
 
 /// A component's complaint about its config: what is wrong and, when one attribute is to
@@ -397,6 +427,7 @@ pub(crate) fn expand_alone(expand: ExpandFn, address: &str, config: Value, provi
         config: &config,
         providers,
         components: &BTreeMap::new(),
+        blocks: &BTreeMap::new(),
         facts: &Facts::builtin(),
     })
 }

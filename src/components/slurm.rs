@@ -527,6 +527,7 @@ fn queue<'a>(input: &Input, name: &'a str, table: &Value, vpc: &NamedVpc) -> Res
     let instance_type = block.instance_type.as_str();
     let looked = instances::look_up(input.facts, &key("instance_type"), &[instance_type])?;
     let (min, max) = nodes(name, block.nodes.as_ref(), &key)?;
+    super::fits_capacity_block(input, block.capacity_reservation_id.as_deref(), max, &key("nodes"))?;
     let supports = looked.efa_interfaces().unwrap_or(0);
     let efa = match block.efa {
         None => (supports > 0).then_some(supports),

@@ -334,11 +334,17 @@ pub trait Resource: Declared + Send + Sync + 'static {
     fn paid_for(&self) -> bool {
         false
     }
-    /// At plan time, what creating `config` buys, asked of every create of a kind that is
-    /// [`Resource::paid_for`] (a Capacity Block) before `up` may make it. An error fails the
-    /// plan (nothing on sale within the block's ceiling). `config` is `null` when the plan does
-    /// not know all of it yet: the kind must then refuse, as it cannot be priced.
-    fn quote(&self, _ctx: &Ctx, _config: &Value) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
+    /// At plan time, what creating `config` buys — or, with the id of the `existing` object,
+    /// what updating it to `config` buys (a Capacity Block's extension) — asked of every create
+    /// and update of a kind that is [`Resource::paid_for`] before `up` may apply it. An error
+    /// fails the plan (nothing on sale within the block's ceiling). `config` is `null` when the
+    /// plan does not know all of it yet: the kind must then refuse, as it cannot be priced.
+    fn quote(
+        &self,
+        _ctx: &Ctx,
+        _config: &Value,
+        _existing: Option<&str>,
+    ) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
         async { Ok(None) }
     }
 }
@@ -379,7 +385,12 @@ pub trait Kind: Send + Sync + 'static {
     /// [`Resource::paid_for`].
     fn paid_for(&self) -> bool;
     /// [`Resource::quote`].
-    fn quote<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>>;
+    fn quote<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        config: &'a Value,
+        existing: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>>;
 }
 
 impl<R: Resource> Kind for R {
@@ -431,8 +442,13 @@ impl<R: Resource> Kind for R {
     fn paid_for(&self) -> bool {
         Resource::paid_for(self)
     }
-    fn quote<'a>(&'a self, ctx: &'a Ctx, config: &'a Value) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>> {
-        Box::pin(Resource::quote(self, ctx, config))
+    fn quote<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        config: &'a Value,
+        existing: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>> {
+        Box::pin(Resource::quote(self, ctx, config, existing))
     }
 }
 

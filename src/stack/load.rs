@@ -461,9 +461,14 @@ impl Loader<'_> {
             .iter()
             .map(|p| (p.block.address.clone(), p.block.config.as_object().cloned().unwrap_or_default()))
             .collect();
+        let resources: BTreeMap<String, Map<String, Value>> = parsed
+            .blocks
+            .iter()
+            .map(|b| (b.address.clone(), b.config.as_object().cloned().unwrap_or_default()))
+            .collect();
         let mut readiness = Vec::new();
         for p in pending {
-            let expanded = self.expand(p, providers, &written, facts)?;
+            let expanded = self.expand(p, providers, &written, &resources, facts)?;
             components.insert(p.block.address.clone(), expanded.outputs);
             blocks.extend(expanded.blocks);
             readiness.extend(expanded.ready);
@@ -1067,6 +1072,7 @@ impl Loader<'_> {
         pending: &PendingComponent,
         providers: &Providers,
         components: &BTreeMap<String, Map<String, Value>>,
+        blocks: &BTreeMap<String, Map<String, Value>>,
         facts: &Facts,
     ) -> Result<Expanded, StackError> {
         let PendingComponent { component, block } = pending;
@@ -1077,6 +1083,7 @@ impl Loader<'_> {
             config: &attrs,
             providers,
             components,
+            blocks,
             facts,
         };
         let expansion = (component.expand)(&input).map_err(|e| {
@@ -1425,7 +1432,13 @@ mod tests {
                 generated: false,
             },
         };
-        loader.expand(&pending, &Providers::default(), &BTreeMap::new(), &Facts::builtin())
+        loader.expand(
+            &pending,
+            &Providers::default(),
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &Facts::builtin(),
+        )
     }
 
     #[test]

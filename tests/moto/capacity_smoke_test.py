@@ -3,8 +3,9 @@
 then zone, priced per type; durations, counts and UltraServers as EC2 takes them; a purchase
 tagged and found by its tag, once only; states that follow the account's clock
 (POST /_forge/clock); purchases seen only after visible_after_seconds; blocks that cannot be
-cancelled or modified; On-Demand reservations created, modified and cancelled; no request
-outside botocore's model. Runs with the venv's boto3: `python -m unittest`."""
+cancelled or modified; On-Demand reservations created, modified and cancelled; extensions of a
+block offered alike to identical requests, priced as blocks, bought once, moving its end, in
+its history and the fees paid, none for an expired block; no request outside botocore's model. Runs with the venv's boto3: `python -m unittest`."""
 
 import datetime
 import json
@@ -302,4 +303,136 @@ class CapacityBlocks(Launched):
         states = [r["State"] for r in ec2.get_paginator("describe_capacity_reservations").paginate(PaginationConfig={"PageSize": 2})
                   .build_full_result()["CapacityReservations"]]
         self.assertEqual(states, ["cancelled", "expired", "expired", "expired"])
+        self.no_violations(account)
+
+    def test_extensions_priced_bought_once_and_listed(self):
+        account = "710000000011"
+        ec2 = self.account(account)
+        offering = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=2, CapacityDurationHours=48)["CapacityBlockOfferings"][0]
+        cr = ec2.purchase_capacity_block(CapacityBlockOfferingId=offering["CapacityBlockOfferingId"], InstancePlatform="Linux/UNIX")["CapacityReservation"]
+        cr_id = cr["CapacityReservationId"]
+        extension_offerings = lambda hours: ec2.describe_capacity_block_extension_offerings(  # noqa: E731
+            CapacityReservationId=cr_id, CapacityBlockExtensionDurationHours=hours)["CapacityBlockExtensionOfferings"]
+        # One offering from the block's end, the same to identical requests, priced per instance-hour.
+        (ext,) = extension_offerings(48)
+        self.assertEqual(extension_offerings(48), [ext])
+        self.assertRegex(ext["CapacityBlockExtensionOfferingId"], r"^cbe-0[0-9a-f]{16}$")
+        expected = {"InstanceType": "p5.48xlarge", "InstanceCount": 2, "AvailabilityZone": cr["AvailabilityZone"], "AvailabilityZoneId": cr["AvailabilityZoneId"],
+                    "StartDate": cr["StartDate"], "CapacityBlockExtensionStartDate": cr["EndDate"],
+                    "CapacityBlockExtensionEndDate": cr["EndDate"] + datetime.timedelta(hours=48), "CapacityBlockExtensionDurationHours": 48,
+                    "CurrencyCode": "USD", "Tenancy": "default"}
+        self.assertEqual({k: ext[k] for k in expected}, expected)
+        fee = Decimal(ext["UpfrontFee"])
+        self.assertEqual(fee, fee.quantize(Decimal("0.01")))
+        self.assertTrue(Decimal("31.464") * 96 * Decimal("0.9") <= fee < Decimal("31.464") * 96 * Decimal("1.1"), fee)
+        # The rate of the extension's start day: twice the hours, twice the fee (to the cent).
+        (longer,) = extension_offerings(96)
+        self.assertNotEqual(longer["CapacityBlockExtensionOfferingId"], ext["CapacityBlockExtensionOfferingId"])
+        self.assertLessEqual(abs(Decimal(longer["UpfrontFee"]) - 2 * fee), Decimal("0.01"))
+        # A block of the same kind, zone, start and hours costs the same.
+        same = []
+        for e in (ext, longer):
+            blocks = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=2, CapacityDurationHours=e["CapacityBlockExtensionDurationHours"],
+                                                           StartDateRange=e["CapacityBlockExtensionStartDate"],
+                                                           EndDateRange=e["CapacityBlockExtensionEndDate"])["CapacityBlockOfferings"]
+            same += [(b["UpfrontFee"], e["UpfrontFee"]) for b in blocks
+                     if (b["AvailabilityZone"], b["StartDate"]) == (e["AvailabilityZone"], e["CapacityBlockExtensionStartDate"])]
+        self.assertTrue(same)
+        self.assertTrue(all(a == b for a, b in same), same)
+        # Durations as for blocks (1-day steps to 14 days, 7-day steps to 182), the block at most 182 days long.
+        self.assertEqual(len(extension_offerings(504)), 1)
+        for hours in (0, 1, 23, 25, 360, 344, 4536):
+            with self.subTest(hours):
+                code, message = self.error(ec2.describe_capacity_block_extension_offerings, CapacityReservationId=cr_id, CapacityBlockExtensionDurationHours=hours)
+                self.assertEqual(code, "InvalidParameterValue")
+                self.assertIn(f"'{hours}' for parameter CapacityBlockExtensionDurationHours is invalid", message)
+        self.assertEqual(self.error(ec2.describe_capacity_block_extension_offerings, CapacityReservationId=cr_id, CapacityBlockExtensionDurationHours=4368)[0],
+                         "InvalidParameterValue")
+        self.assertEqual(self.error(ec2.describe_capacity_block_extension_offerings, CapacityReservationId=cr_id, CapacityBlockExtensionDurationHours=24,
+                                    DryRun=True)[0], "DryRunOperation")
+        # Only the account's Capacity Blocks.
+        self.assertEqual(self.error(ec2.describe_capacity_block_extension_offerings, CapacityReservationId="cr-0123456789abcdef0",
+                                    CapacityBlockExtensionDurationHours=24)[0], "InvalidCapacityReservationId.NotFound")
+        self.assertEqual(self.error(self.client("710000000012").describe_capacity_block_extension_offerings, CapacityReservationId=cr_id,
+                                    CapacityBlockExtensionDurationHours=24)[0], "InvalidCapacityReservationId.NotFound")
+        on_demand = ec2.create_capacity_reservation(InstanceType="p5.48xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2a",
+                                                    InstanceCount=1)["CapacityReservation"]["CapacityReservationId"]
+        self.assertEqual(self.error(ec2.describe_capacity_block_extension_offerings, CapacityReservationId=on_demand, CapacityBlockExtensionDurationHours=24)[0],
+                         "UnsupportedOperation")
+        # Buying: only an offering served for that reservation; the end moves at once.
+        ext_id = ext["CapacityBlockExtensionOfferingId"]
+        self.assertEqual(self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId=ext_id, CapacityReservationId=cr_id, DryRun=True)[0],
+                         "DryRunOperation")
+        self.assertEqual(self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId="cb-0123456789abcdef0", CapacityReservationId=cr_id)[0],
+                         "InvalidCapacityBlockOfferingIdMalformed")
+        self.assertEqual(self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId="cbe-0123456789abcdef0", CapacityReservationId=cr_id)[0],
+                         "InvalidCapacityBlockOfferingIdNotFound")
+        self.assertEqual(self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId=ext_id, CapacityReservationId=on_demand)[0],
+                         "UnsupportedOperation")
+        (bought,) = ec2.purchase_capacity_block_extension(CapacityBlockExtensionOfferingId=ext_id, CapacityReservationId=cr_id)["CapacityBlockExtensions"]
+        expected = {"CapacityReservationId": cr_id, "CapacityBlockExtensionOfferingId": ext_id, "CapacityBlockExtensionStatus": "payment-succeeded",
+                    "CapacityBlockExtensionDurationHours": 48, "CapacityBlockExtensionStartDate": cr["EndDate"],
+                    "CapacityBlockExtensionEndDate": ext["CapacityBlockExtensionEndDate"], "UpfrontFee": ext["UpfrontFee"], "CurrencyCode": "USD",
+                    "InstanceType": "p5.48xlarge", "InstanceCount": 2, "AvailabilityZone": cr["AvailabilityZone"]}
+        self.assertEqual({k: bought[k] for k in expected}, expected)
+        self.assertEqual(bought["CapacityBlockExtensionPurchaseDate"].astimezone(UTC), datetime.datetime(2026, 12, 1, tzinfo=UTC))
+        (extended,) = ec2.describe_capacity_reservations(CapacityReservationIds=[cr_id])["CapacityReservations"]
+        self.assertEqual((extended["StartDate"], extended["EndDate"], extended["State"]), (cr["StartDate"], ext["CapacityBlockExtensionEndDate"], "scheduled"))
+        # Once only; an offering served before the end moved is no longer valid; the next starts at the new end.
+        code, message = self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId=ext_id, CapacityReservationId=cr_id)
+        self.assertEqual((code, message), ("InvalidCapacityBlockOfferingIdExpired", f"The Capacity Block extension offering ID '{ext_id}' is no longer available."))
+        self.assertEqual(self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId=longer["CapacityBlockExtensionOfferingId"],
+                                    CapacityReservationId=cr_id)[0], "InvalidCapacityBlockOfferingIdExpired")
+        (following,) = extension_offerings(24)
+        self.assertEqual(following["CapacityBlockExtensionStartDate"], ext["CapacityBlockExtensionEndDate"])
+        self.assertNotIn(following["CapacityBlockExtensionOfferingId"], (ext_id, longer["CapacityBlockExtensionOfferingId"]))
+        # The history lists it, by reservation and by filter, in pages.
+        history = ec2.describe_capacity_block_extension_history()["CapacityBlockExtensions"]
+        self.assertEqual(history, [bought])
+        self.assertEqual(ec2.describe_capacity_block_extension_history(CapacityReservationIds=[cr_id])["CapacityBlockExtensions"], [bought])
+        self.assertEqual(ec2.describe_capacity_block_extension_history(Filters=[{"Name": "capacity-block-extension-status", "Values": ["payment-succeeded"]},
+                                                                               {"Name": "instance-type", "Values": ["p5.*"]}])["CapacityBlockExtensions"], [bought])
+        self.assertEqual(ec2.describe_capacity_block_extension_history(Filters=[{"Name": "capacity-reservation-id", "Values": [on_demand]}])["CapacityBlockExtensions"], [])
+        self.assertEqual(self.error(ec2.describe_capacity_block_extension_history, Filters=[{"Name": "state", "Values": ["active"]}])[0], "InvalidParameterValue")
+        self.assertEqual(self.error(ec2.describe_capacity_block_extension_history, CapacityReservationIds=["cr-0123456789abcdef0"])[0],
+                         "InvalidCapacityReservationId.NotFound")
+        self.assertEqual(self.client("710000000012").describe_capacity_block_extension_history()["CapacityBlockExtensions"], [])
+        # What the account paid: the block and the extension.
+        paid = self.control(f"/_forge/capacity?account={account}")
+        self.assertEqual([(e["CapacityReservationId"], e["CapacityBlockExtensionOfferingId"], e["UpfrontFee"]) for e in paid["extensions"]],
+                         [(cr_id, ext_id, ext["UpfrontFee"])])
+        self.assertEqual(paid["extensions"][0]["CapacityBlockExtensionEndDate"],
+                         ext["CapacityBlockExtensionEndDate"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.assertEqual(paid["purchases"][0]["EndDate"], paid["extensions"][0]["CapacityBlockExtensionEndDate"])
+        self.assertEqual(Decimal(paid["total_fee"]), Decimal(offering["UpfrontFee"]) + fee)
+        # Less than an hour before its end, a block is offered no extension; once expired, it is refused one.
+        end = ext["CapacityBlockExtensionEndDate"].astimezone(UTC)
+        self.control(f"/_forge/clock?account={account}", {"now": (end - datetime.timedelta(minutes=30)).isoformat()})
+        self.assertEqual(extension_offerings(24), [])
+        self.control(f"/_forge/clock?account={account}", {"now": end.isoformat()})
+        code, message = self.error(ec2.describe_capacity_block_extension_offerings, CapacityReservationId=cr_id, CapacityBlockExtensionDurationHours=24)
+        self.assertEqual(code, "IncorrectState")
+        self.assertIn("'expired' state", message)
+        self.assertEqual(self.error(ec2.purchase_capacity_block_extension, CapacityBlockExtensionOfferingId=following["CapacityBlockExtensionOfferingId"],
+                                    CapacityReservationId=cr_id)[0], "InvalidCapacityBlockOfferingIdExpired")
+        # Each action counted by its name.
+        calls = self.control(f"/_forge/calls?account={account}")
+        for action in ("DescribeCapacityBlockExtensionOfferings", "PurchaseCapacityBlockExtension", "DescribeCapacityBlockExtensionHistory"):
+            self.assertGreater(calls.get(f"ec2:{action}", 0), 0, action)
+        self.no_violations(account)
+
+    def test_an_ultraserver_block_is_extended_with_its_capacity_block(self):
+        account = "710000000013"
+        ec2 = self.account(account)
+        offering = ec2.describe_capacity_block_offerings(UltraserverType="u-trn2x64", UltraserverCount=1, CapacityDurationHours=24)["CapacityBlockOfferings"][0]
+        bought = ec2.purchase_capacity_block(CapacityBlockOfferingId=offering["CapacityBlockOfferingId"], InstancePlatform="Linux/UNIX")
+        cr, (block,) = bought["CapacityReservation"], bought["CapacityBlocks"]
+        (ext,) = ec2.describe_capacity_block_extension_offerings(CapacityReservationId=cr["CapacityReservationId"],
+                                                                 CapacityBlockExtensionDurationHours=24)["CapacityBlockExtensionOfferings"]
+        self.assertEqual((ext["InstanceType"], ext["InstanceCount"]), ("trn2u.48xlarge", 4))
+        self.assertTrue(Decimal("22.00") * 96 * Decimal("0.9") <= Decimal(ext["UpfrontFee"]) < Decimal("22.00") * 96 * Decimal("1.1"))
+        ec2.purchase_capacity_block_extension(CapacityBlockExtensionOfferingId=ext["CapacityBlockExtensionOfferingId"],
+                                              CapacityReservationId=cr["CapacityReservationId"])
+        (described,) = ec2.describe_capacity_blocks(CapacityBlockIds=[block["CapacityBlockId"]])["CapacityBlocks"]
+        self.assertEqual(described["EndDate"], ext["CapacityBlockExtensionEndDate"])
         self.no_violations(account)

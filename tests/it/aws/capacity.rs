@@ -449,6 +449,23 @@ capacity_reservation_id = "${aws_ec2_capacity_block.p5.id}"
 "#;
 
 impl Aws {
+    /// The Capacity Block extensions this account bought on the emulator: (reservation, offering).
+    fn extensions(&self) -> Vec<(String, String)> {
+        let body = self.control("GET", &format!("/_forge/capacity?account={}", self.account), "");
+        let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        answer["extensions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                (
+                    p["CapacityReservationId"].as_str().unwrap().to_owned(),
+                    p["CapacityBlockExtensionOfferingId"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
     /// Moves this account's clock on the emulator by `seconds`.
     fn advance(&self, seconds: i64) {
         self.control(
@@ -507,9 +524,11 @@ impl Aws {
 /// A node group on the stack's Capacity Block is made at 0 nodes with two scheduled actions on
 /// its Auto Scaling group — its size at the block's start, 0 thirty minutes before its end —
 /// and `up` does not wait for nodes the block has not started; when the block starts the group
-/// scales up and the next plan has nothing to do; destroy forgets the block (no cancel call).
+/// scales up and the next plan has nothing to do; more days buy an extension (only with
+/// `--allow-purchase`) and move the scale-down, fewer are refused; destroy forgets the block
+/// (no cancel call).
 #[test]
-fn a_node_group_on_a_capacity_block_starts_at_zero_and_scales_on_the_blocks_schedule() {
+fn a_node_group_on_a_capacity_block_starts_at_zero_scales_on_its_schedule_and_follows_its_extension() {
     let aws = Aws::new();
     // Readiness compares the block's start with this machine's clock: the emulator's agrees.
     let now = std::time::SystemTime::now();
@@ -558,10 +577,72 @@ fn a_node_group_on_a_capacity_block_starts_at_zero_and_scales_on_the_blocks_sche
     let (code, plan) = aws.forge(&["plan", "on-block.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "{plan}");
 
+    // Raising `days` on the live block buys an extension, priced in the plan and bought only
+    // with `--allow-purchase`; the scale-down follows the new end; shortening is refused.
+    aws.write("on-block.toml", &EKS_ON_BLOCK.replace("days = 7", "days = 14"));
+    let (code, plan) = aws.forge(&["plan", "on-block.toml"]);
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("(BUYS: $") && plan.contains("an extension of Capacity Block"),
+        "{plan}"
+    );
+    let (code, stderr) = aws.forge(&["up", "on-block.toml", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(aws.extensions().is_empty(), "nothing bought without --allow-purchase");
+    aws.ok(&["up", "on-block.toml", "--yes", "--allow-purchase"]);
+    assert_eq!(aws.extensions().len(), 1);
+    let new_end = block.start_date().unwrap().secs() + 14 * 24 * 3600;
+    let drain_at = DateTime::from_secs(new_end - 30 * 60).fmt(DateTimeFormat::DateTime).unwrap();
+    assert_eq!(aws.scheduled(&asg), vec![("forge-block_end".to_owned(), drain_at, 0)]);
+    let (code, plan) = aws.forge(&["plan", "on-block.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{plan}");
+    aws.write("on-block.toml", &EKS_ON_BLOCK.replace("days = 7", "days = 3"));
+    let (code, stderr) = aws.forge(&["plan", "on-block.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("a Capacity Block cannot be shortened (14 → 3 days)"), "{stderr}");
+    aws.write("on-block.toml", &EKS_ON_BLOCK.replace("days = 7", "days = 14"));
+
     aws.calls();
     aws.ok(&["destroy", "on-block.toml", "--yes"]);
     let calls = aws.calls();
     assert!(!calls.keys().any(|c| c.contains("CancelCapacityReservation")), "{calls:?}");
     assert!(calls.keys().any(|c| c.contains("DeleteScheduledAction")), "{calls:?}");
     assert_eq!(aws.purchases().len(), 1, "the block runs on, paid");
+}
+
+/// A node group or a Slurm queue that would outgrow the stack's Capacity Block it runs on is a
+/// load error at its size, naming the block and its count.
+#[test]
+fn a_group_larger_than_its_capacity_block_is_refused_at_its_size() {
+    let aws = Aws::new();
+    aws.write("big.toml", &EKS_ON_BLOCK.replace("size = 2\nzone", "size = 4\nzone"));
+    let (code, stderr) = aws.forge(&["validate", "big.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let flat = stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("`nodegroups.gpu.size` reaches 4 nodes, but its Capacity Block `aws_ec2_capacity_block.p5` holds 2 instances"),
+        "{stderr}"
+    );
+    let slurm = include_str!("../../../stacks/nemo-slurm-p5.toml");
+    let on_block =
+        format!("{slurm}\n[aws_ec2_capacity_block.p5]\ninstance_type = \"p5.48xlarge\"\ncount = 1\ndays = 7\nmax_upfront_usd = 20000\n");
+    let reservation_line = slurm
+        .lines()
+        .find(|l| l.trim_start().starts_with("# capacity_reservation_id"))
+        .expect("the Slurm seed shows where a queue names its reservation");
+    aws.write(
+        "slurm.toml",
+        &on_block.replacen(
+            reservation_line,
+            "capacity_reservation_id = \"${aws_ec2_capacity_block.p5.id}\"\ncapacity_type = \"CAPACITY_BLOCK\"",
+            1,
+        ),
+    );
+    let (code, stderr) = aws.forge(&["validate", "slurm.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let flat = stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("but its Capacity Block `aws_ec2_capacity_block.p5` holds 1 instances"),
+        "{stderr}"
+    );
 }

@@ -22,6 +22,33 @@
     only. Errors (EC2's documented codes): InvalidCapacityBlockOfferingIdMalformed (not
     `cb-` + 17 hex), InvalidCapacityBlockOfferingIdNotFound (never served to this account and
     region), InvalidCapacityBlockOfferingIdExpired (bought already, or its start has passed);
+  * Capacity Block extensions (the EC2 user guide's "Extend Capacity Blocks"):
+    DescribeCapacityBlockExtensionOfferings, for a Capacity Block reservation of the account
+    (seen) that is `scheduled` or `active`, answers one offering (MaxResults/NextToken page it)
+    that extends it by CapacityBlockExtensionDurationHours from its current EndDate, while that
+    end is from 1 hour to 56 days away by the account's clock (else none: an empty list). Its id,
+    `cbe-` + 17 hex (assumed: EC2 documents no format), is a digest of the account, region,
+    reservation, end and duration, so identical requests answer the same id until the block's
+    end moves. UpfrontFee as for the block's own offerings: RATES x instances x hours x the
+    factor of the region, zone, type and the extension's start day, to the cent; Tenancy the
+    block's. Durations as for blocks (24..336 by 24, then by 168 up to 4368) and the block
+    with its extensions at most 4368 hours long; else InvalidParameterValue. Errors:
+    InvalidCapacityReservationId.NotFound (an unknown or unseen id), UnsupportedOperation (an
+    On-Demand reservation), IncorrectState (an expired block). PurchaseCapacityBlockExtension
+    of an offering served to the account for that reservation moves the reservation's EndDate
+    (and its UltraServer Capacity Block's) to the extension's end at once, the extension
+    `payment-succeeded`. Its errors, EC2's documented codes of offering ids (it documents none
+    of its own for extensions): InvalidCapacityBlockOfferingIdMalformed (not `cbe-` + 17 hex),
+    InvalidCapacityBlockOfferingIdNotFound (never served to this account and region for that
+    reservation), InvalidCapacityBlockOfferingIdExpired (bought already, the block's end moved
+    since it was served, the block no longer `scheduled` or `active`, or its end less than an
+    hour away); and for the reservation InvalidCapacityReservationId.NotFound and
+    UnsupportedOperation as above. No idempotency token: EC2 has none for it.
+    DescribeCapacityBlockExtensionHistory: the account's extensions in the region,
+    oldest first; CapacityReservationIds (an unknown one: InvalidCapacityReservationId.NotFound),
+    the filters botocore's documentation lists (availability-zone, availability-zone-id,
+    capacity-block-extension-offering-id, capacity-block-extension-status,
+    capacity-reservation-id, instance-type; another: InvalidParameterValue), MaxResults/NextToken;
   * a clock per account (`set_clock`, POST /_forge/clock): real time until set, then frozen
     where set or advanced. A block is `scheduled` before its StartDate, `active` until its
     EndDate, `expired` after; an On-Demand reservation `active` (`scheduled` before a
@@ -45,7 +72,8 @@
     (IncorrectState);
   * reservation and Capacity Block ids taggable: CreateTags, DeleteTags and DescribeTags take
     `cr-` and `cb-` ids of the account's (seen) reservations and blocks, kept in moto's tag store.
-`purchases(account)` (GET /_forge/capacity) lists what an account bought and what it paid.
+`purchases(account)` (GET /_forge/capacity) lists what an account bought (blocks under `purchases`,
+extensions under `extensions`) and what it paid.
 """
 
 import base64
@@ -95,6 +123,9 @@ BLOCK_TIME = datetime.time(11, 30)
 DAY = datetime.timedelta(days=1)
 SEARCH_WEEKS = 8
 OFFERING_ID = re.compile(r"cb-[0-9a-f]{17}")
+EXTENSION_OFFERING_ID = re.compile(r"cbe-[0-9a-f]{17}")
+MAX_BLOCK_HOURS = 182 * 24
+EXTEND_WINDOW = (datetime.timedelta(hours=1), datetime.timedelta(days=56))  # an extension is offered from 56 days to 1 hour before the end
 
 LOCK = threading.RLock()
 CLOCKS = {}  # account (None: every account without its own) -> frozen naive-UTC datetime
@@ -113,6 +144,8 @@ class Store:
         self.reservations = {}  # id -> record (insertion order: creation order)
         self.blocks = {}  # Capacity Block id -> record
         self.tokens = {}  # ClientToken -> (request fingerprint, reservation id)
+        self.extension_offerings = {}  # extension offering id -> its facts, as served
+        self.extensions = []  # the extensions bought, oldest first
 
 
 def store(account, region):
@@ -176,10 +209,10 @@ def set_capacity(account, payload):
 
 
 def purchases(account):
-    """GET /_forge/capacity: the blocks an account (every account without one) bought, in every
-    region, oldest first, and the fees paid."""
+    """GET /_forge/capacity: the blocks and the extensions an account (every account without
+    one) bought, in every region, each oldest first, and the fees paid (total_fee: both)."""
     with LOCK:
-        bought = []
+        bought, extensions = [], []
         for (owner, region), s in STORES.items():
             if account not in (None, owner):
                 continue
@@ -191,9 +224,17 @@ def purchases(account):
                                "InstanceType": r["InstanceType"], "InstanceCount": r["TotalInstanceCount"],
                                "AvailabilityZone": r["AvailabilityZone"], "StartDate": iso(r["StartDate"]), "EndDate": iso(r["EndDate"]),
                                "UpfrontFee": r["_fee"], "CurrencyCode": "USD", "visible": visible(r), "_created": r["_created"]})
+            for e in s.extensions:
+                extensions.append({"account": owner, "region": region, "CapacityReservationId": e["CapacityReservationId"],
+                                   "CapacityBlockExtensionOfferingId": e["CapacityBlockExtensionOfferingId"],
+                                   "CapacityBlockExtensionDurationHours": e["CapacityBlockExtensionDurationHours"],
+                                   "CapacityBlockExtensionStartDate": iso(e["CapacityBlockExtensionStartDate"]),
+                                   "CapacityBlockExtensionEndDate": iso(e["CapacityBlockExtensionEndDate"]),
+                                   "UpfrontFee": e["UpfrontFee"], "CurrencyCode": e["CurrencyCode"], "_created": e["_created"]})
         bought.sort(key=lambda b: b.pop("_created"))
-        total = sum((Decimal(b["UpfrontFee"]) for b in bought), Decimal(0))
-        return {"purchases": bought, "total_fee": str(total.quantize(Decimal("0.01"))),
+        extensions.sort(key=lambda e: e.pop("_created"))
+        total = sum((Decimal(p["UpfrontFee"]) for p in bought + extensions), Decimal(0))
+        return {"purchases": bought, "extensions": extensions, "total_fee": str(total.quantize(Decimal("0.01"))),
                 "visible_after_seconds": VISIBLE_AFTER.get(account, 0.0)}
 
 
@@ -306,10 +347,10 @@ def filtered(items, filters, fields, backend, id_key):
 
 # --- offerings ----------------------------------------------------------------------------------
 
-def check_duration(hours):
-    ok = (24 <= hours <= 14 * 24 and hours % 24 == 0) or (14 * 24 < hours <= 182 * 24 and hours % (7 * 24) == 0)
+def check_duration(hours, parameter="CapacityDurationHours"):
+    ok = (24 <= hours <= 14 * 24 and hours % 24 == 0) or (14 * 24 < hours <= MAX_BLOCK_HOURS and hours % (7 * 24) == 0)
     if not ok:
-        raise invalid(f"The value '{hours}' for parameter CapacityDurationHours is invalid. Specify a duration in 1-day increments (24 hours) "
+        raise invalid(f"The value '{hours}' for parameter {parameter} is invalid. Specify a duration in 1-day increments (24 hours) "
                       f"up to 14 days, or in 7-day increments (168 hours) up to 182 days.")
 
 
@@ -570,6 +611,136 @@ def describe_capacity_blocks(self):
     return ActionResult(result)
 
 
+# --- Capacity Block extensions ------------------------------------------------------------------
+
+def a_block(record):
+    if record["ReservationType"] != "capacity-block":
+        raise EC2ClientError("UnsupportedOperation", f"The Capacity Reservation '{record['CapacityReservationId']}' is not a Capacity Block. "
+                             f"Only Capacity Blocks can be extended.")
+
+
+def extendable(record, account, hours):
+    """The Capacity Block `record` can take an extension of `hours` now: a Capacity Block,
+    `scheduled` or `active`, that the extension leaves at most 182 days long."""
+    a_block(record)
+    state = state_of(record, account)
+    if state not in ("scheduled", "active"):
+        raise EC2ClientError("IncorrectState", f"The Capacity Block '{record['CapacityReservationId']}' is in the '{state}' state and cannot be "
+                             f"extended. Only a scheduled or active Capacity Block can be extended.")
+    if (record["EndDate"] - record["StartDate"]) + datetime.timedelta(hours=hours) > datetime.timedelta(hours=MAX_BLOCK_HOURS):
+        raise invalid(f"The value '{hours}' for parameter CapacityBlockExtensionDurationHours is invalid. A Capacity Block with its extensions "
+                      f"can last at most 182 days.")
+
+
+def in_window(record, account):
+    """Whether the block's end is from 1 hour to 56 days away by the account's clock."""
+    left = record["EndDate"] - now(account)
+    return EXTEND_WINDOW[0] <= left <= EXTEND_WINDOW[1]
+
+
+def extension_offering(account, region, record, hours):
+    """The offering that extends the block by `hours` from its current end, remembered for
+    PurchaseCapacityBlockExtension; its id is a digest of the account, region, reservation,
+    end and duration."""
+    start = record["EndDate"]
+    key = (account, region, record["CapacityReservationId"], iso(start), hours)
+    return {
+        "CapacityBlockExtensionOfferingId": "cbe-0" + digest("extension", *key)[:16], "InstanceType": record["InstanceType"],
+        "InstanceCount": record["TotalInstanceCount"], "AvailabilityZone": record["AvailabilityZone"],
+        "AvailabilityZoneId": record["AvailabilityZoneId"], "StartDate": record["StartDate"], "CapacityBlockExtensionStartDate": start,
+        "CapacityBlockExtensionEndDate": start + datetime.timedelta(hours=hours), "CapacityBlockExtensionDurationHours": hours,
+        "UpfrontFee": fee(region, record["AvailabilityZone"], record["InstanceType"], start, record["TotalInstanceCount"], hours),
+        "CurrencyCode": "USD", "Tenancy": record["Tenancy"], "_reservation": record["CapacityReservationId"],
+    }
+
+
+def public(item):
+    return {k: v for k, v in item.items() if not k.startswith("_")}
+
+
+def describe_capacity_block_extension_offerings(self):
+    hours = int(self._get_param("CapacityBlockExtensionDurationHours"))
+    check_duration(hours, "CapacityBlockExtensionDurationHours")
+    account, region = self.current_account, self.region
+    s = store(account, region)
+    with LOCK:
+        record = seen_reservation(s, self._get_param("CapacityReservationId"))
+        extendable(record, account, hours)
+        self.error_on_dryrun()
+        found = []
+        if in_window(record, account):
+            offering = extension_offering(account, region, record, hours)
+            s.extension_offerings[offering["CapacityBlockExtensionOfferingId"]] = offering
+            found.append(public(offering))
+    shown, token = page(found, self._get_param("MaxResults"), self._get_param("NextToken"))
+    result = {"CapacityBlockExtensionOfferings": shown}
+    if token:
+        result["NextToken"] = token
+    return ActionResult(result)
+
+
+def purchase_capacity_block_extension(self):
+    offering_id = self._get_param("CapacityBlockExtensionOfferingId")
+    reservation_id = self._get_param("CapacityReservationId")
+    account, region = self.current_account, self.region
+    if not EXTENSION_OFFERING_ID.fullmatch(offering_id or ""):
+        raise EC2ClientError("InvalidCapacityBlockOfferingIdMalformed", f"The Capacity Block extension offering ID '{offering_id}' is malformed.")
+    s = store(account, region)
+    with LOCK:
+        record = seen_reservation(s, reservation_id)
+        a_block(record)
+        offering = s.extension_offerings.get(offering_id)
+        if offering is None or offering["_reservation"] != reservation_id:
+            raise EC2ClientError("InvalidCapacityBlockOfferingIdNotFound", f"The Capacity Block extension offering ID '{offering_id}' cannot be found "
+                                 f"for the Capacity Reservation '{reservation_id}'.")
+        bought = any(e["CapacityBlockExtensionOfferingId"] == offering_id for e in s.extensions)
+        if (bought or offering["CapacityBlockExtensionStartDate"] != record["EndDate"] or state_of(record, account) not in ("scheduled", "active")
+                or not in_window(record, account)):
+            raise EC2ClientError("InvalidCapacityBlockOfferingIdExpired", f"The Capacity Block extension offering ID '{offering_id}' is no longer available.")
+        self.error_on_dryrun()
+        extension = {
+            "CapacityReservationId": reservation_id, "InstanceType": offering["InstanceType"], "InstanceCount": offering["InstanceCount"],
+            "AvailabilityZone": offering["AvailabilityZone"], "AvailabilityZoneId": offering["AvailabilityZoneId"],
+            "CapacityBlockExtensionOfferingId": offering_id, "CapacityBlockExtensionDurationHours": offering["CapacityBlockExtensionDurationHours"],
+            "CapacityBlockExtensionStatus": "payment-succeeded", "CapacityBlockExtensionPurchaseDate": now(account),
+            "CapacityBlockExtensionStartDate": offering["CapacityBlockExtensionStartDate"],
+            "CapacityBlockExtensionEndDate": offering["CapacityBlockExtensionEndDate"], "UpfrontFee": offering["UpfrontFee"], "CurrencyCode": "USD",
+            "_created": time.monotonic(),
+        }
+        s.extensions.append(extension)
+        record["EndDate"] = extension["CapacityBlockExtensionEndDate"]
+        block = s.blocks.get(record.get("CapacityBlockId"))
+        if block is not None:
+            block["EndDate"] = record["EndDate"]
+        return ActionResult({"CapacityBlockExtensions": [public(extension)]})
+
+
+EXTENSION_FILTERS = {
+    "availability-zone": "AvailabilityZone", "availability-zone-id": "AvailabilityZoneId",
+    "capacity-block-extension-offering-id": "CapacityBlockExtensionOfferingId", "capacity-block-extension-status": "CapacityBlockExtensionStatus",
+    "capacity-reservation-id": "CapacityReservationId", "instance-type": "InstanceType",
+}
+
+
+def describe_capacity_block_extension_history(self):
+    ids = self._get_param("CapacityReservationIds", []) or []
+    filters = self._filters_from_querystring()
+    for name in filters:
+        if name not in EXTENSION_FILTERS:
+            raise invalid(f"The filter '{name}' is invalid")
+    s = store(self.current_account, self.region)
+    with LOCK:
+        wanted = {seen_reservation(s, i)["CapacityReservationId"] for i in ids}
+        self.error_on_dryrun()
+        extensions = [public(e) for e in s.extensions if not ids or e["CapacityReservationId"] in wanted]
+        found = filtered(extensions, filters, EXTENSION_FILTERS, self.ec2_backend, "CapacityReservationId")
+    shown, token = page(found, self._get_param("MaxResults"), self._get_param("NextToken"))
+    result = {"CapacityBlockExtensions": shown}
+    if token:
+        result["NextToken"] = token
+    return ActionResult(result)
+
+
 # --- On-Demand Capacity Reservations ----------------------------------------------------------
 
 def check_end(end_type, end, account):
@@ -700,6 +871,9 @@ EC2Response.describe_capacity_blocks = describe_capacity_blocks
 EC2Response.create_capacity_reservation = create_capacity_reservation
 EC2Response.modify_capacity_reservation = modify_capacity_reservation
 EC2Response.cancel_capacity_reservation = cancel_capacity_reservation
+EC2Response.describe_capacity_block_extension_offerings = describe_capacity_block_extension_offerings
+EC2Response.purchase_capacity_block_extension = purchase_capacity_block_extension
+EC2Response.describe_capacity_block_extension_history = describe_capacity_block_extension_history
 
 
 # --- reservations and blocks are tagged by id -------------------------------------------------

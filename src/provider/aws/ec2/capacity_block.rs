@@ -11,11 +11,12 @@
 //! A block cannot be cancelled: `destroy` forgets it (it ends on its own) and says so. Every
 //! attribute but the ceiling makes a new block.
 
+use super::capacity_extension;
 use super::capacity_reservation::{described, made_with, observed};
 use super::tag_spec;
 use crate::provider::aws::capacity::{self, Offering, Request};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Purchase, Resource, timeout};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Purchase, Refusal, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{CapacityReservation, CapacityReservationInstancePlatform, ResourceType};
 use serde_json::{Value, json};
@@ -29,7 +30,7 @@ attributes! {
     struct Config {
         instance_type: String [replace],
         count: u32 [replace],
-        days: u32 [replace],
+        days: u32,
         zone: Option<String> [replace],
         start_after: Option<String> [replace],
         max_upfront_usd: u64,
@@ -115,6 +116,32 @@ fn outputs(r: &CapacityReservation, bought: Option<&Purchase>) -> Value {
     outputs
 }
 
+/// The error of a purchase (`what`) of `offer` that failed: EC2 refused it (or throttled it,
+/// doing nothing) and nothing was bought; or no answer came, and it may have gone through —
+/// the next run looks before it buys.
+pub(super) fn purchase_failed<E>(
+    aws: &Clients,
+    what: &str,
+    offer: &str,
+    e: aws_sdk_ec2::error::SdkError<E, aws_sdk_ec2::config::http::HttpResponse>,
+) -> ProviderError
+where
+    E: aws_sdk_ec2::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let answered = matches!(e, aws_sdk_ec2::error::SdkError::ServiceError(_));
+    let err = error(aws, what, e);
+    if answered && (!err.retryable || err.throttled) {
+        return ProviderError::permanent(format!(
+            "{} (nothing was bought; an offering no longer on sale needs a new plan)",
+            err.message
+        ));
+    }
+    ProviderError::permanent(format!(
+        "{what} of offering {offer} has no answer ({}): it may have gone through. Run `forge up --allow-purchase` again: it looks for what was bought before it buys",
+        err.message
+    ))
+}
+
 /// Where a block stands, in words: `scheduled` → `active` → `expired` (or a failed payment).
 fn life(r: &CapacityReservation) -> String {
     let date = |d: Option<&aws_sdk_ec2::primitives::DateTime>| {
@@ -157,17 +184,53 @@ impl Resource for CapacityBlock {
         true
     }
 
-    /// The cheapest fitting offering within the ceiling; a block whose values are not all
-    /// known yet cannot be priced, so it cannot be planned.
-    async fn quote(&self, ctx: &Ctx, config: &Value) -> Result<Option<Purchase>, ProviderError> {
+    /// A new block: the cheapest fitting offering within the ceiling. A bought one (`existing`)
+    /// whose `days` were raised: the cheapest extension within the ceiling, or nothing when
+    /// EC2 shows it extended already. A block whose values are not all known yet cannot be
+    /// priced, so it cannot be planned.
+    async fn quote(&self, ctx: &Ctx, config: &Value, existing: Option<&str>) -> Result<Option<Purchase>, ProviderError> {
         if config.is_null() {
             return Err(ProviderError::permanent(
                 "a Capacity Block is priced when planned, and this one's attributes refer to values known only after apply: write them as values",
             ));
         }
         let cfg: Config = parse(ctx, config)?;
+        if let Some(id) = existing {
+            let aws = ctx.cloud.aws().await;
+            return capacity_extension::quote(aws, id, &cfg.instance_type, cfg.days, cfg.max_upfront_usd).await;
+        }
         let offering = cfg.offering(&ctx.cloud).await?;
         Ok(Some(purchase(&cfg, &offering)))
+    }
+
+    /// A bought block's `end` follows its `days` from its recorded `start`, so what refers to
+    /// it (a node group's scale-down) is planned with the extended end.
+    fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value {
+        let mut planned = crate::provider::Declared::spec(self).planned_outputs(config, prior);
+        let start = prior
+            .and_then(|p| p.get("start"))
+            .and_then(Value::as_str)
+            .and_then(|s| aws_sdk_ec2::primitives::DateTime::from_str(s, aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
+        if let (Some(start), Some(days)) = (start, config.get("days").and_then(Value::as_i64)) {
+            let end = aws_sdk_ec2::primitives::DateTime::from_secs(start.secs() + days * 24 * 3600);
+            planned["end"] = json!(end.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
+        }
+        planned
+    }
+
+    /// A block cannot be shortened.
+    fn refusal(&self, before: &Value, after: &Value, _outputs: &Value) -> Option<Refusal> {
+        let days = |config: &Value| config.get("days").and_then(Value::as_u64);
+        let (Some(was), Some(now)) = (days(before), days(after)) else {
+            return None;
+        };
+        (now < was).then(|| Refusal {
+            attribute: "days",
+            message: format!(
+                "a Capacity Block cannot be shortened ({was} → {now} days): EC2 refunds nothing and ends a block only at its end"
+            ),
+            hint: format!("keep `days = {was}`, or remove the block (forge forgets it; it runs to its end)"),
+        })
     }
 
     /// Adopts what an interrupted create bought, else buys the offering the plan priced —
@@ -197,24 +260,7 @@ impl Resource for CapacityBlock {
             .tag_specifications(tag_spec(ctx, token, ResourceType::CapacityReservation, config))
             .send()
             .await;
-        let answer = match sent {
-            Ok(answer) => answer,
-            Err(e) => {
-                let answered = matches!(e, aws_sdk_ec2::error::SdkError::ServiceError(_));
-                let err = error(aws, "PurchaseCapacityBlock", e);
-                // EC2 refused it (or throttled it, doing nothing): nothing was bought.
-                if answered && (!err.retryable || err.throttled) {
-                    return Err(ProviderError::permanent(format!(
-                        "{} (nothing was bought; an offering no longer on sale needs a new plan)",
-                        err.message
-                    )));
-                }
-                return Err(ProviderError::permanent(format!(
-                    "the purchase of offering {} has no answer ({}): it may have gone through. Run `forge up --allow-purchase` again: it looks for the block this purchase was tagged with before it buys",
-                    quoted.offer, err.message
-                )));
-            }
-        };
+        let answer = sent.map_err(|e| purchase_failed(aws, "PurchaseCapacityBlock", &quoted.offer, e))?;
         let block = answer
             .capacity_reservation()
             .ok_or_else(|| ProviderError::permanent("EC2 answered the purchase without its capacity reservation"))?;
@@ -244,9 +290,24 @@ impl Resource for CapacityBlock {
         Ok(block.and_then(|b| b.capacity_reservation_id().map(str::to_owned)))
     }
 
-    /// The tags; the ceiling changes nothing in the cloud: it matters only when buying.
+    /// Raised `days`: buys the extension the plan priced (none when EC2 shows the block
+    /// extended already), then checks the block lasts that long. The tags; the ceiling changes
+    /// nothing in the cloud: it matters only when buying.
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let aws = ctx.cloud.aws().await;
+        let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        if cfg.days != was.days {
+            if let Some(quoted) = &ctx.quoted {
+                capacity_extension::buy(ctx, aws, id, quoted).await?;
+            }
+            let missing = capacity_extension::missing_hours(aws, id, cfg.days).await?;
+            if missing > 0 {
+                return Err(ProviderError::permanent(format!(
+                    "Capacity Block `{id}` lacks {missing} h of its {} days: the plan priced no extension (plan again), or EC2 does not show the one bought yet (run `forge up --allow-purchase` again: it reads the block before it buys)",
+                    cfg.days
+                )));
+            }
+        }
         super::sync_tags(ctx, aws, id, old, new).await?;
         let block = described(aws, id)
             .await?

@@ -73,6 +73,7 @@ macro_rules! find_own {
 }
 
 pub(super) mod capacity_block;
+pub(super) mod capacity_extension;
 pub(super) mod capacity_reservation;
 pub(super) mod eip;
 pub(super) mod internet_gateway;
