@@ -93,8 +93,8 @@ pub enum Command {
         /// system deletes everything on it. Without this flag `up` refuses them, even with `--yes`.
         #[arg(long)]
         allow_data_loss: bool,
-        /// Go ahead with creates the plan marks `BUYS`: a Capacity Block's fee is charged up
-        /// front and not refunded. Without this flag `up` refuses them, even with `--yes`.
+        /// Go ahead with changes the plan marks `BUYS`: a Capacity Block, or its extension, is
+        /// charged up front and not refunded. Without this flag `up` refuses them, even with `--yes`.
         #[arg(long)]
         allow_purchase: bool,
         /// Read the live resources first (one batched read per kind): what changed outside

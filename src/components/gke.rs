@@ -59,6 +59,7 @@ block! {
         zone: Option<String>,
         reservation: Option<Value> as String,
         reservation_block: Option<Value> as String,
+        reservation_sub_block: Option<Value> as String,
         rdma: Option<String>,
         spot: Option<Value> as Bool,
         flex_start: Option<Value> as Bool,
@@ -836,6 +837,13 @@ fn pool<'a>(address: &str, name: &'a str, table: &Value, known: &[String], regio
             "add `reservation = \"<name>\"`: the reservation the block belongs to",
         ));
     }
+    if block.reservation_sub_block.is_some() && block.reservation_block.is_none() {
+        return Err(ComponentError::at(
+            at("reservation_sub_block"),
+            "`reservation_sub_block` names a sub-block of a reservation block, and the pool has no `reservation_block`",
+            "add `reservation_block = \"<name>\"`: the block the sub-block belongs to",
+        ));
+    }
     check_size(&block.size, &at)?;
     if block.reservation.is_some() && block.spot == Some(Value::Bool(true)) {
         return Err(ComponentError::at(
@@ -1047,7 +1055,10 @@ fn pool_config(pool: &Pool, reference: &dyn Fn(&str, &str) -> Value) -> Value {
     ];
     super::hand_on(&mut config, &handed_on);
     if let (Some(Value::String(reservation)), Some(Value::String(name))) = (&b.reservation, &b.reservation_block) {
-        config["reservation"] = json!(format!("{reservation}/reservationBlocks/{name}"));
+        config["reservation"] = match &b.reservation_sub_block {
+            Some(Value::String(sub)) => json!(format!("{reservation}/reservationBlocks/{name}/reservationSubBlocks/{sub}")),
+            _ => json!(format!("{reservation}/reservationBlocks/{name}")),
+        };
     }
     if let Some(taints) = &b.taints {
         config["taints"] = Value::Array(

@@ -722,6 +722,12 @@ fn gke_and_filestore_component_errors() {
             gke("machine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\nreservation_block = \"block-1\""),
         ),
         (
+            "gke_reservation_sub_block_without_block",
+            gke(
+                "machine_type = \"a3-ultragpu-8g\"\nsize = 2\nzone = \"us-central1-b\"\nreservation = \"res\"\nreservation_sub_block = \"sub-1\"",
+            ),
+        ),
+        (
             "gke_gpu_networks_overlap_the_vpc",
             stack(
                 "[gke.nemo]\nvpc = \"gcp_vpc.main\"\ngpu_networks_cidr = \"10.0.0.0/16\"\n[gke.nemo.node_pools.gpu]\nmachine_type = \"a3-megagpu-8g\"\nsize = 2\nzone = \"us-central1-c\"",

@@ -16,8 +16,11 @@ or what it emulates:
   emulator/instance_types.py        the GPU and Trainium types' network cards, EFA, GPUs,
                                     Neuron devices and architectures (p6e-gb200 added), their
                                     us-west-2 offerings, and the network interfaces EC2 refuses;
-  emulator/capacity.py              EC2 Capacity Blocks for ML (offerings, purchases, a clock
-                                    per account) and capacity reservations, which moto lacks;
+  emulator/capacity.py              EC2 Capacity Blocks for ML (offerings, purchases, extensions,
+                                    a clock per account) and capacity reservations, which moto
+                                    lacks;
+  emulator/autoscaling.py           the Auto Scaling group behind each EKS managed node group,
+                                    its scheduled actions run on the account's clock;
   emulator/eks.py                   cluster, node group and add-on phases, the cluster security
                                     group, updates, add-ons, tags, node groups whose launch
                                     template's interfaces fail to launch (CREATE_FAILED);
@@ -37,7 +40,9 @@ or what it emulates:
                                     operations, requestId replay, names, labels, pages, enums;
   emulator/gcp_compute.py           Compute Engine: networks (RDMA network profiles too),
                                     subnetworks, firewalls, routers with Cloud NAT, resource
-                                    policies, global and region operations;
+                                    policies, global, region and zone operations;
+  emulator/gcp_reservations.py      calendar-mode future reservations and the reservations they
+                                    deliver, on the project's clock;
   emulator/gcp_container.py         GKE: clusters, node pools (multi-network, GPUs, compact
                                     placement, stockouts), operations, one at a time per cluster;
   emulator/gcp_filestore.py         Filestore: instances by tier, long-running operations;

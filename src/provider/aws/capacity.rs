@@ -2,7 +2,8 @@
 //! (`DescribeCapacityBlockOfferings`), checked against EC2's rules before any call so that a
 //! request EC2 would refuse says why at once. Blocks are sold by the day from 1 to 14 days, then
 //! by the week up to 182; a block holds 1 to 64 instances, or whole UltraServers (P6e-GB200:
-//! 18 instances each; Trn2: 4), and starts and ends at 11:30 UTC.
+//! `u-p6e-gb200x36` of 9 instances or `u-p6e-gb200x72` of 18; Trn2: 4), and starts and ends at
+//! 11:30 UTC.
 
 use super::error;
 use crate::provider::{Cloud, ProviderError};
@@ -10,7 +11,11 @@ use aws_sdk_ec2::primitives::{DateTime, DateTimeFormat as Format};
 
 /// The UltraServers EC2 sells Capacity Blocks of: an instance type of theirs, the UltraServer
 /// type EC2 names, and the instances in one.
-const ULTRASERVERS: [(&str, &str, u32); 2] = [("p6e-gb200.36xlarge", "u-p6e-gb200x72", 18), ("trn2u.48xlarge", "u-trn2x64", 4)];
+const ULTRASERVERS: [(&str, &str, u32); 3] = [
+    ("p6e-gb200.36xlarge", "u-p6e-gb200x72", 18),
+    ("p6e-gb200.36xlarge", "u-p6e-gb200x36", 9),
+    ("trn2u.48xlarge", "u-trn2x64", 4),
+];
 
 /// The most instances one Capacity Block holds.
 const MAX_INSTANCES: u32 = 64;
@@ -82,15 +87,17 @@ impl Request {
                 hint: format!("blocks last 1 to 14 days, then whole weeks up to 182 days: use {near}"),
             });
         }
-        if let Some((_, ultraserver, size)) = self.ultraserver() {
-            if self.count == 0 || !self.count.is_multiple_of(size) {
+        let servers: Vec<(&str, &str, u32)> = ULTRASERVERS.iter().copied().filter(|(t, _, _)| *t == self.instance_type).collect();
+        if let Some(smallest) = servers.iter().map(|(_, _, size)| *size).min() {
+            if self.ultraservers().is_empty() {
+                let kinds: Vec<String> = servers
+                    .iter()
+                    .map(|(_, ultraserver, size)| format!("whole {ultraserver} UltraServers ({size} instances each)"))
+                    .collect();
                 return Err(Refused {
                     key: "count",
-                    message: format!(
-                        "{} is not a number of whole {ultraserver} UltraServers ({size} instances each)",
-                        self.count
-                    ),
-                    hint: format!("buy whole UltraServers: a count of {size}, {}, …", size * 2),
+                    message: format!("{} is not a number of {}", self.count, kinds.join(" or ")),
+                    hint: format!("buy whole UltraServers: a count of {smallest}, {}, …", smallest * 2),
                 });
             }
         } else if !(1..=MAX_INSTANCES).contains(&self.count) {
@@ -106,9 +113,14 @@ impl Request {
         Ok(())
     }
 
-    /// The UltraServer its instance type makes up, with the UltraServer type and its size.
-    fn ultraserver(&self) -> Option<(&'static str, &'static str, u32)> {
-        ULTRASERVERS.iter().copied().find(|(t, _, _)| *t == self.instance_type)
+    /// The UltraServers of its instance type that its count is a whole number of: the
+    /// UltraServer type EC2 names and how many; none for a type sold by the instance.
+    fn ultraservers(&self) -> Vec<(&'static str, u32)> {
+        ULTRASERVERS
+            .iter()
+            .filter(|(t, _, size)| *t == self.instance_type && self.count > 0 && self.count.is_multiple_of(*size))
+            .map(|(_, ultraserver, size)| (*ultraserver, self.count / size))
+            .collect()
     }
 }
 
@@ -132,35 +144,45 @@ pub async fn offerings(cloud: &Cloud, request: &Request) -> Result<Vec<Offering>
         .check()
         .map_err(|r| ProviderError::permanent(format!("{}: {}", r.message, r.hint)))?;
     let aws = cloud.aws().await;
-    let mut call = aws
-        .ec2
-        .describe_capacity_block_offerings()
-        .capacity_duration_hours((request.days * 24) as i32);
-    call = match request.ultraserver() {
-        Some((_, ultraserver, size)) => call.ultraserver_type(ultraserver).ultraserver_count((request.count / size) as i32),
-        None => call.instance_type(&request.instance_type).instance_count(request.count as i32),
+    let start = match &request.start_after {
+        Some(start) => Some(start_date(start).map_err(|r| ProviderError::permanent(r.message))?),
+        None => None,
     };
-    if let Some(start) = &request.start_after {
-        call = call.start_date_range(start_date(start).map_err(|r| ProviderError::permanent(r.message))?);
-    }
-    let mut pages = call.into_paginator().items().send();
+    // One search per UltraServer type the count makes up (18 P6e-GB200: one x72 or two x36),
+    // or one by the instance.
+    let servers: Vec<Option<(&str, u32)>> = match request.ultraservers() {
+        servers if servers.is_empty() => vec![None],
+        servers => servers.into_iter().map(Some).collect(),
+    };
     let mut found = Vec::new();
-    while let Some(item) = pages.next().await {
-        let offering = item.map_err(|e| error(aws, "DescribeCapacityBlockOfferings", e))?;
-        let date = |d: Option<&DateTime>| d.and_then(|d| d.fmt(Format::DateTime).ok()).unwrap_or_default();
-        found.push(Offering {
-            offering_id: offering.capacity_block_offering_id().unwrap_or_default().to_owned(),
-            zone: offering.availability_zone().unwrap_or_default().to_owned(),
-            start: date(offering.start_date()),
-            end: date(offering.end_date()),
-            hours: offering.capacity_block_duration_hours().unwrap_or_default(),
-            count: offering.instance_count().unwrap_or_default(),
-            upfront_fee: offering.upfront_fee().and_then(|f| f.parse().ok()).unwrap_or(f64::NAN),
-            currency: offering.currency_code().unwrap_or("USD").to_owned(),
-            ultraservers: offering
-                .ultraserver_type()
-                .map(|u| (u.to_owned(), offering.ultraserver_count().unwrap_or_default())),
-        });
+    for server in servers {
+        let call = aws
+            .ec2
+            .describe_capacity_block_offerings()
+            .capacity_duration_hours((request.days * 24) as i32)
+            .set_start_date_range(start);
+        let call = match server {
+            Some((ultraserver, count)) => call.ultraserver_type(ultraserver).ultraserver_count(count as i32),
+            None => call.instance_type(&request.instance_type).instance_count(request.count as i32),
+        };
+        let mut pages = call.into_paginator().items().send();
+        while let Some(item) = pages.next().await {
+            let offering = item.map_err(|e| error(aws, "DescribeCapacityBlockOfferings", e))?;
+            let date = |d: Option<&DateTime>| d.and_then(|d| d.fmt(Format::DateTime).ok()).unwrap_or_default();
+            found.push(Offering {
+                offering_id: offering.capacity_block_offering_id().unwrap_or_default().to_owned(),
+                zone: offering.availability_zone().unwrap_or_default().to_owned(),
+                start: date(offering.start_date()),
+                end: date(offering.end_date()),
+                hours: offering.capacity_block_duration_hours().unwrap_or_default(),
+                count: offering.instance_count().unwrap_or_default(),
+                upfront_fee: offering.upfront_fee().and_then(|f| f.parse().ok()).unwrap_or(f64::NAN),
+                currency: offering.currency_code().unwrap_or("USD").to_owned(),
+                ultraservers: offering
+                    .ultraserver_type()
+                    .map(|u| (u.to_owned(), offering.ultraserver_count().unwrap_or_default())),
+            });
+        }
     }
     found.sort_by(|a, b| a.upfront_fee.total_cmp(&b.upfront_fee).then_with(|| a.start.cmp(&b.start)));
     Ok(found)
@@ -196,6 +218,11 @@ mod tests {
         assert_eq!(request("p5.48xlarge", 65, 7).check().unwrap_err().key, "count");
         assert_eq!(request("p5.48xlarge", 0, 7).check().unwrap_err().key, "count");
         assert_eq!(request("p6e-gb200.36xlarge", 36, 7).check(), Ok(()));
+        assert_eq!(
+            request("p6e-gb200.36xlarge", 18, 7).ultraservers(),
+            vec![("u-p6e-gb200x72", 1), ("u-p6e-gb200x36", 2)]
+        );
+        assert_eq!(request("p6e-gb200.36xlarge", 9, 7).ultraservers(), vec![("u-p6e-gb200x36", 1)]);
         assert_eq!(request("p6e-gb200.36xlarge", 20, 7).check().unwrap_err().key, "count");
         assert_eq!(request("trn2u.48xlarge", 8, 7).check(), Ok(()));
     }

@@ -118,8 +118,9 @@ fn capacity_search_lists_the_offerings_cheapest_first_with_their_fees() {
     assert!(table.contains("$") && table.contains("not refunded"), "{table}");
 }
 
-/// An UltraServer type is searched by whole UltraServers; a type EC2 sells no blocks of finds
-/// none and says what to try.
+/// An UltraServer type is searched by whole UltraServers of each size the count makes up (18
+/// P6e-GB200: one x72 or two x36; 9: one x36); a type EC2 sells no blocks of finds none and
+/// says what to try.
 #[test]
 fn ultraservers_are_sold_whole_and_other_types_find_nothing() {
     let aws = Aws::new();
@@ -128,8 +129,17 @@ fn ultraservers_are_sold_whole_and_other_types_find_nothing() {
     assert_eq!(code, 0, "{stderr}");
     let found = offerings(&stdout);
     assert!(!found.is_empty(), "{stdout}");
+    let kinds: BTreeSet<String> = found.iter().map(|o| o["ultraservers"].to_string()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from([r#"["u-p6e-gb200x36",2]"#.to_owned(), r#"["u-p6e-gb200x72",1]"#.to_owned()]),
+        "18 instances are one x72 or two x36: {stdout}"
+    );
+    let (code, stdout, stderr) = aws.search(&["--instance-type", "p6e-gb200.36xlarge", "--count", "9", "--days", "14", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let found = offerings(&stdout);
     assert!(
-        found.iter().all(|o| o["ultraservers"] == serde_json::json!(["u-p6e-gb200x72", 1])),
+        !found.is_empty() && found.iter().all(|o| o["ultraservers"] == serde_json::json!(["u-p6e-gb200x36", 1])),
         "{stdout}"
     );
     let (code, table, stderr) = aws.search(&["--instance-type", "c5.2xlarge", "--count", "2", "--days", "1"]);
@@ -338,15 +348,19 @@ name = "odcr"
 [aws]
 region = "us-west-2"
 
+[aws_placement_group.p5]
+name = "odcr-p5"
+
 [aws_ec2_capacity_reservation.p5]
 instance_type = "p5.48xlarge"
 zone = "us-west-2a"
 count = 2
+placement_group = "${aws_placement_group.p5.name}"
 "#;
 
-/// An On-Demand Capacity Reservation comes up, its count changes in place (one
-/// ModifyCapacityReservation, nothing made or cancelled), a re-plan changes nothing, and
-/// destroy cancels it.
+/// An On-Demand Capacity Reservation comes up in its cluster placement group (named; EC2 takes
+/// its ARN), its count changes in place (one ModifyCapacityReservation, nothing made or
+/// cancelled), a re-plan changes nothing, and destroy cancels it.
 #[test]
 fn an_on_demand_reservation_changes_its_count_in_place_and_destroy_cancels_it() {
     let aws = Aws::new();
@@ -365,6 +379,10 @@ fn an_on_demand_reservation_changes_its_count_in_place_and_destroy_cancels_it() 
                 .await
                 .unwrap();
             let r = answer.capacity_reservations()[0].clone();
+            assert!(
+                r.placement_group_arn().is_some_and(|arn| arn.ends_with(":placement-group/odcr-p5")),
+                "{r:?}"
+            );
             (r.total_instance_count(), r.state().map(|s| s.as_str().to_owned()))
         })
     };

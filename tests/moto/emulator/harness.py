@@ -30,11 +30,15 @@
     {"advance_seconds": n} moves it on, {"now": null} gives it real time again (the default);
     without `account`, the clock of every account that has none of its own; GET reads it as
     {"now", "frozen"}. Blocks go scheduled -> active -> expired by it, and offerings start from
-    it. POST /_forge/capacity?account=ID {"visible_after_seconds": s} makes the account's new
+    it, as do the scheduled actions of Auto Scaling groups (autoscaling.py) and, with a Google
+    project as the account, calendar-mode future reservations (gcp_reservations.py). POST
+    /_forge/capacity?account=ID {"visible_after_seconds": s} makes the account's new
     reservations visible to Describe calls only s real seconds after they are made (EC2's
     eventual consistency); GET /_forge/capacity?account=ID lists the Capacity Blocks it bought
-    ({"purchases": [{"CapacityReservationId", "CapacityBlockOfferingId", "UpfrontFee", ...}],
-    "total_fee", "visible_after_seconds"}; every account's without `account`);
+    and their extensions ({"purchases": [{"CapacityReservationId", "CapacityBlockOfferingId",
+    "UpfrontFee", ...}], "extensions": [{"CapacityReservationId",
+    "CapacityBlockExtensionOfferingId", "UpfrontFee", ...}], "total_fee",
+    "visible_after_seconds"}; every account's without `account`);
   * sets how long phases last (POST /_forge/phases {"seconds": s}), and how long the operations
     of matching Google calls last (POST /_forge/operation_seconds[?account=] [{"match",
     "account", "seconds"}], e.g. GPU node pools slower than the rest; with `account`, the

@@ -53,7 +53,11 @@ impl Config {
     /// The cheapest offering on sale in the block's `zone`, if it gives one, and within its
     /// ceiling; an error naming the cheapest when all cost more.
     async fn offering(&self, cloud: &Cloud) -> Result<Offering, ProviderError> {
-        let offerings = capacity::offerings(cloud, &self.request()).await?;
+        let mut offerings = capacity::offerings(cloud, &self.request()).await?;
+        // Of an UltraServer type, the fewest, largest UltraServers that make the count: 18
+        // P6e-GB200 are one u-p6e-gb200x72, one NVLink domain, not two x36.
+        let fewest = offerings.iter().filter_map(|o| o.ultraservers.as_ref().map(|u| u.1)).min();
+        offerings.retain(|o| o.ultraservers.as_ref().is_none_or(|u| Some(u.1) == fewest));
         let asked = format!("{} × {} for {} days", self.count, self.instance_type, self.days);
         // Only fees forge can compare with the ceiling (in US dollars) fit.
         let mut fitting = offerings

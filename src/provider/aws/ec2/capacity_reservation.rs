@@ -1,6 +1,7 @@
 //! `aws_ec2_capacity_reservation`: an On-Demand Capacity Reservation — instances of one type
 //! held in one zone, billed at the On-Demand rate while it is active, used or not. Node groups
-//! target it by its `cr-…` id. Its count and end change in place
+//! target it by its `cr-…` id; it may hold its instances in a `cluster` placement group
+//! (`placement_group`, a name forge turns into the ARN EC2 takes). Its count and end change in place
 //! (`ModifyCapacityReservation`); the type, zone, platform and tenancy make a new one; destroy
 //! cancels it (`CancelCapacityReservation`), which stops the billing.
 
@@ -23,6 +24,7 @@ attributes! {
         count: u32,
         end_date: Option<String>,
         #[serde(default = "linux")] instance_platform: String [replace],
+        placement_group: Option<String> [replace],
     }
 }
 
@@ -105,12 +107,32 @@ pub(super) async fn made_with(ctx: &Ctx, aws: &Clients, token: &str) -> Result<O
     ))
 }
 
+/// The ARN of the placement group `group` names: an ARN as it is, a name looked up (EC2 takes
+/// a reservation's placement group by ARN only).
+async fn placement_group_arn(aws: &Clients, group: &str) -> Result<String, ProviderError> {
+    if group.starts_with("arn:") {
+        return Ok(group.to_owned());
+    }
+    let answer = aws.ec2.describe_placement_groups().group_names(group).send().await;
+    let found = crate::provider::aws::found(aws, "DescribePlacementGroups", answer, "InvalidPlacementGroup.Unknown")?;
+    found
+        .and_then(|out| out.placement_groups().first().and_then(|g| g.group_arn().map(str::to_owned)))
+        .ok_or_else(|| {
+            ProviderError::permanent(format!(
+                "placement group `{group}` does not exist: a reservation goes into an existing `cluster` placement group"
+            ))
+        })
+}
+
 impl Resource for CapacityReservationKind {
-    /// `end_date` as EC2 reads it back: a date is its midnight, UTC.
+    /// `end_date` as EC2 reads it back: a date is its midnight, UTC; `placement_group` by name.
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = config.clone();
         if let Some(date) = config.get("end_date").and_then(Value::as_str).filter(|d| d.len() == 10) {
             config["end_date"] = json!(format!("{date}T00:00:00Z"));
+        }
+        if let Some(group) = config.get("placement_group").and_then(Value::as_str) {
+            config["placement_group"] = json!(group.rsplit('/').next().unwrap_or(group));
         }
         config
     }
@@ -121,10 +143,15 @@ impl Resource for CapacityReservationKind {
         let cfg: Config = parse(ctx, config)?;
         let aws = ctx.cloud.aws().await;
         let end = cfg.end()?;
+        let placement = match &cfg.placement_group {
+            Some(group) => Some(placement_group_arn(aws, group).await?),
+            None => None,
+        };
         let made = aws
             .ec2
             .create_capacity_reservation()
             .client_token(token)
+            .set_placement_group_arn(placement)
             .instance_type(&cfg.instance_type)
             .availability_zone(&cfg.zone)
             .instance_count(cfg.count as i32)
@@ -162,6 +189,7 @@ impl Resource for CapacityReservationKind {
                 "count": r.total_instance_count(),
                 "end_date": r.end_date().and_then(|d| d.fmt(DateTimeFormat::DateTime).ok()),
                 "instance_platform": r.instance_platform().map(CapacityReservationInstancePlatform::as_str),
+                "placement_group": r.placement_group_arn().map(|arn| arn.rsplit('/').next().unwrap_or(arn)),
                 "tags": super::ec2_tags(r.tags()),
             }))
         })
