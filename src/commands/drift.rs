@@ -350,12 +350,12 @@ fn table(reports: &[StackReport], markdown: bool) -> String {
     out
 }
 
-/// The report as Markdown: a summary table, then a section per stack with drift or pending
-/// changes.
+/// The report as Markdown: a summary table, then a section per stack with drift, pending
+/// changes, or objects whose life the cloud runs (a Capacity Block's state).
 fn markdown(reports: &[StackReport]) -> String {
     let mut out = String::from("## forge drift\n\n");
     out.push_str(&table(reports, true));
-    for r in reports.iter().filter(|r| r.outcome != Outcome::Clean) {
+    for r in reports.iter().filter(|r| r.outcome != Outcome::Clean || !r.drift.lives.is_empty()) {
         let _ = writeln!(out, "\n### `{}` — {}\n", r.stack, verdict(r));
         if let Some(lock) = &r.apply_in_progress {
             let _ = writeln!(out, "> {lock}\n");

@@ -434,7 +434,7 @@ fn a_purchase_whose_answer_is_lost_is_found_and_adopted_not_bought_again() {
     assert_eq!(aws.ids("blocks.toml")["aws_ec2_capacity_block.p5"], bought[0].0);
 }
 
-/// An EKS cluster whose p5 group runs on the Capacity Block the stack buys.
+/// An EKS cluster whose p5 group runs on the Capacity Block the stack buys, in `ZONE`.
 const EKS_ON_BLOCK: &str = r#"
 [stack]
 name = "on-block"
@@ -446,7 +446,7 @@ region = "us-west-2"
 instance_type = "p5.48xlarge"
 count = 2
 days = 7
-zone = "us-west-2c"
+zone = "ZONE"
 max_upfront_usd = 20000
 
 [vpc.main]
@@ -461,7 +461,7 @@ vpc = "vpc.main"
 [eks.train.nodegroups.gpu]
 instance_type = "p5.48xlarge"
 size = 2
-zone = "us-west-2c"
+zone = "ZONE"
 capacity_type = "CAPACITY_BLOCK"
 capacity_reservation_id = "${aws_ec2_capacity_block.p5.id}"
 "#;
@@ -552,7 +552,13 @@ fn a_node_group_on_a_capacity_block_starts_at_zero_scales_on_its_schedule_and_fo
     let now = std::time::SystemTime::now();
     aws.clock(&humantime::format_rfc3339_seconds(now).to_string());
     let now = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    aws.write("on-block.toml", EKS_ON_BLOCK);
+    // Which zones have blocks on sale follows the clock: the block and its group go where
+    // the cheapest is.
+    let (code, stdout, stderr) = aws.search(&["--instance-type", "p5.48xlarge", "--count", "2", "--days", "7", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let zone = offerings(&stdout)[0]["zone"].as_str().unwrap().to_owned();
+    let stack = |days: &str| EKS_ON_BLOCK.replace("ZONE", &zone).replace("days = 7", days);
+    aws.write("on-block.toml", &stack("days = 7"));
     let stderr = aws.ok(&["up", "on-block.toml", "--yes", "--allow-purchase"]);
     assert_eq!(aws.purchases().len(), 1);
     let block = super::runtime()
@@ -594,10 +600,17 @@ fn a_node_group_on_a_capacity_block_starts_at_zero_scales_on_its_schedule_and_fo
     assert_eq!(aws.scheduled(&asg).len(), 1, "the end action remains");
     let (code, plan) = aws.forge(&["plan", "on-block.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "{plan}");
+    let out = aws.command(&["drift", "on-block.toml", "--markdown"]).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(
+        report.contains("- `aws_ec2_capacity_block.p5` (`") && report.contains(&format!("is active until {end}")),
+        "the block's state, in a report with no drift: {report}"
+    );
 
     // Raising `days` on the live block buys an extension, priced in the plan and bought only
     // with `--allow-purchase`; the scale-down follows the new end; shortening is refused.
-    aws.write("on-block.toml", &EKS_ON_BLOCK.replace("days = 7", "days = 14"));
+    aws.write("on-block.toml", &stack("days = 14"));
     let (code, plan) = aws.forge(&["plan", "on-block.toml"]);
     assert_eq!(code, 0, "{plan}");
     assert!(
@@ -614,11 +627,11 @@ fn a_node_group_on_a_capacity_block_starts_at_zero_scales_on_its_schedule_and_fo
     assert_eq!(aws.scheduled(&asg), vec![("forge-block_end".to_owned(), drain_at, 0)]);
     let (code, plan) = aws.forge(&["plan", "on-block.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "{plan}");
-    aws.write("on-block.toml", &EKS_ON_BLOCK.replace("days = 7", "days = 3"));
+    aws.write("on-block.toml", &stack("days = 3"));
     let (code, stderr) = aws.forge(&["plan", "on-block.toml"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("a Capacity Block cannot be shortened (14 → 3 days)"), "{stderr}");
-    aws.write("on-block.toml", &EKS_ON_BLOCK.replace("days = 7", "days = 14"));
+    aws.write("on-block.toml", &stack("days = 14"));
 
     aws.calls();
     aws.ok(&["destroy", "on-block.toml", "--yes"]);
@@ -633,7 +646,12 @@ fn a_node_group_on_a_capacity_block_starts_at_zero_scales_on_its_schedule_and_fo
 #[test]
 fn a_group_larger_than_its_capacity_block_is_refused_at_its_size() {
     let aws = Aws::new();
-    aws.write("big.toml", &EKS_ON_BLOCK.replace("size = 2\nzone", "size = 4\nzone"));
+    aws.write(
+        "big.toml",
+        &EKS_ON_BLOCK
+            .replace("ZONE", "us-west-2c")
+            .replace("size = 2\nzone", "size = 4\nzone"),
+    );
     let (code, stderr) = aws.forge(&["validate", "big.toml"]);
     assert_eq!(code, 1, "{stderr}");
     let flat = stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
