@@ -187,16 +187,22 @@ timeouts = { create = "10s" }
 impl Aws {
     /// What this account bought on the emulator: (capacity reservation, offering) each.
     fn purchases(&self) -> Vec<(String, String)> {
+        self.bought("purchases", "CapacityBlockOfferingId")
+    }
+
+    /// The emulator's list `list` of what this account bought (`purchases`, `extensions`):
+    /// (capacity reservation, the offering under `offering`) each.
+    fn bought(&self, list: &str, offering: &str) -> Vec<(String, String)> {
         let body = self.control("GET", &format!("/_forge/capacity?account={}", self.account), "");
         let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
-        answer["purchases"]
+        answer[list]
             .as_array()
-            .unwrap()
+            .unwrap_or_else(|| panic!("no `{list}` in {body}"))
             .iter()
             .map(|p| {
                 (
                     p["CapacityReservationId"].as_str().unwrap().to_owned(),
-                    p["CapacityBlockOfferingId"].as_str().unwrap().to_owned(),
+                    p[offering].as_str().unwrap().to_owned(),
                 )
             })
             .collect()
@@ -469,19 +475,7 @@ capacity_reservation_id = "${aws_ec2_capacity_block.p5.id}"
 impl Aws {
     /// The Capacity Block extensions this account bought on the emulator: (reservation, offering).
     fn extensions(&self) -> Vec<(String, String)> {
-        let body = self.control("GET", &format!("/_forge/capacity?account={}", self.account), "");
-        let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
-        answer["extensions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| {
-                (
-                    p["CapacityReservationId"].as_str().unwrap().to_owned(),
-                    p["CapacityBlockExtensionOfferingId"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect()
+        self.bought("extensions", "CapacityBlockExtensionOfferingId")
     }
 
     /// Moves this account's clock on the emulator by `seconds`.

@@ -104,13 +104,11 @@ fn purchase(cfg: &Config, o: &Offering) -> Purchase {
 
 /// A block's outputs; with what forge bought, when this run bought it: the offering and fee.
 fn outputs(r: &CapacityReservation, bought: Option<&Purchase>) -> Value {
-    let date =
-        |d: Option<&aws_sdk_ec2::primitives::DateTime>| d.and_then(|d| d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
     let mut outputs = json!({
         "id": r.capacity_reservation_id(),
         "zone": r.availability_zone(),
-        "start": date(r.start_date()),
-        "end": date(r.end_date()),
+        "start": super::rfc3339(r.start_date()),
+        "end": super::rfc3339(r.end_date()),
         "state": r.state().map(aws_sdk_ec2::types::CapacityReservationState::as_str),
     });
     if let Some(p) = bought {
@@ -148,10 +146,7 @@ where
 
 /// Where a block stands, in words: `scheduled` → `active` → `expired` (or a failed payment).
 fn life(r: &CapacityReservation) -> String {
-    let date = |d: Option<&aws_sdk_ec2::primitives::DateTime>| {
-        d.and_then(|d| d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok())
-            .unwrap_or_else(|| "?".into())
-    };
+    let date = |d| super::rfc3339(d).unwrap_or_else(|| "?".into());
     let (start, end) = (date(r.start_date()), date(r.end_date()));
     match r.state().map_or("unknown", aws_sdk_ec2::types::CapacityReservationState::as_str) {
         "scheduled" => format!("scheduled: starts {start}, ends {end}"),
@@ -217,7 +212,7 @@ impl Resource for CapacityBlock {
             .and_then(|s| aws_sdk_ec2::primitives::DateTime::from_str(s, aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
         if let (Some(start), Some(days)) = (start, config.get("days").and_then(Value::as_i64)) {
             let end = aws_sdk_ec2::primitives::DateTime::from_secs(start.secs() + days * 24 * 3600);
-            planned["end"] = json!(end.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
+            planned["end"] = json!(super::rfc3339(Some(&end)));
         }
         planned
     }

@@ -8,7 +8,6 @@
 use super::capacity_reservation::described;
 use crate::provider::aws::{Clients, error};
 use crate::provider::{Ctx, ProviderError, Purchase};
-use aws_sdk_ec2::primitives::{DateTime, DateTimeFormat};
 use aws_sdk_ec2::types::CapacityBlockExtensionStatus;
 
 /// An hour, in seconds.
@@ -87,12 +86,12 @@ pub(super) async fn quote(
             "extending Capacity Block `{id}` by {hours} h costs {money}, above `max_upfront_usd = {ceiling}`: raise the ceiling, or keep `days`"
         )));
     }
-    let date = |d: Option<&DateTime>| d.and_then(|d| d.fmt(DateTimeFormat::DateTime).ok()).unwrap_or_default();
     Ok(Some(Purchase {
         what: format!(
             "an extension of Capacity Block {id} ({} × {instance_type}) by {hours} h, to {} UTC (offering {})",
             offering.instance_count().unwrap_or_default(),
-            date(offering.capacity_block_extension_end_date())
+            super::rfc3339(offering.capacity_block_extension_end_date())
+                .unwrap_or_default()
                 .get(..16)
                 .unwrap_or_default()
                 .replace('T', " "),

@@ -187,7 +187,7 @@ impl Resource for CapacityReservationKind {
                 "instance_type": r.instance_type(),
                 "zone": r.availability_zone(),
                 "count": r.total_instance_count(),
-                "end_date": r.end_date().and_then(|d| d.fmt(DateTimeFormat::DateTime).ok()),
+                "end_date": super::rfc3339(r.end_date()),
                 "instance_platform": r.instance_platform().map(CapacityReservationInstancePlatform::as_str),
                 "placement_group": r.placement_group_arn().map(|arn| arn.rsplit('/').next().unwrap_or(arn)),
                 "tags": super::ec2_tags(r.tags()),

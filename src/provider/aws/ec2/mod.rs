@@ -93,6 +93,11 @@ use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use serde_json::Value;
 
+/// An EC2 time as RFC 3339, to the second (`2026-12-02T11:30:00Z`), when there is one.
+pub(super) fn rfc3339(time: Option<&aws_sdk_ec2::primitives::DateTime>) -> Option<String> {
+    time.and_then(|t| t.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok())
+}
+
 /// The tags an EC2 object is created with (`forge:token` included), as a TagSpecification.
 pub(super) fn tag_spec(ctx: &Ctx, token: &str, resource: ResourceType, config: &Value) -> TagSpecification {
     let tags = create_tags(ctx, token, config)
