@@ -150,6 +150,7 @@ pub async fn run(
     let stopping = *interrupts.borrow() > 0;
     record_dependency_updates(plan, state, journal);
     record_new_bundle_digests(plan, state, journal);
+    record_reads(plan, state, journal);
     let run = Run {
         plan,
         registry,
@@ -175,6 +176,22 @@ fn record_dependency_updates(plan: &Plan, state: &mut State, journal: &mut Journ
                     ..prior
                 }),
             );
+        }
+    }
+}
+
+/// Records what the plan read of the `existing` blocks' objects (those whose record differs)
+/// and drops the reads it forgets — no cloud call either way, and before any operation, whose
+/// templates may refer to them.
+fn record_reads(plan: &Plan, state: &mut State, journal: &mut Journal) {
+    for read in &plan.reads {
+        if state.resources.get(&read.address) != Some(read) {
+            record(state, journal, Event::Put(read.clone()));
+        }
+    }
+    for address in &plan.forgets {
+        if state.resources.get(address).is_some_and(|r| r.status == Status::Read) {
+            record(state, journal, Event::Remove(address.clone()));
         }
     }
 }

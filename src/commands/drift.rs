@@ -217,19 +217,29 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
             h.started, h.operation, h.who, h.pid
         )
     });
-    let drift = session.observe(&loaded.state, &stack, &rules, true).await?;
-    let plan = crate::plan::plan(
-        &stack,
-        &graph,
-        &loaded.state,
-        loaded.existed,
-        crate::plan::Mode::Apply,
-        &session.registry,
-        &Drift::default(),
-    )?;
+    let mut drift = session.observe(&loaded.state, &stack, &rules, true).await?;
+    let mut read = Drift::default();
+    session.read_existing(&stack, &loaded.state, &mut read, true).await?;
+    drift.read_changed = std::mem::take(&mut read.read_changed);
+    drift.read_gone = std::mem::take(&mut read.read_gone);
+    // What `up` would do, from the state alone (the reads as found now): nothing to say while
+    // an object the stack reads is gone.
+    let plan = if drift.read_gone.is_empty() {
+        Some(crate::plan::plan(
+            &stack,
+            &graph,
+            &loaded.state,
+            loaded.existed,
+            crate::plan::Mode::Apply,
+            &session.registry,
+            &read,
+        )?)
+    } else {
+        None
+    };
     report.pending = plan
-        .changes
         .iter()
+        .flat_map(|p| &p.changes)
         .map(|c| PendingChange {
             address: c.address.clone(),
             kind: c.kind.clone(),
@@ -311,8 +321,8 @@ fn table(reports: &[StackReport], markdown: bool) -> String {
         .map(|r| {
             [
                 r.stack.clone(),
-                r.drift.changed.len().to_string(),
-                r.drift.deleted.len().to_string(),
+                (r.drift.changed.len() + r.drift.read_changed.len()).to_string(),
+                (r.drift.deleted.len() + r.drift.read_gone.len()).to_string(),
                 r.drift.unmanaged.len().to_string(),
                 r.pending.len().to_string(),
                 verdict(r).to_owned(),
@@ -365,15 +375,11 @@ fn markdown(reports: &[StackReport]) -> String {
         }
         if !r.drift.is_empty() {
             let _ = writeln!(out, "| class | resource | id | what |\n|---|---|---|---|");
-            for c in &r.drift.changed {
+            let changed = r.drift.changed.iter().map(|c| ("changed outside forge", c));
+            let read = r.drift.read_changed.iter().map(|c| ("existing, changed where used", c));
+            for (class, c) in changed.chain(read) {
                 let what: Vec<String> = c.attributes.iter().flat_map(render::attribute_drift).collect();
-                let _ = writeln!(
-                    out,
-                    "| changed outside forge | `{}` | `{}` | {} |",
-                    c.address,
-                    c.id,
-                    cell(&what.join("<br>"))
-                );
+                let _ = writeln!(out, "| {class} | `{}` | `{}` | {} |", c.address, c.id, cell(&what.join("<br>")));
             }
             for d in &r.drift.deleted {
                 let _ = writeln!(out, "| deleted outside forge | `{}` | `{}` | |", d.address, d.id);
@@ -383,6 +389,13 @@ fn markdown(reports: &[StackReport]) -> String {
                     out,
                     "| unmanaged | `{}` ({}) | `{}` | tagged for this stack, not in its state |",
                     u.tagged_address, u.kind, u.id
+                );
+            }
+            for g in &r.drift.read_gone {
+                let _ = writeln!(
+                    out,
+                    "| existing, gone | `{}` | `{}` | nothing matches its `existing` |",
+                    g.address, g.id
                 );
             }
         }

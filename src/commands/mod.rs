@@ -219,25 +219,32 @@ impl Session {
     /// Reads the live objects of the stack's kinds (one batched read per kind; the in-cluster
     /// kinds only when `in_cluster`) and shows what changed or went outside forge; `plan`
     /// brings it back.
-    pub async fn refresh(&self, state: &crate::state::State, stack: &Stack, in_cluster: bool) -> Result<Drift> {
-        if state.resources.is_empty() {
-            return Ok(Drift::default());
+    /// The objects the stack's `existing` blocks name are read whatever `live` says (the plan
+    /// needs their values); the live read of the recorded objects only when `live`.
+    pub async fn refresh(&self, state: &crate::state::State, stack: &Stack, in_cluster: bool, live: bool) -> Result<Drift> {
+        let mut drift = Drift::default();
+        if live && !state.resources.is_empty() {
+            let started = std::time::Instant::now();
+            drift = self.observe(state, stack, &IgnoreRules::of_stack(stack), in_cluster).await?;
+            self.printer.detail(&format!(
+                "refresh: {} resources of {} kinds read in {}",
+                drift.resources_read,
+                drift.kinds_read,
+                format_duration(started.elapsed())
+            ));
         }
-        let started = std::time::Instant::now();
-        let drift = self.observe(state, stack, &IgnoreRules::of_stack(stack), in_cluster).await?;
-        self.printer.detail(&format!(
-            "refresh: {} resources of {} kinds read in {}",
-            drift.resources_read,
-            drift.kinds_read,
-            format_duration(started.elapsed())
-        ));
+        self.read_existing(stack, state, &mut drift, false).await?;
         if !drift.is_empty() {
-            self.printer.warn(&format!(
+            let mut counts = format!(
                 "drift: {} changed outside forge, {} deleted outside forge, {} unmanaged",
                 drift.changed.len(),
                 drift.deleted.len(),
                 drift.unmanaged.len()
-            ));
+            );
+            if !drift.read_changed.is_empty() {
+                counts.push_str(&format!(", {} existing object(s) read with new values", drift.read_changed.len()));
+            }
+            self.printer.warn(&counts);
             self.printer.plan(&crate::plan::render::drift(&drift));
         }
         Ok(drift)
@@ -341,6 +348,20 @@ impl Session {
             "nothing was bought or changed; fix the block (its ceiling, size, dates or zone) and plan again",
         )
         .into())
+    }
+
+    /// Reads the objects `stack`'s `existing` blocks name (see [`crate::plan::existing`]) into
+    /// `drift`; one that matches nothing or several is an error at its block, unless
+    /// `gone_is_drift` and the state recorded it (then it is drift).
+    pub async fn read_existing(&self, stack: &Stack, state: &crate::state::State, drift: &mut Drift, gone_is_drift: bool) -> Result<()> {
+        if stack.resources.iter().all(|r| r.existing.is_none()) {
+            return Ok(());
+        }
+        let cloud = self.cloud(&stack.providers);
+        let parallelism = usize::from(self.global.parallelism);
+        let matches = crate::plan::existing::look_up(stack, &self.registry, cloud, &self.retry_policy(), parallelism).await?;
+        crate::plan::existing::settle(stack, state, matches, drift, gone_is_drift)?;
+        Ok(())
     }
 
     /// The cloud of these provider settings, made on first use.
@@ -565,7 +586,7 @@ impl Session {
     /// as saved (an error when anything failed).
     pub async fn apply(&self, plan: &Plan, store: &Store, loaded: Loaded, consent: Consent) -> Result<crate::state::State> {
         self.printer.plan(&crate::plan::render::render(plan));
-        let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || !plan.dependency_updates.is_empty();
+        let state_only = apply::evaluate_outputs(plan, &loaded.state) != loaded.state.outputs || plan.updates_records(&loaded.state);
         if plan.is_empty() && !state_only {
             return Ok(loaded.state);
         }

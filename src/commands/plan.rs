@@ -25,10 +25,10 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
-    let drift = if *refresh && !destroy {
-        session.refresh(&loaded.state, &stack, !skip_in_cluster).await?
-    } else {
+    let drift = if *destroy {
         Default::default()
+    } else {
+        session.refresh(&loaded.state, &stack, !skip_in_cluster, *refresh).await?
     };
     let mut plan = crate::plan::plan(&stack, &graph, &loaded.state, loaded.existed, mode, &session.registry, &drift)?;
     if *skip_in_cluster {

@@ -55,11 +55,7 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
     let (stack, graph) = session.load_checked(file, true).await?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "up")?;
-    let drift = if refresh {
-        session.refresh(&loaded.state, &stack, in_cluster).await?
-    } else {
-        Default::default()
-    };
+    let drift = session.refresh(&loaded.state, &stack, in_cluster, refresh).await?;
     let mut plan = crate::plan::plan(
         &stack,
         &graph,

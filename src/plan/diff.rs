@@ -86,6 +86,15 @@ pub fn classify(r: &Resource, kind: &dyn Kind, prior: Option<&ResourceRecord>, a
                 Some("an interrupted delete may have removed it"),
             ));
         }
+        // The block read an existing object until now: forge makes its own, the other stays.
+        Status::Read => {
+            return Some(change(
+                Action::Create,
+                None,
+                vec![],
+                Some("the block read an existing object until now; forge makes its own and leaves that one"),
+            ));
+        }
         Status::Created => {}
     }
     if prior.kind != r.kind {

@@ -110,12 +110,27 @@ pub struct Drift {
     /// Where the objects with a life of their own stand (not drift).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lives: Vec<Life>,
+    /// Objects the stack reads (`existing = …`) whose attributes that the stack refers to
+    /// changed since the last apply read them: the next `up` gives their new values to what
+    /// uses them, and never changes the objects.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_changed: Vec<Changed>,
+    /// Objects the stack reads that the last apply recorded and nothing matches now.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_gone: Vec<Deleted>,
+    /// The one object each `existing` block matched, as read now (what the plan refers to).
+    #[serde(skip)]
+    pub found: BTreeMap<String, crate::provider::Found>,
 }
 
 impl Drift {
     /// True when nothing drifted.
     pub fn is_empty(&self) -> bool {
-        self.changed.is_empty() && self.deleted.is_empty() && self.unmanaged.is_empty()
+        self.changed.is_empty()
+            && self.deleted.is_empty()
+            && self.unmanaged.is_empty()
+            && self.read_changed.is_empty()
+            && self.read_gone.is_empty()
     }
 
     /// Addresses deleted outside forge.

@@ -3,6 +3,7 @@
 
 pub mod diff;
 pub mod drift;
+pub mod existing;
 pub mod in_cluster;
 pub mod render;
 
@@ -133,6 +134,14 @@ pub struct Plan {
     /// clusters: `--skip-in-cluster` ([`Plan::skip_in_cluster`]).
     #[serde(default)]
     pub deferred: Vec<Change>,
+    /// The objects the stack reads and never changes (`existing = …`), as read when planned:
+    /// apply records each one whose record differs, before any call (`<= read`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<ResourceRecord>,
+    /// Recorded reads the stack no longer declares (all of them when destroying): apply drops
+    /// their records and leaves the objects as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forgets: Vec<String>,
 }
 
 impl Plan {
@@ -154,6 +163,14 @@ impl Plan {
     /// True when applying would change nothing (outputs aside).
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
+    }
+
+    /// Whether applying would change the state without a cloud call: dependencies recorded
+    /// anew, reads that differ from their records, reads forgotten.
+    pub fn updates_records(&self, state: &State) -> bool {
+        !self.dependency_updates.is_empty()
+            || !self.forgets.is_empty()
+            || self.reads.iter().any(|r| state.resources.get(&r.address) != Some(r))
     }
 
     /// Leaves the in-cluster changes, and what must follow them, for a later run
@@ -219,14 +236,28 @@ pub fn plan(
         mut changes,
         unchanged,
         dependency_updates,
+        reads,
     } = if mode == Mode::Apply {
         plan_declared(stack, graph, state, registry, drift)?
     } else {
         DeclaredChanges::default()
     };
-    changes.extend(deletes(stack, state, mode));
+    let (doomed, forgets) = deletes(stack, state, mode);
+    changes.extend(doomed);
     mark_data_losses(&mut changes, state, registry);
     let mut notes = in_cluster::endpoint_notes(stack, &changes);
+    notes.extend(
+        reads
+            .iter()
+            .filter(|r| state.resources.get(&r.address).is_some_and(|p| p.status != Status::Read))
+            .map(|r| {
+                format!(
+                    "`{}` ({}) was made by forge and is now read as `existing`: forge stops managing it and will never change or delete it",
+                    r.address,
+                    r.id.as_deref().unwrap_or_default()
+                )
+            }),
+    );
     notes.extend(unseen_purchases(registry, drift));
     notes.extend(drift.lives.iter().map(|l| format!("`{}` ({}) is {}", l.address, l.id, l.state)));
     Ok(Plan {
@@ -254,6 +285,8 @@ pub fn plan(
         },
         notes,
         deferred: Vec::new(),
+        reads,
+        forgets,
     })
 }
 
@@ -303,6 +336,8 @@ struct DeclaredChanges {
     unchanged: usize,
     /// Unchanged resources whose recorded dependencies differ from the stack's.
     dependency_updates: BTreeMap<String, Vec<String>>,
+    /// The `existing` blocks' objects as read, as records (see [`Plan::reads`]).
+    reads: Vec<ResourceRecord>,
 }
 
 impl DeclaredChanges {
@@ -345,6 +380,10 @@ fn plan_declared(
     let mut declared = DeclaredChanges::default();
     for &i in graph.order() {
         let r = &stack.resources[i];
+        if let Some(existing) = &r.existing {
+            declared.reads.push(planner.plan_read(r, existing)?);
+            continue;
+        }
         let (change, prior) = planner.plan_resource(r)?;
         declared.add(r, change, prior);
     }
@@ -380,6 +419,55 @@ impl<'a> Planner<'a> {
         };
         self.planned.insert(&r.address, Planned { config: after, outputs });
         Ok((change, prior))
+    }
+
+    /// `r`, which reads an existing object: its record as read now, whose values the resources
+    /// after it refer to. A block that forge made another object for is refused: reading
+    /// something else there would leave forge's object behind, unmanaged.
+    fn plan_read(&mut self, r: &'a crate::stack::Resource, existing: &crate::stack::Existing) -> Result<ResourceRecord, StackError> {
+        let Some(found) = self.drift.found.get(&r.address) else {
+            return Err(self.stack.source.error(
+                Some(existing.span.clone()),
+                format!("`{}`: the existing object was not read", r.address),
+                "not read",
+                Some("a bug in forge: every `existing` block is read before planning; please report it".into()),
+            ));
+        };
+        let made = self.state.resources.get(&r.address).filter(|p| p.status != Status::Read);
+        if let Some(made) = made.filter(|p| p.id.as_deref() != Some(found.id.as_str())) {
+            return Err(self.stack.source.error(
+                Some(existing.span.clone()),
+                format!(
+                    "`{}` is recorded as forge's own {} ({}), not {}",
+                    r.address,
+                    made.kind,
+                    made.id.as_deref().unwrap_or("an interrupted create"),
+                    found.id
+                ),
+                "another object",
+                Some(format!(
+                    "to read another object here, first let go of forge's: `forge state rm {}` leaves it in the cloud, or remove the block and `forge up` deletes it; then add `existing`",
+                    r.address
+                )),
+            ));
+        }
+        self.planned.insert(
+            &r.address,
+            Planned {
+                config: found.attributes.clone(),
+                outputs: found.outputs.clone(),
+            },
+        );
+        Ok(ResourceRecord {
+            address: r.address.clone(),
+            kind: r.kind.clone(),
+            status: Status::Read,
+            id: Some(found.id.clone()),
+            token: None,
+            config: found.attributes.clone(),
+            outputs: found.outputs.clone(),
+            dependencies: r.depends_on.clone(),
+        })
     }
 
     /// `r`'s config with its references resolved against the resources planned before it,
@@ -468,14 +556,15 @@ fn mark_data_losses(changes: &mut [Change], state: &State, registry: &Registry) 
 }
 
 /// Deletes for recorded resources the stack no longer declares (all of them when destroying),
-/// ordered so that dependents come first.
-fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
+/// ordered so that dependents come first; and the reads among them, which are only forgotten.
+fn deletes(stack: &Stack, state: &State, mode: Mode) -> (Vec<Change>, Vec<String>) {
     let declared: std::collections::HashSet<&str> = stack.resources.iter().map(|r| r.address.as_str()).collect();
-    let doomed: Vec<&ResourceRecord> = state
+    let (forgotten, doomed): (Vec<&ResourceRecord>, Vec<&ResourceRecord>) = state
         .resources
         .values()
         .filter(|r| mode == Mode::Destroy || !declared.contains(r.address.as_str()))
-        .collect();
+        .partition(|r| r.status == Status::Read);
+    let forgets = forgotten.into_iter().map(|r| r.address.clone()).collect();
     // Dependents first: Kahn's algorithm over the recorded dependencies among the doomed (the
     // op graph enforces the order; this only makes the plan read in it). A cycle in a damaged
     // state falls back to address order.
@@ -502,7 +591,7 @@ fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
     }
     let placed: std::collections::HashSet<usize> = ordered.iter().map(|(i, _)| *i).collect();
     ordered.extend((0..doomed.len()).filter(|i| !placed.contains(i)).map(|i| (i, doomed[i])));
-    ordered
+    let changes = ordered
         .into_iter()
         .map(|(_, r)| Change {
             address: r.address.clone(),
@@ -522,5 +611,6 @@ fn deletes(stack: &Stack, state: &State, mode: Mode) -> Vec<Change> {
             destroys_data: false,
             purchase: None,
         })
-        .collect()
+        .collect();
+    (changes, forgets)
 }

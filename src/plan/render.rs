@@ -219,9 +219,29 @@ pub fn money(amount: f64, currency: &str) -> String {
     }
 }
 
+/// The objects the plan reads and the reads it forgets, as text: `<= aws_vpc.shared (aws_vpc,
+/// vpc-…)`.
+fn reads(out: &mut String, plan: &Plan) {
+    if !plan.reads.is_empty() {
+        out.push_str("forge reads these existing objects and never changes them:\n\n");
+        for r in &plan.reads {
+            let _ = writeln!(out, "  <= {} ({}, {})", r.address, r.kind, r.id.as_deref().unwrap_or_default());
+        }
+        out.push('\n');
+    }
+    if !plan.forgets.is_empty() {
+        out.push_str("forge forgets these existing objects it read, and leaves them as they are:\n\n");
+        for address in &plan.forgets {
+            let _ = writeln!(out, "  - {address} (read only: no call)");
+        }
+        out.push('\n');
+    }
+}
+
 /// The whole plan as text.
 pub fn render(plan: &Plan) -> String {
     let mut out = String::new();
+    reads(&mut out, plan);
     if !plan.is_empty() {
         out.push_str("forge will perform these actions:\n\n");
         for c in &plan.changes {
@@ -291,6 +311,25 @@ pub fn drift(d: &Drift) -> String {
             out,
             "  ? {} {} unmanaged: tagged as `{}` of this stack, but the state does not know it",
             u.kind, u.id, u.tagged_address
+        );
+    }
+    for c in &d.read_changed {
+        let _ = writeln!(
+            out,
+            "  <= {} ({}, {}) read as existing: changed where the stack refers to it (forge never changes it; `up` passes the new values on)",
+            c.address, c.kind, c.id
+        );
+        for a in &c.attributes {
+            for line in attribute_drift(a) {
+                let _ = writeln!(out, "      {line}");
+            }
+        }
+    }
+    for g in &d.read_gone {
+        let _ = writeln!(
+            out,
+            "  <= {} ({}, {}) read as existing: gone, nothing matches its `existing` any more",
+            g.address, g.kind, g.id
         );
     }
     out

@@ -231,6 +231,63 @@ pub struct Purchase {
     pub currency: String,
 }
 
+/// How an `existing` block names the object forge reads and never changes (see
+/// [`Resource::look_up`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Selector {
+    /// `existing = "vpc-0abc…"`: the cloud's id, or the name the kind is known by.
+    Id(String),
+    /// `existing = { tags = { team = "ml" } }`: the one object that carries all these tags.
+    Tags {
+        /// The tags, every one of which the object carries.
+        tags: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Display for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Selector::Id(id) => write!(f, "`{id}`"),
+            Selector::Tags { tags } => {
+                let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+                write!(f, "the tags {{ {} }}", pairs.join(", "))
+            }
+        }
+    }
+}
+
+/// Which forms of `existing` a kind reads (see [`Resource::lookups`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lookups {
+    /// What an id names for this kind, as the stack's author knows it (`a VPC id, vpc-…`);
+    /// `None`: the kind is not read by id.
+    pub id: Option<&'static str>,
+    /// Whether the kind is read by tags (`existing = { tags = { … } }`).
+    pub tags: bool,
+}
+
+impl Lookups {
+    /// The kind cannot be an existing block.
+    pub const NONE: Lookups = Lookups { id: None, tags: false };
+
+    /// Whether the kind reads any form.
+    pub fn any(self) -> bool {
+        self.id.is_some() || self.tags
+    }
+}
+
+/// One object an `existing` block's [`Selector`] matched, read for the stack's references.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The cloud's id, as the kind records its own objects.
+    pub id: String,
+    /// The kind's outputs, as a create would return them.
+    pub outputs: Value,
+    /// Its attributes in the kind's config shape, as [`Resource::read`] reports them.
+    pub attributes: Value,
+}
+
 /// An in-place change the cloud would refuse (see [`Resource::refusal`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
@@ -347,6 +404,17 @@ pub trait Resource: Declared + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
         async { Ok(None) }
     }
+    /// Which forms of `existing` the kind reads with [`Resource::look_up`]; by default none:
+    /// a block of the kind cannot name an existing object.
+    fn lookups(&self) -> Lookups {
+        Lookups::NONE
+    }
+    /// Reads the objects `selector` names, for a block that forge reads and never writes
+    /// (`existing = …`): every match (the caller wants exactly one), in as few calls as the
+    /// API allows, and nothing else — no tag, no change.
+    fn look_up(&self, _cloud: &Cloud, _selector: &Selector) -> impl Future<Output = Result<Vec<Found>, ProviderError>> + Send {
+        async { Ok(Vec::new()) }
+    }
 }
 
 /// A kind as the engine holds it, behind `dyn` in one [`Registry`]: every [`Resource`] is one,
@@ -391,6 +459,10 @@ pub trait Kind: Send + Sync + 'static {
         config: &'a Value,
         existing: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>>;
+    /// [`Resource::lookups`].
+    fn lookups(&self) -> Lookups;
+    /// [`Resource::look_up`].
+    fn look_up<'a>(&'a self, cloud: &'a Cloud, selector: &'a Selector) -> BoxFuture<'a, Result<Vec<Found>, ProviderError>>;
 }
 
 impl<R: Resource> Kind for R {
@@ -449,6 +521,12 @@ impl<R: Resource> Kind for R {
         existing: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>> {
         Box::pin(Resource::quote(self, ctx, config, existing))
+    }
+    fn lookups(&self) -> Lookups {
+        Resource::lookups(self)
+    }
+    fn look_up<'a>(&'a self, cloud: &'a Cloud, selector: &'a Selector) -> BoxFuture<'a, Result<Vec<Found>, ProviderError>> {
+        Box::pin(Resource::look_up(self, cloud, selector))
     }
 }
 

@@ -4,8 +4,8 @@ use super::diagnostic::{SourceFile, StackError};
 use super::{Resource, Stack};
 use crate::components::{self, Component, Input, Part};
 use crate::facts::{Facts, Needs};
-use crate::provider::Registry;
 use crate::provider::settings::{GcpEndpoints, Providers};
+use crate::provider::{Lookups, Registry, Selector};
 use crate::schema::{Field, FieldType, describe, mistyped, suggestion, timeout_problem};
 use crate::state::Backend;
 use crate::template::{self, Address, Reference};
@@ -71,6 +71,8 @@ const REMOTE_KEYS: &[(&str, &[&str])] = &[
 
 const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
 const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
+/// The key that makes a block read an object instead of making one.
+const EXISTING: &str = "existing";
 
 /// The local state file of stack `name` by default: `state/<name>.json`.
 fn default_state_path(name: &str) -> PathBuf {
@@ -239,6 +241,8 @@ struct Block {
     span: Range<usize>,
     /// Set when a component made this block: errors point at the component.
     generated: bool,
+    /// `existing = …`: the object the block reads instead of making one.
+    existing: Option<super::Existing>,
 }
 
 impl Loader<'_> {
@@ -397,14 +401,22 @@ impl Loader<'_> {
         self.check_block_name(block_name)?;
         let header = block_name.span();
         let body_table = self.table(body, &address, &format!("write `[{address}]` followed by its attributes"))?;
-        let (explicit_deps, ignore_changes) = self.check_attributes(&address, body_table, header.clone(), fields, of_kind)?;
+        let reads = of_kind && body_table.iter().any(|(k, _)| k.get_ref() == EXISTING);
+        if reads {
+            self.check_existing_keys(&address, block_type, body_table)?;
+        }
+        let (explicit_deps, ignore_changes) = self.check_attributes(&address, body_table, header.clone(), fields, of_kind, reads)?;
         let (mut config, spans) = self.to_json(body, "")?;
         if let Some(map) = config.as_object_mut() {
             for meta in META_KEYS {
                 map.remove(*meta);
             }
         }
-        let config = self.substitute_vars(&config, &spans, vars)?;
+        let mut config = self.substitute_vars(&config, &spans, vars)?;
+        let existing = match config.as_object_mut().and_then(|m| m.remove(EXISTING)) {
+            Some(written) => Some(self.existing(&address, block_type, &written, &spans)?),
+            None => None,
+        };
         if let Some(field) = mistyped(fields, &config) {
             return Err(self.err(
                 spans.get(&format!("/{}", field.name)).cloned().unwrap_or(header.clone()),
@@ -429,7 +441,101 @@ impl Loader<'_> {
             spans,
             span: header,
             generated: false,
+            existing,
         })
+    }
+
+    /// A block with `existing` names an object forge only reads: its kind must read such
+    /// objects, and it sets nothing else but `depends_on`.
+    fn check_existing_keys(&self, address: &str, block_type: &str, table: &DeTable) -> Result<(), StackError> {
+        let key_span = |name: &str| {
+            table
+                .iter()
+                .find(|(k, _)| k.get_ref() == name)
+                .map(|(k, _)| k.span())
+                .unwrap_or(0..0)
+        };
+        if !self.registry.get(block_type).is_some_and(|k| k.lookups().any()) {
+            let readers: Vec<&str> = self
+                .registry
+                .names()
+                .filter(|n| self.registry.get(n).is_some_and(|k| k.lookups().any()))
+                .collect();
+            return Err(self.err(
+                key_span(EXISTING),
+                format!("`{address}`: forge cannot read an existing `{block_type}` yet"),
+                "not for this kind",
+                format!(
+                    "the kinds that take `existing`: {}; or drop `existing` to have forge make and manage this one",
+                    readers.join(", ")
+                ),
+            ));
+        }
+        if let Some((key, _)) = table.iter().find(|(k, _)| !matches!(k.get_ref().as_ref(), EXISTING | "depends_on")) {
+            return Err(self.err(
+                key.span(),
+                format!(
+                    "`{address}` reads an existing object, so forge never sets its attributes: `{}` cannot be here",
+                    key.get_ref()
+                ),
+                "set on an existing object",
+                "remove it (refer to the object's attributes instead, `${…}`), or remove `existing` to have forge make and manage the object",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `existing = "<id or name>"` or `existing = { tags = { … } }`, variables substituted,
+    /// in a form the kind reads.
+    fn existing(&self, address: &str, block_type: &str, written: &Value, spans: &Spans) -> Result<super::Existing, StackError> {
+        let span = spans.get("/existing").cloned().unwrap_or(0..0);
+        let lookups = self.registry.get(block_type).map_or(Lookups::NONE, |k| k.lookups());
+        let forms = match (lookups.id, lookups.tags) {
+            (Some(id), true) => format!("`existing = \"<{id}>\"`, or `existing = {{ tags = {{ name = \"value\" }} }}`"),
+            (Some(id), false) => format!("`existing = \"<{id}>\"`"),
+            (None, _) => "`existing = { tags = { name = \"value\" } }`".to_owned(),
+        };
+        let refuse = |message: String, label: &str| {
+            self.err(
+                span.clone(),
+                format!("`{address}.existing` {message}"),
+                label,
+                format!("write {forms}"),
+            )
+        };
+        let literal = template::evaluate(written, &mut |_| Err(String::new())).map_err(|e| {
+            refuse(
+                format!("must be known when the stack loads, not refer to another block (`{}`)", e.reference),
+                "a reference",
+            )
+        })?;
+        let selector = match &literal {
+            Value::String(id) if id.trim().is_empty() => return Err(refuse("is empty".into(), "empty")),
+            Value::String(_) if lookups.id.is_none() => {
+                return Err(refuse(format!("cannot name a `{block_type}` by id"), "an id"));
+            }
+            Value::String(id) => Selector::Id(id.clone()),
+            Value::Object(table) if table.len() == 1 && table.contains_key("tags") => {
+                let tags: Option<BTreeMap<String, String>> = table["tags"]
+                    .as_object()
+                    .filter(|t| !t.is_empty())
+                    .and_then(|t| t.iter().map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect());
+                match tags {
+                    None => return Err(refuse("needs `tags` as a table of one or more strings".into(), "not tags")),
+                    Some(_) if !lookups.tags => {
+                        return Err(refuse(format!("cannot find a `{block_type}` by tags"), "by tags"));
+                    }
+                    Some(tags) => Selector::Tags { tags },
+                }
+            }
+            other => {
+                return Err(refuse(
+                    format!("must be an id string or `{{ tags = {{ … }} }}`, not {}", describe(other)),
+                    "here",
+                ));
+            }
+        };
+        Ok(super::Existing { selector, span })
     }
 
     /// `[outputs]` as written, with the variables its templates may use.
@@ -825,10 +931,17 @@ impl Loader<'_> {
         header: Range<usize>,
         fields: &[Field],
         of_kind: bool,
+        reads: bool,
     ) -> Result<(Listed, Vec<String>), StackError> {
-        let allowed: Vec<&str> = fields.iter().map(|f| f.name).chain(META_KEYS.iter().copied()).collect();
+        let existing = of_kind.then_some(EXISTING);
+        let allowed: Vec<&str> = fields
+            .iter()
+            .map(|f| f.name)
+            .chain(META_KEYS.iter().copied())
+            .chain(existing)
+            .collect();
         self.known_keys(address, table, &allowed)?;
-        for field in fields.iter().filter(|f| f.required) {
+        for field in fields.iter().filter(|f| f.required && !reads) {
             if !table.iter().any(|(k, _)| k.get_ref() == field.name) {
                 return Err(self.err(
                     header.clone(),
@@ -843,6 +956,9 @@ impl Loader<'_> {
         for (key, value) in table {
             if key.get_ref() == "ignore_changes" {
                 ignores = self.check_ignore_changes(address, value, fields, of_kind)?;
+                continue;
+            }
+            if key.get_ref() == EXISTING {
                 continue;
             }
             if key.get_ref() == "depends_on" {
@@ -1118,6 +1234,7 @@ impl Loader<'_> {
                 spans: Spans::new(),
                 span: header.clone(),
                 generated: true,
+                existing: None,
             })
             .collect::<Vec<Block>>();
         for block in &blocks {
@@ -1293,6 +1410,7 @@ impl Targets<'_> {
             depends_on: deps.into_iter().collect(),
             ignore_changes: block.ignore_changes.clone(),
             span: block.span.clone(),
+            existing: block.existing.clone(),
         })
     }
 
@@ -1301,15 +1419,17 @@ impl Targets<'_> {
         let mut lookup = |r: &Reference| -> Result<Option<Value>, String> {
             match self.find(r)? {
                 Target::Resource(block, attr) => {
-                    let kind_outputs: Vec<&str> = self
-                        .loader
-                        .registry
-                        .get(&block.kind)
-                        .map(|k| k.spec().output_names().collect())
+                    let kind = self.loader.registry.get(&block.kind);
+                    let kind_outputs: Vec<&str> = kind.map(|k| k.spec().output_names().collect()).unwrap_or_default();
+                    // An existing object's attributes are what its look-up reads: any of the kind's.
+                    let read_fields: Vec<&str> = kind
+                        .filter(|_| block.existing.is_some())
+                        .map(|k| k.spec().fields.iter().map(|f| f.name).collect())
                         .unwrap_or_default();
-                    let has_config_key = block.config.get(&attr[0]).is_some();
+                    let has_config_key = block.config.get(&attr[0]).is_some() || read_fields.contains(&attr[0].as_str());
                     if !kind_outputs.contains(&attr[0].as_str()) && !has_config_key {
                         let mut names = kind_outputs;
+                        names.extend(read_fields);
                         names.extend(block.config.as_object().into_iter().flat_map(|m| m.keys().map(String::as_str)));
                         return Err(format!(
                             "`{}` has no attribute `{}`; {}",
@@ -1430,6 +1550,7 @@ mod tests {
                 spans: Spans::new(),
                 span: 1..15,
                 generated: false,
+                existing: None,
             },
         };
         loader.expand(

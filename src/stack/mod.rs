@@ -61,4 +61,16 @@ pub struct Resource {
     pub ignore_changes: Vec<String>,
     /// The block header (or the component's) in the file.
     pub span: Range<usize>,
+    /// `existing = …`: the block reads this object and forge never changes it; its config is
+    /// empty, its values are what the read finds.
+    pub existing: Option<Existing>,
+}
+
+/// The object an `existing` block reads.
+#[derive(Debug, Clone)]
+pub struct Existing {
+    /// How the block names it.
+    pub selector: crate::provider::Selector,
+    /// Where `existing` is written, for errors about what the read found.
+    pub span: Range<usize>,
 }

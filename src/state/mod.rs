@@ -84,6 +84,9 @@ pub enum Status {
     PendingCreate,
     /// A delete was started; the object may still exist.
     PendingDelete,
+    /// An object the stack reads (`existing = …`) and forge never changes: its record holds what
+    /// the last apply read, and destroy forgets it without a call.
+    Read,
 }
 
 impl State {

@@ -1033,3 +1033,42 @@ fn nightly_drift_examples_are_valid() {
             .any(|r| a.as_str().unwrap().split(':').nth(1).unwrap().starts_with(r))
     }));
 }
+
+/// `existing` is checked when the stack loads: a kind that cannot read, an attribute beside
+/// it, a reference forge cannot know yet, a form the kind does not read; each error points at
+/// its key.
+#[cfg(feature = "aws")]
+#[test]
+fn existing_errors() {
+    let d = Dir::new();
+    let stack = |body: &str| format!("[stack]\nname = \"e\"\n[aws]\nregion = \"us-west-2\"\n{body}\n");
+    let cases = [
+        ("existing_unsupported_kind", "[aws_eks_addon.cni]\nexisting = \"vpc-cni\"\n"),
+        (
+            "existing_with_attributes",
+            "[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ncidr_block = \"10.0.0.0/16\"\n",
+        ),
+        (
+            "existing_reference",
+            "[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[aws_vpc.shared]\nexisting = \"${aws_vpc.a.id}\"\n",
+        ),
+        (
+            "existing_tags_on_a_role",
+            "[aws_iam_role.nodes]\nexisting = { tags = { team = \"ml\" } }\n",
+        ),
+        ("existing_empty_tags", "[aws_vpc.shared]\nexisting = { tags = {} }\n"),
+    ];
+    for (name, body) in cases {
+        d.write("e.toml", &stack(body));
+        let (code, _, stderr) = d.run(&["validate", "e.toml"]);
+        assert_eq!(code, 1, "{name}: {stderr}");
+        insta::assert_snapshot!(format!("error_{name}"), stderr);
+    }
+    // Only `depends_on` may stand beside `existing`, and a required attribute is not missed.
+    d.write(
+        "e.toml",
+        &stack("[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ndepends_on = [\"aws_vpc.a\"]\n"),
+    );
+    let (code, _, stderr) = d.run(&["validate", "e.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+}

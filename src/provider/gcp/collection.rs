@@ -174,6 +174,28 @@ pub(super) async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str)
     found(C::get(gcp, scope, name).await, |e| error(gcp, &format!("{}.get", C::PATH), e))
 }
 
+/// The object an `existing` block names (see [`crate::provider::Resource::look_up`]) — by name in
+/// the provider's project (and region), or by its path, `projects/p/global/networks/n` — with
+/// the id forge records for it: none or one.
+pub(super) async fn look_up<C: Collection>(gcp: &Clients, named: &str) -> Result<Option<(String, C::Object)>, ProviderError> {
+    let (scope, name) = match named.strip_prefix("projects/") {
+        Some(rest) => {
+            let project = rest.split('/').next().unwrap_or_default();
+            if project != gcp.project {
+                return Err(ProviderError::permanent(format!(
+                    "`{named}` is in the project `{project}`; forge reads existing objects in the stack's project, `{}` (`[gcp] project`)",
+                    gcp.project
+                )));
+            }
+            Scope::of_id(named)
+        }
+        None => (Scope::of::<C>(gcp, None)?, named),
+    };
+    Ok(get::<C>(gcp, &scope, name)
+        .await?
+        .map(|object| (scope.id(gcp, C::PATH, name), object)))
+}
+
 /// The object `id` names, which a change just left: an error if it cannot be read.
 pub(super) async fn reread<C: Collection>(gcp: &Clients, id: &str) -> Result<C::Object, ProviderError> {
     let (scope, name) = Scope::of_id(id);

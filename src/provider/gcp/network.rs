@@ -7,7 +7,7 @@
 
 use super::collection::{self, Scope};
 use super::marker::marked_description;
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::network_routing_config::RoutingMode;
 use google_cloud_compute_v1::model::{Network as Model, NetworkRoutingConfig};
@@ -60,6 +60,18 @@ fn outputs(id: &str, network: &Model) -> Value {
     json!({ "id": id, "name": network.name, "self_link": network.self_link })
 }
 
+/// What a read reports of a network, given its own part of the description.
+fn read_attributes(n: &Model, own: &str) -> Value {
+    json!({
+        "name": n.name,
+        "description": own,
+        "mtu": n.mtu,
+        "routing_mode": n.routing_config.as_ref().and_then(|r| r.routing_mode.as_ref()).and_then(|m| m.name()),
+        "auto_create_subnetworks": n.auto_create_subnetworks.unwrap_or(false),
+        "network_profile": n.network_profile.as_deref().map(collection::last_segment),
+    })
+}
+
 fn routing(mode: &str) -> NetworkRoutingConfig {
     NetworkRoutingConfig::new().set_routing_mode(RoutingMode::from(mode))
 }
@@ -91,17 +103,29 @@ impl Resource for Network {
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        collection::read::<Networks>(cloud.gcp().await?, stack, ids, |n, own| {
-            json!({
-                "name": n.name,
-                "description": own,
-                "mtu": n.mtu,
-                "routing_mode": n.routing_config.as_ref().and_then(|r| r.routing_mode.as_ref()).and_then(|m| m.name()),
-                "auto_create_subnetworks": n.auto_create_subnetworks.unwrap_or(false),
-                "network_profile": n.network_profile.as_deref().map(collection::last_segment),
+        collection::read::<Networks>(cloud.gcp().await?, stack, ids, read_attributes).await
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a network name, or its path projects/…/global/networks/…"),
+            tags: false,
+        }
+    }
+
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let Selector::Id(named) = selector else {
+            return Err(ProviderError::permanent("Compute networks carry no labels: name the network"));
+        };
+        let found = collection::look_up::<Networks>(cloud.gcp().await?, named).await?;
+        Ok(found
+            .map(|(id, network)| Found {
+                outputs: outputs(&id, &network),
+                attributes: read_attributes(&network, network.description.as_deref().unwrap_or_default()),
+                id,
             })
-        })
-        .await
+            .into_iter()
+            .collect())
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

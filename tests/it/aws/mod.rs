@@ -10,6 +10,7 @@ mod cfn;
 mod drift;
 mod pcs;
 mod capacity;
+mod existing;
 
 use assert_cmd::Command;
 use aws_sdk_ec2::types::Filter;

@@ -1264,3 +1264,65 @@ fn an_unserved_gke_networking_kind_fails_after_its_wait_naming_the_group() {
     gcp.write("small.toml", &stack);
     gcp.ok(&["destroy", "small.toml", "--yes"]);
 }
+
+/// A network made outside forge is read by its path, used by a subnetwork forge makes in it,
+/// never written, and left by destroy.
+#[test]
+fn an_existing_network_is_read_used_and_left() {
+    let gcp = Gcp::new();
+    let (status, _) = gcp.compute(
+        "POST",
+        "global/networks",
+        json!({ "name": "shared", "autoCreateSubnetworks": false, "mtu": 8896, "description": "the platform team's" }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    gcp.calls();
+    gcp.write(
+        "net.toml",
+        r#"
+[stack]
+name = "gcp-existing"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[google_compute_network.shared]
+existing = "projects/PROJECT/global/networks/shared"
+
+[google_compute_subnetwork.gpu]
+name = "gpu"
+network = "${google_compute_network.shared.self_link}"
+ip_cidr_range = "10.8.0.0/20"
+
+[outputs]
+mtu = "${google_compute_network.shared.mtu}"
+"#,
+    );
+    let out = gcp.ok(&["up", "net.toml", "--yes"]);
+    assert!(
+        out.contains(&format!(
+            "<= google_compute_network.shared (google_compute_network, projects/{}/global/networks/shared)",
+            gcp.project
+        )),
+        "{out}"
+    );
+    assert!(out.contains("mtu = 8896"), "{out}");
+    let made = writes(&gcp.calls());
+    assert_eq!(made.keys().collect::<Vec<_>>(), ["compute:subnetworks.insert"], "{made:?}");
+    let (_, subnet) = gcp.compute("GET", "regions/us-central1/subnetworks/gpu", Value::Null);
+    assert!(subnet["network"].as_str().unwrap().ends_with("/global/networks/shared"), "{subnet}");
+
+    let (code, stderr) = gcp.forge(&["plan", "net.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(writes(&gcp.calls()).is_empty());
+
+    let out = gcp.ok(&["destroy", "net.toml", "--yes"]);
+    assert!(out.contains("- google_compute_network.shared (read only: no call)"), "{out}");
+    let gone = writes(&gcp.calls());
+    assert_eq!(gone.keys().collect::<Vec<_>>(), ["compute:subnetworks.delete"], "{gone:?}");
+    assert_eq!(gcp.names("global/networks"), ["shared"]);
+    let (_, network) = gcp.compute("GET", "global/networks/shared", Value::Null);
+    assert_eq!(network["description"], "the platform team's", "no mark was added");
+}

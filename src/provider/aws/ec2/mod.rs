@@ -72,6 +72,30 @@ macro_rules! find_own {
     }};
 }
 
+/// The EC2 objects an `existing` block names ([`crate::provider::Resource::look_up`]): one
+/// paged Describe filtered by the id (`$id_filter`) or by every tag of the selector, each item
+/// made a [`crate::provider::Found`] by `$found`:
+/// `look_up_ec2!(aws, selector, describe_vpcs, "vpc-id", vpcs, found)`.
+macro_rules! look_up_ec2 {
+    ($aws:expr, $selector:expr, $call:ident, $id_filter:literal, $items:ident, $found:expr) => {{
+        use aws_sdk_ec2::types::Filter;
+        let filters: Vec<Filter> = match $selector {
+            $crate::provider::Selector::Id(id) => vec![Filter::builder().name($id_filter).values(id).build()],
+            $crate::provider::Selector::Tags { tags } => tags
+                .iter()
+                .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v).build())
+                .collect(),
+        };
+        let mut found: Vec<$crate::provider::Found> = Vec::new();
+        let mut pages = $aws.ec2.$call().set_filters(Some(filters)).into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
+            found.extend(page.$items().iter().map($found));
+        }
+        Ok(found)
+    }};
+}
+
 pub(super) mod capacity_block;
 pub(super) mod capacity_extension;
 pub(super) mod capacity_reservation;

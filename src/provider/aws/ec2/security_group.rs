@@ -5,7 +5,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType, SecurityGroupRule, Tag, TagSpecification, UserIdGroupPair};
 use serde::Deserialize;
@@ -414,6 +414,28 @@ impl Resource for SecurityGroup {
 
     fn comparable(&self, id: &str, config: &Value) -> Value {
         comparable_rules(id, config, &["ingress", "egress"])
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a security group id, sg-…"),
+            tags: true,
+        }
+    }
+
+    /// An existing group's name, VPC, description and tags (its rules are its owner's).
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let aws = cloud.aws().await;
+        look_up_ec2!(aws, selector, describe_security_groups, "group-id", security_groups, |g| Found {
+            id: g.group_id().unwrap_or_default().to_owned(),
+            outputs: json!({ "id": g.group_id(), "name": g.group_name() }),
+            attributes: json!({
+                "name": g.group_name(),
+                "vpc_id": g.vpc_id(),
+                "description": g.description(),
+                "tags": super::ec2_tags(g.tags()),
+            }),
+        })
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
@@ -18,6 +18,17 @@ attributes! {
         availability_zone: Option<String> [replace],
         #[serde(default)] map_public_ip_on_launch: bool,
     }
+}
+
+/// What a read reports of a subnet.
+fn read_attributes(s: &aws_sdk_ec2::types::Subnet) -> Value {
+    json!({
+        "vpc_id": s.vpc_id(),
+        "cidr_block": s.cidr_block(),
+        "availability_zone": s.availability_zone(),
+        "map_public_ip_on_launch": s.map_public_ip_on_launch(),
+        "tags": super::ec2_tags(s.tags()),
+    })
 }
 
 /// The subnet an earlier create of this resource tagged, if any.
@@ -62,24 +73,23 @@ impl Resource for Subnet {
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        observe_ec2!(
-            aws,
-            stack,
-            ids,
-            describe_subnets,
-            "subnet-id",
-            subnets,
-            subnet_id,
-            |s: &aws_sdk_ec2::types::Subnet| {
-                json!({
-                    "vpc_id": s.vpc_id(),
-                    "cidr_block": s.cidr_block(),
-                    "availability_zone": s.availability_zone(),
-                    "map_public_ip_on_launch": s.map_public_ip_on_launch(),
-                    "tags": super::ec2_tags(s.tags()),
-                })
-            }
-        )
+        observe_ec2!(aws, stack, ids, describe_subnets, "subnet-id", subnets, subnet_id, read_attributes)
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a subnet id, subnet-…"),
+            tags: true,
+        }
+    }
+
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let aws = cloud.aws().await;
+        look_up_ec2!(aws, selector, describe_subnets, "subnet-id", subnets, |s| Found {
+            id: s.subnet_id().unwrap_or_default().to_owned(),
+            outputs: json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() }),
+            attributes: read_attributes(s),
+        })
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

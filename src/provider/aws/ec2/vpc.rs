@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
@@ -25,6 +25,11 @@ fn yes() -> bool {
 
 fn outputs(id: &str, cfg: &Config) -> Value {
     json!({ "id": id, "cidr_block": cfg.cidr_block })
+}
+
+/// What a read reports of a VPC.
+fn read_attributes(v: &aws_sdk_ec2::types::Vpc) -> Value {
+    json!({ "cidr_block": v.cidr_block(), "tags": super::ec2_tags(v.tags()) })
 }
 
 async fn set_dns(aws: &Clients, id: &str, cfg: &Config) -> Result<(), ProviderError> {
@@ -75,16 +80,23 @@ impl Resource for Vpc {
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        observe_ec2!(
-            aws,
-            stack,
-            ids,
-            describe_vpcs,
-            "vpc-id",
-            vpcs,
-            vpc_id,
-            |v: &aws_sdk_ec2::types::Vpc| { json!({ "cidr_block": v.cidr_block(), "tags": super::ec2_tags(v.tags()) }) }
-        )
+        observe_ec2!(aws, stack, ids, describe_vpcs, "vpc-id", vpcs, vpc_id, read_attributes)
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a VPC id, vpc-…"),
+            tags: true,
+        }
+    }
+
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let aws = cloud.aws().await;
+        look_up_ec2!(aws, selector, describe_vpcs, "vpc-id", vpcs, |v| Found {
+            id: v.vpc_id().unwrap_or_default().to_owned(),
+            outputs: json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() }),
+            attributes: read_attributes(v),
+        })
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

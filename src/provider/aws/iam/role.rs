@@ -3,7 +3,7 @@
 
 use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, policy_json, remove_role};
 use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -132,6 +132,37 @@ impl Resource for IamRole {
         let aws = cloud.aws().await;
         let roles = all_pages!(aws, aws.iam.list_roles(), roles, "ListRoles");
         Ok(existing(ids, roles.iter().map(aws_sdk_iam::types::Role::role_name)))
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a role name, or its ARN"),
+            tags: false,
+        }
+    }
+
+    /// An existing role by name (an ARN's last segment): one GetRole.
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let Selector::Id(id) = selector else {
+            return Err(ProviderError::permanent("IAM lists no roles by tag: name the role"));
+        };
+        let name = id.rsplit('/').next().unwrap_or(id);
+        let aws = cloud.aws().await;
+        let answer = aws.iam.get_role().role_name(name).send().await;
+        Ok(found(aws, "GetRole", answer, NO_SUCH_ENTITY)?
+            .and_then(|out| out.role().cloned())
+            .map(|role| Found {
+                id: role.role_name().to_owned(),
+                outputs: outputs(&role),
+                attributes: json!({
+                    "name": role.role_name(),
+                    "path": role.path(),
+                    "description": role.description(),
+                    "tags": role.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<Map<String, Value>>(),
+                }),
+            })
+            .into_iter()
+            .collect())
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
