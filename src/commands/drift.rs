@@ -219,7 +219,7 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
     });
     let mut drift = session.observe(&loaded.state, &stack, &rules, true).await?;
     let mut read = Drift::default();
-    session.read_existing(&stack, &loaded.state, &mut read, true).await?;
+    session.read_existing(&stack, &loaded.state, &mut read, true, &rules).await?;
     drift.read_changed = std::mem::take(&mut read.read_changed);
     drift.read_gone = std::mem::take(&mut read.read_gone);
     // What `up` would do, from the state alone (the reads as found now): nothing to say while

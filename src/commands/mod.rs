@@ -233,7 +233,8 @@ impl Session {
                 format_duration(started.elapsed())
             ));
         }
-        self.read_existing(stack, state, &mut drift, false).await?;
+        self.read_existing(stack, state, &mut drift, false, &IgnoreRules::of_stack(stack))
+            .await?;
         if !drift.is_empty() {
             let mut counts = format!(
                 "drift: {} changed outside forge, {} deleted outside forge, {} unmanaged",
@@ -351,16 +352,23 @@ impl Session {
     }
 
     /// Reads the objects `stack`'s `existing` blocks name (see [`crate::plan::existing`]) into
-    /// `drift`; one that matches nothing or several is an error at its block, unless
-    /// `gone_is_drift` and the state recorded it (then it is drift).
-    pub async fn read_existing(&self, stack: &Stack, state: &crate::state::State, drift: &mut Drift, gone_is_drift: bool) -> Result<()> {
+    /// `drift` (what `ignore` covers left out); one that matches nothing or several is an
+    /// error at its block, unless `gone_is_drift` and the state recorded it (then it is drift).
+    pub async fn read_existing(
+        &self,
+        stack: &Stack,
+        state: &crate::state::State,
+        drift: &mut Drift,
+        gone_is_drift: bool,
+        ignore: &IgnoreRules,
+    ) -> Result<()> {
         if stack.resources.iter().all(|r| r.existing.is_none()) {
             return Ok(());
         }
         let cloud = self.cloud(&stack.providers);
         let parallelism = usize::from(self.global.parallelism);
         let matches = crate::plan::existing::look_up(stack, &self.registry, cloud, &self.retry_policy(), parallelism).await?;
-        crate::plan::existing::settle(stack, state, matches, drift, gone_is_drift)?;
+        crate::plan::existing::settle(stack, state, matches, drift, gone_is_drift, ignore)?;
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! apply, and compared with what the last apply read — in the attributes the stack refers to
 //! only, so a shared VPC's other changes are nobody's drift.
 
-use super::drift::{AttributeDrift, Changed, Deleted, Drift, ReadError};
+use super::drift::{AttributeDrift, Changed, Deleted, Drift, IgnoreRules, ReadError};
 use crate::provider::{Cloud, Found, Registry, RetryPolicy, Selector};
 use crate::stack::{Stack, StackError};
 use crate::state::{State, Status};
@@ -49,15 +49,34 @@ pub async fn look_up(
 /// Puts what the look-ups found into `drift`: each block's one object in [`Drift::found`], the
 /// attributes the stack uses that changed since the last apply read them in
 /// [`Drift::read_changed`], and — when `gone_is_drift` (`forge drift`) — an object the state
-/// recorded that matches nothing any more in [`Drift::read_gone`]. Anything else that is not
-/// exactly one object is an error at the block's `existing`: nothing to read, or several.
-pub fn settle(stack: &Stack, state: &State, matches: Matches, drift: &mut Drift, gone_is_drift: bool) -> Result<(), StackError> {
+/// recorded that matches nothing any more in [`Drift::read_gone`]; what `ignore` covers is left
+/// out. Anything else that is not exactly one object is an error at the block's `existing`:
+/// nothing to read, or several.
+pub fn settle(
+    stack: &Stack,
+    state: &State,
+    matches: Matches,
+    drift: &mut Drift,
+    gone_is_drift: bool,
+    ignore: &IgnoreRules,
+) -> Result<(), StackError> {
     for r in &stack.resources {
         let Some(existing) = &r.existing else { continue };
         let recorded = state.resources.get(&r.address).filter(|p| p.status == Status::Read);
-        let mut found = matches.get(&r.address).cloned().unwrap_or_default();
+        let mut found: Vec<Found> = matches
+            .get(&r.address)
+            .into_iter()
+            .flatten()
+            .filter(|f| carries(f, &existing.selector))
+            .map(|f| Found {
+                id: f.id.clone(),
+                outputs: without_nulls(&f.outputs),
+                attributes: without_nulls(&f.attributes),
+            })
+            .collect();
         match (found.len(), recorded) {
             (1, _) => {}
+            (0, Some(_)) if gone_is_drift && ignore.covers(&r.address, "") => continue,
             (0, Some(record)) if gone_is_drift => {
                 drift.read_gone.push(Deleted {
                     address: r.address.clone(),
@@ -95,7 +114,8 @@ pub fn settle(stack: &Stack, state: &State, matches: Matches, drift: &mut Drift,
         }
         let now = found.remove(0);
         if let Some(record) = recorded {
-            let attributes = changed_in_use(stack, &r.address, record, &now);
+            let mut attributes = changed_in_use(stack, &r.address, record, &now);
+            attributes.retain(|a| !ignore.covers(&r.address, &a.attribute));
             if !attributes.is_empty() {
                 drift.read_changed.push(Changed {
                     address: r.address.clone(),
@@ -108,6 +128,31 @@ pub fn settle(stack: &Stack, state: &State, matches: Matches, drift: &mut Drift,
         drift.found.insert(r.address.clone(), now);
     }
     Ok(())
+}
+
+/// Whether `found` carries every tag a tag selector names, value for value: a cloud's tag
+/// filter may read `*` or `?` in a value as a wildcard, and match more than was written.
+fn carries(found: &Found, selector: &Selector) -> bool {
+    match selector {
+        Selector::Id(_) => true,
+        Selector::Tags { tags } => tags
+            .iter()
+            .all(|(k, v)| found.attributes.get("tags").and_then(|t| t.get(k)).and_then(Value::as_str) == Some(v.as_str())),
+    }
+}
+
+/// `value` without the table entries that are `null` (what the object does not have): a
+/// reference to one is then an error at plan time, not a value known only after apply.
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// The attributes of `address` that the stack refers to (`${aws_vpc.shared.cidr_block}` →

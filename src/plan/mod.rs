@@ -244,20 +244,9 @@ pub fn plan(
     };
     let (doomed, forgets) = deletes(stack, state, mode);
     changes.extend(doomed);
+    check_reads_survive(stack, state, &reads, &changes)?;
     mark_data_losses(&mut changes, state, registry);
     let mut notes = in_cluster::endpoint_notes(stack, &changes);
-    notes.extend(
-        reads
-            .iter()
-            .filter(|r| state.resources.get(&r.address).is_some_and(|p| p.status != Status::Read))
-            .map(|r| {
-                format!(
-                    "`{}` ({}) was made by forge and is now read as `existing`: forge stops managing it and will never change or delete it",
-                    r.address,
-                    r.id.as_deref().unwrap_or_default()
-                )
-            }),
-    );
     notes.extend(unseen_purchases(registry, drift));
     notes.extend(drift.lives.iter().map(|l| format!("`{}` ({}) is {}", l.address, l.id, l.state)));
     Ok(Plan {
@@ -288,6 +277,40 @@ pub fn plan(
         reads,
         forgets,
     })
+}
+
+/// Refuses a plan that deletes an object the stack reads: one forge made under another address
+/// (a block renamed into an `existing` one, a tag look-up that matched forge's own object).
+fn check_reads_survive(stack: &Stack, state: &State, reads: &[ResourceRecord], changes: &[Change]) -> Result<(), StackError> {
+    for c in changes.iter().filter(|c| matches!(c.action, Action::Delete | Action::Replace)) {
+        let Some(made) = state.resources.get(&c.address).filter(|r| r.status != Status::Read) else {
+            continue;
+        };
+        let Some(read) = reads.iter().find(|r| r.kind == made.kind && r.id.is_some() && r.id == made.id) else {
+            continue;
+        };
+        let span = stack
+            .resources
+            .iter()
+            .find(|r| r.address == read.address)
+            .and_then(|r| r.existing.as_ref())
+            .map(|e| e.span.clone());
+        return Err(stack.source.error(
+            span,
+            format!(
+                "`{}` reads {}, which forge made as `{}` and this plan would delete",
+                read.address,
+                read.id.as_deref().unwrap_or_default(),
+                c.address
+            ),
+            "read here",
+            Some(format!(
+                "to keep the object and only read it from now on, let go of forge's record first: `forge state rm {}` (the object stays), then plan again",
+                c.address
+            )),
+        ));
+    }
+    Ok(())
 }
 
 /// What the refresh did not see of the objects forge paid for (see [`Kind::paid_for`]): kept as
@@ -422,8 +445,9 @@ impl<'a> Planner<'a> {
     }
 
     /// `r`, which reads an existing object: its record as read now, whose values the resources
-    /// after it refer to. A block that forge made another object for is refused: reading
-    /// something else there would leave forge's object behind, unmanaged.
+    /// after it refer to. A block whose object forge made is refused: reading another object
+    /// there would leave forge's behind, unmanaged, and reading forge's own would leave its
+    /// marks on an object it no longer manages.
     fn plan_read(&mut self, r: &'a crate::stack::Resource, existing: &crate::stack::Existing) -> Result<ResourceRecord, StackError> {
         let Some(found) = self.drift.found.get(&r.address) else {
             return Err(self.stack.source.error(
@@ -433,20 +457,19 @@ impl<'a> Planner<'a> {
                 Some("a bug in forge: every `existing` block is read before planning; please report it".into()),
             ));
         };
-        let made = self.state.resources.get(&r.address).filter(|p| p.status != Status::Read);
-        if let Some(made) = made.filter(|p| p.id.as_deref() != Some(found.id.as_str())) {
+        if let Some(made) = self.state.resources.get(&r.address).filter(|p| p.status != Status::Read) {
             return Err(self.stack.source.error(
                 Some(existing.span.clone()),
                 format!(
-                    "`{}` is recorded as forge's own {} ({}), not {}",
+                    "`{}` is recorded as forge's own {} ({}), so it cannot read {} here",
                     r.address,
                     made.kind,
                     made.id.as_deref().unwrap_or("an interrupted create"),
                     found.id
                 ),
-                "another object",
+                "forge's own",
                 Some(format!(
-                    "to read another object here, first let go of forge's: `forge state rm {}` leaves it in the cloud, or remove the block and `forge up` deletes it; then add `existing`",
+                    "first let go of forge's object: remove `existing` and the block, and `forge up` deletes it; or `forge state rm {}` leaves it in the cloud (remove its forge:* tags or labels by hand, or `forge drift` reports it unmanaged); then add `existing`",
                     r.address
                 )),
             ));

@@ -446,7 +446,7 @@ impl Loader<'_> {
     }
 
     /// A block with `existing` names an object forge only reads: its kind must read such
-    /// objects, and it sets nothing else but `depends_on`.
+    /// objects, and it sets nothing else but `ignore_changes`.
     fn check_existing_keys(&self, address: &str, block_type: &str, table: &DeTable) -> Result<(), StackError> {
         let key_span = |name: &str| {
             table
@@ -471,7 +471,18 @@ impl Loader<'_> {
                 ),
             ));
         }
-        if let Some((key, _)) = table.iter().find(|(k, _)| !matches!(k.get_ref().as_ref(), EXISTING | "depends_on")) {
+        if let Some((key, _)) = table.iter().find(|(k, _)| k.get_ref() == "depends_on") {
+            return Err(self.err(
+                key.span(),
+                format!("`{address}` reads an existing object: `depends_on` cannot delay that read"),
+                "no effect here",
+                "forge reads existing objects when it plans, before anything is applied, so the object must exist by then: remove `depends_on` (the blocks that refer to this one already follow it)",
+            ));
+        }
+        if let Some((key, _)) = table
+            .iter()
+            .find(|(k, _)| !matches!(k.get_ref().as_ref(), EXISTING | "ignore_changes"))
+        {
             return Err(self.err(
                 key.span(),
                 format!(

@@ -62,7 +62,7 @@ pub struct Resource {
     /// The block header (or the component's) in the file.
     pub span: Range<usize>,
     /// `existing = …`: the block reads this object and forge never changes it; its config is
-    /// empty, its values are what the read finds.
+    /// not used (at most the provider's default tags), its values are what the read finds.
     pub existing: Option<Existing>,
 }
 

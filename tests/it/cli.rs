@@ -1057,6 +1057,10 @@ fn existing_errors() {
             "[aws_iam_role.nodes]\nexisting = { tags = { team = \"ml\" } }\n",
         ),
         ("existing_empty_tags", "[aws_vpc.shared]\nexisting = { tags = {} }\n"),
+        (
+            "existing_depends_on",
+            "[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ndepends_on = [\"aws_vpc.a\"]\n",
+        ),
     ];
     for (name, body) in cases {
         d.write("e.toml", &stack(body));
@@ -1064,10 +1068,10 @@ fn existing_errors() {
         assert_eq!(code, 1, "{name}: {stderr}");
         insta::assert_snapshot!(format!("error_{name}"), stderr);
     }
-    // Only `depends_on` may stand beside `existing`, and a required attribute is not missed.
+    // Only `ignore_changes` may stand beside `existing`, and a required attribute is not missed.
     d.write(
         "e.toml",
-        &stack("[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ndepends_on = [\"aws_vpc.a\"]\n"),
+        &stack("[aws_vpc.shared]\nexisting = \"vpc-0abc\"\nignore_changes = [\"tags.Name\"]\n"),
     );
     let (code, _, stderr) = d.run(&["validate", "e.toml"]);
     assert_eq!(code, 0, "{stderr}");

@@ -178,18 +178,31 @@ pub(super) async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str)
 /// the provider's project (and region), or by its path, `projects/p/global/networks/n` — with
 /// the id forge records for it: none or one.
 pub(super) async fn look_up<C: Collection>(gcp: &Clients, named: &str) -> Result<Option<(String, C::Object)>, ProviderError> {
-    let (scope, name) = match named.strip_prefix("projects/") {
+    // A self link is the API's URL of the path.
+    let path = named.split_once("/compute/v1/").map_or(named, |(_, path)| path);
+    let (scope, name) = match path.strip_prefix("projects/") {
         Some(rest) => {
-            let project = rest.split('/').next().unwrap_or_default();
-            if project != gcp.project {
+            let segments: Vec<&str> = rest.split('/').collect();
+            let shaped = match C::LOCATION {
+                Location::Global => segments.len() == 4 && segments[1] == "global",
+                Location::Region => segments.len() == 5 && segments[1] == "regions",
+                Location::Zone => segments.len() == 5 && segments[1] == "zones",
+            };
+            if !shaped || segments[segments.len() - 2] != C::PATH {
                 return Err(ProviderError::permanent(format!(
-                    "`{named}` is in the project `{project}`; forge reads existing objects in the stack's project, `{}` (`[gcp] project`)",
-                    gcp.project
+                    "`{named}` is not the path of a {}: write its name, or its path below `projects/`",
+                    C::WHAT
                 )));
             }
-            Scope::of_id(named)
+            if segments[0] != gcp.project {
+                return Err(ProviderError::permanent(format!(
+                    "`{named}` is in the project `{}`; forge reads existing objects in the stack's project, `{}` (`[gcp] project`)",
+                    segments[0], gcp.project
+                )));
+            }
+            Scope::of_id(path)
         }
-        None => (Scope::of::<C>(gcp, None)?, named),
+        None => (Scope::of::<C>(gcp, None)?, path),
     };
     Ok(get::<C>(gcp, &scope, name)
         .await?

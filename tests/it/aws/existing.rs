@@ -191,4 +191,31 @@ fn existing_must_match_exactly_one_object() {
     aws.ok(&["destroy", "pick.toml", "--yes"]);
     assert!(mutating(&aws.calls()).is_empty());
     assert!(aws.ids("pick.toml").is_empty());
+
+    // A VPC forge made cannot turn into a read one, at its address or at another, while forge
+    // still holds it: the plan would leave it unmanaged, or delete what the stack reads.
+    let own = "[stack]\nname = \"pick\"\n[aws]\nregion = \"us-west-2\"\n[aws_vpc.mine]\ncidr_block = \"10.3.0.0/16\"\n";
+    aws.write("pick.toml", own);
+    aws.ok(&["up", "pick.toml", "--yes"]);
+    let mine = aws.ids("pick.toml")["aws_vpc.mine"].clone();
+    aws.write(
+        "pick.toml",
+        &own.replace("cidr_block = \"10.3.0.0/16\"", &format!("existing = \"{mine}\"")),
+    );
+    let (code, err) = aws.forge(&["plan", "pick.toml"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        flat(&err).contains(&format!("`aws_vpc.mine` is recorded as forge's own aws_vpc ({mine})")),
+        "{err}"
+    );
+    aws.write("pick.toml", &stack(&format!("\"{mine}\"")));
+    let (code, err) = aws.forge(&["plan", "pick.toml"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        flat(&err).contains(&format!(
+            "`aws_vpc.shared` reads {mine}, which forge made as `aws_vpc.mine` and this plan would delete"
+        )),
+        "{err}"
+    );
+    assert!(flat(&err).contains("forge state rm aws_vpc.mine"), "{err}");
 }

@@ -151,6 +151,8 @@ impl Resource for IamRole {
         let answer = aws.iam.get_role().role_name(name).send().await;
         Ok(found(aws, "GetRole", answer, NO_SUCH_ENTITY)?
             .and_then(|out| out.role().cloned())
+            // An ARN names one account's role: the same name in another account is not it.
+            .filter(|role| !id.starts_with("arn:") || role.arn() == id)
             .map(|role| Found {
                 id: role.role_name().to_owned(),
                 outputs: outputs(&role),
