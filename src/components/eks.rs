@@ -20,6 +20,7 @@ pub const COMPONENT: Component = Component {
 block! {
     /// An `eks` block.
     struct Eks {
+        existing: Option<String>,
         name: Option<String>,
         version: Option<String>,
         vpc: Option<String>,
@@ -85,6 +86,8 @@ enum Network<'a> {
     Component(NamedVpc<'a>),
     /// An existing network: its VPC and subnets.
     Existing { vpc_id: &'a str, subnet_ids: &'a Value },
+    /// The network of the existing cluster the block reads: its VPC and subnets, as read.
+    OfCluster { address: &'a str },
 }
 
 impl Network<'_> {
@@ -92,6 +95,7 @@ impl Network<'_> {
         match self {
             Network::Component(vpc) => vpc.output("vpc_id"),
             Network::Existing { vpc_id, .. } => json!(vpc_id),
+            Network::OfCluster { address } => json!(format!("${{{address}.cluster.vpc_id}}")),
         }
     }
 
@@ -99,9 +103,22 @@ impl Network<'_> {
         match self {
             Network::Component(vpc) => vpc.output("private_subnet_ids"),
             Network::Existing { subnet_ids, .. } => (*subnet_ids).clone(),
+            Network::OfCluster { address } => json!(format!("${{{address}.cluster.subnet_ids}}")),
         }
     }
 }
+
+/// What an `eks` block that reads an existing cluster cannot set: the cluster's own.
+const CLUSTER_KEYS: &[&str] = &[
+    "name",
+    "version",
+    "vpc_id",
+    "subnet_ids",
+    "endpoint",
+    "public_access_cidrs",
+    "authentication_mode",
+    "logging",
+];
 
 /// A node group's size: `2`, or `{ min = 1, max = 4, desired = 2 }` (desired defaults to min).
 fn size(key: &str, value: &Value) -> Result<Value, ComponentError> {
@@ -156,7 +173,10 @@ pub fn ami_type(instance_type: &str, arm64: bool) -> &'static str {
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Eks = input.block()?;
     let cluster = Cluster::new(input, &block)?;
-    let mut parts = cluster.control_plane(&block);
+    let mut parts = match &block.existing {
+        Some(name) => vec![cluster.part("cluster", "aws_eks_cluster", json!({ "existing": name }), vec![])],
+        None => cluster.control_plane(&block),
+    };
     let (node_role, storage_addons) = cluster.node_role(input);
     parts.push(node_role);
     let addons = addons(&block, storage_addons);
@@ -210,8 +230,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     })
 }
 
-/// The cluster a block makes: its address and name, tags and network, which every part of it
-/// reads.
+/// The cluster a block makes or reads: its address and name, tags and network, which every
+/// part of it reads.
 struct Cluster<'a> {
     address: &'a str,
     name: String,
@@ -219,14 +239,19 @@ struct Cluster<'a> {
     network: Network<'a>,
     /// Its endpoint's public and private access.
     endpoint: (bool, bool),
-    /// Its Kubernetes version.
-    version: &'a str,
+    /// Its Kubernetes version (not known at load time for an existing cluster).
+    version: Option<&'a str>,
+    /// It exists: forge reads it and never changes it.
+    existing: bool,
 }
 
 impl<'a> Cluster<'a> {
     /// The block's cluster name and network, checked.
     fn new(input: &'a Input, block: &'a Eks) -> Result<Self, ComponentError> {
         let address = input.address;
+        if let Some(existing) = &block.existing {
+            return Self::existing(input, block, existing);
+        }
         let name = block.name.clone().unwrap_or_else(|| address.name().to_owned());
         let network = match (&block.vpc, &block.vpc_id, &block.subnet_ids) {
             (Some(vpc), None, None) => Network::Component(input.named_vpc("vpc", Some(vpc))?),
@@ -245,9 +270,35 @@ impl<'a> Cluster<'a> {
             tags: block.tags.clone().unwrap_or_else(|| json!({})),
             network,
             endpoint: endpoint_access(block.endpoint.as_deref())?,
-            version: block.version.as_deref().unwrap_or(DEFAULT_VERSION),
+            version: Some(block.version.as_deref().unwrap_or(DEFAULT_VERSION)),
+            existing: false,
         })
         .and_then(|cluster| cluster.open_to(block.public_access_cidrs.as_deref()))
+    }
+
+    /// The existing cluster `name` the block reads (`existing = "<name>"`): its new node groups
+    /// go on the stack's `vpc` block (the cluster's VPC, read or made) when it names one, else
+    /// on the cluster's own subnets; what belongs to the cluster itself cannot be set.
+    fn existing(input: &'a Input, block: &'a Eks, name: &str) -> Result<Self, ComponentError> {
+        if let Some(key) = CLUSTER_KEYS.iter().find(|k| input.config.contains_key(**k)) {
+            return Err(ComponentError::at(
+                *key,
+                format!("`{key}` belongs to the existing cluster `{name}`, which forge reads and never changes"),
+                "remove it: new node groups go on the cluster's own subnets, or on those of `vpc = \"vpc.<name>\"` (a `vpc` block with `existing` for the cluster's VPC), or a group's `subnet_id`",
+            ));
+        }
+        Ok(Cluster {
+            address: input.address,
+            name: name.rsplit('/').next().unwrap_or(name).to_owned(),
+            tags: block.tags.clone().unwrap_or_else(|| json!({})),
+            network: match &block.vpc {
+                Some(vpc) => Network::Component(input.named_vpc("vpc", Some(vpc))?),
+                None => Network::OfCluster { address: input.address },
+            },
+            endpoint: (true, false),
+            version: None,
+            existing: true,
+        })
     }
 
     /// Checks that `public_access_cidrs` narrows a public endpoint, not a private one.
@@ -360,6 +411,9 @@ fn endpoint_access(endpoint: Option<&str>) -> Result<(bool, bool), ComponentErro
 /// The add-ons: the block's list (or the defaults), then the CSI drivers its storage needs.
 fn addons(block: &Eks, storage: Vec<String>) -> Vec<String> {
     let mut addons: Vec<String> = match &block.addons {
+        // An existing cluster has its own: forge adds only what the block lists and the
+        // storage drivers its clients need.
+        None if block.existing.is_some() => Vec::new(),
         None => DEFAULT_ADDONS.iter().map(|a| (*a).to_owned()).collect(),
         Some(list) => list.clone(),
     };
@@ -675,7 +729,7 @@ fn ultraserver(
     instance_type: &str,
     block: &NodeGroupBlock,
     scaling: &Value,
-    version: &str,
+    version: Option<&str>,
     key: &dyn Fn(&str) -> String,
 ) -> Result<(), ComponentError> {
     if block.capacity_type.as_deref() != Some("CAPACITY_BLOCK") || block.capacity_reservation_id.is_none() {
@@ -699,12 +753,13 @@ fn ultraserver(
             "write `size = 9` (a u-p6e-gb200x36) or `size = 18` (a u-p6e-gb200x72)",
         ));
     }
-    let minor = version.strip_prefix("1.").and_then(|m| m.parse::<u32>().ok());
+    let minor = version.and_then(|v| v.strip_prefix("1.")).and_then(|m| m.parse::<u32>().ok());
     if minor.is_some_and(|m| m < 33) {
         return Err(ComponentError::at(
             "version",
             format!(
-                "`{instance_type}` needs Kubernetes 1.33 or later on EKS (Dynamic Resource Allocation for its NVLink domains), and the cluster is on {version}"
+                "`{instance_type}` needs Kubernetes 1.33 or later on EKS (Dynamic Resource Allocation for its NVLink domains), and the cluster is on {}",
+                version.unwrap_or_default()
             ),
             "write `version = \"1.33\"` or later",
         ));
@@ -802,7 +857,7 @@ fn subnets(name: &str, block: &NodeGroupBlock, network: &Network, key: &dyn Fn(&
     match (network, &block.zone, &block.subnet_id) {
         (_, _, Some(subnet)) => Ok(json!([subnet])),
         (Network::Component(vpc), Some(zone), None) => Ok(json!([vpc.private_subnet(&key("zone"), zone)?])),
-        (Network::Existing { .. }, Some(_), None) => Err(ComponentError::at(
+        (Network::Existing { .. } | Network::OfCluster { .. }, Some(_), None) => Err(ComponentError::at(
             key("zone"),
             format!("node group `{name}` is pinned to a zone in an existing network, but forge cannot tell which subnet is that zone's"),
             "add `subnet_id = \"subnet-…\"`: the private subnet in that zone",
@@ -841,18 +896,21 @@ fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[Stri
     parts.extend(dra_driver(settings, served, &cluster_ref)?);
     parts.extend(kubernetes::namespaces(input.components, address, &cluster_ref));
     // On destroy, before the node groups and add-ons go: the load balancers and volumes that
-    // Kubernetes made in the VPC.
-    let teardown_after = served
-        .iter()
-        .map(|g| g.address.clone())
-        .chain(addons.iter().map(|a| format!("{address}.addon.{a}")))
-        .collect();
-    parts.push(Part {
-        local: "k8s.teardown".into(),
-        kind: "k8s_teardown",
-        config: json!({ "cluster": cluster_ref }),
-        depends_on: teardown_after,
-    });
+    // Kubernetes made in the VPC. Not in an existing cluster: what its other workloads made
+    // is theirs, and the cluster stays.
+    if block.existing.is_none() {
+        let teardown_after = served
+            .iter()
+            .map(|g| g.address.clone())
+            .chain(addons.iter().map(|a| format!("{address}.addon.{a}")))
+            .collect();
+        parts.push(Part {
+            local: "k8s.teardown".into(),
+            kind: "k8s_teardown",
+            config: json!({ "cluster": cluster_ref }),
+            depends_on: teardown_after,
+        });
+    }
     let gpu_groups: Vec<batch::GpuGroup> = served.iter().filter(|g| g.devices > 0).map(ServedGroup::gpu_group).collect();
     let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
     parts.extend(batch.parts);
@@ -913,7 +971,9 @@ fn outputs(input: &Input, cluster: &Cluster, groups: &[Group]) -> Map<String, Va
     }
     outputs.insert("node_role_arn".into(), cluster.reference("node_role", "arn"));
     outputs.insert("node_role_name".into(), cluster.reference("node_role", "name"));
-    outputs.insert("oidc_provider_arn".into(), cluster.reference("oidc", "arn"));
+    if !cluster.existing {
+        outputs.insert("oidc_provider_arn".into(), cluster.reference("oidc", "arn"));
+    }
     outputs.insert("region".into(), input.providers.aws_region().map_or(Value::Null, Value::from));
     let by_group = groups
         .iter()

@@ -1,6 +1,8 @@
 //! `vpc`: a VPC over several zones — a public and a private subnet per zone (carved without
 //! overlap from the VPC's CIDR and tagged for EKS load balancers), an internet gateway, NAT
-//! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables.
+//! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables. Or, with
+//! `existing = "vpc-…"`, a VPC that exists: the VPC and its private subnet in each of `zones`
+//! (the one whose route table does not reach an internet gateway) are read, never written.
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
@@ -17,7 +19,8 @@ pub const COMPONENT: Component = Component {
 block! {
     /// A `vpc` block.
     struct Vpc {
-        cidr: String,
+        existing: Option<String>,
+        cidr: Option<String>,
         zones: Vec<String>,
         nat: Option<String>,
         public_subnet_bits: Option<i64>,
@@ -49,7 +52,64 @@ fn carve(vpc: Cidr, zones: usize, private_prefix: u32, public_prefix: u32) -> Op
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Vpc = input.block()?;
     let region = input.providers.aws_region();
-    Ok(Layout::new(&block, region)?.expansion(input.address, &block))
+    if let Some(id) = &block.existing {
+        return existing(input, &block, id, region);
+    }
+    let Some(cidr) = &block.cidr else {
+        return Err(ComponentError::at(
+            "cidr",
+            "`cidr` is missing",
+            "write `cidr = \"10.0.0.0/16\"` for a VPC forge makes, or `existing = \"vpc-…\"` for one that exists",
+        ));
+    };
+    Ok(Layout::new(&block, cidr, region)?.expansion(input.address, &block))
+}
+
+/// What a `vpc` block that reads an existing VPC cannot set: how forge would make one.
+const LAYOUT_KEYS: &[&str] = &["cidr", "nat", "public_subnet_bits", "private_subnet_bits", "tags"];
+
+/// An existing VPC (`existing = "vpc-…"`): the VPC and, per zone, its private subnet, read when
+/// forge plans; the same outputs as a VPC forge makes, but the public subnets'.
+fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Result<Expansion, ComponentError> {
+    if let Some(key) = LAYOUT_KEYS.iter().find(|k| input.config.contains_key(**k)) {
+        return Err(ComponentError::at(
+            *key,
+            format!("`{key}` shapes a VPC forge makes; `{id}` exists, and forge reads it and never changes it"),
+            "remove it; `zones` names the zones whose private subnets the stack uses",
+        ));
+    }
+    check_zones(&block.zones, region)
+        .map_err(|message| ComponentError::at("zones", message, "list the zones the stack's node groups and file systems use"))?;
+    let address = input.address;
+    let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
+    let part = |local: String, kind: &'static str, existing: Value| Part {
+        local,
+        kind,
+        config: json!({ "existing": existing }),
+        depends_on: vec![],
+    };
+    let mut parts = vec![part("vpc".into(), "aws_vpc", json!(id))];
+    for zone in &block.zones {
+        parts.push(part(
+            format!("private.{zone}"),
+            "aws_subnet",
+            json!({ "vpc_id": id, "availability_zone": zone, "tier": "private" }),
+        ));
+    }
+    let private: Vec<Value> = block.zones.iter().map(|z| reference(&format!("private.{z}"), "id")).collect();
+    let mut outputs = Map::new();
+    outputs.insert("vpc_id".into(), reference("vpc", "id"));
+    outputs.insert("cidr".into(), reference("vpc", "cidr_block"));
+    outputs.insert(
+        "private_subnets_by_zone".into(),
+        Value::Object(block.zones.iter().cloned().zip(private.iter().cloned()).collect()),
+    );
+    outputs.insert("private_subnet_ids".into(), Value::Array(private));
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
 }
 
 /// The network a block asks for, checked: the VPC's range, its zones, its NAT and each zone's
@@ -63,8 +123,8 @@ struct Layout<'a> {
 }
 
 impl<'a> Layout<'a> {
-    fn new(block: &'a Vpc, region: Option<&str>) -> Result<Self, String> {
-        let vpc = Cidr::parse("cidr", &block.cidr, 16..=28, "a VPC")?;
+    fn new(block: &'a Vpc, cidr: &str, region: Option<&str>) -> Result<Self, String> {
+        let vpc = Cidr::parse("cidr", cidr, 16..=28, "a VPC")?;
         check_zones(&block.zones, region)?;
         let nat = block.nat.as_deref().unwrap_or("single");
         if !["single", "per-zone", "none"].contains(&nat) {

@@ -92,7 +92,7 @@ pub fn settle(
                     "matches nothing",
                     Some(match &existing.selector {
                         Selector::Id(_) => "check the id or name, and that the stack's provider settings (`[aws]`, `[gcp]`) point at the account, project and region that hold it".into(),
-                        Selector::Tags { .. } => "check the tags' names and values (they are case-sensitive), and that the stack's provider settings point at the account, project and region that hold the object".into(),
+                        Selector::Tags { .. } | Selector::Where(_) => "check the names and values (they are case-sensitive), and that the stack's provider settings point at the account, project and region that hold the object".into(),
                     }),
                 ));
             }
@@ -130,14 +130,18 @@ pub fn settle(
     Ok(())
 }
 
-/// Whether `found` carries every tag a tag selector names, value for value: a cloud's tag
-/// filter may read `*` or `?` in a value as a wildcard, and match more than was written.
+/// Whether `found` has every tag or attribute value a selector names, value for value: a
+/// cloud's filter may read `*` or `?` in a value as a wildcard, and match more than was written.
 fn carries(found: &Found, selector: &Selector) -> bool {
+    let has = |table: Option<&Value>, values: &BTreeMap<String, String>| {
+        values
+            .iter()
+            .all(|(k, v)| table.and_then(|t| t.get(k)).and_then(Value::as_str) == Some(v.as_str()))
+    };
     match selector {
         Selector::Id(_) => true,
-        Selector::Tags { tags } => tags
-            .iter()
-            .all(|(k, v)| found.attributes.get("tags").and_then(|t| t.get(k)).and_then(Value::as_str) == Some(v.as_str())),
+        Selector::Tags { tags } => has(found.attributes.get("tags"), tags),
+        Selector::Where(values) => has(Some(&found.attributes), values),
     }
 }
 

@@ -233,8 +233,7 @@ pub struct Purchase {
 
 /// How an `existing` block names the object forge reads and never changes (see
 /// [`Resource::look_up`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
     /// `existing = "vpc-0abc…"`: the cloud's id, or the name the kind is known by.
     Id(String),
@@ -243,6 +242,10 @@ pub enum Selector {
         /// The tags, every one of which the object carries.
         tags: BTreeMap<String, String>,
     },
+    /// `existing = { vpc_id = "vpc-…", availability_zone = "us-west-2a", tier = "private" }`:
+    /// the one object with these attribute values (the attributes [`Lookups::attributes`]
+    /// names).
+    Where(BTreeMap<String, String>),
 }
 
 impl std::fmt::Display for Selector {
@@ -252,6 +255,10 @@ impl std::fmt::Display for Selector {
             Selector::Tags { tags } => {
                 let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
                 write!(f, "the tags {{ {} }}", pairs.join(", "))
+            }
+            Selector::Where(values) => {
+                let pairs: Vec<String> = values.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+                write!(f, "{{ {} }}", pairs.join(", "))
             }
         }
     }
@@ -265,15 +272,22 @@ pub struct Lookups {
     pub id: Option<&'static str>,
     /// Whether the kind is read by tags (`existing = { tags = { … } }`).
     pub tags: bool,
+    /// The attributes it is read by (`existing = { availability_zone = "…" }`), with what each
+    /// takes.
+    pub attributes: &'static [(&'static str, &'static str)],
 }
 
 impl Lookups {
     /// The kind cannot be an existing block.
-    pub const NONE: Lookups = Lookups { id: None, tags: false };
+    pub const NONE: Lookups = Lookups {
+        id: None,
+        tags: false,
+        attributes: &[],
+    };
 
     /// Whether the kind reads any form.
     pub fn any(self) -> bool {
-        self.id.is_some() || self.tags
+        self.id.is_some() || self.tags || !self.attributes.is_empty()
     }
 }
 

@@ -413,7 +413,8 @@ impl Loader<'_> {
             }
         }
         let mut config = self.substitute_vars(&config, &spans, vars)?;
-        let existing = match config.as_object_mut().and_then(|m| m.remove(EXISTING)) {
+        // A component's `existing` is its own attribute.
+        let existing = match config.as_object_mut().filter(|_| of_kind).and_then(|m| m.remove(EXISTING)) {
             Some(written) => Some(self.existing(&address, block_type, &written, &spans)?),
             None => None,
         };
@@ -501,11 +502,22 @@ impl Loader<'_> {
     fn existing(&self, address: &str, block_type: &str, written: &Value, spans: &Spans) -> Result<super::Existing, StackError> {
         let span = spans.get("/existing").cloned().unwrap_or(0..0);
         let lookups = self.registry.get(block_type).map_or(Lookups::NONE, |k| k.lookups());
-        let forms = match (lookups.id, lookups.tags) {
-            (Some(id), true) => format!("`existing = \"<{id}>\"`, or `existing = {{ tags = {{ name = \"value\" }} }}`"),
-            (Some(id), false) => format!("`existing = \"<{id}>\"`"),
-            (None, _) => "`existing = { tags = { name = \"value\" } }`".to_owned(),
-        };
+        let mut forms: Vec<String> = Vec::new();
+        if let Some(id) = lookups.id {
+            forms.push(format!("`existing = \"<{id}>\"`"));
+        }
+        if lookups.tags {
+            forms.push("`existing = { tags = { name = \"value\" } }`".to_owned());
+        }
+        if !lookups.attributes.is_empty() {
+            let pairs: Vec<String> = lookups
+                .attributes
+                .iter()
+                .map(|(name, takes)| format!("{name} = <{takes}>"))
+                .collect();
+            forms.push(format!("`existing = {{ {} }}` (any of them)", pairs.join(", ")));
+        }
+        let forms = forms.join(", or ");
         let refuse = |message: String, label: &str| {
             self.err(
                 span.clone(),
@@ -539,12 +551,20 @@ impl Loader<'_> {
                     Some(tags) => Selector::Tags { tags },
                 }
             }
-            other => {
-                return Err(refuse(
-                    format!("must be an id string or `{{ tags = {{ … }} }}`, not {}", describe(other)),
-                    "here",
-                ));
+            Value::Object(table) if !table.is_empty() && !table.contains_key("tags") => {
+                let mut values = BTreeMap::new();
+                for (key, value) in table {
+                    let Some((_, takes)) = lookups.attributes.iter().find(|(name, _)| name == key) else {
+                        return Err(refuse(format!("cannot find a `{block_type}` by `{key}`"), "not a way to find it"));
+                    };
+                    let Some(value) = value.as_str() else {
+                        return Err(refuse(format!("`{key}` must be {takes}, a string"), "not a string"));
+                    };
+                    values.insert(key.clone(), value.to_owned());
+                }
+                Selector::Where(values)
             }
+            other => return Err(refuse(format!("must be an id string or a table, not {}", describe(other)), "here")),
         };
         Ok(super::Existing { selector, span })
     }
@@ -1231,9 +1251,20 @@ impl Loader<'_> {
             .parts
             .into_iter()
             .map(|part| in_cluster_waits(part, components))
-            .map(|part| Block {
+            .map(|mut part| Block {
                 address: format!("{address}.{}", part.local),
                 kind: part.kind.to_owned(),
+                // A part that reads an existing object (an `eks` block's cluster, a `vpc`
+                // block's subnets) names it by id or by attribute values.
+                existing: part
+                    .config
+                    .as_object_mut()
+                    .and_then(|c| c.remove(EXISTING))
+                    .and_then(|named| generated_selector(&named))
+                    .map(|selector| super::Existing {
+                        selector,
+                        span: header.clone(),
+                    }),
                 config: part.config,
                 explicit_deps: part
                     .depends_on
@@ -1245,7 +1276,6 @@ impl Loader<'_> {
                 spans: Spans::new(),
                 span: header.clone(),
                 generated: true,
-                existing: None,
             })
             .collect::<Vec<Block>>();
         for block in &blocks {
@@ -1264,6 +1294,8 @@ impl Loader<'_> {
     fn check_generated(&self, component: &Component, block: &Block) -> Result<(), StackError> {
         let problem = match (self.registry.get(&block.kind), block.config.as_object()) {
             (None, _) => format!("a kind this forge does not have (`{}`)", block.kind),
+            (Some(kind), _) if block.existing.is_some() && !kind.lookups().any() => "`existing` on a kind that reads none".to_owned(),
+            (Some(_), _) if block.existing.is_some() => return Ok(()),
             (Some(_), None) => "attributes that are not a table".to_owned(),
             (Some(kind), Some(config)) => match crate::schema::misfit(kind.spec().fields, &[], config) {
                 None => return Ok(()),
@@ -1482,6 +1514,20 @@ impl Targets<'_> {
         let json = self.loader.substitute_vars(&outputs.json, &outputs.spans, &outputs.vars)?;
         let inlined = self.inline(&json, |reference| span_of_reference(&json, &outputs.spans, reference))?;
         Ok(inlined.as_object().cloned().unwrap_or_default().into_iter().collect())
+    }
+}
+
+/// The selector of a part a component made to read an existing object: an id, or a table of
+/// attribute values.
+fn generated_selector(named: &Value) -> Option<Selector> {
+    match named {
+        Value::String(id) => Some(Selector::Id(id.clone())),
+        Value::Object(values) => values
+            .iter()
+            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect::<Option<_>>()
+            .map(Selector::Where),
+        _ => None,
     }
 }
 

@@ -905,3 +905,143 @@ fn a_p6e_gb200_ultraserver_group_comes_up_on_its_capacity_block_with_alternating
     });
     w.ok(&["destroy", "gb.toml", "--yes"]);
 }
+
+const EXISTING: &str = include_str!("../../stacks/nemo-eks-existing.toml");
+
+/// A cluster and its VPC made as eksctl would (here with the SDK), with a private subnet in two
+/// zones and a public one: the VPC's id.
+fn made_by_eksctl(w: &World, cluster: &str) -> String {
+    use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+    let config = w.sdk_config();
+    let (ec2, iam, eks) = (
+        aws_sdk_ec2::Client::new(&config),
+        aws_sdk_iam::Client::new(&config),
+        aws_sdk_eks::Client::new(&config),
+    );
+    runtime().block_on(async {
+        let named = |kind: ResourceType, name: &str| TagSpecification::builder().resource_type(kind).tags(Tag::builder().key("Name").value(name).build()).build();
+        let vpc = ec2.create_vpc().cidr_block("10.20.0.0/16").tag_specifications(named(ResourceType::Vpc, "eksctl-vpc")).send().await.unwrap();
+        let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
+        let mut private = Vec::new();
+        for (cidr, zone) in [("10.20.0.0/20", "us-west-2c"), ("10.20.16.0/20", "us-west-2a")] {
+            let subnet = ec2.create_subnet().vpc_id(&vpc).cidr_block(cidr).availability_zone(zone).send().await.unwrap();
+            private.push(subnet.subnet().unwrap().subnet_id().unwrap().to_owned());
+        }
+        // A public subnet in the GPU zone, routed to an internet gateway: not the one to use.
+        let public = ec2.create_subnet().vpc_id(&vpc).cidr_block("10.20.32.0/24").availability_zone("us-west-2c").send().await.unwrap();
+        let public = public.subnet().unwrap().subnet_id().unwrap().to_owned();
+        let igw = ec2.create_internet_gateway().send().await.unwrap();
+        let igw = igw.internet_gateway().unwrap().internet_gateway_id().unwrap().to_owned();
+        ec2.attach_internet_gateway().vpc_id(&vpc).internet_gateway_id(&igw).send().await.unwrap();
+        let table = ec2.create_route_table().vpc_id(&vpc).send().await.unwrap();
+        let table = table.route_table().unwrap().route_table_id().unwrap().to_owned();
+        ec2.create_route().route_table_id(&table).destination_cidr_block("0.0.0.0/0").gateway_id(&igw).send().await.unwrap();
+        ec2.associate_route_table().route_table_id(&table).subnet_id(&public).send().await.unwrap();
+        let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+        let role = iam.create_role().role_name("eksctl-cluster-role").assume_role_policy_document(trust).send().await.unwrap();
+        let vpc_config = aws_sdk_eks::types::VpcConfigRequest::builder().set_subnet_ids(Some(private)).build();
+        eks.create_cluster()
+            .name(cluster)
+            .role_arn(role.role().unwrap().arn())
+            .version("1.31")
+            .resources_vpc_config(vpc_config)
+            .tags("made-by", "eksctl")
+            .send()
+            .await
+            .unwrap();
+        while eks.describe_cluster().name(cluster).send().await.unwrap().cluster().unwrap().status() != Some(&aws_sdk_eks::types::ClusterStatus::Active) {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        vpc
+    })
+}
+
+/// The cluster's status, version and tags, and the VPC's subnets: what forge must leave as it
+/// found them.
+fn untouched(w: &World, cluster: &str, vpc: &str) -> (String, String, Vec<(String, String)>, Vec<String>) {
+    let config = w.sdk_config();
+    let (ec2, eks) = (aws_sdk_ec2::Client::new(&config), aws_sdk_eks::Client::new(&config));
+    runtime().block_on(async {
+        let c = eks.describe_cluster().name(cluster).send().await.unwrap();
+        let c = c.cluster().unwrap();
+        let mut tags: Vec<(String, String)> = c.tags().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+        tags.sort();
+        let filter = aws_sdk_ec2::types::Filter::builder().name("vpc-id").values(vpc).build();
+        let subnets = ec2.describe_subnets().filters(filter).send().await.unwrap();
+        let mut subnets: Vec<String> = subnets.subnets().iter().map(|s| s.subnet_id().unwrap().to_owned()).collect();
+        subnets.sort();
+        (
+            c.status().unwrap().as_str().to_owned(),
+            c.version().unwrap().to_owned(),
+            tags,
+            subnets,
+        )
+    })
+}
+
+#[test]
+fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_the_cluster() {
+    let w = World::new();
+    let vpc = made_by_eksctl(&w, "nemo");
+    let before = untouched(&w, "nemo", &vpc);
+    w.write("existing.toml", EXISTING);
+    let var = format!("vpc={vpc}");
+    let args = |command: &'static str| vec![command, "existing.toml", "--var", &var];
+
+    let stderr = w.ok(&[args("up"), vec!["--yes"]].concat());
+    assert!(stderr.contains("<= eks.nemo.cluster (aws_eks_cluster, nemo)"), "{stderr}");
+    assert!(stderr.contains("<= vpc.main.private.us-west-2c (aws_subnet, subnet-"), "{stderr}");
+    assert!(
+        stderr.contains("Ready: eks/nemo: node group `gpu`: 2 nodes, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 32"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("claim default/data-pvc Bound"), "{stderr}");
+    assert!(
+        !stderr.contains("eks.nemo.cluster (aws_eks_cluster)\n"),
+        "the cluster is not created: {stderr}"
+    );
+    assert_eq!(
+        untouched(&w, "nemo", &vpc),
+        before,
+        "the cluster and its VPC are as eksctl left them"
+    );
+    let config = w.sdk_config();
+    let eks = aws_sdk_eks::Client::new(&config);
+    let groups = runtime().block_on(eks.list_nodegroups().cluster_name("nemo").send()).unwrap();
+    assert_eq!(groups.nodegroups(), ["gpu"]);
+    let group = runtime()
+        .block_on(eks.describe_nodegroup().cluster_name("nemo").nodegroup_name("gpu").send())
+        .unwrap();
+    let private_2c = &before.3;
+    let subnet = &group.nodegroup().unwrap().subnets()[0];
+    assert!(private_2c.contains(subnet), "{subnet}");
+    let public = runtime()
+        .block_on(aws_sdk_ec2::Client::new(&config).describe_subnets().subnet_ids(subnet).send())
+        .unwrap();
+    assert_eq!(
+        public.subnets()[0].cidr_block(),
+        Some("10.20.0.0/20"),
+        "the private subnet of us-west-2c, not the public one"
+    );
+    runtime().block_on(async {
+        let client = w.cluster("existing.toml", "eks.nemo").await;
+        let daemonsets: Api<DaemonSet> = Api::namespaced(client, "kube-system");
+        daemonsets.get("nvidia-device-plugin").await.unwrap();
+        daemonsets.get("aws-efa-k8s-device-plugin").await.unwrap();
+    });
+
+    // Nothing to do the second time.
+    let (code, _, stderr) = w.forge(&[args("plan"), vec!["--detailed-exitcode"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+
+    // Destroy removes what forge made, forgets what it read, and leaves the cluster running.
+    let stderr = w.ok(&[args("destroy"), vec!["--yes"]].concat());
+    assert!(stderr.contains("- eks.nemo.cluster (read only: no call)"), "{stderr}");
+    assert_eq!(untouched(&w, "nemo", &vpc), before);
+    let groups = runtime().block_on(eks.list_nodegroups().cluster_name("nemo").send()).unwrap();
+    assert!(groups.nodegroups().is_empty());
+    let file_systems = runtime()
+        .block_on(aws_sdk_fsx::Client::new(&config).describe_file_systems().send())
+        .unwrap();
+    assert!(file_systems.file_systems().is_empty());
+}

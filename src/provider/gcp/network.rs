@@ -110,6 +110,7 @@ impl Resource for Network {
         Lookups {
             id: Some("a network name, or its path projects/…/global/networks/…"),
             tags: false,
+            attributes: &[],
         }
     }
 

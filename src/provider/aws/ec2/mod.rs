@@ -85,6 +85,12 @@ macro_rules! look_up_ec2 {
                 .iter()
                 .map(|(k, v)| Filter::builder().name(format!("tag:{k}")).values(v).build())
                 .collect(),
+            // The attributes EC2 filters by (`vpc_id` → `vpc-id`); the kind judges the others.
+            $crate::provider::Selector::Where(values) => values
+                .iter()
+                .filter(|(k, _)| super::FILTERED.contains(&k.as_str()))
+                .map(|(k, v)| Filter::builder().name(k.replace('_', "-")).values(v).build())
+                .collect(),
         };
         let mut found: Vec<$crate::provider::Found> = Vec::new();
         let mut pages = $aws.ec2.$call().set_filters(Some(filters)).into_paginator().send();
@@ -95,6 +101,10 @@ macro_rules! look_up_ec2 {
         Ok(found)
     }};
 }
+
+/// The attributes of an `existing = { … }` look-up that EC2's Describe filters by, as the
+/// filter names them with `-` for `_`.
+const FILTERED: &[&str] = &["vpc_id", "availability_zone"];
 
 pub(super) mod capacity_block;
 pub(super) mod capacity_extension;

@@ -420,6 +420,7 @@ impl Resource for SecurityGroup {
         Lookups {
             id: Some("a security group id, sg-…"),
             tags: true,
+            attributes: &[],
         }
     }
 

@@ -31,6 +31,62 @@ fn read_attributes(s: &aws_sdk_ec2::types::Subnet) -> Value {
     })
 }
 
+/// The subnets of `vpcs` that route to an internet gateway: through a route table associated
+/// with them, or, for those with none, through their VPC's main route table.
+async fn public_subnets(aws: &Clients, vpcs: &[String]) -> Result<std::collections::BTreeSet<String>, ProviderError> {
+    use aws_sdk_ec2::types::Filter;
+    let mut public = std::collections::BTreeSet::new();
+    if vpcs.is_empty() {
+        return Ok(public);
+    }
+    let mut tables = Vec::new();
+    let mut pages = aws
+        .ec2
+        .describe_route_tables()
+        .filters(Filter::builder().name("vpc-id").set_values(Some(vpcs.to_vec())).build())
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        tables.extend(
+            page.map_err(|e| error(aws, "DescribeRouteTables", e))?
+                .route_tables()
+                .iter()
+                .cloned(),
+        );
+    }
+    let to_internet = |t: &aws_sdk_ec2::types::RouteTable| t.routes().iter().any(|r| r.gateway_id().is_some_and(|g| g.starts_with("igw-")));
+    let associated: std::collections::BTreeSet<&str> = tables
+        .iter()
+        .flat_map(aws_sdk_ec2::types::RouteTable::associations)
+        .filter_map(|a| a.subnet_id())
+        .collect();
+    for table in &tables {
+        if !to_internet(table) {
+            continue;
+        }
+        public.extend(table.associations().iter().filter_map(|a| a.subnet_id()).map(str::to_owned));
+        if table.associations().iter().any(|a| a.main() == Some(true)) {
+            // The main table's subnets: every subnet of its VPC with no table of its own.
+            let vpc = table.vpc_id().unwrap_or_default();
+            let out = aws
+                .ec2
+                .describe_subnets()
+                .filters(Filter::builder().name("vpc-id").values(vpc).build())
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribeSubnets", e))?;
+            public.extend(
+                out.subnets()
+                    .iter()
+                    .filter_map(|s| s.subnet_id())
+                    .filter(|id| !associated.contains(id))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    Ok(public)
+}
+
 /// The subnet an earlier create of this resource tagged, if any.
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<aws_sdk_ec2::types::Subnet>, ProviderError> {
     Ok(find_own!(ctx, aws, token, describe_subnets, subnets, "DescribeSubnets"))
@@ -80,16 +136,46 @@ impl Resource for Subnet {
         Lookups {
             id: Some("a subnet id, subnet-…"),
             tags: true,
+            attributes: &[
+                ("vpc_id", "a VPC id"),
+                ("availability_zone", "a zone name"),
+                ("tier", "\"private\" or \"public\""),
+            ],
         }
     }
 
+    /// By id, tags, or VPC and zone (one Describe); by `tier` also the VPC's route tables: a
+    /// subnet is public when its route table (its own, else the VPC's main one) routes to an
+    /// internet gateway.
     async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
         let aws = cloud.aws().await;
-        look_up_ec2!(aws, selector, describe_subnets, "subnet-id", subnets, |s| Found {
+        let tier = match selector {
+            Selector::Where(values) => values.get("tier").map(String::as_str),
+            _ => None,
+        };
+        if let Some(other) = tier.filter(|t| !["private", "public"].contains(t)) {
+            return Err(ProviderError::permanent(format!(
+                "`tier` is \"private\" or \"public\", not \"{other}\""
+            )));
+        }
+        let found: Result<Vec<Found>, ProviderError> = look_up_ec2!(aws, selector, describe_subnets, "subnet-id", subnets, |s| Found {
             id: s.subnet_id().unwrap_or_default().to_owned(),
             outputs: json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() }),
             attributes: read_attributes(s),
-        })
+        });
+        let mut found = found?;
+        if let Some(tier) = tier {
+            let vpcs: Vec<String> = found
+                .iter()
+                .filter_map(|f| f.attributes["vpc_id"].as_str().map(str::to_owned))
+                .collect();
+            let public = public_subnets(aws, &vpcs).await?;
+            found.retain(|f| public.contains(&f.id) == (tier == "public"));
+            for f in &mut found {
+                f.attributes["tier"] = json!(tier);
+            }
+        }
+        Ok(found)
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

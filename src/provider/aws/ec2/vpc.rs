@@ -87,6 +87,7 @@ impl Resource for Vpc {
         Lookups {
             id: Some("a VPC id, vpc-…"),
             tags: true,
+            attributes: &[],
         }
     }
 

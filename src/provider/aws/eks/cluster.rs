@@ -6,7 +6,7 @@
 
 use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
 use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, existing, found, parse, wait_for};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
@@ -19,7 +19,7 @@ use std::time::Duration;
 pub(crate) struct EksCluster;
 
 attributes! {
-    kind EksCluster, spec "aws_eks_cluster", outputs [id = attribute name, name = attribute, arn, endpoint, certificate_authority, oidc_issuer, cluster_security_group_id, version = attribute], extra [timeouts, tags];
+    kind EksCluster, spec "aws_eks_cluster", outputs [id = attribute name, name = attribute, arn, endpoint, certificate_authority, oidc_issuer, cluster_security_group_id, vpc_id, version = attribute], extra [timeouts, tags];
     struct Config {
         name: String [replace],
         role_arn: String [replace],
@@ -102,7 +102,24 @@ fn outputs(c: &Cluster) -> Value {
         "certificate_authority": c.certificate_authority().and_then(|a| a.data()),
         "oidc_issuer": c.identity().and_then(|i| i.oidc()).and_then(|o| o.issuer()),
         "cluster_security_group_id": c.resources_vpc_config().and_then(|v| v.cluster_security_group_id()),
+        "vpc_id": c.resources_vpc_config().and_then(|v| v.vpc_id()),
         "version": c.version(),
+    })
+}
+
+/// What a look-up reports of an existing cluster, in the block's shape.
+fn read_attributes(c: &Cluster) -> Value {
+    let vpc = c.resources_vpc_config();
+    json!({
+        "name": c.name(),
+        "role_arn": c.role_arn(),
+        "version": c.version(),
+        "subnet_ids": vpc.map(aws_sdk_eks::types::VpcConfigResponse::subnet_ids),
+        "security_group_ids": vpc.map(aws_sdk_eks::types::VpcConfigResponse::security_group_ids),
+        "endpoint_public_access": vpc.map(aws_sdk_eks::types::VpcConfigResponse::endpoint_public_access),
+        "endpoint_private_access": vpc.map(aws_sdk_eks::types::VpcConfigResponse::endpoint_private_access),
+        "authentication_mode": c.access_config().and_then(|a| a.authentication_mode()).map(aws_sdk_eks::types::AuthenticationMode::as_str),
+        "tags": c.tags(),
     })
 }
 
@@ -181,6 +198,37 @@ impl Resource for EksCluster {
         let aws = cloud.aws().await;
         let clusters = all_pages!(aws, aws.eks.list_clusters(), clusters, "ListClusters");
         Ok(existing(ids, clusters.iter().map(String::as_str)))
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a cluster name, or its ARN"),
+            tags: false,
+            attributes: &[],
+        }
+    }
+
+    /// An existing cluster by name (an ARN's last segment): one DescribeCluster. One that is
+    /// not ACTIVE is an error: node groups and add-ons cannot join it.
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let Selector::Id(id) = selector else {
+            return Err(ProviderError::permanent("EKS lists no clusters by tag: name the cluster"));
+        };
+        let name = id.rsplit('/').next().unwrap_or(id);
+        let Some(cluster) = describe(cloud.aws().await, name)
+            .await?
+            .filter(|c| !id.starts_with("arn:") || c.arn() == Some(id.as_str()))
+        else {
+            return Ok(Vec::new());
+        };
+        if let Poll::Failed(why) | Poll::Pending(why) = active(&cluster) {
+            return Err(ProviderError::permanent(format!("the EKS cluster `{name}` is not ACTIVE: {why}")));
+        }
+        Ok(vec![Found {
+            id: name.to_owned(),
+            outputs: outputs(&cluster),
+            attributes: read_attributes(&cluster),
+        }])
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

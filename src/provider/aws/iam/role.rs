@@ -138,6 +138,7 @@ impl Resource for IamRole {
         Lookups {
             id: Some("a role name, or its ARN"),
             tags: false,
+            attributes: &[],
         }
     }
 
