@@ -30,6 +30,7 @@ block! {
     /// A `gke` block. What it hands on to the cluster unread stays a value of the type the
     /// cluster takes.
     struct Gke {
+        existing: Option<String>,
         node_pools: Map<String, Value>,
         name: Option<String>,
         location: Option<String>,
@@ -229,8 +230,66 @@ impl Pool<'_> {
     }
 }
 
+/// What a `gke` block that reads an existing cluster cannot set: the cluster's own.
+const CLUSTER_KEYS: &[&str] = &[
+    "name",
+    "location",
+    "version",
+    "release_channel",
+    "vpc",
+    "network",
+    "subnetwork",
+    "pods_range",
+    "services_range",
+    "private_nodes",
+    "private_endpoint",
+    "authorized_networks",
+    "gcs_fuse_csi",
+    "gpu_networks_cidr",
+    "labels",
+];
+
+/// A cluster that exists (`existing = "projects/p/locations/l/clusters/c"`): read when forge
+/// plans, never written; its pools (each a node pool of its own), their in-cluster objects and
+/// readiness are added as for a cluster forge makes, but no teardown: what the cluster's other
+/// workloads made is theirs. Pools that need GPU networks (GPUDirect-TCPX/TCPXO, RDMA) are
+/// refused: those networks and multi-networking are set when a cluster is made.
+fn expand_existing(input: &Input, block: &Gke, path: &str) -> Result<Expansion, ComponentError> {
+    if let Some(key) = CLUSTER_KEYS.iter().find(|k| input.config.contains_key(**k)) {
+        return Err(ComponentError::at(
+            *key,
+            format!("`{key}` belongs to the existing cluster `{path}`, which forge reads and never changes"),
+            "remove it: forge adds node pools and in-cluster objects to an existing cluster",
+        ));
+    }
+    let cluster = Cluster::existing(input, path)?;
+    let pools = pools(input, block, &cluster.region)?;
+    if let Some(pool) = pools.iter().find(|p| p.networks > 0 || p.rdma.is_some()) {
+        return Err(ComponentError::at(
+            format!("node_pools.{}.machine_type", pool.name),
+            format!(
+                "`{}` talks GPUDirect over networks of its own, which a cluster gets when it is made (multi-networking), not an existing one",
+                pool.block.machine_type
+            ),
+            "let forge make the cluster (drop `existing`), or use a machine type without GPUDirect networks",
+        ));
+    }
+    let mut parts = vec![Part::new("cluster", "google_container_cluster", json!({ "existing": path }))];
+    parts.extend(pool_parts(input, block, &pools, &cluster));
+    let (in_cluster, ready) = in_cluster(input, block, &pools, &cluster, None)?;
+    parts.extend(in_cluster);
+    Ok(Expansion {
+        parts,
+        outputs: outputs(&cluster, &pools, 0),
+        ready,
+    })
+}
+
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Gke = input.block()?;
+    if let Some(path) = &block.existing {
+        return expand_existing(input, &block, path);
+    }
     check_private_endpoint(&block)?;
     let cluster = Cluster::new(input, &block)?;
     let network = network(input, &block)?;
@@ -266,12 +325,14 @@ fn rdma_networks(pools: &[Pool]) -> Result<Option<gke_rdma::Networks>, Component
     }))
 }
 
-/// The cluster a block makes: its address, name, location and region.
+/// The cluster a block makes or reads: its address, name, location and region.
 struct Cluster<'a> {
     address: &'a str,
     name: String,
     location: String,
     region: String,
+    /// It exists: forge reads it and never changes it.
+    existing: bool,
 }
 
 impl<'a> Cluster<'a> {
@@ -300,6 +361,26 @@ impl<'a> Cluster<'a> {
             name,
             location,
             region,
+            existing: false,
+        })
+    }
+
+    /// The existing cluster at `path` (`projects/p/locations/l/clusters/c`).
+    fn existing(input: &'a Input, path: &str) -> Result<Self, ComponentError> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let [_, _, "locations", location, "clusters", name] = segments[..] else {
+            return Err(ComponentError::at(
+                "existing",
+                format!("`{path}` is not a GKE cluster's path"),
+                "write `existing = \"projects/<project>/locations/<location>/clusters/<name>\"`",
+            ));
+        };
+        Ok(Cluster {
+            address: input.address,
+            name: name.to_owned(),
+            location: location.to_owned(),
+            region: input.providers.gcp_region().map_or_else(|| region_of(location), str::to_owned),
+            existing: true,
         })
     }
 
@@ -424,13 +505,16 @@ fn in_cluster(
         parts.extend(gke_rdma::gib_installers(&cluster_ref, &rdma_pools));
     }
     parts.extend(dra_driver(settings, pools, &cluster_ref)?);
-    // On destroy, before the pools go: the load balancers and disks Kubernetes made.
-    parts.push(Part {
-        local: "k8s.teardown".into(),
-        kind: "k8s_teardown",
-        config: json!({ "cluster": cluster_ref }),
-        depends_on: pools.iter().map(|p| format!("{address}.node_pools.{}", p.name)).collect(),
-    });
+    // On destroy, before the pools go: the load balancers and disks Kubernetes made — not in
+    // an existing cluster, whose other workloads' objects are theirs.
+    if !cluster.existing {
+        parts.push(Part {
+            local: "k8s.teardown".into(),
+            kind: "k8s_teardown",
+            config: json!({ "cluster": cluster_ref }),
+            depends_on: pools.iter().map(|p| format!("{address}.node_pools.{}", p.name)).collect(),
+        });
+    }
     let gpu_groups: Vec<batch::GpuGroup> = pools.iter().filter_map(Pool::gpu_group).collect();
     let batch = batch::batch(input, address, &cluster_ref, &gpu_groups)?;
     parts.extend(batch.parts);

@@ -14,7 +14,7 @@ use super::container_node_pool::inline_pool;
 use super::gke::{self, CHANGE_TIMEOUT, CREATE_TIMEOUT, cluster_id, cluster_of};
 use super::marker::{made_by, marked_description, observed};
 use super::resumable::{self, Tracked};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Refusal, Resource, parse, timeout};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Refusal, Resource, Selector, parse, timeout};
 use crate::schema::attributes;
 use google_cloud_container_v1::model::{
     AddonsConfig, Cluster, ClusterUpdate, DatapathProvider, GcpFilestoreCsiDriverConfig, GcsFuseCsiDriverConfig, IPAllocationPolicy,
@@ -292,6 +292,50 @@ impl Resource for ContainerCluster {
             seen.extend(observed(stack, ids, id, &c.description, |own| attributes(c, own)));
         }
         Ok(seen)
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a cluster's path, projects/…/locations/…/clusters/…"),
+            tags: false,
+            attributes: &[],
+        }
+    }
+
+    /// An existing cluster by its path, in the stack's project: one get. One that is not
+    /// RUNNING is an error: pools cannot be added to it.
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        let Selector::Id(id) = selector else {
+            return Err(ProviderError::permanent("GKE finds clusters by path: name the cluster"));
+        };
+        let gcp = cloud.gcp().await?;
+        let (location, name) = gke::cluster_of(id);
+        if location.is_empty() || name.is_empty() || !id.starts_with("projects/") {
+            return Err(ProviderError::permanent(format!(
+                "`{id}` is not a cluster's path: write `projects/<project>/locations/<location>/clusters/<name>`"
+            )));
+        }
+        let canonical = cluster_id(gcp, location, name);
+        if canonical != *id {
+            return Err(ProviderError::permanent(format!(
+                "`{id}` is not in the stack's project `{}` (`[gcp] project`): forge reads existing clusters there",
+                gcp.project
+            )));
+        }
+        let Some(c) = get(gcp, id).await? else {
+            return Ok(Vec::new());
+        };
+        if c.status != cluster::Status::Running {
+            return Err(ProviderError::permanent(format!(
+                "the GKE cluster `{name}` is {}, not RUNNING",
+                c.status.name().unwrap_or("in an unknown state")
+            )));
+        }
+        Ok(vec![Found {
+            outputs: outputs(id, &c),
+            attributes: attributes(&c, &c.description),
+            id: id.clone(),
+        }])
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

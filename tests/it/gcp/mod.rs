@@ -1326,3 +1326,84 @@ mtu = "${google_compute_network.shared.mtu}"
     let (_, network) = gcp.compute("GET", "global/networks/shared", Value::Null);
     assert_eq!(network["description"], "the platform team's", "no mark was added");
 }
+
+/// A GKE cluster made outside forge (here through the REST API, as gcloud would) gains a GPU
+/// pool and its in-cluster objects, is never written, and keeps running after destroy.
+#[test]
+fn an_existing_gke_cluster_gains_a_pool_and_is_left_running() {
+    let gcp = Gcp::new();
+    let (status, _) = gcp.compute("POST", "global/networks", json!({ "name": "hand", "autoCreateSubnetworks": false }));
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let subnet =
+        json!({ "name": "hand", "network": format!("projects/{}/global/networks/hand", gcp.project), "ipCidrRange": "10.30.0.0/20" });
+    let (status, body) = gcp.compute("POST", "regions/us-central1/subnetworks", subnet);
+    assert_eq!(status, 200, "{body}");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let cluster = json!({ "cluster": {
+        "name": "hand",
+        "network": "hand",
+        "subnetwork": "hand",
+        "nodePools": [{ "name": "default-pool", "initialNodeCount": 1, "config": { "machineType": "e2-standard-4" } }],
+    }});
+    let (status, body) = gcp.container("POST", "clusters", cluster);
+    assert_eq!(status, 200, "{body}");
+    gcp.settled("clusters/hand");
+    gcp.calls();
+    gcp.write(
+        "hand.toml",
+        r#"
+[stack]
+name = "on-hand"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gke.hand]
+existing = "projects/PROJECT/locations/us-central1/clusters/hand"
+
+[gke.hand.node_pools.gpu]
+machine_type = "g2-standard-8"
+size = 1
+zone = "us-central1-a"
+"#,
+    );
+    let out = gcp.ok(&["up", "hand.toml", "--yes"]);
+    assert!(
+        out.contains(&format!(
+            "<= gke.hand.cluster (google_container_cluster, projects/{}/locations/us-central1/clusters/hand)",
+            gcp.project
+        )),
+        "{out}"
+    );
+    assert!(out.contains("Ready: gke/"), "{out}");
+    let made = writes(&gcp.calls());
+    let on_the_cluster: Vec<&String> = made.keys().filter(|k| k.contains("clusters") && !k.contains("nodePools")).collect();
+    assert!(on_the_cluster.is_empty(), "forge wrote to the cluster: {made:?}");
+    let pools = gcp.located("container", "us-central1/clusters/hand/nodePools");
+    let mut names: Vec<&str> = pools["nodePools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["default-pool", "gpu"]);
+
+    let (code, stderr) = gcp.forge(&["plan", "hand.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    let out = gcp.ok(&["destroy", "hand.toml", "--yes"]);
+    assert!(out.contains("- gke.hand.cluster (read only: no call)"), "{out}");
+    let cluster = gcp.located("container", "us-central1/clusters/hand");
+    assert_eq!(cluster["status"], "RUNNING");
+    let pools = gcp.located("container", "us-central1/clusters/hand/nodePools");
+    let names: Vec<&str> = pools["nodePools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default-pool"]);
+}
