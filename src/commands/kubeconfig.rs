@@ -56,7 +56,8 @@ pub(super) fn run(session: &Session, file: &Path, cluster: Option<&str>, target:
         .state
         .resources
         .get(address)
-        .filter(|r| r.status == Status::Created)
+        // forge's own cluster, or an existing one the stack reads.
+        .filter(|r| matches!(r.status, Status::Created | Status::Read))
         .ok_or_else(|| {
             CommandError::new(
                 format!("`{address}` is not created yet"),

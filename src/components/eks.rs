@@ -179,7 +179,8 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     };
     let (node_role, storage_addons) = cluster.node_role(input);
     parts.push(node_role);
-    let addons = addons(&block, storage_addons);
+    // An existing cluster may run its storage drivers already: it gets only the add-ons listed.
+    let addons = addons(&block, if block.existing.is_some() { Vec::new() } else { storage_addons });
     let before_nodes: Vec<String> = addons
         .iter()
         .filter(|a| BEFORE_NODES.contains(&a.as_str()))
@@ -280,6 +281,7 @@ impl<'a> Cluster<'a> {
     /// go on the stack's `vpc` block (the cluster's VPC, read or made) when it names one, else
     /// on the cluster's own subnets; what belongs to the cluster itself cannot be set.
     fn existing(input: &'a Input, block: &'a Eks, name: &str) -> Result<Self, ComponentError> {
+        let name = super::existing_name(name, "an EKS cluster")?;
         if let Some(key) = CLUSTER_KEYS.iter().find(|k| input.config.contains_key(**k)) {
             return Err(ComponentError::at(
                 *key,
@@ -411,8 +413,7 @@ fn endpoint_access(endpoint: Option<&str>) -> Result<(bool, bool), ComponentErro
 /// The add-ons: the block's list (or the defaults), then the CSI drivers its storage needs.
 fn addons(block: &Eks, storage: Vec<String>) -> Vec<String> {
     let mut addons: Vec<String> = match &block.addons {
-        // An existing cluster has its own: forge adds only what the block lists and the
-        // storage drivers its clients need.
+        // An existing cluster has its own: forge adds only what the block lists.
         None if block.existing.is_some() => Vec::new(),
         None => DEFAULT_ADDONS.iter().map(|a| (*a).to_owned()).collect(),
         Some(list) => list.clone(),
@@ -626,7 +627,8 @@ impl<'a> Group<'a> {
                 json!({
                     "name": format!("{resource_name}-efa"),
                     "description": format!("EFA for node group {} of {}: all traffic to and from itself", self.name, cluster.name),
-                    "vpc_id": cluster.network.vpc_id(),
+                    // An existing cluster's own VPC, whatever `vpc` names.
+                    "vpc_id": if cluster.existing { cluster.reference("cluster", "vpc_id") } else { cluster.network.vpc_id() },
                     "ingress": [{ "protocol": "-1", "self": true }],
                     "egress": [{ "protocol": "-1", "self": true }],
                     "tags": cluster.tags,

@@ -255,6 +255,7 @@ const CLUSTER_KEYS: &[&str] = &[
 /// workloads made is theirs. Pools that need GPU networks (GPUDirect-TCPX/TCPXO, RDMA) are
 /// refused: those networks and multi-networking are set when a cluster is made.
 fn expand_existing(input: &Input, block: &Gke, path: &str) -> Result<Expansion, ComponentError> {
+    let path = super::existing_name(path, "a GKE cluster")?;
     if let Some(key) = CLUSTER_KEYS.iter().find(|k| input.config.contains_key(**k)) {
         return Err(ComponentError::at(
             *key,

@@ -375,6 +375,20 @@ pub fn client_rules(group: &Value, clients: &[&str], ports: &[(u16, u16)]) -> Ve
         .collect()
 }
 
+/// An `existing = "…"` of a component block, checked: known when the stack loads (no
+/// reference to another block) and not empty.
+pub fn existing_name<'a>(value: &'a str, what: &str) -> Result<&'a str, ComponentError> {
+    let referenced = crate::template::references(&Value::String(value.to_owned())).map_or(true, |r| !r.is_empty());
+    if value.trim().is_empty() || referenced {
+        return Err(ComponentError::at(
+            "existing",
+            format!("`existing` must name {what} when the stack loads, not `{value}`"),
+            "write the name or id itself, or `${var.…}`: forge reads the object when it plans, before anything is applied",
+        ));
+    }
+    Ok(value)
+}
+
 /// Expands one component block (see [`Component::expand`]).
 pub type ExpandFn = fn(&Input) -> Result<Expansion, ComponentError>;
 

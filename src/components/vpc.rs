@@ -20,6 +20,7 @@ block! {
     /// A `vpc` block.
     struct Vpc {
         existing: Option<String>,
+        subnets: Option<Map<String, Value>>,
         cidr: Option<String>,
         zones: Vec<String>,
         nat: Option<String>,
@@ -55,6 +56,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     if let Some(id) = &block.existing {
         return existing(input, &block, id, region);
     }
+    if let Some(key) = EXISTING_KEYS.iter().find(|k| input.config.contains_key(**k)) {
+        return Err(ComponentError::at(
+            *key,
+            format!("`{key}` picks the subnets of an existing VPC"),
+            "add `existing = \"vpc-…\"`, or remove it: forge carves the subnets of a VPC it makes",
+        ));
+    }
     let Some(cidr) = &block.cidr else {
         return Err(ComponentError::at(
             "cidr",
@@ -68,9 +76,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 /// What a `vpc` block that reads an existing VPC cannot set: how forge would make one.
 const LAYOUT_KEYS: &[&str] = &["cidr", "nat", "public_subnet_bits", "private_subnet_bits", "tags"];
 
+/// What only a `vpc` block that reads an existing VPC takes.
+const EXISTING_KEYS: &[&str] = &["subnets"];
+
 /// An existing VPC (`existing = "vpc-…"`): the VPC and, per zone, its private subnet, read when
 /// forge plans; the same outputs as a VPC forge makes, but the public subnets'.
 fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Result<Expansion, ComponentError> {
+    let id = super::existing_name(id, "a VPC")?;
     if let Some(key) = LAYOUT_KEYS.iter().find(|k| input.config.contains_key(**k)) {
         return Err(ComponentError::at(
             *key,
@@ -89,12 +101,28 @@ fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Resul
         depends_on: vec![],
     };
     let mut parts = vec![part("vpc".into(), "aws_vpc", json!(id))];
-    for zone in &block.zones {
-        parts.push(part(
-            format!("private.{zone}"),
-            "aws_subnet",
-            json!({ "vpc_id": id, "availability_zone": zone, "tier": "private" }),
+    let chosen = block.subnets.clone().unwrap_or_default();
+    if let Some(zone) = chosen.keys().find(|z| !block.zones.contains(z)) {
+        return Err(ComponentError::at(
+            format!("subnets.{zone}"),
+            format!("`{zone}` is not one of `zones`"),
+            "name a subnet for a zone the block lists",
         ));
+    }
+    for zone in &block.zones {
+        // The zone's subnet the block names, else its one private subnet.
+        let named = match chosen.get(zone) {
+            Some(Value::String(subnet)) => json!(subnet),
+            Some(_) => {
+                return Err(ComponentError::at(
+                    format!("subnets.{zone}"),
+                    "a subnet id is a string",
+                    "write `subnets = { \"us-west-2c\" = \"subnet-…\" }`",
+                ));
+            }
+            None => json!({ "vpc_id": id, "availability_zone": zone, "tier": "private" }),
+        };
+        parts.push(part(format!("private.{zone}"), "aws_subnet", named));
     }
     let private: Vec<Value> = block.zones.iter().map(|z| reference(&format!("private.{z}"), "id")).collect();
     let mut outputs = Map::new();

@@ -1256,11 +1256,14 @@ impl Loader<'_> {
                 kind: part.kind.to_owned(),
                 // A part that reads an existing object (an `eks` block's cluster, a `vpc`
                 // block's subnets) names it by id or by attribute values.
+                // (one that does not parse stays in the config, where `check_generated` says so).
                 existing: part
                     .config
-                    .as_object_mut()
-                    .and_then(|c| c.remove(EXISTING))
-                    .and_then(|named| generated_selector(&named))
+                    .get(EXISTING)
+                    .and_then(generated_selector)
+                    .inspect(|_| {
+                        part.config.as_object_mut().map(|c| c.remove(EXISTING));
+                    })
                     .map(|selector| super::Existing {
                         selector,
                         span: header.clone(),
@@ -1280,6 +1283,14 @@ impl Loader<'_> {
             .collect::<Vec<Block>>();
         for block in &blocks {
             self.check_generated(component, block)?;
+        }
+        if let (Some(read), Some((_, span))) = (blocks.iter().find(|b| b.existing.is_some()), pending.block.explicit_deps.first()) {
+            return Err(self.err(
+                span.clone(),
+                format!("`{address}` reads an existing object (`{}`): `depends_on` cannot delay that read", read.address),
+                "no effect on the read",
+                "forge reads existing objects when it plans, before anything is applied: remove `depends_on`, or make the object outside this stack first",
+            ));
         }
         Ok(Expanded {
             blocks,

@@ -1058,6 +1058,18 @@ fn existing_errors() {
         ),
         ("existing_empty_tags", "[aws_vpc.shared]\nexisting = { tags = {} }\n"),
         (
+            "existing_cluster_reference",
+            "[aws_iam_role.r]\nexisting = \"r\"\n[eks.x]\nexisting = \"${aws_iam_role.r.name}\"\n[eks.x.nodegroups.a]\ninstance_type = \"c5.2xlarge\"\nsize = 1\n",
+        ),
+        (
+            "existing_vpc_with_cidr",
+            "[vpc.main]\nexisting = \"vpc-0abc\"\ncidr = \"10.0.0.0/16\"\nzones = [\"us-west-2a\"]\n",
+        ),
+        (
+            "existing_cluster_depends_on",
+            "[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[eks.x]\nexisting = \"nemo\"\ndepends_on = [\"aws_vpc.a\"]\n[eks.x.nodegroups.a]\ninstance_type = \"c5.2xlarge\"\nsize = 1\n",
+        ),
+        (
             "existing_depends_on",
             "[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ndepends_on = [\"aws_vpc.a\"]\n",
         ),

@@ -927,16 +927,22 @@ fn made_by_eksctl(w: &World, cluster: &str) -> String {
             let subnet = ec2.create_subnet().vpc_id(&vpc).cidr_block(cidr).availability_zone(zone).send().await.unwrap();
             private.push(subnet.subnet().unwrap().subnet_id().unwrap().to_owned());
         }
-        // A public subnet in the GPU zone, routed to an internet gateway: not the one to use.
-        let public = ec2.create_subnet().vpc_id(&vpc).cidr_block("10.20.32.0/24").availability_zone("us-west-2c").send().await.unwrap();
-        let public = public.subnet().unwrap().subnet_id().unwrap().to_owned();
+        // As eksctl lays it out: the main route table goes to the internet gateway (the public
+        // subnet in the GPU zone uses it: not the one to use), the private subnets have a
+        // table of their own without that route.
+        ec2.create_subnet().vpc_id(&vpc).cidr_block("10.20.32.0/24").availability_zone("us-west-2c").send().await.unwrap();
         let igw = ec2.create_internet_gateway().send().await.unwrap();
         let igw = igw.internet_gateway().unwrap().internet_gateway_id().unwrap().to_owned();
         ec2.attach_internet_gateway().vpc_id(&vpc).internet_gateway_id(&igw).send().await.unwrap();
+        let filter = aws_sdk_ec2::types::Filter::builder().name("vpc-id").values(&vpc).build();
+        let tables = ec2.describe_route_tables().filters(filter).send().await.unwrap();
+        let main = tables.route_tables()[0].route_table_id().unwrap().to_owned();
+        ec2.create_route().route_table_id(&main).destination_cidr_block("0.0.0.0/0").gateway_id(&igw).send().await.unwrap();
         let table = ec2.create_route_table().vpc_id(&vpc).send().await.unwrap();
         let table = table.route_table().unwrap().route_table_id().unwrap().to_owned();
-        ec2.create_route().route_table_id(&table).destination_cidr_block("0.0.0.0/0").gateway_id(&igw).send().await.unwrap();
-        ec2.associate_route_table().route_table_id(&table).subnet_id(&public).send().await.unwrap();
+        for subnet in &private {
+            ec2.associate_route_table().route_table_id(&table).subnet_id(subnet).send().await.unwrap();
+        }
         let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
         let role = iam.create_role().role_name("eksctl-cluster-role").assume_role_policy_document(trust).send().await.unwrap();
         let vpc_config = aws_sdk_eks::types::VpcConfigRequest::builder().set_subnet_ids(Some(private)).build();
@@ -1030,9 +1036,12 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
         daemonsets.get("aws-efa-k8s-device-plugin").await.unwrap();
     });
 
-    // Nothing to do the second time.
+    // Nothing to do the second time; `forge kubeconfig` works for the cluster it reads.
     let (code, _, stderr) = w.forge(&[args("plan"), vec!["--detailed-exitcode"]].concat());
     assert_eq!(code, 0, "{stderr}");
+    let (code, kubeconfig, stderr) = w.forge(&["kubeconfig", "existing.toml", "eks.nemo", "--print", "--var", &var]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(kubeconfig.contains("server: https://"), "{kubeconfig}");
 
     // Destroy removes what forge made, forgets what it read, and leaves the cluster running.
     let stderr = w.ok(&[args("destroy"), vec!["--yes"]].concat());

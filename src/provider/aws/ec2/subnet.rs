@@ -31,19 +31,20 @@ fn read_attributes(s: &aws_sdk_ec2::types::Subnet) -> Value {
     })
 }
 
-/// The subnets of `vpcs` that route to an internet gateway: through a route table associated
-/// with them, or, for those with none, through their VPC's main route table.
-async fn public_subnets(aws: &Clients, vpcs: &[String]) -> Result<std::collections::BTreeSet<String>, ProviderError> {
-    use aws_sdk_ec2::types::Filter;
-    let mut public = std::collections::BTreeSet::new();
+/// Which of `subnets` (id, VPC) route to an internet gateway: through the route table
+/// associated with them, or, for those with none, through their VPC's main route table.
+async fn public_subnets(aws: &Clients, subnets: &[(String, String)]) -> Result<std::collections::BTreeSet<String>, ProviderError> {
+    use aws_sdk_ec2::types::{Filter, RouteState};
+    let vpcs: std::collections::BTreeSet<&str> = subnets.iter().map(|(_, vpc)| vpc.as_str()).collect();
     if vpcs.is_empty() {
-        return Ok(public);
+        return Ok(Default::default());
     }
+    let vpcs: Vec<String> = vpcs.into_iter().map(str::to_owned).collect();
     let mut tables = Vec::new();
     let mut pages = aws
         .ec2
         .describe_route_tables()
-        .filters(Filter::builder().name("vpc-id").set_values(Some(vpcs.to_vec())).build())
+        .filters(Filter::builder().name("vpc-id").set_values(Some(vpcs)).build())
         .into_paginator()
         .send();
     while let Some(page) = pages.next().await {
@@ -54,37 +55,27 @@ async fn public_subnets(aws: &Clients, vpcs: &[String]) -> Result<std::collectio
                 .cloned(),
         );
     }
-    let to_internet = |t: &aws_sdk_ec2::types::RouteTable| t.routes().iter().any(|r| r.gateway_id().is_some_and(|g| g.starts_with("igw-")));
-    let associated: std::collections::BTreeSet<&str> = tables
+    // An active route to an internet gateway (a blackhole one leads nowhere).
+    let to_internet = |t: &aws_sdk_ec2::types::RouteTable| {
+        t.routes()
+            .iter()
+            .any(|r| r.gateway_id().is_some_and(|g| g.starts_with("igw-")) && r.state() != Some(&RouteState::Blackhole))
+    };
+    let own = |subnet: &str| {
+        tables
+            .iter()
+            .find(|t| t.associations().iter().any(|a| a.subnet_id() == Some(subnet)))
+    };
+    let main = |vpc: &str| {
+        tables
+            .iter()
+            .find(|t| t.vpc_id() == Some(vpc) && t.associations().iter().any(|a| a.main() == Some(true)))
+    };
+    Ok(subnets
         .iter()
-        .flat_map(aws_sdk_ec2::types::RouteTable::associations)
-        .filter_map(|a| a.subnet_id())
-        .collect();
-    for table in &tables {
-        if !to_internet(table) {
-            continue;
-        }
-        public.extend(table.associations().iter().filter_map(|a| a.subnet_id()).map(str::to_owned));
-        if table.associations().iter().any(|a| a.main() == Some(true)) {
-            // The main table's subnets: every subnet of its VPC with no table of its own.
-            let vpc = table.vpc_id().unwrap_or_default();
-            let out = aws
-                .ec2
-                .describe_subnets()
-                .filters(Filter::builder().name("vpc-id").values(vpc).build())
-                .send()
-                .await
-                .map_err(|e| error(aws, "DescribeSubnets", e))?;
-            public.extend(
-                out.subnets()
-                    .iter()
-                    .filter_map(|s| s.subnet_id())
-                    .filter(|id| !associated.contains(id))
-                    .map(str::to_owned),
-            );
-        }
-    }
-    Ok(public)
+        .filter(|(subnet, vpc)| own(subnet).or_else(|| main(vpc)).is_some_and(to_internet))
+        .map(|(subnet, _)| subnet.clone())
+        .collect())
 }
 
 /// The subnet an earlier create of this resource tagged, if any.
@@ -165,11 +156,11 @@ impl Resource for Subnet {
         });
         let mut found = found?;
         if let Some(tier) = tier {
-            let vpcs: Vec<String> = found
+            let subnets: Vec<(String, String)> = found
                 .iter()
-                .filter_map(|f| f.attributes["vpc_id"].as_str().map(str::to_owned))
+                .filter_map(|f| Some((f.id.clone(), f.attributes["vpc_id"].as_str()?.to_owned())))
                 .collect();
-            let public = public_subnets(aws, &vpcs).await?;
+            let public = public_subnets(aws, &subnets).await?;
             found.retain(|f| public.contains(&f.id) == (tier == "public"));
             for f in &mut found {
                 f.attributes["tier"] = json!(tier);
