@@ -197,6 +197,26 @@ pub enum Command {
         #[arg(long)]
         print: bool,
     },
+    /// Take an object that exists into the stack, as the block at ADDRESS.
+    ///
+    /// Reads the object, holds it to the block (an attribute that would force its
+    /// replacement is refused), marks it as forge's own (the forge:stack, forge:address and
+    /// forge:token tags every create gives), records it in the state and prints the plan that
+    /// brings it to the block's values — which the next `forge up` applies. An object another
+    /// forge stack marked is refused, naming that stack. Kinds: aws_vpc, aws_subnet,
+    /// aws_security_group. To only read an object and never manage it, give its block
+    /// `existing = "<id>"` instead.
+    Import {
+        /// The stack file.
+        file: PathBuf,
+        /// The block's address: `aws_vpc.main`, or a component's resource (`vpc.main.vpc`).
+        address: String,
+        /// The object's id: `vpc-0abc…`, `sg-…`, `subnet-…`.
+        id: String,
+        /// Show what would be marked and recorded, and the plan after it; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Find the capacity GPU clusters run on: `forge capacity search` lists the EC2 Capacity
     /// Blocks for ML on sale for an instance type, a count and a duration.
     #[command(subcommand)]

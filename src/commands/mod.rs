@@ -6,6 +6,7 @@ mod completions;
 mod destroy;
 mod drift;
 mod graph;
+mod import;
 mod kubeconfig;
 mod output;
 mod plan;
@@ -129,6 +130,20 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         } => kubeconfig::run(&session, &file, cluster.as_deref(), kubeconfig.as_deref(), print),
         Command::Capacity(crate::cli::CapacityCommand::Search(search)) => capacity::search(&session, &search).await,
         Command::Validate { file } => validate::run(&session, &file),
+        Command::Import {
+            file,
+            address,
+            id,
+            dry_run,
+        } => {
+            let request = import::Request {
+                file: &file,
+                address: &address,
+                id: &id,
+                dry_run,
+            };
+            import::run(&session, request).await
+        }
         Command::State(cmd) => state::run(&session, cmd),
         Command::Completions { shell } => completions::run(shell),
     }

@@ -36,13 +36,16 @@ pub(super) fn run(session: &Session, cmd: StateCommand) -> Result<Exit> {
         StateCommand::Rm { file, address } => {
             let (store, _lock, loaded) = open(session, &file, LockMode::Exclusive, "state rm")?;
             let mut state = loaded.state;
-            let id = find(&state, &address)?.id.clone();
+            let record = find(&state, &address)?;
+            let (id, read) = (record.id.clone(), record.status == crate::state::Status::Read);
             store.record(&mut state, vec![Event::Remove(address.clone())])?;
             store.compact(&state)?;
-            session.printer.info(&format!(
-                "Removed `{address}` from the state. Its cloud object ({}) still exists and forge no longer manages it; the next `forge up` creates a new one if the stack still declares it.",
-                id.as_deref().unwrap_or("no id recorded")
-            ));
+            let id = id.as_deref().unwrap_or("no id recorded");
+            session.printer.info(&if read {
+                format!("Removed `{address}` from the state: forge forgets what it read of {id}, which it never managed; the next plan reads it again if the stack still says `existing`.")
+            } else {
+                format!("Removed `{address}` from the state. Its cloud object ({id}) still exists and forge no longer manages it; the next `forge up` creates a new one if the stack still declares it.")
+            });
             Ok(Exit::Ok)
         }
         StateCommand::Unlock { file, lock_id, force } => {

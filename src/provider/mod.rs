@@ -291,6 +291,15 @@ impl Lookups {
     }
 }
 
+/// An object `forge import` is to take over, as the cloud has it (see [`Resource::inspect`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inspected {
+    /// The kind's outputs, as a create would have returned them.
+    pub outputs: Value,
+    /// The stack and address of the forge mark it carries, if any.
+    pub mark: Option<(String, String)>,
+}
+
 /// One object an `existing` block's [`Selector`] matched, read for the stack's references.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
@@ -418,6 +427,21 @@ pub trait Resource: Declared + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
         async { Ok(None) }
     }
+    /// Whether `forge import` can take over an object of the kind ([`Resource::inspect`] and
+    /// [`Resource::mark`]); by default not.
+    fn importable(&self) -> bool {
+        false
+    }
+    /// For `forge import`: the object `id` — its outputs and the forge mark it carries — or
+    /// `None` when the cloud has no such object.
+    fn inspect(&self, _cloud: &Cloud, _id: &str) -> impl Future<Output = Result<Option<Inspected>, ProviderError>> + Send {
+        async { Err(ProviderError::permanent("this kind cannot be imported")) }
+    }
+    /// For `forge import`: puts forge's mark on the object `id` — the stack, address and
+    /// token that every create gives its object — so later runs treat it as forge's own.
+    fn mark(&self, _ctx: &Ctx, _id: &str, _token: &str) -> impl Future<Output = Result<(), ProviderError>> + Send {
+        async { Err(ProviderError::permanent("this kind cannot be imported")) }
+    }
     /// Which forms of `existing` the kind reads with [`Resource::look_up`]; by default none:
     /// a block of the kind cannot name an existing object.
     fn lookups(&self) -> Lookups {
@@ -473,6 +497,12 @@ pub trait Kind: Send + Sync + 'static {
         config: &'a Value,
         existing: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>>;
+    /// [`Resource::importable`].
+    fn importable(&self) -> bool;
+    /// [`Resource::inspect`].
+    fn inspect<'a>(&'a self, cloud: &'a Cloud, id: &'a str) -> BoxFuture<'a, Result<Option<Inspected>, ProviderError>>;
+    /// [`Resource::mark`].
+    fn mark<'a>(&'a self, ctx: &'a Ctx, id: &'a str, token: &'a str) -> BoxFuture<'a, Result<(), ProviderError>>;
     /// [`Resource::lookups`].
     fn lookups(&self) -> Lookups;
     /// [`Resource::look_up`].
@@ -535,6 +565,15 @@ impl<R: Resource> Kind for R {
         existing: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>> {
         Box::pin(Resource::quote(self, ctx, config, existing))
+    }
+    fn importable(&self) -> bool {
+        Resource::importable(self)
+    }
+    fn inspect<'a>(&'a self, cloud: &'a Cloud, id: &'a str) -> BoxFuture<'a, Result<Option<Inspected>, ProviderError>> {
+        Box::pin(Resource::inspect(self, cloud, id))
+    }
+    fn mark<'a>(&'a self, ctx: &'a Ctx, id: &'a str, token: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(Resource::mark(self, ctx, id, token))
     }
     fn lookups(&self) -> Lookups {
         Resource::lookups(self)

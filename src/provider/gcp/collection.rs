@@ -262,11 +262,13 @@ pub(super) async fn find<C: Collection>(ctx: &Ctx, token: &str, name: &str, regi
     let gcp = ctx.cloud.gcp().await?;
     let scope = &Scope::of::<C>(gcp, region)?;
     let mut found = get::<C>(gcp, scope, name).await?;
-    if found.is_none()
-        && let Some(op) = running_insert::<C>(gcp, scope, name).await?
-    {
-        // An insert that fails made nothing; one that succeeds made what the get below finds.
-        let _ = wait_operation(ctx, gcp, &format!("{}.insert", C::PATH), op, OPERATION_TIMEOUT).await;
+    if found.is_none() {
+        if let Some(op) = running_insert::<C>(gcp, scope, name).await? {
+            // An insert that fails made nothing; one that succeeds made what the get below finds.
+            let _ = wait_operation(ctx, gcp, &format!("{}.insert", C::PATH), op, OPERATION_TIMEOUT).await;
+        }
+        // Look again either way: an insert that ended between the get and the list of running
+        // ones shows only now.
         found = get::<C>(gcp, scope, name).await?;
     }
     Ok(found

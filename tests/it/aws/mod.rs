@@ -11,6 +11,7 @@ mod drift;
 mod pcs;
 mod capacity;
 mod existing;
+mod import;
 
 use assert_cmd::Command;
 use aws_sdk_ec2::types::Filter;

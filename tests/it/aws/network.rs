@@ -631,7 +631,7 @@ fn sigkill_during_up_then_rerun_leaves_exactly_one_of_everything() {
 }
 
 #[test]
-fn a_rule_batch_refused_as_duplicate_still_adds_the_new_rules() {
+fn a_rule_added_by_hand_is_not_sent_again_and_the_new_one_is_added() {
     let aws = Aws::new();
     let stack = |ingress: &str| {
         format!(
@@ -664,16 +664,17 @@ fn a_rule_batch_refused_as_duplicate_still_adds_the_new_rules() {
         "sg.toml",
         &stack("{ protocol = \"tcp\", from_port = 22, cidr_blocks = [\"10.0.0.0/8\"] }, { protocol = \"tcp\", from_port = 988, cidr_blocks = [\"10.0.0.0/8\"] }, { protocol = \"tcp\", from_port = 1018, to_port = 1023, cidr_blocks = [\"10.0.0.0/8\"] }"),
     );
-    // With a refresh, `up` sees the hand-made rule as drift and authorizes only the new one;
-    // planned from the state alone, AWS refuses the batch and the rules go one by one.
+    // Even planned from the state alone, the update starts from the group's live rules: the
+    // hand-made rule is not sent again, and the new one goes in one call.
     aws.calls();
     aws.ok(&["up", "sg.toml", "--yes", "--refresh=false"]);
     let calls = aws.calls();
     assert_eq!(
         calls.get("ec2:AuthorizeSecurityGroupIngress"),
-        Some(&3),
-        "the refused batch, then one call per rule: {calls:?}"
+        Some(&1),
+        "one call for what is new: {calls:?}"
     );
+    assert_eq!(calls.get("ec2:DescribeSecurityGroupRules"), Some(&1), "{calls:?}");
     let mut ports: Vec<(i32, i32)> = tagged(&aws, "sg").2[0]
         .ip_permissions()
         .iter()

@@ -102,6 +102,51 @@ macro_rules! look_up_ec2 {
     }};
 }
 
+/// The EC2 object `id` for `forge import` ([`crate::provider::Resource::inspect`]): one
+/// Describe filtered by `$id_filter`, its outputs from `$outputs` and the forge mark its tags
+/// carry: `inspect_ec2!(aws, id, describe_vpcs, "vpc-id", vpcs, outputs)`.
+macro_rules! inspect_ec2 {
+    ($aws:expr, $id:expr, $call:ident, $id_filter:literal, $items:ident, $outputs:expr) => {{
+        use aws_sdk_ec2::types::Filter;
+        let answer = $aws
+            .ec2
+            .$call()
+            .filters(Filter::builder().name($id_filter).values($id).build())
+            .send()
+            .await
+            .map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
+        Ok(answer.$items().first().map(|item| $crate::provider::Inspected {
+            outputs: ($outputs)(item),
+            mark: $crate::provider::aws::ec2::mark_of(item.tags()),
+        }))
+    }};
+}
+
+/// The stack and address of the forge mark these tags carry, if any.
+pub(super) fn mark_of(tags: &[Tag]) -> Option<(String, String)> {
+    let tag = |k: &str| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()).map(str::to_owned);
+    Some((tag("forge:stack")?, tag("forge:address").unwrap_or_default()))
+}
+
+/// Puts forge's mark on the EC2 object `id` ([`crate::provider::Resource::mark`]): one
+/// CreateTags of its stack, address and token tags.
+pub(super) async fn mark(ctx: &Ctx, aws: &Clients, id: &str, token: &str) -> Result<(), ProviderError> {
+    let tags = [
+        ("forge:stack", ctx.stack.as_str()),
+        ("forge:address", ctx.address.as_str()),
+        (TOKEN_TAG, token),
+    ]
+    .map(|(k, v)| Tag::builder().key(k).value(v).build());
+    aws.ec2
+        .create_tags()
+        .resources(id)
+        .set_tags(Some(tags.to_vec()))
+        .send()
+        .await
+        .map_err(|e| error(aws, "CreateTags", e))?;
+    Ok(())
+}
+
 /// The attributes of an `existing = { … }` look-up that EC2's Describe filters by, as the
 /// filter names them with `-` for `_`.
 const FILTERED: &[&str] = &["vpc_id", "availability_zone"];

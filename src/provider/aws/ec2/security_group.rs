@@ -5,7 +5,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
+use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, ResourceType, SecurityGroupRule, Tag, TagSpecification, UserIdGroupPair};
 use serde::Deserialize;
@@ -133,8 +133,28 @@ pub(super) enum Owner {
 }
 
 /// The live ingress and egress rule tables of `groups` (id and the group's `forge:address`)
-/// that `owner` counts, by group id: one DescribeSecurityGroupRules per page and chunk.
+/// that `owner` counts, by group id (see [`live_atoms`]).
 async fn live_rules(aws: &Clients, groups: &[(String, Option<String>)], owner: Owner) -> Result<HashMap<String, Value>, ProviderError> {
+    let mut found = live_atoms(aws, groups, owner).await?;
+    Ok(groups
+        .iter()
+        .map(|(id, _)| {
+            let [ingress, egress] = found.remove(id).unwrap_or_default();
+            (
+                id.clone(),
+                json!({ "ingress": tables(&ingress, id), "egress": tables(&egress, id) }),
+            )
+        })
+        .collect())
+}
+
+/// The live ingress and egress permissions of `groups` (id and the group's `forge:address`)
+/// that `owner` counts, by group id: one DescribeSecurityGroupRules per page and chunk.
+async fn live_atoms(
+    aws: &Clients,
+    groups: &[(String, Option<String>)],
+    owner: Owner,
+) -> Result<HashMap<String, [BTreeSet<Atom>; 2]>, ProviderError> {
     let mut found: HashMap<String, [BTreeSet<Atom>; 2]> = HashMap::new();
     for chunk in groups.chunks(100) {
         let by_group = Filter::builder()
@@ -162,16 +182,7 @@ async fn live_rules(aws: &Clients, groups: &[(String, Option<String>)], owner: O
             }
         }
     }
-    Ok(groups
-        .iter()
-        .map(|(id, _)| {
-            let [ingress, egress] = found.remove(id).unwrap_or_default();
-            (
-                id.clone(),
-                json!({ "ingress": tables(&ingress, id), "egress": tables(&egress, id) }),
-            )
-        })
-        .collect())
+    Ok(found)
 }
 
 /// The single permissions `rules` grant to the group `own_id`.
@@ -416,6 +427,26 @@ impl Resource for SecurityGroup {
         comparable_rules(id, config, &["ingress", "egress"])
     }
 
+    fn importable(&self) -> bool {
+        true
+    }
+
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        inspect_ec2!(
+            aws,
+            id,
+            describe_security_groups,
+            "group-id",
+            security_groups,
+            |g: &aws_sdk_ec2::types::SecurityGroup| { json!({ "id": g.group_id(), "name": g.group_name() }) }
+        )
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        super::mark(ctx, ctx.cloud.aws().await, id, token).await
+    }
+
     fn lookups(&self) -> Lookups {
         Lookups {
             id: Some("a security group id, sg-…"),
@@ -443,16 +474,22 @@ impl Resource for SecurityGroup {
         find_own(ctx, ctx.cloud.aws().await, token).await
     }
 
+    /// Tags, then the rules: the group's own live rules (read, not the recorded ones: a rule
+    /// someone added by hand, or an imported group's, is revoked too) to the block's.
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
-        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
+        let after: Config = parse(ctx, new)?;
         let aws = ctx.cloud.aws().await;
         sync_tags(ctx, aws, id, old, new).await?;
         let tags = rule_tags(ctx);
-        for (direction, was, now) in [
-            (Direction::Ingress, &before.ingress, &after.ingress),
-            (Direction::Egress, &before.egress, &after.egress),
+        let [ingress, egress] = live_atoms(aws, &[(id.to_owned(), Some(ctx.address.clone()))], Owner::Group)
+            .await?
+            .remove(id)
+            .unwrap_or_default();
+        for (direction, have, now) in [
+            (Direction::Ingress, ingress, &after.ingress),
+            (Direction::Egress, egress, &after.egress),
         ] {
-            sync_rules(aws, &tags, id, direction, &atoms(was, id)?, &atoms(now, id)?).await?;
+            sync_rules(aws, &tags, id, direction, &have, &atoms(now, id)?).await?;
         }
         Ok(json!({ "id": id, "name": after.name }))
     }

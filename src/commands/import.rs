@@ -1,0 +1,214 @@
+//! `forge import FILE ADDRESS ID`: take an object that exists into the stack. It is read, held
+//! to the block (an attribute that would force its replacement is refused), marked as forge's
+//! own, recorded, and the plan that brings it to the block's values is shown.
+
+use super::Session;
+use crate::error::{CommandError, Exit};
+use crate::plan::drift::IgnoreRules;
+use crate::plan::{Action, Mode};
+use crate::provider::{Ctx, Inspected, Kind};
+use crate::stack::Stack;
+use crate::state::lock::LockMode;
+use crate::state::{Event, ResourceRecord, State, Status};
+use miette::Result;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What `forge import` is asked to do.
+pub(super) struct Request<'a> {
+    /// The stack file.
+    pub file: &'a Path,
+    /// The block's address.
+    pub address: &'a str,
+    /// The object's id.
+    pub id: &'a str,
+    /// Show what would happen; change nothing.
+    pub dry_run: bool,
+}
+
+/// Runs `forge import`.
+pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit> {
+    let Request {
+        file,
+        address,
+        id,
+        dry_run,
+    } = request;
+    let (stack, graph) = session.load_checked(file, true).await?;
+    session.announce(&stack.name, &stack.source.name, &stack.state);
+    let (resource, kind) = importable(session, &stack, address)?;
+    let mode = if dry_run { LockMode::Shared } else { LockMode::Exclusive };
+    let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, mode, "import")?;
+    unrecorded(&loaded.state, address, &resource.kind, id, file)?;
+    let cloud = session.cloud(&stack.providers);
+    let inspected = kind
+        .inspect(&cloud, id)
+        .await
+        .map_err(|e| {
+            CommandError::new(
+                format!("cannot read `{id}`: {}", e.message),
+                "check the id, and that the stack's `[aws]` or `[gcp]` settings point where it lives",
+            )
+        })?
+        .ok_or_else(|| {
+            CommandError::new(
+                format!("there is no {} `{id}` where the stack's provider settings point", resource.kind),
+                "check the id, the account or project, and the region",
+            )
+        })?;
+    unowned(&stack, address, id, &inspected)?;
+
+    // The record as if forge had applied the block to it: the next refresh compares the
+    // object with it, so the plan shows the stack's differences, and refuses a replacement.
+    let token = uuid::Uuid::new_v4().to_string();
+    let record = ResourceRecord {
+        address: address.to_owned(),
+        kind: resource.kind.clone(),
+        status: Status::Created,
+        id: Some(id.to_owned()),
+        token: Some(token.clone()),
+        config: crate::template::evaluate(&resource.config, &mut |r| {
+            Ok(r.resolve(|a| loaded.state.resources.get(a))
+                .and_then(|(a, rec, path)| crate::plan::attribute(&a, &rec.outputs, &rec.config, path).ok().flatten()))
+        })
+        .unwrap_or_else(|_| resource.config.clone()),
+        outputs: inspected.outputs.clone(),
+        dependencies: resource.depends_on.clone(),
+    };
+    let mut imported = loaded.state.clone();
+    imported.resources.insert(address.to_owned(), record.clone());
+    let rules = IgnoreRules::of_stack(&stack);
+    let mut drift = session.observe(&imported, &stack, &rules, true).await?;
+    session.read_existing(&stack, &imported, &mut drift, false, &rules).await?;
+    let mut plan = crate::plan::plan(&stack, &graph, &imported, true, Mode::Apply, &session.registry, &drift)?;
+    let differences: Vec<String> = drift
+        .changed
+        .iter()
+        .filter(|c| c.address == address)
+        .flat_map(|c| c.attributes.iter().flat_map(crate::plan::render::attribute_drift))
+        .map(|line| format!("  {line}"))
+        .collect();
+    if let Some(change) = plan.changes.iter_mut().find(|c| c.address == address) {
+        if change.action == Action::Replace {
+            return Err(CommandError::new(
+                format!(
+                    "`{id}` is not what `{address}` describes, and {} cannot change in place (block -> object):\n{}",
+                    change.replace_because.join(", "),
+                    differences.join("\n")
+                ),
+                "make the block match the object, or import another object; nothing was changed",
+            )
+            .into());
+        }
+        change.reason = Some("imported: brought to the block's values".into());
+    }
+    if dry_run {
+        session.printer.info(&format!(
+            "Would mark {} `{id}` as forge's `{address}` and record it; then `forge up` would do this:",
+            resource.kind
+        ));
+        session.printer.plan(&crate::plan::render::render(&plan));
+        return Ok(Exit::Ok);
+    }
+    // The mark first: an import cut short after it is done again (the object carries this
+    // stack's mark at this address, which a second import accepts), never half-recorded.
+    let ctx = Ctx {
+        stack: stack.name.clone(),
+        address: address.to_owned(),
+        status: Arc::new(|_: &str| {}),
+        cloud,
+        resumed: false,
+        quoted: None,
+    };
+    kind.mark(&ctx, id, &token).await.map_err(|e| {
+        CommandError::new(
+            format!("cannot mark `{id}` as forge's: {}", e.message),
+            "nothing was recorded; run the import again",
+        )
+    })?;
+    let mut state = loaded.state;
+    store.record(&mut state, vec![Event::Put(record)])?;
+    store.compact(&state)?;
+    session.printer.info(&format!(
+        "Imported {} `{id}` as `{address}`. `forge up` then does this:",
+        resource.kind
+    ));
+    session.printer.plan(&crate::plan::render::render(&plan));
+    Ok(Exit::Ok)
+}
+
+/// The block at `address` and its kind, when forge can import into it.
+fn importable<'s>(session: &Session, stack: &'s Stack, address: &str) -> Result<(&'s crate::stack::Resource, Arc<dyn Kind>)> {
+    let Some(resource) = stack.resources.iter().find(|r| r.address == address) else {
+        let known: Vec<&str> = stack.resources.iter().map(|r| r.address.as_str()).collect();
+        return Err(CommandError::new(
+            format!("the stack has no resource `{address}`"),
+            crate::schema::suggestion(address, &known),
+        )
+        .into());
+    };
+    if resource.existing.is_some() {
+        return Err(CommandError::new(
+            format!("`{address}` reads an existing object (`existing`): forge never manages it"),
+            "drop `existing` from the block to import the object into it",
+        )
+        .into());
+    }
+    let kind = session
+        .registry
+        .get(&resource.kind)
+        .expect("kinds are checked when the stack loads")
+        .clone();
+    if !kind.importable() {
+        let kinds: Vec<&str> = session
+            .registry
+            .names()
+            .filter(|n| session.registry.get(n).is_some_and(|k| k.importable()))
+            .collect();
+        return Err(CommandError::new(
+            format!("forge cannot import a `{}` yet", resource.kind),
+            format!("the kinds it imports: {}", kinds.join(", ")),
+        )
+        .into());
+    }
+    Ok((resource, kind))
+}
+
+/// Refuses an address the state records, or an object it records under another address.
+fn unrecorded(state: &State, address: &str, kind: &str, id: &str, file: &Path) -> Result<()> {
+    if let Some(record) = state.resources.get(address) {
+        return Err(CommandError::new(
+            format!(
+                "`{address}` is recorded already ({})",
+                record.id.as_deref().unwrap_or("an interrupted create")
+            ),
+            format!("to put another object there, `forge state rm {} {address}` first", file.display()),
+        )
+        .into());
+    }
+    if let Some(other) = state.resources.values().find(|r| r.kind == kind && r.id.as_deref() == Some(id)) {
+        return Err(CommandError::new(
+            format!("`{id}` is recorded already, as `{}`", other.address),
+            "one object, one block",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuses an object another stack marked, or this stack under another address.
+fn unowned(stack: &Stack, address: &str, id: &str, inspected: &Inspected) -> Result<()> {
+    match &inspected.mark {
+        Some((owner, at)) if owner != &stack.name => Err(CommandError::new(
+            format!("`{id}` belongs to the forge stack `{owner}` (as `{at}`): importing it here would make two stacks manage it"),
+            "that stack must let go of it first (`forge state rm` there, then remove its forge:* tags or labels), or import another object",
+        )
+        .into()),
+        Some((_, at)) if at != address => Err(CommandError::new(
+            format!("`{id}` carries this stack's mark as `{at}`, not `{address}`"),
+            format!("import it as `{at}`, or remove its forge:* tags or labels first"),
+        )
+        .into()),
+        _ => Ok(()),
+    }
+}
