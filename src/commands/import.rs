@@ -11,6 +11,7 @@ use crate::stack::Stack;
 use crate::state::lock::LockMode;
 use crate::state::{Event, ResourceRecord, State, Status};
 use miette::Result;
+use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -58,8 +59,20 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
         })?;
     unowned(&stack, address, id, &inspected)?;
 
-    // The record as if forge had applied the block to it: the next refresh compares the
-    // object with it, so the plan shows the stack's differences, and refuses a replacement.
+    // The record holds the object as it is, in the attributes the block sets: the plan then
+    // shows what the block changes, and refuses a replacement.
+    let desired = crate::template::evaluate(&resource.config, &mut |r| {
+        let (target, record, path) = r
+            .resolve(|a| loaded.state.resources.get(a))
+            .ok_or_else(|| format!("`{}` is not recorded yet: import or create it first", r.path()))?;
+        crate::plan::attribute(&target, &record.outputs, &record.config, path)
+    })
+    .map_err(|e| {
+        CommandError::new(
+            format!("cannot import into `{address}`: {}", e.message),
+            "import the objects it refers to first, in the order of their references",
+        )
+    })?;
     let token = uuid::Uuid::new_v4().to_string();
     let record = ResourceRecord {
         address: address.to_owned(),
@@ -67,29 +80,28 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
         status: Status::Created,
         id: Some(id.to_owned()),
         token: Some(token.clone()),
-        config: crate::template::evaluate(&resource.config, &mut |r| {
-            Ok(r.resolve(|a| loaded.state.resources.get(a))
-                .and_then(|(a, rec, path)| crate::plan::attribute(&a, &rec.outputs, &rec.config, path).ok().flatten()))
-        })
-        .unwrap_or_else(|_| resource.config.clone()),
+        config: as_it_is(&desired, &inspected.attributes, |config| kind.comparable(id, config)),
         outputs: inspected.outputs.clone(),
         dependencies: resource.depends_on.clone(),
     };
     let mut imported = loaded.state.clone();
     imported.resources.insert(address.to_owned(), record.clone());
     let rules = IgnoreRules::of_stack(&stack);
-    let mut drift = session.observe(&imported, &stack, &rules, true).await?;
+    let mut drift = session.observe(&imported, &stack, &rules, false).await?;
     session.read_existing(&stack, &imported, &mut drift, false, &rules).await?;
     let mut plan = crate::plan::plan(&stack, &graph, &imported, true, Mode::Apply, &session.registry, &drift)?;
-    let differences: Vec<String> = drift
-        .changed
-        .iter()
-        .filter(|c| c.address == address)
-        .flat_map(|c| c.attributes.iter().flat_map(crate::plan::render::attribute_drift))
-        .map(|line| format!("  {line}"))
-        .collect();
     if let Some(change) = plan.changes.iter_mut().find(|c| c.address == address) {
         if change.action == Action::Replace {
+            let shown = |side: &Option<Value>, key: &str| {
+                side.as_ref()
+                    .and_then(|v| v.get(key))
+                    .map_or_else(|| "(none)".to_owned(), crate::plan::render::value)
+            };
+            let differences: Vec<String> = change
+                .replace_because
+                .iter()
+                .map(|key| format!("  {key}: {} -> {}", shown(&change.after, key), shown(&change.before, key)))
+                .collect();
             return Err(CommandError::new(
                 format!(
                     "`{id}` is not what `{address}` describes, and {} cannot change in place (block -> object):\n{}",
@@ -135,6 +147,37 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
     ));
     session.printer.plan(&crate::plan::render::render(&plan));
     Ok(Exit::Ok)
+}
+
+/// The block's `desired` attributes with the object's values where the kind reads them (a
+/// table, such as tags, only in the keys the block sets), so the plan goes from the object
+/// as it is to the block; where the two differ only in how they are written (a rule list
+/// grouped or one permission per rule: the same in the kind's `comparable` form), the
+/// block's.
+fn as_it_is(desired: &Value, live: &Value, comparable: impl Fn(&Value) -> Value) -> Value {
+    let Some(wanted) = desired.as_object() else {
+        return desired.clone();
+    };
+    let mut as_is: serde_json::Map<String, Value> = wanted
+        .iter()
+        .map(|(key, wanted)| {
+            let value = match (wanted, live.get(key)) {
+                (Value::Object(keys), Some(Value::Object(have))) if key == "tags" => {
+                    Value::Object(keys.keys().filter_map(|k| Some((k.clone(), have.get(k)?.clone()))).collect())
+                }
+                (_, Some(have)) if !have.is_null() => have.clone(),
+                _ => wanted.clone(),
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    let (same, seen) = (comparable(desired), comparable(&Value::Object(as_is.clone())));
+    for (key, value) in wanted {
+        if same.get(key) == seen.get(key) {
+            as_is.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(as_is)
 }
 
 /// The block at `address` and its kind, when forge can import into it.

@@ -296,6 +296,8 @@ impl Lookups {
 pub struct Inspected {
     /// The kind's outputs, as a create would have returned them.
     pub outputs: Value,
+    /// Its attributes in the block's shape, as far as the kind reads them.
+    pub attributes: Value,
     /// The stack and address of the forge mark it carries, if any.
     pub mark: Option<(String, String)>,
 }

@@ -12,6 +12,7 @@ region = "us-west-2"
 
 [aws_vpc.main]
 cidr_block = "10.5.0.0/16"
+enable_dns_hostnames = true
 tags = { Name = "main", team = "ml" }
 
 [aws_security_group.efa]
@@ -86,13 +87,35 @@ fn an_imported_vpc_and_security_group_are_marked_recorded_and_planned_to_the_sta
     assert_eq!(ids.get("aws_vpc.main"), Some(&vpc));
     assert_eq!(ids.get("aws_security_group.efa"), Some(&group));
 
-    // The next plan makes nothing: it brings the two to the stack (tags, the EFA rules).
+    // The next plan makes nothing: it brings the two from what they are to what the blocks
+    // set (DNS hostnames, tags; the EFA rules instead of the default egress), and no more.
     let (code, plan) = aws.forge(&["plan", "adopt.toml", "--detailed-exitcode"]);
     assert_eq!(code, 2, "{plan}");
     assert!(plan.contains("Plan: 0 to add, 2 to change, 0 to replace, 0 to destroy."), "{plan}");
-    assert!(plan.contains("tags.Name: \"main\" -> \"legacy\""), "{plan}");
+    assert!(plan.contains("~ tags.Name = \"legacy\" -> \"main\""), "{plan}");
+    assert!(plan.contains("~ enable_dns_hostnames = false -> true"), "{plan}");
+    assert!(plan.contains("cidr_blocks = [\"0.0.0.0/0\"]"), "the default egress goes: {plan}");
+    assert!(!plan.contains("changed outside forge"), "{plan}");
     aws.ok(&["up", "adopt.toml", "--yes"]);
     assert_eq!(tags_of(&aws, &vpc).get("Name").map(String::as_str), Some("main"));
+    let dns = runtime()
+        .block_on(
+            aws.ec2()
+                .describe_vpc_attribute()
+                .vpc_id(&vpc)
+                .attribute(aws_sdk_ec2::types::VpcAttributeName::EnableDnsHostnames)
+                .send(),
+        )
+        .unwrap();
+    assert_eq!(dns.enable_dns_hostnames().and_then(aws_sdk_ec2::types::AttributeBooleanValue::value), Some(true));
+    let group_now = runtime()
+        .block_on(aws.ec2().describe_security_groups().group_ids(&group).send())
+        .unwrap();
+    let egress = group_now.security_groups()[0].ip_permissions_egress();
+    assert!(
+        egress.iter().all(|p| p.ip_ranges().is_empty()),
+        "the default egress was revoked: {egress:?}"
+    );
     let (code, plan) = aws.forge(&["plan", "adopt.toml", "--detailed-exitcode"]);
     assert_eq!(code, 0, "{plan}");
 

@@ -103,10 +103,11 @@ macro_rules! look_up_ec2 {
 }
 
 /// The EC2 object `id` for `forge import` ([`crate::provider::Resource::inspect`]): one
-/// Describe filtered by `$id_filter`, its outputs from `$outputs` and the forge mark its tags
-/// carry: `inspect_ec2!(aws, id, describe_vpcs, "vpc-id", vpcs, outputs)`.
+/// Describe filtered by `$id_filter`, its outputs from `$outputs`, its attributes from
+/// `$attributes` and the forge mark its tags carry:
+/// `inspect_ec2!(aws, id, describe_vpcs, "vpc-id", vpcs, outputs, attributes)`.
 macro_rules! inspect_ec2 {
-    ($aws:expr, $id:expr, $call:ident, $id_filter:literal, $items:ident, $outputs:expr) => {{
+    ($aws:expr, $id:expr, $call:ident, $id_filter:literal, $items:ident, $outputs:expr, $attributes:expr) => {{
         use aws_sdk_ec2::types::Filter;
         let answer = $aws
             .ec2
@@ -117,6 +118,7 @@ macro_rules! inspect_ec2 {
             .map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
         Ok(answer.$items().first().map(|item| $crate::provider::Inspected {
             outputs: ($outputs)(item),
+            attributes: ($attributes)(item),
             mark: $crate::provider::aws::ec2::mark_of(item.tags()),
         }))
     }};

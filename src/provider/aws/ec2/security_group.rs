@@ -431,16 +431,29 @@ impl Resource for SecurityGroup {
         true
     }
 
+    /// The group with its untagged rules (those no other resource of a stack added).
     async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
         let aws = cloud.aws().await;
-        inspect_ec2!(
+        let found: Result<Option<Inspected>, ProviderError> = inspect_ec2!(
             aws,
             id,
             describe_security_groups,
             "group-id",
             security_groups,
-            |g: &aws_sdk_ec2::types::SecurityGroup| { json!({ "id": g.group_id(), "name": g.group_name() }) }
-        )
+            |g: &aws_sdk_ec2::types::SecurityGroup| json!({ "id": g.group_id(), "name": g.group_name() }),
+            |g: &aws_sdk_ec2::types::SecurityGroup| json!({
+                "name": g.group_name(),
+                "vpc_id": g.vpc_id(),
+                "description": g.description(),
+                "tags": super::ec2_tags(g.tags()),
+            })
+        );
+        let Some(mut found) = found? else { return Ok(None) };
+        let address = found.mark.as_ref().map(|(_, address)| address.clone());
+        if let Some(Value::Object(rules)) = live_rules(aws, &[(id.to_owned(), address)], Owner::Group).await?.remove(id) {
+            found.attributes.as_object_mut().expect("a table").extend(rules);
+        }
+        Ok(Some(found))
     }
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
@@ -474,10 +487,12 @@ impl Resource for SecurityGroup {
         find_own(ctx, ctx.cloud.aws().await, token).await
     }
 
-    /// Tags, then the rules: the group's own live rules (read, not the recorded ones: a rule
-    /// someone added by hand, or an imported group's, is revoked too) to the block's.
+    /// Tags, then the rule lists the block sets: what forge applied (`old`) and the block no
+    /// longer has is revoked where it is still live; what the block has and the group lacks
+    /// is authorized. Rules forge never applied (added by hand, by another tool, by another
+    /// resource) are left alone, and a live rule is not sent again.
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
-        let after: Config = parse(ctx, new)?;
+        let (before, after): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
         let aws = ctx.cloud.aws().await;
         sync_tags(ctx, aws, id, old, new).await?;
         let tags = rule_tags(ctx);
@@ -485,11 +500,19 @@ impl Resource for SecurityGroup {
             .await?
             .remove(id)
             .unwrap_or_default();
-        for (direction, have, now) in [
-            (Direction::Ingress, ingress, &after.ingress),
-            (Direction::Egress, egress, &after.egress),
+        for (key, direction, live, was, now) in [
+            ("ingress", Direction::Ingress, ingress, &before.ingress, &after.ingress),
+            ("egress", Direction::Egress, egress, &before.egress, &after.egress),
         ] {
-            sync_rules(aws, &tags, id, direction, &have, &atoms(now, id)?).await?;
+            if new.get(key).is_none() && old.get(key).is_none() {
+                continue;
+            }
+            let want = atoms(now, id)?;
+            // A recorded list that drift rewrote item by item may not parse: then the live
+            // rules stand for what was applied.
+            let applied = atoms(was, id).unwrap_or_else(|_| live.clone());
+            let have: BTreeSet<Atom> = applied.intersection(&live).chain(want.intersection(&live)).cloned().collect();
+            sync_rules(aws, &tags, id, direction, &have, &want).await?;
         }
         Ok(json!({ "id": id, "name": after.name }))
     }

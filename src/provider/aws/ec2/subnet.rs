@@ -129,9 +129,15 @@ impl Resource for Subnet {
 
     async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
         let aws = cloud.aws().await;
-        inspect_ec2!(aws, id, describe_subnets, "subnet-id", subnets, |s: &aws_sdk_ec2::types::Subnet| {
-            json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() })
-        })
+        inspect_ec2!(
+            aws,
+            id,
+            describe_subnets,
+            "subnet-id",
+            subnets,
+            |s: &aws_sdk_ec2::types::Subnet| json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() }),
+            read_attributes
+        )
     }
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {

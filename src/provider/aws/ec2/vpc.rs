@@ -4,7 +4,7 @@ use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
 use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
-use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
+use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType, VpcAttributeName};
 use serde_json::{Value, json};
 
 /// The `aws_vpc` kind.
@@ -87,11 +87,35 @@ impl Resource for Vpc {
         true
     }
 
+    /// The VPC with its DNS settings (one DescribeVpcAttribute each).
     async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
         let aws = cloud.aws().await;
-        inspect_ec2!(aws, id, describe_vpcs, "vpc-id", vpcs, |v: &aws_sdk_ec2::types::Vpc| {
-            json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() })
-        })
+        let found: Result<Option<Inspected>, ProviderError> = inspect_ec2!(
+            aws,
+            id,
+            describe_vpcs,
+            "vpc-id",
+            vpcs,
+            |v: &aws_sdk_ec2::types::Vpc| json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() }),
+            read_attributes
+        );
+        let Some(mut found) = found? else { return Ok(None) };
+        for (key, attribute) in [
+            ("enable_dns_support", VpcAttributeName::EnableDnsSupport),
+            ("enable_dns_hostnames", VpcAttributeName::EnableDnsHostnames),
+        ] {
+            let out = aws
+                .ec2
+                .describe_vpc_attribute()
+                .vpc_id(id)
+                .attribute(attribute)
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribeVpcAttribute", e))?;
+            let on = out.enable_dns_support().or(out.enable_dns_hostnames()).and_then(aws_sdk_ec2::types::AttributeBooleanValue::value);
+            found.attributes[key] = json!(on);
+        }
+        Ok(Some(found))
     }
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
