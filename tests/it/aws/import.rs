@@ -107,7 +107,11 @@ fn an_imported_vpc_and_security_group_are_marked_recorded_and_planned_to_the_sta
                 .send(),
         )
         .unwrap();
-    assert_eq!(dns.enable_dns_hostnames().and_then(aws_sdk_ec2::types::AttributeBooleanValue::value), Some(true));
+    assert_eq!(
+        dns.enable_dns_hostnames()
+            .and_then(aws_sdk_ec2::types::AttributeBooleanValue::value),
+        Some(true)
+    );
     let group_now = runtime()
         .block_on(aws.ec2().describe_security_groups().group_ids(&group).send())
         .unwrap();

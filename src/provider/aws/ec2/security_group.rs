@@ -123,6 +123,21 @@ pub(super) fn comparable_rules(own_id: &str, config: &Value, keys: &[&str]) -> V
     config
 }
 
+/// What a read reports of a group besides its rules.
+fn read_attributes(g: &aws_sdk_ec2::types::SecurityGroup) -> Value {
+    json!({
+        "name": g.group_name(),
+        "vpc_id": g.vpc_id(),
+        "description": g.description(),
+        "tags": super::ec2_tags(g.tags()),
+    })
+}
+
+/// A group's outputs, as its create returns them.
+fn outputs(g: &aws_sdk_ec2::types::SecurityGroup) -> Value {
+    json!({ "id": g.group_id(), "name": g.group_name() })
+}
+
 /// Whose rules a read counts: the group's own, or those another resource added to it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Owner {
@@ -258,12 +273,7 @@ pub(super) async fn observe_groups(aws: &Clients, stack: &str, ids: &[String], o
         "group-id",
         security_groups,
         group_id,
-        |g: &aws_sdk_ec2::types::SecurityGroup| json!({
-            "name": g.group_name(),
-            "vpc_id": g.vpc_id(),
-            "description": g.description(),
-            "tags": super::ec2_tags(g.tags()),
-        })
+        read_attributes
     )?;
     let owners: Vec<(String, Option<String>)> = groups.iter().map(|g| (g.id.clone(), g.address.clone())).collect();
     let mut rules = live_rules(aws, &owners, owner).await?;
@@ -440,13 +450,8 @@ impl Resource for SecurityGroup {
             describe_security_groups,
             "group-id",
             security_groups,
-            |g: &aws_sdk_ec2::types::SecurityGroup| json!({ "id": g.group_id(), "name": g.group_name() }),
-            |g: &aws_sdk_ec2::types::SecurityGroup| json!({
-                "name": g.group_name(),
-                "vpc_id": g.vpc_id(),
-                "description": g.description(),
-                "tags": super::ec2_tags(g.tags()),
-            })
+            outputs,
+            read_attributes
         );
         let Some(mut found) = found? else { return Ok(None) };
         let address = found.mark.as_ref().map(|(_, address)| address.clone());
@@ -473,13 +478,8 @@ impl Resource for SecurityGroup {
         let aws = cloud.aws().await;
         look_up_ec2!(aws, selector, describe_security_groups, "group-id", security_groups, |g| Found {
             id: g.group_id().unwrap_or_default().to_owned(),
-            outputs: json!({ "id": g.group_id(), "name": g.group_name() }),
-            attributes: json!({
-                "name": g.group_name(),
-                "vpc_id": g.vpc_id(),
-                "description": g.description(),
-                "tags": super::ec2_tags(g.tags()),
-            }),
+            outputs: outputs(g),
+            attributes: read_attributes(g),
         })
     }
 

@@ -112,7 +112,10 @@ impl Resource for Vpc {
                 .send()
                 .await
                 .map_err(|e| error(aws, "DescribeVpcAttribute", e))?;
-            let on = out.enable_dns_support().or(out.enable_dns_hostnames()).and_then(aws_sdk_ec2::types::AttributeBooleanValue::value);
+            let on = out
+                .enable_dns_support()
+                .or(out.enable_dns_hostnames())
+                .and_then(aws_sdk_ec2::types::AttributeBooleanValue::value);
             found.attributes[key] = json!(on);
         }
         Ok(Some(found))
