@@ -411,6 +411,9 @@ impl Session {
             .resources
             .iter()
             .filter(|r| in_cluster || !crate::plan::in_cluster::is_in_cluster(&r.kind))
+            // A kind the stack only reads is looked up, not refreshed (its recorded objects,
+            // if any, still are).
+            .filter(|r| r.existing.is_none())
             .map(|r| r.kind.clone())
             .collect();
         let cloud = self.cloud(&stack.providers);

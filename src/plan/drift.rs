@@ -202,7 +202,8 @@ pub async fn observe(
     parallelism: usize,
 ) -> Result<Drift, ReadError> {
     let mut ids: BTreeMap<&str, Vec<String>> = kinds.iter().map(|k| (k.as_str(), Vec::new())).collect();
-    for r in state.resources.values() {
+    // What the stack only reads is looked up, not refreshed.
+    for r in state.resources.values().filter(|r| r.status != Status::Read) {
         let entry = ids.entry(r.kind.as_str()).or_default();
         if let (Status::Created, Some(id)) = (r.status, &r.id) {
             entry.push(id.clone());

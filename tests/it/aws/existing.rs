@@ -106,10 +106,21 @@ fn existing_vpc_and_role_are_read_used_and_never_written() {
     let ids = aws.ids("net.toml");
     assert_eq!(ids.get("aws_vpc.shared"), Some(&vpc), "{ids:?}");
 
-    // No changes the second time, and not one mutating call: the reads are a Describe and a GetRole.
+    // No changes the second time, and not one mutating call: the two reads cost a
+    // DescribeVpcs and a GetRole beside the refresh's one read per kind.
+    aws.calls();
     let (code, out) = aws.forge(&["plan", "net.toml", "--var", &var, "--detailed-exitcode"]);
     assert_eq!(code, 0, "{out}");
-    assert!(mutating(&aws.calls()).is_empty());
+    let calls = aws.calls();
+    assert!(mutating(&calls).is_empty());
+    assert_eq!(calls.get("iam:GetRole"), Some(&1), "{calls:?}");
+    assert_eq!(
+        calls.get("ec2:DescribeVpcs"),
+        Some(&1),
+        "the look-up; no refresh of a kind only read: {calls:?}"
+    );
+    assert_eq!(calls.get("iam:ListRoles"), None, "{calls:?}");
+    assert_eq!(calls.values().sum::<u64>(), 6, "{calls:?}");
 
     // A used attribute of the VPC changes outside forge: drift says so (the VPC is not changed
     // back), and `up` passes the new value on to the subnet's tag.
