@@ -151,6 +151,14 @@ pub async fn run(
     record_dependency_updates(plan, state, journal);
     record_new_bundle_digests(plan, state, journal);
     record_reads(plan, state, journal);
+    if let Err(failure) = import_objects(plan, state, journal, registry, options).await {
+        return Report {
+            failures: vec![failure],
+            not_started: plan.changes.len(),
+            elapsed: started.elapsed(),
+            ..Report::default()
+        };
+    }
     let run = Run {
         plan,
         registry,
@@ -194,6 +202,50 @@ fn record_reads(plan: &Plan, state: &mut State, journal: &mut Journal) {
             record(state, journal, Event::Remove(address.clone()));
         }
     }
+}
+
+/// Marks each object the plan imports as forge's own (its stack, address and token) and then
+/// records it — the mark first, so an import cut short is done again by the next run, whose
+/// plan finds the object marked for this address — before any change, which starts from them.
+async fn import_objects(
+    plan: &Plan,
+    state: &mut State,
+    journal: &mut Journal,
+    registry: &Registry,
+    options: &Options,
+) -> Result<(), Failure> {
+    for import in &plan.imports {
+        if state.resources.get(&import.address).and_then(|r| r.id.as_ref()) == import.id.as_ref() {
+            continue;
+        }
+        let failed = |message: String| Failure {
+            address: import.address.clone(),
+            phase: Phase::Update,
+            message: format!("marking it as imported: {message}"),
+        };
+        let kind = registry
+            .get(&import.kind)
+            .ok_or_else(|| failed(format!("this forge has no resource kind `{}`", import.kind)))?;
+        let ctx = Ctx {
+            stack: plan.stack.clone(),
+            address: import.address.clone(),
+            status: Arc::new(|_: &str| {}),
+            cloud: options.cloud.clone(),
+            resumed: false,
+            quoted: None,
+        };
+        let (id, token) = (
+            import.id.as_deref().unwrap_or_default(),
+            import.token.as_deref().unwrap_or_default(),
+        );
+        options
+            .retry
+            .run(|| kind.mark(&ctx, id, token))
+            .await
+            .map_err(|e| failed(e.message))?;
+        record(state, journal, Event::Put(import.clone()));
+    }
+    Ok(())
 }
 
 /// Records the digests of the plan's bundles that the state does not hold yet.

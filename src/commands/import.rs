@@ -5,7 +5,7 @@
 use super::Session;
 use crate::error::{CommandError, Exit};
 use crate::plan::drift::IgnoreRules;
-use crate::plan::{Action, Mode};
+use crate::plan::{Action, Mode, Plan};
 use crate::provider::{Ctx, Inspected, Kind};
 use crate::stack::Stack;
 use crate::state::lock::LockMode;
@@ -37,10 +37,67 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
     } = request;
     let (stack, graph) = session.load_checked(file, true).await?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
-    let (resource, kind) = importable(session, &stack, address)?;
+    importable(session, &stack, address)?;
     let mode = if dry_run { LockMode::Shared } else { LockMode::Exclusive };
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, mode, "import")?;
-    unrecorded(&loaded.state, address, &resource.kind, id, file)?;
+    let record = prepare(session, &stack, &loaded.state, address, id).await?;
+    let mut imported = loaded.state.clone();
+    imported.resources.insert(address.to_owned(), record.clone());
+    let rules = IgnoreRules::of_stack(&stack);
+    let mut drift = session.observe(&imported, &stack, &rules, false).await?;
+    session.read_existing(&stack, &imported, &mut drift, false, &rules).await?;
+    let mut plan = crate::plan::plan(&stack, &graph, &imported, true, Mode::Apply, &session.registry, &drift)?;
+    held_to_blocks(&mut plan, std::slice::from_ref(&record))?;
+    if dry_run {
+        session.printer.info(&format!(
+            "Would mark {} `{id}` as forge's `{address}` and record it; then `forge up` would do this:",
+            record.kind
+        ));
+        session.printer.plan(&crate::plan::render::render(&plan));
+        return Ok(Exit::Ok);
+    }
+    // The mark first: an import cut short after it is done again (the object carries this
+    // stack's mark at this address, which a second import accepts), never half-recorded.
+    let kind = session.registry.get(&record.kind).expect("checked above");
+    let token = record.token.as_deref().unwrap_or_default();
+    kind.mark(&marking_ctx(&stack.name, address, session.cloud(&stack.providers)), id, token)
+        .await
+        .map_err(|e| {
+            CommandError::new(
+                format!("cannot mark `{id}` as forge's: {}", e.message),
+                "nothing was recorded; run the import again",
+            )
+        })?;
+    let mut state = loaded.state;
+    store.record(&mut state, vec![Event::Put(record.clone())])?;
+    store.compact(&state)?;
+    session.printer.info(&format!(
+        "Imported {} `{id}` as `{address}`. `forge up` then does this:",
+        record.kind
+    ));
+    session.printer.plan(&crate::plan::render::render(&plan));
+    Ok(Exit::Ok)
+}
+
+/// The context an import marks its object in.
+fn marking_ctx(stack: &str, address: &str, cloud: Arc<crate::provider::Cloud>) -> Ctx {
+    Ctx {
+        stack: stack.to_owned(),
+        address: address.to_owned(),
+        status: Arc::new(|_: &str| {}),
+        cloud,
+        resumed: false,
+        quoted: None,
+    }
+}
+
+/// The record of the object `id` as the block `address` will hold it, read and checked: the
+/// address and the object not recorded yet, the object there and not another stack's (nor
+/// this one's at another address), the block's references recorded. It holds the object as
+/// it is, in the attributes the block sets, with a fresh token to mark it with.
+pub(super) async fn prepare(session: &Session, stack: &Stack, state: &State, address: &str, id: &str) -> Result<ResourceRecord> {
+    let (resource, kind) = importable(session, stack, address)?;
+    unrecorded(state, address, &resource.kind, id, &stack.source.name)?;
     let cloud = session.cloud(&stack.providers);
     let inspected = kind
         .inspect(&cloud, id)
@@ -57,13 +114,10 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
                 "check the id, the account or project, and the region",
             )
         })?;
-    unowned(&stack, address, id, &inspected)?;
-
-    // The record holds the object as it is, in the attributes the block sets: the plan then
-    // shows what the block changes, and refuses a replacement.
+    unowned(stack, address, id, &inspected)?;
     let desired = crate::template::evaluate(&resource.config, &mut |r| {
         let (target, record, path) = r
-            .resolve(|a| loaded.state.resources.get(a))
+            .resolve(|a| state.resources.get(a))
             .ok_or_else(|| format!("`{}` is not recorded yet: import or create it first", r.path()))?;
         crate::plan::attribute(&target, &record.outputs, &record.config, path)
     })
@@ -73,24 +127,74 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
             "import the objects it refers to first, in the order of their references",
         )
     })?;
-    let token = uuid::Uuid::new_v4().to_string();
-    let record = ResourceRecord {
+    Ok(ResourceRecord {
         address: address.to_owned(),
         kind: resource.kind.clone(),
         status: Status::Created,
         id: Some(id.to_owned()),
-        token: Some(token.clone()),
+        token: Some(uuid::Uuid::new_v4().to_string()),
         config: as_it_is(&desired, &inspected.attributes, |config| kind.comparable(id, config)),
-        outputs: inspected.outputs.clone(),
+        outputs: inspected.outputs,
         dependencies: resource.depends_on.clone(),
-    };
-    let mut imported = loaded.state.clone();
-    imported.resources.insert(address.to_owned(), record.clone());
-    let rules = IgnoreRules::of_stack(&stack);
-    let mut drift = session.observe(&imported, &stack, &rules, false).await?;
-    session.read_existing(&stack, &imported, &mut drift, false, &rules).await?;
-    let mut plan = crate::plan::plan(&stack, &graph, &imported, true, Mode::Apply, &session.registry, &drift)?;
-    if let Some(change) = plan.changes.iter_mut().find(|c| c.address == address) {
+    })
+}
+
+/// The stack's `[[import]]` entries not done yet, each read and checked as `forge import`
+/// does (see [`prepare`]): one the state records at its address with its id is done; another
+/// object there is an error at the entry.
+pub(super) async fn pending(session: &Session, stack: &Stack, state: &State) -> Result<Vec<ResourceRecord>> {
+    let mut records = Vec::new();
+    for import in &stack.imports {
+        match state.resources.get(&import.to) {
+            Some(record) if record.id.as_deref() == Some(import.id.as_str()) => continue,
+            Some(record) => {
+                return Err(stack
+                    .source
+                    .error(
+                        Some(import.span.clone()),
+                        format!(
+                            "`{}` holds {} already, not {}",
+                            import.to,
+                            record.id.as_deref().unwrap_or("an interrupted create"),
+                            import.id
+                        ),
+                        "this import",
+                        Some(format!(
+                            "remove this `[[import]]`, or let go of the recorded object first (`forge state rm {} {}`)",
+                            stack.source.name, import.to
+                        )),
+                    )
+                    .into());
+            }
+            // Against the state with the entries before it: a group refers to its VPC.
+            None => {
+                let record = prepare(session, stack, &with_imports(state, &records), &import.to, &import.id).await?;
+                records.push(record);
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// `state` as it will be once the `imported` objects are recorded: what the plan starts from.
+pub(super) fn with_imports<'s>(state: &'s State, imported: &[ResourceRecord]) -> std::borrow::Cow<'s, State> {
+    if imported.is_empty() {
+        return std::borrow::Cow::Borrowed(state);
+    }
+    let mut state = state.clone();
+    for record in imported {
+        state.resources.insert(record.address.clone(), record.clone());
+    }
+    std::borrow::Cow::Owned(state)
+}
+
+/// Refuses a plan that would replace one of the `imported` objects (showing block and object
+/// side by side), and says of the others' changes that they bring them to their blocks.
+pub(super) fn held_to_blocks(plan: &mut Plan, imported: &[ResourceRecord]) -> Result<()> {
+    for record in imported {
+        let Some(change) = plan.changes.iter_mut().find(|c| c.address == record.address) else {
+            continue;
+        };
         if change.action == Action::Replace {
             let shown = |side: &Option<Value>, key: &str| {
                 side.as_ref()
@@ -104,7 +208,9 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
                 .collect();
             return Err(CommandError::new(
                 format!(
-                    "`{id}` is not what `{address}` describes, and {} cannot change in place (block -> object):\n{}",
+                    "`{}` is not what `{}` describes, and {} cannot change in place (block -> object):\n{}",
+                    record.id.as_deref().unwrap_or_default(),
+                    record.address,
                     change.replace_because.join(", "),
                     differences.join("\n")
                 ),
@@ -114,39 +220,7 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
         }
         change.reason = Some("imported: brought to the block's values".into());
     }
-    if dry_run {
-        session.printer.info(&format!(
-            "Would mark {} `{id}` as forge's `{address}` and record it; then `forge up` would do this:",
-            resource.kind
-        ));
-        session.printer.plan(&crate::plan::render::render(&plan));
-        return Ok(Exit::Ok);
-    }
-    // The mark first: an import cut short after it is done again (the object carries this
-    // stack's mark at this address, which a second import accepts), never half-recorded.
-    let ctx = Ctx {
-        stack: stack.name.clone(),
-        address: address.to_owned(),
-        status: Arc::new(|_: &str| {}),
-        cloud,
-        resumed: false,
-        quoted: None,
-    };
-    kind.mark(&ctx, id, &token).await.map_err(|e| {
-        CommandError::new(
-            format!("cannot mark `{id}` as forge's: {}", e.message),
-            "nothing was recorded; run the import again",
-        )
-    })?;
-    let mut state = loaded.state;
-    store.record(&mut state, vec![Event::Put(record)])?;
-    store.compact(&state)?;
-    session.printer.info(&format!(
-        "Imported {} `{id}` as `{address}`. `forge up` then does this:",
-        resource.kind
-    ));
-    session.printer.plan(&crate::plan::render::render(&plan));
-    Ok(Exit::Ok)
+    Ok(())
 }
 
 /// The block's `desired` attributes with the object's values where the kind reads them (a
@@ -218,14 +292,14 @@ fn importable<'s>(session: &Session, stack: &'s Stack, address: &str) -> Result<
 }
 
 /// Refuses an address the state records, or an object it records under another address.
-fn unrecorded(state: &State, address: &str, kind: &str, id: &str, file: &Path) -> Result<()> {
+fn unrecorded(state: &State, address: &str, kind: &str, id: &str, file: &str) -> Result<()> {
     if let Some(record) = state.resources.get(address) {
         return Err(CommandError::new(
             format!(
                 "`{address}` is recorded already ({})",
                 record.id.as_deref().unwrap_or("an interrupted create")
             ),
-            format!("to put another object there, `forge state rm {} {address}` first", file.display()),
+            format!("to put another object there, `forge state rm {file} {address}` first"),
         )
         .into());
     }

@@ -142,6 +142,11 @@ pub struct Plan {
     /// their records and leaves the objects as they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forgets: Vec<String>,
+    /// Objects the stack's `[[import]]` entries take over, as read when planned (each with the
+    /// token to mark it with): apply marks and records them before any change, which is
+    /// planned from them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<ResourceRecord>,
 }
 
 impl Plan {
@@ -162,7 +167,7 @@ impl Plan {
 
     /// True when applying would change nothing (outputs aside).
     pub fn is_empty(&self) -> bool {
-        self.changes.is_empty()
+        self.changes.is_empty() && self.imports.is_empty()
     }
 
     /// Whether applying would change the state without a cloud call: dependencies recorded
@@ -276,6 +281,7 @@ pub fn plan(
         deferred: Vec::new(),
         reads,
         forgets,
+        imports: Vec::new(),
     })
 }
 

@@ -176,8 +176,12 @@ pub fn summary(plan: &Plan) -> String {
             Mode::Destroy => "No changes. The state holds no resources to destroy.".into(),
         };
     }
+    let imports = match plan.imports.len() {
+        0 => String::new(),
+        n => format!("{n} to import, "),
+    };
     let mut line = format!(
-        "Plan: {} to add, {} to change, {} to replace, {} to destroy.",
+        "Plan: {imports}{} to add, {} to change, {} to replace, {} to destroy.",
         plan.count(Action::Create),
         plan.count(Action::Update),
         plan.count(Action::Replace),
@@ -242,6 +246,19 @@ fn reads(out: &mut String, plan: &Plan) {
 pub fn render(plan: &Plan) -> String {
     let mut out = String::new();
     reads(&mut out, plan);
+    if !plan.imports.is_empty() {
+        out.push_str("forge imports these objects (marks them as its own and records them, before the changes):\n\n");
+        for r in &plan.imports {
+            let _ = writeln!(
+                out,
+                "  <= import {} ({}, {})",
+                r.address,
+                r.kind,
+                r.id.as_deref().unwrap_or_default()
+            );
+        }
+        out.push('\n');
+    }
     if !plan.is_empty() {
         out.push_str("forge will perform these actions:\n\n");
         for c in &plan.changes {

@@ -69,7 +69,7 @@ const REMOTE_KEYS: &[(&str, &[&str])] = &[
     ("gcs", &["bucket", "prefix", "kms_key_name", "lease"]),
 ];
 
-const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs"];
+const SECTIONS: &[&str] = &["stack", "aws", "gcp", "state", "vars", "outputs", "import"];
 const META_KEYS: &[&str] = &["depends_on", "ignore_changes"];
 /// The key that makes a block read an object instead of making one.
 const EXISTING: &str = "existing";
@@ -161,6 +161,8 @@ pub struct Parsed {
     state: Backend,
     /// `[outputs]` as written, checked after the resources as always.
     outputs: Option<Outputs>,
+    /// `[[import]]` entries, checked against the resources once they are all known.
+    imports: Vec<super::Import>,
     blocks: Vec<Block>,
     pending: Vec<PendingComponent>,
 }
@@ -225,6 +227,7 @@ struct Sections<'t> {
     state: Backend,
     vars: Map<String, Value>,
     outputs: Option<&'t Spanned<DeValue<'t>>>,
+    imports: Option<&'t Spanned<DeValue<'t>>>,
     blocks: Vec<BlockSection<'t>>,
 }
 
@@ -270,9 +273,14 @@ impl Loader<'_> {
             state,
             mut vars,
             outputs,
+            imports,
             blocks: block_sections,
         } = self.sections(root, &name)?;
         self.apply_overrides(&mut vars, overrides)?;
+        let imports = imports
+            .map(|section| self.import_section(section, &vars))
+            .transpose()?
+            .unwrap_or_default();
 
         let mut blocks = Vec::new();
         let mut pending = Vec::new();
@@ -291,9 +299,48 @@ impl Loader<'_> {
             providers,
             state,
             outputs,
+            imports,
             blocks,
             pending,
         })
+    }
+
+    /// `[[import]]` entries: each `to` (an address) and `id` (variables substituted), both
+    /// strings known when the stack loads.
+    fn import_section(&self, section: &Spanned<DeValue>, vars: &Map<String, Value>) -> Result<Vec<super::Import>, StackError> {
+        let hint = "write each as `[[import]]` with `to = \"aws_vpc.main\"` and `id = \"vpc-…\"`";
+        let DeValue::Array(entries) = section.get_ref() else {
+            return Err(self.err(section.span(), "`import` must be a list of tables", "not a list", hint));
+        };
+        let mut imports = Vec::new();
+        for entry in entries {
+            let table = self.table(entry, "import", hint)?;
+            self.known_keys("import", table, &["to", "id"])?;
+            let (json, spans) = self.to_json(entry, "")?;
+            let json = self.substitute_vars(&json, &spans, vars)?;
+            let text = |key: &str| {
+                let value = json.get(key).and_then(Value::as_str).filter(|v| !v.trim().is_empty());
+                let literal = value.filter(|v| template::references(&Value::String((*v).to_owned())).is_ok_and(|r| r.is_empty()));
+                literal.map(str::to_owned).ok_or_else(|| {
+                    self.err(
+                        spans.get(&format!("/{key}")).cloned().unwrap_or(entry.span()),
+                        format!("`import.{key}` must be a string known when the stack loads"),
+                        if value.is_some() {
+                            "a reference"
+                        } else {
+                            "missing or not a string"
+                        },
+                        hint,
+                    )
+                })
+            };
+            imports.push(super::Import {
+                to: text("to")?,
+                id: text("id")?,
+                span: entry.span(),
+            });
+        }
+        Ok(imports)
     }
 
     /// The file as a TOML table, or an error at what is not TOML (a key declared twice).
@@ -327,6 +374,7 @@ impl Loader<'_> {
             },
             vars: Map::new(),
             outputs: None,
+            imports: None,
             blocks: Vec::new(),
         };
         for (key, value) in root {
@@ -340,6 +388,7 @@ impl Loader<'_> {
                     sections.vars = self.to_json(value, "")?.0.as_object().cloned().unwrap_or_default();
                 }
                 "outputs" => sections.outputs = Some(value),
+                "import" => sections.imports = Some(value),
                 block_type => sections.blocks.push((key, block_type, value)),
             }
         }
@@ -657,6 +706,7 @@ impl Loader<'_> {
             Some(outputs) => targets.outputs(outputs)?,
             None => BTreeMap::new(),
         };
+        let imports = self.checked_imports(&parsed.imports, &resources)?;
         Ok(Stack {
             name: name.clone(),
             description: description.clone(),
@@ -665,10 +715,51 @@ impl Loader<'_> {
             state: state.clone(),
             outputs,
             resources,
+            imports,
             component_outputs: components.into_iter().collect(),
             readiness,
             bundles: facts.unpinned_digests(),
         })
+    }
+
+    /// The `[[import]]` entries, each into a resource of the stack that forge can import into,
+    /// one entry per resource.
+    fn checked_imports(&self, imports: &[super::Import], resources: &[Resource]) -> Result<Vec<super::Import>, StackError> {
+        let mut seen = BTreeSet::new();
+        for import in imports {
+            let refuse = |message: String, hint: String| self.err(import.span.clone(), message, "this import", hint);
+            let Some(resource) = resources.iter().find(|r| r.address == import.to) else {
+                let known: Vec<&str> = resources.iter().map(|r| r.address.as_str()).collect();
+                return Err(refuse(
+                    format!("`{}` is no resource of this stack", import.to),
+                    suggestion(&import.to, &known),
+                ));
+            };
+            if resource.existing.is_some() {
+                return Err(refuse(
+                    format!("`{}` reads an existing object: forge never manages it", import.to),
+                    "drop `existing` from the block to import the object into it".into(),
+                ));
+            }
+            if !self.registry.get(&resource.kind).is_some_and(|k| k.importable()) {
+                let kinds: Vec<&str> = self
+                    .registry
+                    .names()
+                    .filter(|n| self.registry.get(n).is_some_and(|k| k.importable()))
+                    .collect();
+                return Err(refuse(
+                    format!("forge cannot import a `{}` yet", resource.kind),
+                    format!("the kinds it imports: {}", kinds.join(", ")),
+                ));
+            }
+            if !seen.insert(import.to.as_str()) {
+                return Err(refuse(
+                    format!("`{}` is imported twice", import.to),
+                    "keep one `[[import]]` per block".into(),
+                ));
+            }
+        }
+        Ok(imports.to_vec())
     }
 
     /// The section as a table, or an error that says how to write `what`.

@@ -43,6 +43,20 @@ pub struct Stack {
     /// The sha256 of each bundle its components apply without a pinned digest, by URL: the
     /// state records them on the first apply, and a later plan refuses a bundle that changed.
     pub bundles: BTreeMap<String, String>,
+    /// `[[import]]`: objects to take over as blocks' own on the next `up`.
+    pub imports: Vec<Import>,
+}
+
+/// One `[[import]]`: `to = "aws_vpc.main"`, `id = "vpc-…"` — `forge import` as data, which
+/// `plan` shows and `up` performs, and which is done once the state records the object there.
+#[derive(Debug, Clone)]
+pub struct Import {
+    /// The block's address.
+    pub to: String,
+    /// The object's id.
+    pub id: String,
+    /// Where the entry is written.
+    pub span: Range<usize>,
 }
 
 /// One resource the stack declares.

@@ -158,3 +158,51 @@ fn an_object_that_is_not_what_the_block_describes_is_refused() {
     assert_eq!(code, 1);
     assert!(err.contains("there is no aws_vpc `vpc-0000000000000000f`"), "{err}");
 }
+
+/// `[[import]]` entries: the plan shows them and starts from the objects as they are, `up`
+/// marks and records them before the changes, and once recorded they are done.
+#[test]
+fn import_entries_in_the_stack_are_planned_and_performed_by_up() {
+    let aws = Aws::new();
+    let (vpc, group) = made_elsewhere(&aws, "10.5.0.0/16");
+    let stack = format!(
+        "{STACK}\n[[import]]\nto = \"aws_vpc.main\"\nid = \"{vpc}\"\n\n[[import]]\nto = \"aws_security_group.efa\"\nid = \"${{var.group}}\"\n\n[vars]\ngroup = \"{group}\"\n"
+    );
+    aws.write("adopt.toml", &stack);
+    aws.calls();
+    let (code, plan) = aws.forge(&["plan", "adopt.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{plan}");
+    assert!(plan.contains(&format!("<= import aws_vpc.main (aws_vpc, {vpc})")), "{plan}");
+    assert!(
+        plan.contains(&format!("<= import aws_security_group.efa (aws_security_group, {group})")),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("Plan: 2 to import, 0 to add, 2 to change, 0 to replace, 0 to destroy."),
+        "{plan}"
+    );
+    assert!(mutating(&aws.calls()).is_empty(), "a plan marks nothing");
+
+    aws.ok(&["up", "adopt.toml", "--yes"]);
+    let calls = aws.calls();
+    assert!(
+        !calls.contains_key("ec2:CreateVpc") && !calls.contains_key("ec2:CreateSecurityGroup"),
+        "{calls:?}"
+    );
+    let ids = aws.ids("adopt.toml");
+    assert_eq!(ids.get("aws_vpc.main"), Some(&vpc));
+    assert_eq!(ids.get("aws_security_group.efa"), Some(&group));
+    assert_eq!(tags_of(&aws, &vpc).get("forge:address").map(String::as_str), Some("aws_vpc.main"));
+    assert_eq!(tags_of(&aws, &vpc).get("Name").map(String::as_str), Some("main"));
+    let (code, plan) = aws.forge(&["plan", "adopt.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "done once recorded: {plan}");
+
+    // An entry into a block of a kind forge does not import is a load error at the entry.
+    aws.write(
+        "bad.toml",
+        "[stack]\nname = \"bad\"\n[null.a]\n[[import]]\nto = \"null.a\"\nid = \"x\"\n",
+    );
+    let (code, err) = aws.forge(&["validate", "bad.toml"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("forge cannot import a `null` yet"), "{err}");
+}
