@@ -147,18 +147,18 @@ pub async fn run(
     interrupts: watch::Receiver<u32>,
 ) -> Report {
     let started = Instant::now();
-    let stopping = *interrupts.borrow() > 0;
     record_dependency_updates(plan, state, journal);
     record_new_bundle_digests(plan, state, journal);
     record_reads(plan, state, journal);
-    if let Err(failure) = import_objects(plan, state, journal, registry, options).await {
+    if let Err(failure) = import_objects(plan, state, journal, registry, options, &interrupts).await {
         return Report {
             failures: vec![failure],
-            not_started: plan.changes.len(),
+            not_started: plan.changes.len() + plan.count(Action::Replace),
             elapsed: started.elapsed(),
             ..Report::default()
         };
     }
+    let stopping = *interrupts.borrow() > 0;
     let run = Run {
         plan,
         registry,
@@ -213,6 +213,7 @@ async fn import_objects(
     journal: &mut Journal,
     registry: &Registry,
     options: &Options,
+    interrupts: &watch::Receiver<u32>,
 ) -> Result<(), Failure> {
     for import in &plan.imports {
         if state.resources.get(&import.address).and_then(|r| r.id.as_ref()) == import.id.as_ref() {
@@ -221,8 +222,11 @@ async fn import_objects(
         let failed = |message: String| Failure {
             address: import.address.clone(),
             phase: Phase::Update,
-            message: format!("marking it as imported: {message}"),
+            message: format!("importing it: {message}"),
         };
+        if *interrupts.borrow() > 0 {
+            return Err(failed("interrupted before it was marked; nothing of it was changed".into()));
+        }
         let kind = registry
             .get(&import.kind)
             .ok_or_else(|| failed(format!("this forge has no resource kind `{}`", import.kind)))?;
@@ -238,6 +242,19 @@ async fn import_objects(
             import.id.as_deref().unwrap_or_default(),
             import.token.as_deref().unwrap_or_default(),
         );
+        // Held again to what the plan saw: still there, and no other stack's since (a saved
+        // plan, or a confirmation, may have waited).
+        let now = options
+            .retry
+            .run(|| kind.inspect(&options.cloud, id))
+            .await
+            .map_err(|e| failed(e.message))?
+            .ok_or_else(|| failed(format!("`{id}` is gone since the plan; plan again")))?;
+        if let Some((stack, address)) = now.mark.filter(|(s, a)| *s != plan.stack || *a != import.address) {
+            return Err(failed(format!(
+                "`{id}` carries the mark of `{address}` of the stack `{stack}` since the plan; plan again"
+            )));
+        }
         options
             .retry
             .run(|| kind.mark(&ctx, id, token))

@@ -4,7 +4,7 @@
 
 use super::Session;
 use crate::error::{CommandError, Exit};
-use crate::plan::drift::IgnoreRules;
+use crate::plan::drift::{Drift, IgnoreRules};
 use crate::plan::{Action, Mode, Plan};
 use crate::provider::{Ctx, Inspected, Kind};
 use crate::stack::Stack;
@@ -40,12 +40,12 @@ pub(super) async fn run(session: &Session, request: Request<'_>) -> Result<Exit>
     importable(session, &stack, address)?;
     let mode = if dry_run { LockMode::Shared } else { LockMode::Exclusive };
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, mode, "import")?;
-    let record = prepare(session, &stack, &loaded.state, address, id).await?;
+    let rules = IgnoreRules::of_stack(&stack);
+    let mut drift = session.observe(&loaded.state, &stack, &rules, false).await?;
+    session.read_existing(&stack, &loaded.state, &mut drift, false, &rules).await?;
+    let record = prepare(session, &stack, &referable(&loaded.state, &drift), address, id).await?;
     let mut imported = loaded.state.clone();
     imported.resources.insert(address.to_owned(), record.clone());
-    let rules = IgnoreRules::of_stack(&stack);
-    let mut drift = session.observe(&imported, &stack, &rules, false).await?;
-    session.read_existing(&stack, &imported, &mut drift, false, &rules).await?;
     let mut plan = crate::plan::plan(&stack, &graph, &imported, true, Mode::Apply, &session.registry, &drift)?;
     held_to_blocks(&mut plan, std::slice::from_ref(&record))?;
     if dry_run {
@@ -142,38 +142,42 @@ pub(super) async fn prepare(session: &Session, stack: &Stack, state: &State, add
 /// The stack's `[[import]]` entries not done yet, each read and checked as `forge import`
 /// does (see [`prepare`]): one the state records at its address with its id is done; another
 /// object there is an error at the entry.
-pub(super) async fn pending(session: &Session, stack: &Stack, state: &State) -> Result<Vec<ResourceRecord>> {
-    let mut records = Vec::new();
+pub(super) async fn pending(session: &Session, stack: &Stack, state: &State, drift: &Drift) -> Result<Vec<ResourceRecord>> {
+    let mut records: Vec<ResourceRecord> = Vec::new();
+    // References may name what the stack's `existing` blocks read, and the entries before.
+    let mut known = referable(state, drift).into_owned();
     for import in &stack.imports {
-        match state.resources.get(&import.to) {
-            Some(record) if record.id.as_deref() == Some(import.id.as_str()) => continue,
-            Some(record) => {
-                return Err(stack
-                    .source
-                    .error(
-                        Some(import.span.clone()),
-                        format!(
-                            "`{}` holds {} already, not {}",
-                            import.to,
-                            record.id.as_deref().unwrap_or("an interrupted create"),
-                            import.id
-                        ),
-                        "this import",
-                        Some(format!(
-                            "remove this `[[import]]`, or let go of the recorded object first (`forge state rm {} {}`)",
-                            stack.source.name, import.to
-                        )),
-                    )
-                    .into());
-            }
-            // Against the state with the entries before it: a group refers to its VPC.
-            None => {
-                let record = prepare(session, stack, &with_imports(state, &records), &import.to, &import.id).await?;
-                records.push(record);
-            }
+        // An address the state records is done: imported, or replaced since.
+        if state.resources.contains_key(&import.to) {
+            continue;
         }
+        let record = prepare(session, stack, &known, &import.to, &import.id).await?;
+        known.resources.insert(record.address.clone(), record.clone());
+        records.push(record);
     }
     Ok(records)
+}
+
+/// `state` with what the stack's `existing` blocks read (in `drift`) as read records: what a
+/// block to import may refer to.
+pub(super) fn referable<'s>(state: &'s State, drift: &Drift) -> std::borrow::Cow<'s, State> {
+    if drift.found.is_empty() {
+        return std::borrow::Cow::Borrowed(state);
+    }
+    let mut state = state.clone();
+    for (address, found) in &drift.found {
+        state.resources.entry(address.clone()).or_insert_with(|| ResourceRecord {
+            address: address.clone(),
+            kind: String::new(),
+            status: Status::Read,
+            id: Some(found.id.clone()),
+            token: None,
+            config: found.attributes.clone(),
+            outputs: found.outputs.clone(),
+            dependencies: Vec::new(),
+        });
+    }
+    std::borrow::Cow::Owned(state)
 }
 
 /// `state` as it will be once the `imported` objects are recorded: what the plan starts from.

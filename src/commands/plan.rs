@@ -25,17 +25,17 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (_store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Shared, "plan")?;
     let mode = if *destroy { Mode::Destroy } else { Mode::Apply };
-    let imports = if *destroy {
-        Vec::new()
-    } else {
-        super::import::pending(session, &stack, &loaded.state).await?
-    };
-    let state = super::import::with_imports(&loaded.state, &imports);
     let drift = if *destroy {
         Default::default()
     } else {
-        session.refresh(&state, &stack, !skip_in_cluster, *refresh).await?
+        session.refresh(&loaded.state, &stack, !skip_in_cluster, *refresh).await?
     };
+    let imports = if *destroy {
+        Vec::new()
+    } else {
+        super::import::pending(session, &stack, &loaded.state, &drift).await?
+    };
+    let state = super::import::with_imports(&loaded.state, &imports);
     let mut plan = crate::plan::plan(&stack, &graph, &state, loaded.existed, mode, &session.registry, &drift)?;
     super::import::held_to_blocks(&mut plan, &imports)?;
     plan.imports = imports;

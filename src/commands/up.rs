@@ -55,9 +55,9 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
     let (stack, graph) = session.load_checked(file, true).await?;
     session.announce(&stack.name, &stack.source.name, &stack.state);
     let (store, _lock, loaded) = session.open_state(&stack.state, &stack.name, &stack.source.name, LockMode::Exclusive, "up")?;
-    let imports = super::import::pending(session, &stack, &loaded.state).await?;
+    let drift = session.refresh(&loaded.state, &stack, in_cluster, refresh).await?;
+    let imports = super::import::pending(session, &stack, &loaded.state, &drift).await?;
     let state = super::import::with_imports(&loaded.state, &imports);
-    let drift = session.refresh(&state, &stack, in_cluster, refresh).await?;
     let mut plan = crate::plan::plan(&stack, &graph, &state, loaded.existed, Mode::Apply, &session.registry, &drift)?;
     super::import::held_to_blocks(&mut plan, &imports)?;
     plan.imports = imports;

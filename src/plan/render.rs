@@ -259,7 +259,7 @@ pub fn render(plan: &Plan) -> String {
         }
         out.push('\n');
     }
-    if !plan.is_empty() {
+    if !plan.changes.is_empty() {
         out.push_str("forge will perform these actions:\n\n");
         for c in &plan.changes {
             change_block(&mut out, c);
