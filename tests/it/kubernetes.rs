@@ -945,7 +945,7 @@ fn made_by_eksctl(w: &World, cluster: &str) -> String {
         }
         let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
         let role = iam.create_role().role_name("eksctl-cluster-role").assume_role_policy_document(trust).send().await.unwrap();
-        let vpc_config = aws_sdk_eks::types::VpcConfigRequest::builder().set_subnet_ids(Some(private)).build();
+        let vpc_config = aws_sdk_eks::types::VpcConfigRequest::builder().set_subnet_ids(Some(private.clone())).build();
         eks.create_cluster()
             .name(cluster)
             .role_arn(role.role().unwrap().arn())
@@ -958,6 +958,20 @@ fn made_by_eksctl(w: &World, cluster: &str) -> String {
         while eks.describe_cluster().name(cluster).send().await.unwrap().cluster().unwrap().status() != Some(&aws_sdk_eks::types::ClusterStatus::Active) {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+        // eksctl's own node group, which forge must leave alone.
+        let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+        let nodes = iam.create_role().role_name("eksctl-node-role").assume_role_policy_document(trust).send().await.unwrap();
+        let scaling = aws_sdk_eks::types::NodegroupScalingConfig::builder().min_size(1).max_size(1).desired_size(1).build();
+        eks.create_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name("ng-system")
+            .node_role(nodes.role().unwrap().arn())
+            .subnets(&private[1])
+            .instance_types("c5.2xlarge")
+            .scaling_config(scaling)
+            .send()
+            .await
+            .unwrap();
         vpc
     })
 }
@@ -1014,7 +1028,9 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     let config = w.sdk_config();
     let eks = aws_sdk_eks::Client::new(&config);
     let groups = runtime().block_on(eks.list_nodegroups().cluster_name("nemo").send()).unwrap();
-    assert_eq!(groups.nodegroups(), ["gpu"]);
+    let mut names = groups.nodegroups().to_vec();
+    names.sort();
+    assert_eq!(names, ["gpu", "ng-system"]);
     let group = runtime()
         .block_on(eks.describe_nodegroup().cluster_name("nemo").nodegroup_name("gpu").send())
         .unwrap();
@@ -1048,7 +1064,7 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     assert!(stderr.contains("- eks.nemo.cluster (read only: no call)"), "{stderr}");
     assert_eq!(untouched(&w, "nemo", &vpc), before);
     let groups = runtime().block_on(eks.list_nodegroups().cluster_name("nemo").send()).unwrap();
-    assert!(groups.nodegroups().is_empty());
+    assert_eq!(groups.nodegroups(), ["ng-system"], "eksctl's node group stays");
     let file_systems = runtime()
         .block_on(aws_sdk_fsx::Client::new(&config).describe_file_systems().send())
         .unwrap();
