@@ -1,7 +1,8 @@
 //! `gcp_vpc`: the network a private, VPC-native GKE cluster needs — a custom-mode network, one
 //! subnetwork in the region with the pods' and services' secondary ranges and Private Google
 //! Access, an internal allow-all firewall rule for the nodes' and pods' ranges, and a Cloud
-//! Router with Cloud NAT so private nodes reach the internet.
+//! Router with Cloud NAT so private nodes reach the internet. Or, with `existing`, a network
+//! that exists and its `subnetwork`: read, never written.
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
@@ -18,9 +19,13 @@ pub const COMPONENT: Component = Component {
 block! {
     /// A `gcp_vpc` block.
     struct GcpVpc {
-        cidr: String,
-        pods_cidr: String,
-        services_cidr: String,
+        existing: Option<String>,
+        subnetwork: Option<String>,
+        pods_range: Option<String>,
+        services_range: Option<String>,
+        cidr: Option<String>,
+        pods_cidr: Option<String>,
+        services_cidr: Option<String>,
         name: Option<String>,
         region: Option<String>,
         nat: Option<bool>,
@@ -57,8 +62,67 @@ const RANGES: &[(&str, u32, u32, &str, &str)] = &[
     ),
 ];
 
+/// What only a `gcp_vpc` block that reads an existing network takes, and what only one that
+/// makes a network takes.
+const EXISTING_KEYS: &[&str] = &["subnetwork", "pods_range", "services_range"];
+const MADE_KEYS: &[&str] = &["cidr", "pods_cidr", "services_cidr", "name", "nat", "mtu", "region"];
+
+/// An existing network (`existing = "<name or path>"`) and its `subnetwork` (a name in
+/// `[gcp] region`, or a path), read when forge plans and never written, with the names of the
+/// subnetwork's secondary ranges GKE takes pods and services from (`pods_range`,
+/// `services_range`; by default `pods` and `services`, as forge names them).
+fn existing(input: &Input, block: &GcpVpc, network: &str) -> Result<Expansion, ComponentError> {
+    let network = super::existing_name(network, "a network")?;
+    if let Some(key) = MADE_KEYS.iter().find(|k| input.config.contains_key(**k)) {
+        return Err(ComponentError::at(
+            *key,
+            format!("`{key}` shapes a network forge makes; `{network}` exists, and forge reads it and never changes it"),
+            "remove it; name the subnetwork the cluster uses with `subnetwork`",
+        ));
+    }
+    let Some(subnetwork) = &block.subnetwork else {
+        return Err(ComponentError::at(
+            "subnetwork",
+            "an existing network needs the `subnetwork` its clusters use",
+            "add `subnetwork = \"<name>\"` (in `[gcp] region`), or its path `projects/<p>/regions/<r>/subnetworks/<name>`",
+        ));
+    };
+    let subnetwork = super::existing_name(subnetwork, "a subnetwork")?;
+    let address = input.address;
+    let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
+    let parts = vec![
+        Part::new("network", "google_compute_network", json!({ "existing": network })),
+        Part::new("subnetwork", "google_compute_subnetwork", json!({ "existing": subnetwork })),
+    ];
+    let mut outputs = serde_json::Map::new();
+    outputs.insert("network".into(), reference("network", "name"));
+    outputs.insert("network_self_link".into(), reference("network", "self_link"));
+    outputs.insert("subnetwork".into(), reference("subnetwork", "name"));
+    outputs.insert("subnetwork_self_link".into(), reference("subnetwork", "self_link"));
+    outputs.insert("pods_range".into(), json!(block.pods_range.as_deref().unwrap_or(PODS_RANGE)));
+    outputs.insert(
+        "services_range".into(),
+        json!(block.services_range.as_deref().unwrap_or(SERVICES_RANGE)),
+    );
+    Ok(Expansion {
+        parts,
+        outputs,
+        ready: Vec::new(),
+    })
+}
+
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: GcpVpc = input.block()?;
+    if let Some(network) = &block.existing {
+        return existing(input, &block, network);
+    }
+    if let Some(key) = EXISTING_KEYS.iter().find(|k| input.config.contains_key(**k)) {
+        return Err(ComponentError::at(
+            *key,
+            format!("`{key}` names part of an existing network"),
+            "add `existing = \"<network>\"`, or remove it: forge names what it makes",
+        ));
+    }
     let address = input.address;
     let name = network_name(input.cloud_name(&block.name))?;
     let ranges = ranges(&block)?;
@@ -155,6 +219,13 @@ fn ranges(block: &GcpVpc) -> Result<[Cidr; 3], ComponentError> {
     let written = [&block.cidr, &block.pods_cidr, &block.services_cidr];
     let mut checked: Vec<(&str, Cidr)> = Vec::new();
     for ((key, shortest, longest, what, hint), text) in RANGES.iter().zip(written) {
+        let Some(text) = text else {
+            return Err(ComponentError::at(
+                *key,
+                format!("`{key}` is missing"),
+                format!("{hint}; or read a network that exists with `existing = \"<network>\"`"),
+            ));
+        };
         let cidr = Cidr::parse(key, text, *shortest..=*longest, what).map_err(|message| ComponentError::at(*key, message, *hint))?;
         if let Some((other, range)) = checked.iter().find(|(_, r)| r.overlaps(cidr)) {
             return Err(ComponentError::at(

@@ -174,10 +174,35 @@ pub(super) async fn get<C: Collection>(gcp: &Clients, scope: &Scope, name: &str)
     found(C::get(gcp, scope, name).await, |e| error(gcp, &format!("{}.get", C::PATH), e))
 }
 
-/// The object an `existing` block names (see [`crate::provider::Resource::look_up`]) — by name in
-/// the provider's project (and region), or by its path, `projects/p/global/networks/n` — with
-/// the id forge records for it: none or one.
-pub(super) async fn look_up<C: Collection>(gcp: &Clients, named: &str) -> Result<Option<(String, C::Object)>, ProviderError> {
+/// The object an `existing` block names (see [`crate::provider::Resource::look_up`]), by name
+/// or path ([`named`]): none or one, its outputs by `outputs`, its attributes by `attributes`
+/// (given its own part of the description).
+pub(super) async fn look_up<C: Collection>(
+    gcp: &Clients,
+    selector: &crate::provider::Selector,
+    outputs: impl Fn(&str, &C::Object) -> Value,
+    attributes: impl Fn(&C::Object, &str) -> Value,
+) -> Result<Vec<crate::provider::Found>, ProviderError> {
+    let crate::provider::Selector::Id(name) = selector else {
+        return Err(ProviderError::permanent(format!(
+            "a Compute {} is found by its name or path",
+            C::WHAT
+        )));
+    };
+    let found = named::<C>(gcp, name).await?;
+    Ok(found
+        .map(|(id, object)| crate::provider::Found {
+            outputs: outputs(&id, &object),
+            attributes: attributes(&object, C::fields(&object).1.unwrap_or_default()),
+            id,
+        })
+        .into_iter()
+        .collect())
+}
+
+/// The object named — by name in the provider's project (and region), or by its path,
+/// `projects/p/global/networks/n`, or self link — with the id forge records for it.
+async fn named<C: Collection>(gcp: &Clients, named: &str) -> Result<Option<(String, C::Object)>, ProviderError> {
     // A self link is the API's URL of the path.
     let path = named.split_once("/compute/v1/").map_or(named, |(_, path)| path);
     let (scope, name) = match path.strip_prefix("projects/") {

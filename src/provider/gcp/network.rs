@@ -115,18 +115,7 @@ impl Resource for Network {
     }
 
     async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
-        let Selector::Id(named) = selector else {
-            return Err(ProviderError::permanent("Compute networks carry no labels: name the network"));
-        };
-        let found = collection::look_up::<Networks>(cloud.gcp().await?, named).await?;
-        Ok(found
-            .map(|(id, network)| Found {
-                outputs: outputs(&id, &network),
-                attributes: read_attributes(&network, network.description.as_deref().unwrap_or_default()),
-                id,
-            })
-            .into_iter()
-            .collect())
+        collection::look_up::<Networks>(cloud.gcp().await?, selector, outputs, read_attributes).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

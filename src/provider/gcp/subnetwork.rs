@@ -5,7 +5,7 @@
 use super::collection::{self, Scope, network_url};
 use super::marker::marked_description;
 use super::operation::fresh_request_id;
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector, parse};
 use crate::schema::attributes;
 use google_cloud_compute_v1::model::{Subnetwork as Model, SubnetworkSecondaryRange, SubnetworksSetPrivateIpGoogleAccessRequest};
 use serde::Deserialize;
@@ -49,6 +49,24 @@ fn outputs(id: &str, subnet: &Model) -> Value {
     })
 }
 
+/// What a read reports of a subnetwork, given its own part of the description.
+fn read_attributes(s: &Model, own: &str) -> Value {
+    let ranges: Vec<Value> = s
+        .secondary_ip_ranges
+        .iter()
+        .map(|r| json!({ "range_name": r.range_name, "ip_cidr_range": r.ip_cidr_range }))
+        .collect();
+    json!({
+        "name": s.name,
+        "description": own,
+        "network": s.network.as_deref().map(collection::last_segment),
+        "ip_cidr_range": s.ip_cidr_range,
+        "region": s.region.as_deref().map(collection::last_segment),
+        "secondary_ip_ranges": ranges,
+        "private_ip_google_access": s.private_ip_google_access.unwrap_or(false),
+    })
+}
+
 fn ranges(cfg: &Config) -> Vec<SubnetworkSecondaryRange> {
     cfg.secondary_ip_ranges
         .iter()
@@ -76,23 +94,19 @@ impl Resource for Subnetwork {
     }
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
-        collection::read::<Subnetworks>(cloud.gcp().await?, stack, ids, |s, own| {
-            let ranges: Vec<Value> = s
-                .secondary_ip_ranges
-                .iter()
-                .map(|r| json!({ "range_name": r.range_name, "ip_cidr_range": r.ip_cidr_range }))
-                .collect();
-            json!({
-                "name": s.name,
-                "description": own,
-                "network": s.network.as_deref().map(collection::last_segment),
-                "ip_cidr_range": s.ip_cidr_range,
-                "region": s.region.as_deref().map(collection::last_segment),
-                "secondary_ip_ranges": ranges,
-                "private_ip_google_access": s.private_ip_google_access.unwrap_or(false),
-            })
-        })
-        .await
+        collection::read::<Subnetworks>(cloud.gcp().await?, stack, ids, read_attributes).await
+    }
+
+    fn lookups(&self) -> Lookups {
+        Lookups {
+            id: Some("a subnetwork name (in [gcp] region), or its path projects/…/regions/…/subnetworks/…"),
+            tags: false,
+            attributes: &[],
+        }
+    }
+
+    async fn look_up(&self, cloud: &Cloud, selector: &Selector) -> Result<Vec<Found>, ProviderError> {
+        collection::look_up::<Subnetworks>(cloud.gcp().await?, selector, outputs, read_attributes).await
     }
 
     fn comparable(&self, _id: &str, config: &Value) -> Value {

@@ -1407,3 +1407,56 @@ zone = "us-central1-a"
         .collect();
     assert_eq!(names, ["default-pool"]);
 }
+
+/// A `gcp_vpc` block with `existing` reads a network and subnetwork made outside forge (with
+/// the secondary ranges GKE needs); a cluster forge makes goes on them, and destroy leaves them.
+#[test]
+fn a_cluster_goes_on_an_existing_gcp_vpc_and_leaves_it() {
+    let gcp = Gcp::new();
+    let (status, _) = gcp.compute(
+        "POST",
+        "global/networks",
+        json!({ "name": "shared", "autoCreateSubnetworks": false }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let subnet = json!({
+        "name": "shared-nodes",
+        "network": format!("projects/{}/global/networks/shared", gcp.project),
+        "ipCidrRange": "10.40.0.0/20",
+        "secondaryIpRanges": [
+            { "rangeName": "gke-pods", "ipCidrRange": "10.44.0.0/14" },
+            { "rangeName": "gke-services", "ipCidrRange": "10.48.0.0/20" },
+        ],
+        "privateIpGoogleAccess": true,
+    });
+    let (status, body) = gcp.compute("POST", "regions/us-central1/subnetworks", subnet);
+    assert_eq!(status, 200, "{body}");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    gcp.calls();
+    gcp.write(
+        "small.toml",
+        &SMALL_GKE
+            .replace(
+                "cidr = \"10.0.0.0/20\"\npods_cidr = \"10.4.0.0/14\"\nservices_cidr = \"10.8.0.0/20\"",
+                "existing = \"shared\"\nsubnetwork = \"shared-nodes\"\npods_range = \"gke-pods\"\nservices_range = \"gke-services\"",
+            )
+            .replace("[gke.small.node_pools.gpu]\nmachine_type = \"g2-standard-8\"\nsize = 1\nzone = \"us-central1-a\"\nlabels = { team = \"ml\" }\n", ""),
+    );
+    let out = gcp.ok(&["up", "small.toml", "--yes"]);
+    assert!(out.contains("<= gcp_vpc.main.subnetwork (google_compute_subnetwork, "), "{out}");
+    let made = writes(&gcp.calls());
+    assert!(
+        !made.keys().any(|k| k.starts_with("compute:")),
+        "nothing written to Compute: {made:?}"
+    );
+    let cluster = gcp.located("container", "us-central1/clusters/small");
+    assert_eq!(cluster["network"], "shared", "{cluster:#}");
+    assert_eq!(
+        cluster["ipAllocationPolicy"]["clusterSecondaryRangeName"], "gke-pods",
+        "{cluster:#}"
+    );
+    gcp.ok(&["destroy", "small.toml", "--yes"]);
+    assert_eq!(gcp.names("global/networks"), ["shared"]);
+    assert_eq!(gcp.names("regions/us-central1/subnetworks"), ["shared-nodes"]);
+}
