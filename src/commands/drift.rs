@@ -62,6 +62,10 @@ pub(super) struct PendingChange {
     pub action: Action,
     /// The attributes that differ from what was applied.
     pub attributes: Vec<String>,
+    /// The id of the object an `[[import]]` entry of the stack takes into this block, not
+    /// imported yet: `up` reads, marks and records it instead of creating one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<String>,
 }
 
 /// One stack's report.
@@ -248,6 +252,11 @@ async fn check_loaded(session: &Session, file: &Path, ignore: &[String], report:
                 (Some(b), Some(a)) => crate::plan::diff::changed_attributes(b, a).into_iter().collect(),
                 _ => Vec::new(),
             },
+            import: stack
+                .imports
+                .iter()
+                .find(|i| i.to == c.address && !loaded.state.resources.contains_key(&i.to))
+                .map(|i| i.id.clone()),
         })
         .collect();
     report.outcome = if !drift.is_empty() {
@@ -296,7 +305,10 @@ fn text(reports: &[StackReport]) -> String {
         if !r.pending.is_empty() {
             let _ = writeln!(out, "  pending changes (the stack file differs from what was applied; not drift):");
             for p in &r.pending {
-                let _ = writeln!(out, "    {} {} ({}){}", p.action.symbol(), p.address, p.kind, attributes_note(p));
+                let _ = match &p.import {
+                    Some(id) => writeln!(out, "    <= import {} ({}, {id})", p.address, p.kind),
+                    None => writeln!(out, "    {} {} ({}){}", p.action.symbol(), p.address, p.kind, attributes_note(p)),
+                };
             }
         }
         out.push('\n');
@@ -405,7 +417,10 @@ fn markdown(reports: &[StackReport]) -> String {
         if !r.pending.is_empty() {
             let _ = writeln!(out, "\nPending changes (not drift):\n");
             for p in &r.pending {
-                let _ = writeln!(out, "- `{}` `{}`{}", p.action.symbol(), p.address, cell(&attributes_note(p)));
+                let _ = match &p.import {
+                    Some(id) => writeln!(out, "- `<= import` `{}` (`{id}`)", p.address),
+                    None => writeln!(out, "- `{}` `{}`{}", p.action.symbol(), p.address, cell(&attributes_note(p))),
+                };
             }
         }
     }

@@ -218,6 +218,9 @@ pub struct NamedVpc<'a> {
     pub address: &'a str,
     /// The zones it spans, in order.
     pub zones: Vec<String>,
+    /// Whether it has public subnets: one forge makes, or an existing one that reads them
+    /// (`public = true`, `public_subnets`).
+    pub public: bool,
 }
 
 impl NamedVpc<'_> {
@@ -260,7 +263,16 @@ impl Input<'_> {
             .and_then(Value::as_array)
             .map(|z| z.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default();
-        Ok(NamedVpc { address: vpc, zones })
+        let public = !config.contains_key("existing")
+            || config
+                .get("public")
+                .and_then(Value::as_bool)
+                .unwrap_or(config.contains_key("public_subnets"));
+        Ok(NamedVpc {
+            address: vpc,
+            zones,
+            public,
+        })
     }
 
     /// The block of type `kind` (`vpc`, `gcp_vpc`) `named` by the attribute `key`: its

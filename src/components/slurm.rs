@@ -327,6 +327,19 @@ impl Cluster<'_> {
         let public = !ssh_cidrs.is_empty();
         let private = self.vpc.private_subnet("login.zone", zone)?;
         let subnet = if public {
+            if !self.vpc.public {
+                return Err(ComponentError::at(
+                    "login.ssh_cidrs",
+                    format!(
+                        "a login node open to `ssh_cidrs` needs a public subnet, and `{}` reads an existing VPC without its public subnets",
+                        self.vpc.address
+                    ),
+                    format!(
+                        "add `public = true` to `[{}]` (each zone's subnet routed to an internet gateway), or remove `ssh_cidrs` for a private login node reached through SSM",
+                        self.vpc.address
+                    ),
+                ));
+            }
             self.vpc.output(&format!("public_subnets_by_zone.{zone}"))
         } else {
             private

@@ -2,7 +2,8 @@
 //! overlap from the VPC's CIDR and tagged for EKS load balancers), an internet gateway, NAT
 //! gateways with their EIPs (`single`, `per-zone` or `none`) and route tables. Or, with
 //! `existing = "vpc-…"`, a VPC that exists: the VPC and its private subnet in each of `zones`
-//! (the one whose route table does not reach an internet gateway) are read, never written.
+//! (the one whose route table does not reach an internet gateway) are read, never written;
+//! with `public = true` (or `public_subnets`) also its public subnet in each zone.
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
@@ -21,6 +22,8 @@ block! {
     struct Vpc {
         existing: Option<String>,
         subnets: Option<Map<String, Value>>,
+        public: Option<bool>,
+        public_subnets: Option<Map<String, Value>>,
         cidr: Option<String>,
         zones: Vec<String>,
         nat: Option<String>,
@@ -77,10 +80,11 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
 const LAYOUT_KEYS: &[&str] = &["cidr", "nat", "public_subnet_bits", "private_subnet_bits", "tags"];
 
 /// What only a `vpc` block that reads an existing VPC takes.
-const EXISTING_KEYS: &[&str] = &["subnets"];
+const EXISTING_KEYS: &[&str] = &["subnets", "public", "public_subnets"];
 
-/// An existing VPC (`existing = "vpc-…"`): the VPC and, per zone, its private subnet, read when
-/// forge plans; the same outputs as a VPC forge makes, but the public subnets'.
+/// An existing VPC (`existing = "vpc-…"`): the VPC and, per zone, its private subnet (and its
+/// public one with `public`), read when forge plans; the same outputs as a VPC forge makes,
+/// but the public subnets' unless they are read.
 fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Result<Expansion, ComponentError> {
     let id = super::existing_name(id, "a VPC")?;
     if let Some(key) = LAYOUT_KEYS.iter().find(|k| input.config.contains_key(**k)) {
@@ -101,38 +105,50 @@ fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Resul
         depends_on: vec![],
     };
     let mut parts = vec![part("vpc".into(), "aws_vpc", json!(id))];
-    let chosen = block.subnets.clone().unwrap_or_default();
-    if let Some(zone) = chosen.keys().find(|z| !block.zones.contains(z)) {
-        return Err(ComponentError::at(
-            format!("subnets.{zone}"),
-            format!("`{zone}` is not one of `zones`"),
-            "name a subnet for a zone the block lists",
-        ));
-    }
-    for zone in &block.zones {
-        // The zone's subnet the block names, else its one private subnet.
-        let named = match chosen.get(zone) {
-            Some(Value::String(subnet)) => json!(subnet),
-            Some(_) => {
-                return Err(ComponentError::at(
-                    format!("subnets.{zone}"),
-                    "a subnet id is a string",
-                    "write `subnets = { \"us-west-2c\" = \"subnet-…\" }`",
-                ));
-            }
-            None => json!({ "vpc_id": id, "availability_zone": zone, "tier": "private" }),
-        };
-        parts.push(part(format!("private.{zone}"), "aws_subnet", named));
-    }
-    let private: Vec<Value> = block.zones.iter().map(|z| reference(&format!("private.{z}"), "id")).collect();
     let mut outputs = Map::new();
     outputs.insert("vpc_id".into(), reference("vpc", "id"));
     outputs.insert("cidr".into(), reference("vpc", "cidr_block"));
-    outputs.insert(
-        "private_subnets_by_zone".into(),
-        Value::Object(block.zones.iter().cloned().zip(private.iter().cloned()).collect()),
-    );
-    outputs.insert("private_subnet_ids".into(), Value::Array(private));
+    if block.public == Some(false) && block.public_subnets.is_some() {
+        return Err(ComponentError::at(
+            "public",
+            "`public = false` and `public_subnets` contradict each other",
+            "remove `public = false` to read the public subnets `public_subnets` names",
+        ));
+    }
+    let public = block.public.unwrap_or(block.public_subnets.is_some());
+    let tiers = [("private", "subnets", true), ("public", "public_subnets", public)];
+    for (tier, key, _) in tiers.into_iter().filter(|t| t.2) {
+        let chosen = if tier == "private" { &block.subnets } else { &block.public_subnets };
+        let chosen = chosen.clone().unwrap_or_default();
+        if let Some(zone) = chosen.keys().find(|z| !block.zones.contains(z)) {
+            return Err(ComponentError::at(
+                format!("{key}.{zone}"),
+                format!("`{zone}` is not one of `zones`"),
+                "name a subnet for a zone the block lists",
+            ));
+        }
+        for zone in &block.zones {
+            // The zone's subnet the block names, else its one subnet of the tier.
+            let named = match chosen.get(zone) {
+                Some(Value::String(subnet)) => json!(subnet),
+                Some(_) => {
+                    return Err(ComponentError::at(
+                        format!("{key}.{zone}"),
+                        "a subnet id is a string",
+                        format!("write `{key} = {{ \"{zone}\" = \"subnet-…\" }}`"),
+                    ));
+                }
+                None => json!({ "vpc_id": id, "availability_zone": zone, "tier": tier }),
+            };
+            parts.push(part(format!("{tier}.{zone}"), "aws_subnet", named));
+        }
+        let ids: Vec<Value> = block.zones.iter().map(|z| reference(&format!("{tier}.{z}"), "id")).collect();
+        outputs.insert(
+            format!("{tier}_subnets_by_zone"),
+            Value::Object(block.zones.iter().cloned().zip(ids.iter().cloned()).collect()),
+        );
+        outputs.insert(format!("{tier}_subnet_ids"), Value::Array(ids));
+    }
     Ok(Expansion {
         parts,
         outputs,

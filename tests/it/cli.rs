@@ -1073,6 +1073,10 @@ fn existing_errors() {
             "existing_depends_on",
             "[aws_vpc.a]\ncidr_block = \"10.0.0.0/16\"\n[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ndepends_on = [\"aws_vpc.a\"]\n",
         ),
+        (
+            "existing_vpc_login_without_public_subnets",
+            "[vpc.main]\nexisting = \"vpc-0abc\"\nzones = [\"us-west-2a\"]\n[slurm.train]\nvpc = \"vpc.main\"\nversion = \"25.05\"\nami_id = \"ami-0abc\"\nlogin = { ssh_cidrs = [\"203.0.113.0/24\"] }\n[slurm.train.queues.cpu]\ninstance_type = \"c6i.2xlarge\"\nnodes = 1\nzone = \"us-west-2a\"\n",
+        ),
     ];
     for (name, body) in cases {
         d.write("e.toml", &stack(body));
@@ -1080,6 +1084,13 @@ fn existing_errors() {
         assert_eq!(code, 1, "{name}: {stderr}");
         insta::assert_snapshot!(format!("error_{name}"), stderr);
     }
+    // With its public subnets read, the login node may be public.
+    d.write(
+        "e.toml",
+        &stack("[vpc.main]\nexisting = \"vpc-0abc\"\nzones = [\"us-west-2a\"]\npublic = true\n[slurm.train]\nvpc = \"vpc.main\"\nversion = \"25.05\"\nami_id = \"ami-0abc\"\nlogin = { ssh_cidrs = [\"203.0.113.0/24\"] }\n[slurm.train.queues.cpu]\ninstance_type = \"c6i.2xlarge\"\nnodes = 1\nzone = \"us-west-2a\"\n"),
+    );
+    let (code, _, stderr) = d.run(&["validate", "e.toml"]);
+    assert_eq!(code, 0, "{stderr}");
     // Only `ignore_changes` may stand beside `existing`, and a required attribute is not missed.
     d.write(
         "e.toml",

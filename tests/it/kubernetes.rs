@@ -1069,4 +1069,29 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
         .block_on(aws_sdk_fsx::Client::new(&config).describe_file_systems().send())
         .unwrap();
     assert!(file_systems.file_systems().is_empty());
+
+    // The same VPC's public subnets, read with `public = true`: the zone's subnet routed to the
+    // internet gateway; a zone without one is an error at plan time.
+    let net = |zones: &str| {
+        format!(
+            "[stack]\nname = \"net\"\n[aws]\nregion = \"us-west-2\"\n[vpc.main]\nexisting = \"{vpc}\"\nzones = [{zones}]\npublic = true\n[outputs]\npublic = \"${{vpc.main.public_subnets_by_zone.us-west-2c}}\"\nprivate = \"${{vpc.main.private_subnet_ids}}\"\n"
+        )
+    };
+    w.write("net.toml", &net("\"us-west-2c\""));
+    w.ok(&["up", "net.toml", "--yes"]);
+    let (code, outputs, stderr) = w.forge(&["output", "net.toml", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    let cidr = |subnet: &str| {
+        let ec2 = aws_sdk_ec2::Client::new(&config);
+        let found = runtime().block_on(ec2.describe_subnets().subnet_ids(subnet).send()).unwrap();
+        found.subnets()[0].cidr_block().unwrap().to_owned()
+    };
+    assert_eq!(cidr(outputs["public"].as_str().unwrap()), "10.20.32.0/24");
+    assert_eq!(cidr(outputs["private"][0].as_str().unwrap()), "10.20.0.0/20");
+    assert_eq!(untouched(&w, "nemo", &vpc), before);
+    w.write("net.toml", &net("\"us-west-2c\", \"us-west-2a\""));
+    let (code, _, stderr) = w.forge(&["plan", "net.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("vpc.main.public.us-west-2a"), "{stderr}");
 }

@@ -182,6 +182,19 @@ fn import_entries_in_the_stack_are_planned_and_performed_by_up() {
         "{plan}"
     );
     assert!(mutating(&aws.calls()).is_empty(), "a plan marks nothing");
+    // Drift names them as imports to come, pending, not drift.
+    let out = aws.command(&["drift", "adopt.toml"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains(&format!("<= import aws_vpc.main (aws_vpc, {vpc})")), "{text}");
+    let (_, report) = aws.drift(&["adopt.toml"]);
+    let pending = report["stacks"][0]["pending"].as_array().unwrap();
+    assert!(
+        pending
+            .iter()
+            .any(|p| p["address"] == "aws_security_group.efa" && p["import"] == group.as_str()),
+        "{report}"
+    );
 
     aws.ok(&["up", "adopt.toml", "--yes"]);
     let calls = aws.calls();
