@@ -251,11 +251,22 @@ fn as_it_is(desired: &Value, live: &Value, comparable: impl Fn(&Value) -> Value)
         .collect();
     let (same, seen) = (comparable(desired), comparable(&Value::Object(as_is.clone())));
     for (key, value) in wanted {
-        if same.get(key) == seen.get(key) {
+        if same.get(key) == seen.get(key) || same_members(value, &as_is[key]) {
             as_is.insert(key.clone(), value.clone());
         }
     }
     Value::Object(as_is)
+}
+
+/// Whether two lists of ids hold the same ones in another order: what the cloud returns
+/// unordered (a file system's security groups, a role's policies).
+fn same_members(block: &Value, object: &Value) -> bool {
+    let ids = |v: &Value| -> Option<Vec<String>> {
+        let mut ids: Vec<String> = v.as_array()?.iter().map(|i| i.as_str().map(str::to_owned)).collect::<Option<_>>()?;
+        ids.sort_unstable();
+        Some(ids)
+    };
+    ids(block).is_some_and(|b| Some(b) == ids(object))
 }
 
 /// The block at `address` and its kind, when forge can import into it.

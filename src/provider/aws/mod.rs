@@ -459,6 +459,21 @@ pub fn create_tags(ctx: &Ctx, token: &str, config: &Value) -> BTreeMap<String, S
     tags
 }
 
+/// forge's mark for `forge import` ([`crate::provider::Resource::mark`]): the stack, address
+/// and token tags every create gives its object.
+pub fn mark_tags<'a>(ctx: &'a Ctx, token: &'a str) -> [(&'static str, &'a str); 3] {
+    [
+        ("forge:stack", ctx.stack.as_str()),
+        ("forge:address", ctx.address.as_str()),
+        (TOKEN_TAG, token),
+    ]
+}
+
+/// The stack and address of the forge mark an object carries, `tag` reading one of its tags.
+pub fn mark_in<'t>(tag: impl Fn(&str) -> Option<&'t str>) -> Option<(String, String)> {
+    Some((tag("forge:stack")?.to_owned(), tag("forge:address").unwrap_or_default().to_owned()))
+}
+
 /// What a tag update does: the keys to remove, and the tags to set (new or with a new value).
 pub fn tag_changes(ctx: &Ctx, old: &Value, new: &Value) -> (Vec<String>, BTreeMap<String, String>) {
     let (before, after) = (ctx.tags(old), ctx.tags(new));

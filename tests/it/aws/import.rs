@@ -219,3 +219,286 @@ fn import_entries_in_the_stack_are_planned_and_performed_by_up() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("forge cannot import a `null` yet"), "{err}");
 }
+
+/// Objects of every other kind forge imports, as another tool makes them: each is imported
+/// into a block that describes it, marked with that kind's own tagging call, and the plan
+/// after them all has nothing to do — each kind reads back every attribute its block sets.
+#[test]
+fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
+    let aws = Aws::new();
+    let (vpc, _) = made_elsewhere(&aws, "10.6.0.0/16");
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let inline = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]}"#;
+    let ec2 = aws.ec2();
+    let made = runtime().block_on(async {
+        let subnet = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block("10.6.0.0/20")
+            .availability_zone("us-west-2a")
+            .send()
+            .await
+            .unwrap();
+        let subnet = subnet.subnet().unwrap().subnet_id().unwrap().to_owned();
+        let igw = ec2.create_internet_gateway().send().await.unwrap();
+        let igw = igw.internet_gateway().unwrap().internet_gateway_id().unwrap().to_owned();
+        ec2.attach_internet_gateway()
+            .vpc_id(&vpc)
+            .internet_gateway_id(&igw)
+            .send()
+            .await
+            .unwrap();
+        let eip = ec2
+            .allocate_address()
+            .domain(aws_sdk_ec2::types::DomainType::Vpc)
+            .send()
+            .await
+            .unwrap();
+        let eip = eip.allocation_id().unwrap().to_owned();
+        let nat = ec2
+            .create_nat_gateway()
+            .subnet_id(&subnet)
+            .allocation_id(&eip)
+            .send()
+            .await
+            .unwrap();
+        let nat = nat.nat_gateway().unwrap().nat_gateway_id().unwrap().to_owned();
+        let table = ec2.create_route_table().vpc_id(&vpc).send().await.unwrap();
+        let table = table.route_table().unwrap().route_table_id().unwrap().to_owned();
+        ec2.create_route()
+            .route_table_id(&table)
+            .destination_cidr_block("0.0.0.0/0")
+            .gateway_id(&igw)
+            .send()
+            .await
+            .unwrap();
+        ec2.associate_route_table()
+            .route_table_id(&table)
+            .subnet_id(&subnet)
+            .send()
+            .await
+            .unwrap();
+        ec2.create_placement_group()
+            .group_name("legacy-efa")
+            .strategy(aws_sdk_ec2::types::PlacementStrategy::Cluster)
+            .send()
+            .await
+            .unwrap();
+        let iam = aws.iam();
+        let role = iam
+            .create_role()
+            .role_name("legacy-cluster")
+            .assume_role_policy_document(trust)
+            .send()
+            .await
+            .unwrap();
+        let role = role.role().unwrap().arn().to_owned();
+        iam.attach_role_policy()
+            .role_name("legacy-cluster")
+            .policy_arn("arn:aws:iam::aws:policy/AmazonEKSClusterPolicy")
+            .send()
+            .await
+            .unwrap();
+        iam.put_role_policy()
+            .role_name("legacy-cluster")
+            .policy_name("read")
+            .policy_document(inline)
+            .send()
+            .await
+            .unwrap();
+        let eks = aws.eks();
+        let vpc_config = aws_sdk_eks::types::VpcConfigRequest::builder().subnet_ids(&subnet).build();
+        eks.create_cluster()
+            .name("legacy")
+            .role_arn(&role)
+            .version("1.31")
+            .resources_vpc_config(vpc_config)
+            .send()
+            .await
+            .unwrap();
+        while eks
+            .describe_cluster()
+            .name("legacy")
+            .send()
+            .await
+            .unwrap()
+            .cluster()
+            .unwrap()
+            .status()
+            != Some(&aws_sdk_eks::types::ClusterStatus::Active)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let scaling = aws_sdk_eks::types::NodegroupScalingConfig::builder()
+            .min_size(1)
+            .max_size(2)
+            .desired_size(1)
+            .build();
+        eks.create_nodegroup()
+            .cluster_name("legacy")
+            .nodegroup_name("cpu")
+            .node_role(&role)
+            .subnets(&subnet)
+            .instance_types("c5.2xlarge")
+            .scaling_config(scaling)
+            .labels("pool", "cpu")
+            .send()
+            .await
+            .unwrap();
+        let fs = aws
+            .fsx()
+            .create_file_system()
+            .file_system_type(aws_sdk_fsx::types::FileSystemType::Lustre)
+            .storage_capacity(1200)
+            .subnet_ids(&subnet)
+            .lustre_configuration(
+                aws_sdk_fsx::types::CreateFileSystemLustreConfiguration::builder()
+                    .deployment_type(aws_sdk_fsx::types::LustreDeploymentType::Persistent2)
+                    .per_unit_storage_throughput(250)
+                    .data_compression_type(aws_sdk_fsx::types::DataCompressionType::Lz4)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let fs = fs.file_system().unwrap().file_system_id().unwrap().to_owned();
+        BTreeMap::from([
+            ("subnet", subnet),
+            ("igw", igw),
+            ("eip", eip),
+            ("nat", nat),
+            ("table", table),
+            ("role", role),
+            ("fs", fs),
+        ])
+    });
+    let stack = format!(
+        r#"
+[stack]
+name = "adopt-all"
+
+[aws]
+region = "us-west-2"
+
+[aws_internet_gateway.igw]
+vpc_id = "{vpc}"
+
+[aws_eip.nat]
+
+[aws_nat_gateway.nat]
+subnet_id = "{subnet}"
+allocation_id = "${{aws_eip.nat.id}}"
+
+[aws_route_table.public]
+vpc_id = "{vpc}"
+routes = [{{ cidr_block = "0.0.0.0/0", gateway_id = "${{aws_internet_gateway.igw.id}}" }}]
+subnet_ids = ["{subnet}"]
+
+[aws_placement_group.efa]
+name = "legacy-efa"
+strategy = "cluster"
+
+[aws_iam_role.cluster]
+name = "legacy-cluster"
+assume_role_policy = {{ Version = "2012-10-17", Statement = [{{ Effect = "Allow", Principal = {{ Service = "eks.amazonaws.com" }}, Action = "sts:AssumeRole" }}] }}
+managed_policy_arns = ["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"]
+inline_policies = {{ read = {{ Version = "2012-10-17", Statement = [{{ Effect = "Allow", Action = "s3:GetObject", Resource = "*" }}] }} }}
+
+[aws_eks_cluster.main]
+name = "legacy"
+role_arn = "${{aws_iam_role.cluster.arn}}"
+version = "1.31"
+subnet_ids = ["{subnet}"]
+
+[aws_eks_nodegroup.cpu]
+cluster_name = "${{aws_eks_cluster.main.name}}"
+name = "cpu"
+node_role_arn = "${{aws_iam_role.cluster.arn}}"
+subnet_ids = ["{subnet}"]
+instance_types = ["c5.2xlarge"]
+scaling = {{ min = 1, max = 2, desired = 1 }}
+labels = {{ pool = "cpu" }}
+
+[aws_fsx_lustre.data]
+storage_capacity = 1200
+deployment_type = "PERSISTENT_2"
+per_unit_storage_throughput = 250
+subnet_id = "{subnet}"
+"#,
+        subnet = made["subnet"]
+    );
+    // Blocks that differ from the objects: the import's plan brings each to its block.
+    let differing = stack
+        .replace(
+            "subnet_ids = [\"{subnet}\"]\n\n[aws_placement_group"
+                .replace("{subnet}", &made["subnet"])
+                .as_str(),
+            "subnet_ids = []\n\n[aws_placement_group",
+        )
+        .replace(
+            "managed_policy_arns = [\"arn:aws:iam::aws:policy/AmazonEKSClusterPolicy\"]",
+            "managed_policy_arns = []",
+        )
+        .replace("labels = { pool = \"cpu\" }", "labels = { pool = \"gpu\" }")
+        .replace("per_unit_storage_throughput = 250", "per_unit_storage_throughput = 500")
+        // Nothing is recorded yet to refer to.
+        .replace("${aws_internet_gateway.igw.id}", &made["igw"])
+        .replace("${aws_iam_role.cluster.arn}", &made["role"])
+        .replace("${aws_eks_cluster.main.name}", "legacy");
+    aws.write("differing.toml", &differing);
+    for (address, id) in [
+        ("aws_route_table.public", made["table"].as_str()),
+        ("aws_iam_role.cluster", "legacy-cluster"),
+        ("aws_eks_nodegroup.cpu", "legacy/cpu"),
+        ("aws_fsx_lustre.data", made["fs"].as_str()),
+    ] {
+        let out = aws.ok(&["import", "differing.toml", address, id, "--dry-run"]);
+        assert!(out.contains(&format!("~ {address} (")), "{address}: {out}");
+    }
+    assert!(aws.ids("differing.toml").is_empty());
+
+    aws.write("all.toml", &stack);
+    let imports = [
+        ("aws_internet_gateway.igw", made["igw"].as_str(), "ec2:CreateTags"),
+        ("aws_eip.nat", made["eip"].as_str(), "ec2:CreateTags"),
+        ("aws_nat_gateway.nat", made["nat"].as_str(), "ec2:CreateTags"),
+        ("aws_route_table.public", made["table"].as_str(), "ec2:CreateTags"),
+        ("aws_placement_group.efa", "legacy-efa", "ec2:CreateTags"),
+        ("aws_iam_role.cluster", "legacy-cluster", "iam:TagRole"),
+        ("aws_eks_cluster.main", "legacy", "eks:POST /tags/"),
+        ("aws_eks_nodegroup.cpu", "legacy/cpu", "eks:POST /tags/"),
+        ("aws_fsx_lustre.data", made["fs"].as_str(), "fsx:TagResource"),
+    ];
+    for (address, id, marking) in imports {
+        aws.calls();
+        let out = aws.ok(&["import", "all.toml", address, id]);
+        assert!(out.contains(&format!("as `{address}`")), "{address}: {out}");
+        let calls = aws.calls();
+        let writes = mutating(&calls);
+        assert!(
+            writes.len() == 1 && writes[0].starts_with(marking),
+            "{address}: the mark, and nothing else: {writes:?}"
+        );
+    }
+    let (code, plan) = aws.forge(&["plan", "all.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "every attribute read back as the block sets it: {plan}");
+    let ids = aws.ids("all.toml");
+    assert_eq!(ids.get("aws_eks_nodegroup.cpu").map(String::as_str), Some("legacy/cpu"));
+    // The role's mark, as IAM holds it.
+    let tags = runtime()
+        .block_on(aws.iam().list_role_tags().role_name("legacy-cluster").send())
+        .unwrap();
+    assert!(
+        tags.tags()
+            .iter()
+            .any(|t| t.key() == "forge:address" && t.value() == "aws_iam_role.cluster"),
+        "{tags:?}"
+    );
+
+    // A second stack may not take them.
+    aws.write("other.toml", &stack.replace("name = \"adopt-all\"", "name = \"other\""));
+    let (code, err) = aws.forge(&["import", "other.toml", "aws_iam_role.cluster", "legacy-cluster"]);
+    assert_eq!(code, 1, "{err}");
+    let flat = err.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("belongs to the forge stack `adopt-all`"), "{err}");
+}

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error};
-use crate::provider::{Cloud, Created, Ctx, Declared, Field, FieldType, Observed, Output, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Declared, Field, FieldType, Inspected, Observed, Output, ProviderError, Resource, Spec};
 use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
 
@@ -29,6 +29,11 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<(Strin
             a.public_ip().unwrap_or_default().to_owned(),
         )
     }))
+}
+
+/// What a read compares: its tags.
+fn read_attributes(a: &aws_sdk_ec2::types::Address) -> Value {
+    json!({ "tags": super::ec2_tags(a.tags()) })
 }
 
 impl Resource for Eip {
@@ -59,9 +64,28 @@ impl Resource for Eip {
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        observe_ec2!(once aws, stack, ids, describe_addresses, "allocation-id", addresses, allocation_id, |a: &aws_sdk_ec2::types::Address| {
-            json!({ "tags": super::ec2_tags(a.tags()) })
-        })
+        observe_ec2!(once aws, stack, ids, describe_addresses, "allocation-id", addresses, allocation_id, read_attributes)
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        inspect_ec2!(
+            aws,
+            id,
+            describe_addresses,
+            "allocation-id",
+            addresses,
+            |a: &aws_sdk_ec2::types::Address| json!({ "id": a.allocation_id(), "public_ip": a.public_ip() }),
+            read_attributes
+        )
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        super::mark(ctx, ctx.cloud.aws().await, id, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

@@ -2,9 +2,9 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::types::{InternetGateway as InternetGatewayItem, ResourceType};
 use serde_json::{Value, json};
 
 /// The `aws_internet_gateway` kind.
@@ -15,6 +15,14 @@ attributes! {
     struct Config {
         vpc_id: String [replace],
     }
+}
+
+/// What a read compares: the VPC it is attached to, and its tags.
+fn read_attributes(g: &InternetGatewayItem) -> Value {
+    json!({
+        "vpc_id": g.attachments().first().and_then(|a| a.vpc_id()),
+        "tags": super::ec2_tags(g.tags()),
+    })
 }
 
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
@@ -70,7 +78,7 @@ impl Resource for InternetGateway {
                 let vpcs: Vec<&str> = found
                     .internet_gateways()
                     .iter()
-                    .flat_map(aws_sdk_ec2::types::InternetGateway::attachments)
+                    .flat_map(InternetGatewayItem::attachments)
                     .filter_map(|a| a.vpc_id())
                     .collect();
                 if !vpcs.contains(&cfg.vpc_id.as_str()) {
@@ -99,11 +107,29 @@ impl Resource for InternetGateway {
             "internet-gateway-id",
             internet_gateways,
             internet_gateway_id,
-            |g: &aws_sdk_ec2::types::InternetGateway| json!({
-                "vpc_id": g.attachments().first().and_then(|a| a.vpc_id()),
-                "tags": super::ec2_tags(g.tags()),
-            })
+            read_attributes
         )
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        inspect_ec2!(
+            aws,
+            id,
+            describe_internet_gateways,
+            "internet-gateway-id",
+            internet_gateways,
+            |g: &InternetGatewayItem| json!({ "id": g.internet_gateway_id() }),
+            read_attributes
+        )
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        super::mark(ctx, ctx.cloud.aws().await, id, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

@@ -106,13 +106,18 @@ macro_rules! look_up_ec2 {
 /// Describe filtered by `$id_filter`, its outputs from `$outputs`, its attributes from
 /// `$attributes` and the forge mark its tags carry:
 /// `inspect_ec2!(aws, id, describe_vpcs, "vpc-id", vpcs, outputs, attributes)`.
+/// Extra `$filter`s (a NAT gateway's live states) go on the Describe; `filter` in front is for
+/// the Describe whose parameter is `Filter`, not `Filters`.
 macro_rules! inspect_ec2 {
-    ($aws:expr, $id:expr, $call:ident, $id_filter:literal, $items:ident, $outputs:expr, $attributes:expr) => {{
+    (filter $($rest:tt)*) => { inspect_ec2!(@inspect filter $($rest)*) };
+    ($aws:expr, $($rest:tt)*) => { inspect_ec2!(@inspect filters $aws, $($rest)*) };
+    (@inspect $setter:ident $aws:expr, $id:expr, $call:ident, $id_filter:literal, $items:ident, $outputs:expr, $attributes:expr $(, $filter:expr)*) => {{
         use aws_sdk_ec2::types::Filter;
         let answer = $aws
             .ec2
             .$call()
-            .filters(Filter::builder().name($id_filter).values($id).build())
+            .$setter(Filter::builder().name($id_filter).values($id).build())
+            $(.$setter($filter))*
             .send()
             .await
             .map_err(|e| $crate::provider::aws::error($aws, stringify!($call), e))?;
@@ -126,19 +131,13 @@ macro_rules! inspect_ec2 {
 
 /// The stack and address of the forge mark these tags carry, if any.
 pub(super) fn mark_of(tags: &[Tag]) -> Option<(String, String)> {
-    let tag = |k: &str| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()).map(str::to_owned);
-    Some((tag("forge:stack")?, tag("forge:address").unwrap_or_default()))
+    super::mark_in(|k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
 }
 
 /// Puts forge's mark on the EC2 object `id` ([`crate::provider::Resource::mark`]): one
 /// CreateTags of its stack, address and token tags.
 pub(super) async fn mark(ctx: &Ctx, aws: &Clients, id: &str, token: &str) -> Result<(), ProviderError> {
-    let tags = [
-        ("forge:stack", ctx.stack.as_str()),
-        ("forge:address", ctx.address.as_str()),
-        (TOKEN_TAG, token),
-    ]
-    .map(|(k, v)| Tag::builder().key(k).value(v).build());
+    let tags = super::mark_tags(ctx, token).map(|(k, v)| Tag::builder().key(k).value(v).build());
     aws.ec2
         .create_tags()
         .resources(id)

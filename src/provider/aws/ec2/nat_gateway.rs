@@ -4,7 +4,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
 use serde_json::{Value, json};
@@ -42,6 +42,20 @@ async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String
     let live = Filter::builder().name("state").values("pending").values("available").build();
     let found = find_own!(filter ctx, aws, token, describe_nat_gateways, nat_gateways, "DescribeNatGateways", live);
     Ok(found.and_then(|n| n.nat_gateway_id().map(str::to_owned)))
+}
+
+/// What a read compares: its subnet, its address's allocation and its tags.
+fn read_attributes(n: &aws_sdk_ec2::types::NatGateway) -> Value {
+    json!({
+        "subnet_id": n.subnet_id(),
+        "allocation_id": n.nat_gateway_addresses().first().and_then(|a| a.allocation_id()),
+        "tags": super::ec2_tags(n.tags()),
+    })
+}
+
+/// The states of a NAT gateway that is there (not failed, deleting or deleted).
+fn live_states() -> Filter {
+    Filter::builder().name("state").values("pending").values("available").build()
 }
 
 impl Resource for NatGateway {
@@ -87,7 +101,7 @@ impl Resource for NatGateway {
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        let live = Filter::builder().name("state").values("pending").values("available").build();
+        let live = live_states();
         observe_ec2!(
             filter aws,
             stack,
@@ -96,13 +110,31 @@ impl Resource for NatGateway {
             "nat-gateway-id",
             nat_gateways,
             nat_gateway_id,
-            |n: &aws_sdk_ec2::types::NatGateway| json!({
-                "subnet_id": n.subnet_id(),
-                "allocation_id": n.nat_gateway_addresses().first().and_then(|a| a.allocation_id()),
-                "tags": super::ec2_tags(n.tags()),
-            }),
+            read_attributes,
             live.clone()
         )
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        inspect_ec2!(
+            filter aws,
+            id,
+            describe_nat_gateways,
+            "nat-gateway-id",
+            nat_gateways,
+            |n: &aws_sdk_ec2::types::NatGateway| json!({ "id": n.nat_gateway_id() }),
+            read_attributes,
+            live_states()
+        )
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        super::mark(ctx, ctx.cloud.aws().await, id, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

@@ -3,7 +3,7 @@
 
 use super::tag_spec;
 use crate::provider::aws::{Clients, error, found, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde_json::{Value, json};
@@ -38,6 +38,16 @@ async fn lookup(ctx: &Ctx, aws: &Clients, name: &str, token: Option<&str>) -> Re
             })
         }),
     )
+}
+
+/// What a read compares: name, strategy, partitions and tags.
+fn read_attributes(g: &aws_sdk_ec2::types::PlacementGroup) -> Value {
+    json!({
+        "name": g.group_name(),
+        "strategy": g.strategy().map(PlacementStrategy::as_str),
+        "partition_count": g.partition_count(),
+        "tags": super::ec2_tags(g.tags()),
+    })
 }
 
 impl Resource for PlacementGroup {
@@ -84,14 +94,34 @@ impl Resource for PlacementGroup {
 
     async fn read(&self, cloud: &Cloud, stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let aws = cloud.aws().await;
-        observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, |g: &aws_sdk_ec2::types::PlacementGroup| {
-            json!({
-                "name": g.group_name(),
-                "strategy": g.strategy().map(aws_sdk_ec2::types::PlacementStrategy::as_str),
-                "partition_count": g.partition_count(),
-                "tags": super::ec2_tags(g.tags()),
-            })
-        })
+        observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, read_attributes)
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The group by name, its id with it.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        inspect_ec2!(
+            aws,
+            id,
+            describe_placement_groups,
+            "group-name",
+            placement_groups,
+            |g: &aws_sdk_ec2::types::PlacementGroup| json!({ "id": g.group_name(), "name": g.group_name(), "group_id": g.group_id() }),
+            read_attributes
+        )
+    }
+
+    /// Tags go on the group's id (`pg-…`), not its name.
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let (group_id, _) = lookup(ctx, aws, id, None)
+            .await?
+            .ok_or_else(|| ProviderError::permanent(format!("placement group `{id}` no longer exists")))?;
+        super::mark(ctx, aws, &group_id, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

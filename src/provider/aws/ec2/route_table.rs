@@ -3,10 +3,10 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::operation::describe_route_tables::builders::DescribeRouteTablesFluentBuilder;
-use aws_sdk_ec2::types::{Filter, ResourceType};
+use aws_sdk_ec2::types::{Filter, ResourceType, RouteTable as RouteTableItem};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -32,6 +32,31 @@ struct Route {
     nat_gateway_id: Option<String>,
 }
 
+/// A live table in a block's terms: its VPC, tags, IPv4 routes through an internet or NAT
+/// gateway (not the VPC's own `local` route) and explicitly associated subnets.
+fn as_written(t: &RouteTableItem) -> Value {
+    let routes: Vec<Value> = t
+        .routes()
+        .iter()
+        .filter_map(|r| {
+            let mut route = json!({ "cidr_block": r.destination_cidr_block()? });
+            match (r.gateway_id().filter(|g| *g != "local"), r.nat_gateway_id()) {
+                (Some(gateway), _) => route["gateway_id"] = json!(gateway),
+                (None, Some(nat)) => route["nat_gateway_id"] = json!(nat),
+                (None, None) => return None,
+            }
+            Some(route)
+        })
+        .collect();
+    let subnets: Vec<&str> = t
+        .associations()
+        .iter()
+        .filter(|a| a.main() != Some(true))
+        .filter_map(|a| a.subnet_id())
+        .collect();
+    json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()), "routes": routes, "subnet_ids": subnets })
+}
+
 async fn find_own(ctx: &Ctx, aws: &Clients, token: &str) -> Result<Option<String>, ProviderError> {
     let found = find_own!(ctx, aws, token, describe_route_tables, route_tables, "DescribeRouteTables");
     Ok(found.and_then(|t| t.route_table_id().map(str::to_owned)))
@@ -44,7 +69,7 @@ async fn associations(aws: &Clients, describe: DescribeRouteTablesFluentBuilder)
     Ok(found
         .route_tables()
         .iter()
-        .flat_map(aws_sdk_ec2::types::RouteTable::associations)
+        .flat_map(RouteTableItem::associations)
         .filter(|a| a.main() != Some(true))
         .filter_map(|a| Some((a.subnet_id()?.to_owned(), a.route_table_association_id()?.to_owned())))
         .collect())
@@ -197,8 +222,30 @@ impl Resource for RouteTable {
             "route-table-id",
             route_tables,
             route_table_id,
-            |t: &aws_sdk_ec2::types::RouteTable| json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()) })
+            |t: &RouteTableItem| json!({ "vpc_id": t.vpc_id(), "tags": super::ec2_tags(t.tags()) })
         )
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The table with its routes through gateways and its subnets, as a block writes them.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        inspect_ec2!(
+            aws,
+            id,
+            describe_route_tables,
+            "route-table-id",
+            route_tables,
+            |t: &RouteTableItem| json!({ "id": t.route_table_id() }),
+            as_written
+        )
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        super::mark(ctx, ctx.cloud.aws().await, id, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

@@ -6,7 +6,7 @@
 
 use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
 use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, existing, found, parse, wait_for};
-use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector, timeout};
+use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Resource, Selector, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
@@ -119,6 +119,8 @@ fn read_attributes(c: &Cluster) -> Value {
         "endpoint_public_access": vpc.map(aws_sdk_eks::types::VpcConfigResponse::endpoint_public_access),
         "endpoint_private_access": vpc.map(aws_sdk_eks::types::VpcConfigResponse::endpoint_private_access),
         "authentication_mode": c.access_config().and_then(|a| a.authentication_mode()).map(aws_sdk_eks::types::AuthenticationMode::as_str),
+        "public_access_cidrs": vpc.map(aws_sdk_eks::types::VpcConfigResponse::public_access_cidrs),
+        "logging": enabled_logs(c).into_iter().collect::<Vec<_>>(),
         "tags": c.tags(),
     })
 }
@@ -198,6 +200,26 @@ impl Resource for EksCluster {
         let aws = cloud.aws().await;
         let clusters = all_pages!(aws, aws.eks.list_clusters(), clusters, "ListClusters");
         Ok(existing(ids, clusters.iter().map(String::as_str)))
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        Ok(describe(cloud.aws().await, id).await?.map(|c| Inspected {
+            outputs: outputs(&c),
+            attributes: read_attributes(&c),
+            mark: super::mark_of(c.tags()),
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let cluster = describe(aws, id)
+            .await?
+            .ok_or_else(|| ProviderError::permanent(format!("the EKS cluster `{id}` no longer exists")))?;
+        super::mark(ctx, aws, cluster.arn().unwrap_or_default(), token).await
     }
 
     fn lookups(&self) -> Lookups {

@@ -66,6 +66,24 @@ pub(super) fn owned(ctx: &Ctx, token: &str, tags: Option<&HashMap<String, String
     made_by(ctx, token, |k| tags.and_then(|t| t.get(k)).map(String::as_str))
 }
 
+/// The stack and address of the forge mark these EKS tags carry, if any.
+pub(super) fn mark_of(tags: Option<&HashMap<String, String>>) -> Option<(String, String)> {
+    super::mark_in(|k| tags.and_then(|t| t.get(k)).map(String::as_str))
+}
+
+/// Puts forge's mark ([`super::mark_tags`]) on the EKS object `arn`: one TagResource.
+pub(super) async fn mark(ctx: &Ctx, aws: &Clients, arn: &str, token: &str) -> Result<(), ProviderError> {
+    let tags: HashMap<String, String> = super::mark_tags(ctx, token).map(|(k, v)| (k.to_owned(), v.to_owned())).into();
+    aws.eks
+        .tag_resource()
+        .resource_arn(arn)
+        .set_tags(Some(tags))
+        .send()
+        .await
+        .map_err(|e| super::error(aws, "TagResource", e))?;
+    Ok(())
+}
+
 /// The result of a create: EKS refusing a taken name is a success when the object there is
 /// the `claim`'s own (an earlier try made it; `get` reads the object), its refusal otherwise.
 pub(super) async fn created_or_own<T, O, E, F, Fut>(

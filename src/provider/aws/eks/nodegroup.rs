@@ -7,7 +7,7 @@
 use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
 use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, found, parse, wait_for};
 use crate::provider::aws::{child_id, split};
-use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource, timeout};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Inspected, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AmiTypes, CapacityTypes, LaunchTemplateSpecification, Nodegroup, NodegroupScalingConfig, NodegroupStatus, Taint, TaintEffect, Update,
@@ -218,6 +218,47 @@ impl Resource for EksNodegroup {
         }))
         .await?;
         Ok(found.into_iter().flatten().collect())
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The group `cluster/name`, in the block's terms.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let (cluster, name) = split(id);
+        Ok(describe(cloud.aws().await, cluster, name).await?.map(|n| {
+            let template = n.launch_template();
+            Inspected {
+                outputs: outputs(cluster, &n),
+                attributes: json!({
+                    "cluster_name": n.cluster_name(),
+                    "name": n.nodegroup_name(),
+                    "node_role_arn": n.node_role(),
+                    "subnet_ids": n.subnets(),
+                    "instance_types": n.instance_types(),
+                    "launch_template_id": template.and_then(LaunchTemplateSpecification::id),
+                    "launch_template_version": template.and_then(LaunchTemplateSpecification::version).and_then(|v| v.parse::<i64>().ok()),
+                    "ami_type": n.ami_type().map(AmiTypes::as_str),
+                    "capacity_type": n.capacity_type().map(CapacityTypes::as_str),
+                    "scaling": n.scaling_config().map(|s| json!({ "min": s.min_size(), "max": s.max_size(), "desired": s.desired_size() })),
+                    "labels": n.labels(),
+                    "taints": n.taints().iter().map(TaintConfig::from_sdk).map(|t| json!({ "key": t.key, "value": t.value, "effect": t.effect })).collect::<Vec<_>>(),
+                    "disk_size": n.disk_size(),
+                    "tags": n.tags(),
+                }),
+                mark: super::mark_of(n.tags()),
+            }
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let group = describe(aws, cluster, name)
+            .await?
+            .ok_or_else(|| ProviderError::permanent(format!("the EKS node group `{id}` no longer exists")))?;
+        super::mark(ctx, aws, group.nodegroup_arn().unwrap_or_default(), token).await
     }
 
     /// A size range leaves the desired size to the cluster autoscaler.

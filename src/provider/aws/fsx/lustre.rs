@@ -7,7 +7,7 @@
 
 use super::{FILE_SYSTEM_NOT_FOUND, create_tags, owned, sync_tags};
 use crate::provider::aws::{Clients, Poll, delete_then_wait, error, found, parse, wait_deleted, wait_for};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_fsx::types::{
     AdministrativeActionType, CreateFileSystemLustreConfiguration, DataCompressionType, DeleteFileSystemLustreConfiguration, FileSystem,
@@ -180,6 +180,19 @@ async fn start_delete(aws: &Clients, id: &str, persistent: bool, final_backup: b
     )
 }
 
+/// What a read compares, with the file system's `tags` as a table.
+fn read_attributes(fs: &FileSystem, tags: Value) -> Value {
+    let lustre = fs.lustre_configuration();
+    json!({
+        "storage_capacity": fs.storage_capacity(),
+        "deployment_type": lustre.and_then(|l| l.deployment_type()).map(LustreDeploymentType::as_str),
+        "per_unit_storage_throughput": lustre.and_then(aws_sdk_fsx::types::LustreFileSystemConfiguration::per_unit_storage_throughput),
+        "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(DataCompressionType::as_str),
+        "subnet_id": fs.subnet_ids().first(),
+        "tags": tags,
+    })
+}
+
 fn outputs(fs: &FileSystem) -> Value {
     json!({
         "id": fs.file_system_id(),
@@ -264,19 +277,57 @@ impl Resource for FsxLustre {
             .filter(|fs| fs.file_system_type() == Some(&aws_sdk_fsx::types::FileSystemType::Lustre))
             .filter_map(|fs| {
                 let tags = crate::provider::aws::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
-                let lustre = fs.lustre_configuration();
-                crate::provider::aws::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| {
-                    json!({
-                        "storage_capacity": fs.storage_capacity(),
-                        "deployment_type": lustre.and_then(|l| l.deployment_type()).map(aws_sdk_fsx::types::LustreDeploymentType::as_str),
-                        "per_unit_storage_throughput": lustre.and_then(aws_sdk_fsx::types::LustreFileSystemConfiguration::per_unit_storage_throughput),
-                        "data_compression_type": lustre.and_then(|l| l.data_compression_type()).map(aws_sdk_fsx::types::DataCompressionType::as_str),
-                        "subnet_id": fs.subnet_ids().first(),
-                        "tags": tags,
-                    })
-                })
+                crate::provider::aws::listed(stack, ids, fs.file_system_id()?.to_owned(), tags, |tags| read_attributes(fs, tags))
             })
             .collect())
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The Lustre file system `id` (another type of file system is not one), with the
+    /// security groups of its network interfaces (one DescribeNetworkInterfaces).
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        let Some(fs) = describe(aws, id)
+            .await?
+            .filter(|fs| fs.file_system_type() == Some(&FileSystemType::Lustre))
+        else {
+            return Ok(None);
+        };
+        let tags = crate::provider::aws::tag_table(fs.tags().iter().map(|t| (t.key(), t.value())));
+        let mut attributes = read_attributes(&fs, tags);
+        if !fs.network_interface_ids().is_empty() {
+            let interfaces = aws
+                .ec2
+                .describe_network_interfaces()
+                .set_network_interface_ids(Some(fs.network_interface_ids().to_vec()))
+                .send()
+                .await
+                .map_err(|e| error(aws, "DescribeNetworkInterfaces", e))?;
+            let groups: std::collections::BTreeSet<&str> = interfaces
+                .network_interfaces()
+                .iter()
+                .flat_map(aws_sdk_ec2::types::NetworkInterface::groups)
+                .filter_map(aws_sdk_ec2::types::GroupIdentifier::group_id)
+                .collect();
+            attributes["security_group_ids"] = json!(groups);
+        }
+        attributes["file_system_type_version"] = json!(fs.file_system_type_version());
+        Ok(Some(Inspected {
+            outputs: outputs(&fs),
+            attributes,
+            mark: super::mark_of(fs.tags()),
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let fs = describe(aws, id)
+            .await?
+            .ok_or_else(|| ProviderError::permanent(format!("the file system `{id}` no longer exists")))?;
+        super::mark(ctx, aws, fs.resource_arn().unwrap_or_default(), token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

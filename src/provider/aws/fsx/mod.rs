@@ -40,6 +40,24 @@ pub(super) fn owned(ctx: &Ctx, token: &str, tags: &[Tag]) -> bool {
     made_by(ctx, token, |k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
 }
 
+/// The stack and address of the forge mark these FSx tags carry, if any.
+pub(super) fn mark_of(tags: &[Tag]) -> Option<(String, String)> {
+    super::mark_in(|k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))
+}
+
+/// Puts forge's mark ([`super::mark_tags`]) on the FSx object `arn`: one TagResource.
+pub(super) async fn mark(ctx: &Ctx, aws: &Clients, arn: &str, token: &str) -> Result<(), ProviderError> {
+    let tags = super::mark_tags(ctx, token).map(|(k, v)| Tag::builder().key(k).value(v).build());
+    aws.fsx
+        .tag_resource()
+        .resource_arn(arn)
+        .set_tags(Some(tags.to_vec()))
+        .send()
+        .await
+        .map_err(|e| super::error(aws, "TagResource", e))?;
+    Ok(())
+}
+
 /// Brings an FSx object's tags from `old` to `new` config with one UntagResource and one
 /// TagResource at most.
 pub(super) async fn sync_tags(ctx: &Ctx, aws: &Clients, arn: &str, old: &Value, new: &Value) -> Result<(), ProviderError> {

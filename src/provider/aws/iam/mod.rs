@@ -109,6 +109,25 @@ pub(super) fn iam_root_path() -> String {
     "/".into()
 }
 
+/// A policy document as IAM returns it (URL-encoded JSON) as the table a block writes.
+pub(super) fn policy_value(encoded: &str) -> Result<Value, ProviderError> {
+    let text = percent_encoding::percent_decode_str(encoded).decode_utf8_lossy();
+    serde_json::from_str(&text).map_err(|e| ProviderError::permanent(format!("IAM returned a policy document that is not JSON: {e}")))
+}
+
+/// The stack and address of the forge mark these IAM tags carry, if any.
+pub(super) fn iam_mark(tags: &[aws_sdk_iam::types::Tag]) -> Option<(String, String)> {
+    super::mark_in(|k| tags.iter().find(|t| t.key() == k).map(aws_sdk_iam::types::Tag::value))
+}
+
+/// forge's mark ([`super::mark_tags`]) as IAM tags.
+pub(super) fn mark_tags(ctx: &Ctx, token: &str) -> Vec<aws_sdk_iam::types::Tag> {
+    super::mark_tags(ctx, token)
+        .into_iter()
+        .filter_map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build().ok())
+        .collect()
+}
+
 /// A policy document (a TOML table) as the JSON string IAM takes.
 pub(super) fn policy_json(document: &Value) -> String {
     serde_json::to_string(document).expect("JSON values serialize")

@@ -3,7 +3,7 @@
 
 use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, policy_json, remove_role};
 use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
-use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
+use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -132,6 +132,65 @@ impl Resource for IamRole {
         let aws = cloud.aws().await;
         let roles = all_pages!(aws, aws.iam.list_roles(), roles, "ListRoles");
         Ok(existing(ids, roles.iter().map(aws_sdk_iam::types::Role::role_name)))
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The role by name with everything a block sets: its trust policy and description, its
+    /// managed policies and its inline ones (a GetRolePolicy each).
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        let answer = aws.iam.get_role().role_name(id).send().await;
+        let Some(role) = found(aws, "GetRole", answer, NO_SUCH_ENTITY)?.and_then(|out| out.role().cloned()) else {
+            return Ok(None);
+        };
+        let trust = role.assume_role_policy_document().map(super::policy_value).transpose()?;
+        let names = aws
+            .iam
+            .list_role_policies()
+            .role_name(id)
+            .send()
+            .await
+            .map_err(|e| error(aws, "ListRolePolicies", e))?;
+        let mut inline = Map::new();
+        for name in names.policy_names() {
+            let policy = aws
+                .iam
+                .get_role_policy()
+                .role_name(id)
+                .policy_name(name)
+                .send()
+                .await
+                .map_err(|e| error(aws, "GetRolePolicy", e))?;
+            inline.insert(name.clone(), super::policy_value(policy.policy_document())?);
+        }
+        Ok(Some(Inspected {
+            outputs: outputs(&role),
+            attributes: json!({
+                "name": role.role_name(),
+                "path": role.path(),
+                "description": role.description(),
+                "assume_role_policy": trust,
+                "managed_policy_arns": attached(aws, id).await?.unwrap_or_default(),
+                "inline_policies": inline,
+                "tags": role.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<Map<String, Value>>(),
+            }),
+            mark: super::iam_mark(role.tags()),
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        aws.iam
+            .tag_role()
+            .role_name(id)
+            .set_tags(Some(super::mark_tags(ctx, token)))
+            .send()
+            .await
+            .map_err(|e| error(aws, "TagRole", e))?;
+        Ok(())
     }
 
     fn lookups(&self) -> Lookups {
