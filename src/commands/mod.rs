@@ -266,8 +266,8 @@ impl Session {
         Ok(drift)
     }
 
-    /// Asks the APIs that have a dry run (Kubernetes) whether they would take the plan's creates
-    /// and updates whose values are all known, `--parallelism` at once; a refusal fails the
+    /// Asks the APIs that have a dry run (Kubernetes; IAM's one OIDC provider per issuer)
+    /// whether they would take the plan's creates and updates whose values are all known, `--parallelism` at once; a refusal fails the
     /// command before anything is applied, naming the resource and the API's reason. An API
     /// that cannot be asked is a warning: the apply will tell.
     pub async fn dry_run(&self, plan: &Plan) -> Result<()> {
@@ -300,7 +300,7 @@ impl Session {
         refused.sort();
         Err(CommandError::new(
             format!(
-                "the API server refuses {} of the planned objects (server-side dry run):\n{}",
+                "{} of the planned objects would be refused (asked before anything is applied):\n{}",
                 refused.len(),
                 refused.join("\n")
             ),

@@ -31,6 +31,7 @@ block! {
         authentication_mode: Option<String>,
         logging: Option<Value> as List,
         addons: Option<Vec<String>>,
+        oidc_provider: Option<bool>,
         nodegroups: Map<String, Value>,
         kubernetes: Option<Value>,
         timeouts: Option<Value>,
@@ -177,6 +178,9 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         Some(name) => vec![cluster.part("cluster", "aws_eks_cluster", json!({ "existing": name }), vec![])],
         None => cluster.control_plane(&block),
     };
+    if cluster.existing && cluster.oidc {
+        parts.push(cluster.oidc_provider());
+    }
     let (node_role, storage_addons) = cluster.node_role(input);
     parts.push(node_role);
     // An existing cluster may run its storage drivers already: it gets only the add-ons listed.
@@ -244,6 +248,9 @@ struct Cluster<'a> {
     version: Option<&'a str>,
     /// It exists: forge reads it and never changes it.
     existing: bool,
+    /// The stack has its IAM OIDC provider (`oidc`): always for a cluster forge makes; for an
+    /// existing one, with `oidc_provider = true`.
+    oidc: bool,
 }
 
 impl<'a> Cluster<'a> {
@@ -252,6 +259,13 @@ impl<'a> Cluster<'a> {
         let address = input.address;
         if let Some(existing) = &block.existing {
             return Self::existing(input, block, existing);
+        }
+        if block.oidc_provider.is_some() {
+            return Err(ComponentError::at(
+                "oidc_provider",
+                "`oidc_provider` is for an existing cluster: forge makes the OIDC provider of each cluster it makes",
+                "remove it",
+            ));
         }
         let name = block.name.clone().unwrap_or_else(|| address.name().to_owned());
         let network = match (&block.vpc, &block.vpc_id, &block.subnet_ids) {
@@ -273,6 +287,7 @@ impl<'a> Cluster<'a> {
             endpoint: endpoint_access(block.endpoint.as_deref())?,
             version: Some(block.version.as_deref().unwrap_or(DEFAULT_VERSION)),
             existing: false,
+            oidc: true,
         })
         .and_then(|cluster| cluster.open_to(block.public_access_cidrs.as_deref()))
     }
@@ -300,6 +315,7 @@ impl<'a> Cluster<'a> {
             endpoint: (true, false),
             version: None,
             existing: true,
+            oidc: block.oidc_provider == Some(true),
         })
     }
 
@@ -356,12 +372,17 @@ impl<'a> Cluster<'a> {
         if let Some(timeouts) = &block.timeouts {
             cluster["timeouts"] = timeouts.clone();
         }
-        let oidc = json!({ "url": self.reference("cluster", "oidc_issuer"), "client_ids": ["sts.amazonaws.com"], "tags": self.tags });
         vec![
             self.part("cluster_role", "aws_iam_role", role, vec![]),
             self.part("cluster", "aws_eks_cluster", cluster, vec![]),
-            self.part("oidc", "aws_iam_oidc_provider", oidc, vec![]),
+            self.oidc_provider(),
         ]
+    }
+
+    /// The IAM OIDC provider for the cluster's issuer, for IAM roles for service accounts.
+    fn oidc_provider(&self) -> Part {
+        let oidc = json!({ "url": self.reference("cluster", "oidc_issuer"), "client_ids": ["sts.amazonaws.com"], "tags": self.tags });
+        self.part("oidc", "aws_iam_oidc_provider", oidc, vec![])
     }
 
     /// The nodes' IAM role, with the policy of each storage type that lists this cluster among
@@ -973,7 +994,7 @@ fn outputs(input: &Input, cluster: &Cluster, groups: &[Group]) -> Map<String, Va
     }
     outputs.insert("node_role_arn".into(), cluster.reference("node_role", "arn"));
     outputs.insert("node_role_name".into(), cluster.reference("node_role", "name"));
-    if !cluster.existing {
+    if cluster.oidc {
         outputs.insert("oidc_provider_arn".into(), cluster.reference("oidc", "arn"));
     }
     outputs.insert("region".into(), input.providers.aws_region().map_or(Value::Null, Value::from));

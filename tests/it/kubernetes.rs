@@ -640,7 +640,7 @@ fn where_the_cluster_exists_the_plan_asks_its_api_server_with_a_dry_run() {
         assert_eq!(code, 1, "{stderr}");
         let stderr = flat(&stderr);
         assert!(
-            stderr.contains("refuses 1 of the planned objects (server-side dry run)"),
+            stderr.contains("1 of the planned objects would be refused (asked before anything is applied)"),
             "{stderr}"
         );
         assert!(stderr.contains("k8s_manifest.facts.configmap.default.queue_config"), "{stderr}");
@@ -1004,7 +1004,10 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     let w = World::new();
     let vpc = made_by_eksctl(&w, "nemo");
     let before = untouched(&w, "nemo", &vpc);
-    w.write("existing.toml", EXISTING);
+    // With the cluster's OIDC provider, which eksctl made none of.
+    let with_oidc = EXISTING.replace("# oidc_provider = true", "oidc_provider = true");
+    assert_ne!(with_oidc, EXISTING);
+    w.write("existing.toml", &with_oidc);
     let var = format!("vpc={vpc}");
     let args = |command: &'static str| vec![command, "existing.toml", "--var", &var];
 
@@ -1016,6 +1019,19 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
         "{stderr}"
     );
     assert!(stderr.contains("claim default/data-pvc Bound"), "{stderr}");
+    let iam = aws_sdk_iam::Client::new(&w.sdk_config());
+    let providers = || {
+        let listed = runtime().block_on(iam.list_open_id_connect_providers().send()).unwrap();
+        listed
+            .open_id_connect_provider_list()
+            .iter()
+            .filter_map(|p| p.arn().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(providers().len(), 1, "the issuer's provider");
+    let (code, listed, stderr) = w.forge(&["state", "list", "existing.toml", "--var", &var]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(listed.contains("eks.nemo.oidc"), "{listed}");
     assert!(
         !stderr.contains("eks.nemo.cluster (aws_eks_cluster)\n"),
         "the cluster is not created: {stderr}"
@@ -1065,6 +1081,32 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     assert_eq!(untouched(&w, "nemo", &vpc), before);
     let groups = runtime().block_on(eks.list_nodegroups().cluster_name("nemo").send()).unwrap();
     assert_eq!(groups.nodegroups(), ["ng-system"], "eksctl's node group stays");
+    assert!(providers().is_empty(), "the provider forge added is gone");
+    // One made elsewhere for the issuer: IAM takes one per issuer, so the plan refuses a second.
+    let issuer = runtime().block_on(eks.describe_cluster().name("nemo").send()).unwrap();
+    let issuer = issuer
+        .cluster()
+        .unwrap()
+        .identity()
+        .unwrap()
+        .oidc()
+        .unwrap()
+        .issuer()
+        .unwrap()
+        .to_owned();
+    runtime()
+        .block_on(
+            iam.create_open_id_connect_provider()
+                .url(&issuer)
+                .client_id_list("sts.amazonaws.com")
+                .send(),
+        )
+        .unwrap();
+    let (code, _, stderr) = w.forge(&args("plan"));
+    assert_eq!(code, 1, "{stderr}");
+    let flat = stderr.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("`eks.nemo.oidc`: IAM has an OIDC provider for"), "{stderr}");
+    assert!(flat.contains("made outside forge"), "{stderr}");
     let file_systems = runtime()
         .block_on(aws_sdk_fsx::Client::new(&config).describe_file_systems().send())
         .unwrap();

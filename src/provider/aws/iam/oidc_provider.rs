@@ -40,9 +40,8 @@ async fn arns(aws: &Clients) -> Result<Vec<String>, ProviderError> {
         .collect())
 }
 
-/// The ARN of the provider for `url` (IAM stores it without `https://`), and whether this
-/// resource owns it.
-async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
+/// The ARN of the provider for `url` (IAM stores it without `https://`) and its tags.
+async fn provider_for(aws: &Clients, url: &str) -> Result<Option<(String, Vec<aws_sdk_iam::types::Tag>)>, ProviderError> {
     let suffix = format!("oidc-provider/{}", url.trim_start_matches("https://"));
     let Some(arn) = arns(aws).await?.into_iter().find(|arn| arn.ends_with(&suffix)) else {
         return Ok(None);
@@ -54,8 +53,15 @@ async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Opti
         .send()
         .await
         .map_err(|e| error(aws, "GetOpenIDConnectProvider", e))?;
-    let own = iam_owned(ctx, token, got.tags());
-    Ok(Some((arn, own)))
+    Ok(Some((arn, got.tags().to_vec())))
+}
+
+/// The ARN of the provider for `url`, and whether this resource owns it.
+async fn lookup(ctx: &Ctx, aws: &Clients, url: &str, token: &str) -> Result<Option<(String, bool)>, ProviderError> {
+    Ok(provider_for(aws, url).await?.map(|(arn, tags)| {
+        let own = iam_owned(ctx, token, &tags);
+        (arn, own)
+    }))
 }
 
 impl Resource for IamOidcProvider {
@@ -79,6 +85,30 @@ impl Resource for IamOidcProvider {
             outputs: json!({ "id": arn, "arn": arn, "url": cfg.url }),
             id: arn,
         })
+    }
+
+    /// IAM has one provider per issuer URL: one that is not this block's (another tool's,
+    /// another stack's) would fail the create, so the plan says so first.
+    async fn dry_run(&self, ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        let Some((arn, tags)) = provider_for(ctx.cloud.aws().await, &cfg.url).await? else {
+            return Ok(None);
+        };
+        let owner = super::iam_mark(&tags);
+        if owner
+            .as_ref()
+            .is_some_and(|(stack, address)| *stack == ctx.stack && *address == ctx.address)
+        {
+            return Ok(None);
+        }
+        let whose = owner.map_or_else(
+            || "made outside forge".to_owned(),
+            |(stack, address)| format!("forge stack `{stack}`'s `{address}`"),
+        );
+        Ok(Some(format!(
+            "IAM has an OIDC provider for {} already ({arn}, {whose}), and takes one per issuer: use that one (on an `eks` block with `existing`, remove `oidc_provider = true`)",
+            cfg.url
+        )))
     }
 
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
