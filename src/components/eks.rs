@@ -32,6 +32,7 @@ block! {
         logging: Option<Value> as List,
         addons: Option<Vec<String>>,
         oidc_provider: Option<bool>,
+        access: Option<Map<String, Value>>,
         nodegroups: Map<String, Value>,
         kubernetes: Option<Value>,
         timeouts: Option<Value>,
@@ -224,6 +225,13 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
             json!({ "cluster_name": cluster.reference("cluster", "name"), "name": addon, "tags": cluster.tags }),
             after,
         ));
+    }
+    if let Some(access) = &block.access {
+        // An existing cluster's mode is its own: EKS says if it takes no entries.
+        let mode = (!cluster.existing).then(|| block.authentication_mode.as_deref().unwrap_or("API_AND_CONFIG_MAP"));
+        for (local, config) in super::eks_access::entries(access, &cluster.reference("cluster", "name"), &cluster.tags, mode)? {
+            parts.push(cluster.part(&local, "aws_eks_access_entry", config, vec![]));
+        }
     }
     let served: Vec<ServedGroup> = groups.iter().map(|g| g.served(&cluster)).collect::<Result<_, _>>()?;
     let (in_cluster, ready) = in_cluster(input, &block, &served, &addons)?;

@@ -11,6 +11,8 @@ pub mod efs;
 #[cfg(feature = "aws")]
 pub mod eks;
 #[cfg(feature = "aws")]
+pub mod eks_access;
+#[cfg(feature = "aws")]
 pub mod fsx;
 #[cfg(feature = "gcp")]
 pub mod filestore;

@@ -951,6 +951,7 @@ fn made_by_eksctl(w: &World, cluster: &str) -> String {
             .role_arn(role.role().unwrap().arn())
             .version("1.31")
             .resources_vpc_config(vpc_config)
+            .access_config(aws_sdk_eks::types::CreateAccessConfigRequest::builder().authentication_mode(aws_sdk_eks::types::AuthenticationMode::ApiAndConfigMap).build())
             .tags("made-by", "eksctl")
             .send()
             .await
@@ -1005,7 +1006,23 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     let vpc = made_by_eksctl(&w, "nemo");
     let before = untouched(&w, "nemo", &vpc);
     // With the cluster's OIDC provider, which eksctl made none of.
-    let with_oidc = EXISTING.replace("# oidc_provider = true", "oidc_provider = true");
+    // And a CI role's view of the default namespace, through an access entry.
+    let ci = runtime()
+        .block_on(
+            aws_sdk_iam::Client::new(&w.sdk_config())
+                .get_role()
+                .role_name("eksctl-node-role")
+                .send(),
+        )
+        .unwrap()
+        .role()
+        .unwrap()
+        .arn()
+        .to_owned();
+    let with_oidc = EXISTING.replace("# oidc_provider = true", "oidc_provider = true").replace(
+        "[eks.nemo.nodegroups.gpu]",
+        &format!("[eks.nemo.access.ci]\nprincipal = \"{ci}\"\npolicies = [\"AmazonEKSViewPolicy\"]\nnamespaces = [\"default\"]\n\n[eks.nemo.nodegroups.gpu]"),
+    );
     assert_ne!(with_oidc, EXISTING);
     w.write("existing.toml", &with_oidc);
     let var = format!("vpc={vpc}");
@@ -1032,6 +1049,37 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     let (code, listed, stderr) = w.forge(&["state", "list", "existing.toml", "--var", &var]);
     assert_eq!(code, 0, "{stderr}");
     assert!(listed.contains("eks.nemo.oidc"), "{listed}");
+    let eks = aws_sdk_eks::Client::new(&w.sdk_config());
+    let policies = runtime()
+        .block_on(eks.list_associated_access_policies().cluster_name("nemo").principal_arn(&ci).send())
+        .unwrap();
+    let policy = &policies.associated_access_policies()[0];
+    assert_eq!(
+        (policy.policy_arn(), policy.access_scope().unwrap().namespaces()),
+        (
+            Some("arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"),
+            &["default".to_owned()][..]
+        )
+    );
+    // Another policy, cluster-wide: changed in place, the old one let go.
+    w.write(
+        "existing.toml",
+        &with_oidc.replace(
+            "policies = [\"AmazonEKSViewPolicy\"]\nnamespaces = [\"default\"]",
+            "policies = [\"AmazonEKSEditPolicy\"]",
+        ),
+    );
+    let stderr = w.ok(&[args("up"), vec!["--yes"]].concat());
+    assert!(stderr.contains("~ eks.nemo.access.ci"), "{stderr}");
+    let policies = runtime()
+        .block_on(eks.list_associated_access_policies().cluster_name("nemo").principal_arn(&ci).send())
+        .unwrap();
+    let arns: Vec<_> = policies
+        .associated_access_policies()
+        .iter()
+        .map(|p| (p.policy_arn().unwrap(), p.access_scope().unwrap().namespaces().len()))
+        .collect();
+    assert_eq!(arns, [("arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy", 0)]);
     assert!(
         !stderr.contains("eks.nemo.cluster (aws_eks_cluster)\n"),
         "the cluster is not created: {stderr}"
@@ -1082,6 +1130,8 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     let groups = runtime().block_on(eks.list_nodegroups().cluster_name("nemo").send()).unwrap();
     assert_eq!(groups.nodegroups(), ["ng-system"], "eksctl's node group stays");
     assert!(providers().is_empty(), "the provider forge added is gone");
+    let entries = runtime().block_on(eks.list_access_entries().cluster_name("nemo").send()).unwrap();
+    assert!(entries.access_entries().is_empty(), "{entries:?}");
     // One made elsewhere for the issuer: IAM takes one per issuer, so the plan refuses a second.
     let issuer = runtime().block_on(eks.describe_cluster().name("nemo").send()).unwrap();
     let issuer = issuer

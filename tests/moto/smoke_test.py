@@ -320,6 +320,44 @@ class Launcher(Launched):
         with urllib.request.urlopen(request, context=context) as answer:
             return json.loads(answer.read())["items"]
 
+    def test_eks_access_entries(self):
+        account = "141414141414"
+        eks = self.client("eks", account)
+        role = f"arn:aws:iam::{account}:role/eks"
+        _, (subnet_1,) = self.subnets(account, 1)
+        eks.create_cluster(name="cm", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet_1]})
+        eks.create_cluster(name="api", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet_1]}, accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
+        self.wait_for(lambda: eks.describe_cluster(name="api")["cluster"]["status"], "ACTIVE")
+        self.wait_for(lambda: eks.describe_cluster(name="cm")["cluster"]["status"], "ACTIVE")
+        ci = f"arn:aws:iam::{account}:role/ci/deploy"
+        # A CONFIG_MAP cluster takes no access entries; a principal must be an IAM ARN.
+        self.assertCode("InvalidRequestException", eks.create_access_entry, clusterName="cm", principalArn=ci)
+        self.assertCode("InvalidParameterException", eks.create_access_entry, clusterName="api", principalArn="ci")
+        entry = eks.create_access_entry(clusterName="api", principalArn=ci, kubernetesGroups=["ops"], tags={"forge:stack": "s"})["accessEntry"]
+        self.assertEqual((entry["principalArn"], entry["type"], entry["username"], entry["kubernetesGroups"]), (ci, "STANDARD", ci, ["ops"]))
+        self.assertTrue(entry["accessEntryArn"].startswith(f"arn:aws:eks:us-west-2:{account}:access-entry/api/role/{account}/deploy/"), entry["accessEntryArn"])
+        self.assertEqual(eks.list_tags_for_resource(resourceArn=entry["accessEntryArn"])["tags"], {"forge:stack": "s"})
+        self.assertCode("ResourceInUseException", eks.create_access_entry, clusterName="api", principalArn=ci)
+        self.assertEqual(eks.describe_access_entry(clusterName="api", principalArn=ci)["accessEntry"]["accessEntryArn"], entry["accessEntryArn"])
+        self.assertEqual(eks.list_access_entries(clusterName="api")["accessEntries"], [ci])
+        eks.update_access_entry(clusterName="api", principalArn=ci, kubernetesGroups=[])
+        self.assertEqual(eks.describe_access_entry(clusterName="api", principalArn=ci)["accessEntry"]["kubernetesGroups"], [])
+
+        admin = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+        view = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+        self.assertCode("ResourceNotFoundException", eks.associate_access_policy, clusterName="api", principalArn=ci, policyArn=admin + "X", accessScope={"type": "cluster"})
+        self.assertCode("InvalidParameterException", eks.associate_access_policy, clusterName="api", principalArn=ci, policyArn=view, accessScope={"type": "namespace"})
+        eks.associate_access_policy(clusterName="api", principalArn=ci, policyArn=admin, accessScope={"type": "cluster"})
+        eks.associate_access_policy(clusterName="api", principalArn=ci, policyArn=view, accessScope={"type": "namespace", "namespaces": ["team-a"]})
+        listed = eks.list_associated_access_policies(clusterName="api", principalArn=ci)["associatedAccessPolicies"]
+        self.assertEqual(sorted((p["policyArn"], p["accessScope"]["type"]) for p in listed), [(admin, "cluster"), (view, "namespace")])
+        eks.disassociate_access_policy(clusterName="api", principalArn=ci, policyArn=view)
+        self.assertCode("ResourceNotFoundException", eks.disassociate_access_policy, clusterName="api", principalArn=ci, policyArn=view)
+        self.assertEqual(len(eks.list_associated_access_policies(clusterName="api", principalArn=ci)["associatedAccessPolicies"]), 1)
+        eks.delete_access_entry(clusterName="api", principalArn=ci)
+        self.assertCode("ResourceNotFoundException", eks.describe_access_entry, clusterName="api", principalArn=ci)
+        self.assertEqual(eks.list_access_entries(clusterName="api")["accessEntries"], [])
+
     def test_eks_addons(self):
         account = "131313131313"
         eks = self.client("eks", account)

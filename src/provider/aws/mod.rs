@@ -117,6 +117,7 @@ pub fn register(registry: Registry) -> Registry {
         .with(eks::cluster::EksCluster)
         .with(eks::nodegroup::EksNodegroup)
         .with(eks::addon::EksAddon)
+        .with(eks::access_entry::EksAccessEntry)
         .with(autoscaling::schedule::AutoscalingSchedule)
         .with(fsx::lustre::FsxLustre)
         .with(fsx::data_repository_association::FsxDataRepositoryAssociation)

@@ -13,7 +13,10 @@
     endpoint-access defaults in resourcesVpcConfig;
   * EKS add-ons, which moto lacks: Create/Describe/List/Update/DeleteAddon, and
     DescribeAddonVersions over a small built-in catalogue (ADDON_CATALOGUE);
-  * EKS tags on node groups, Fargate profiles and add-ons (moto tags clusters only), and
+  * EKS access entries, which moto lacks: Create/Describe/List/Update/DeleteAccessEntry and
+    Associate/Disassociate/ListAssociatedAccessPolicies, refused on a CONFIG_MAP cluster as
+    EKS refuses them, with EKS's access policies (ACCESS_POLICIES) and tags;
+  * EKS tags on node groups, Fargate profiles, add-ons and access entries (moto tags clusters only), and
     ListNodegroups on an unknown cluster answering ResourceNotFoundException (moto: 500);
   * an OIDC issuer of each cluster's own (moto gives every cluster the same one);
   * a Kubernetes API server per cluster (kubernetes.py), whose endpoint and CA DescribeCluster
@@ -47,6 +50,7 @@
 import base64
 import json
 import random
+import re
 import uuid
 
 from moto.core.responses import ActionResult
@@ -716,6 +720,142 @@ eks_urls.url_paths.update({
 })
 
 
+# --- EKS access entries ----------------------------------------------------------------------
+# IAM principals' access to a cluster whose authentication mode is API or API_AND_CONFIG_MAP,
+# and the EKS access policies associated with them, cluster-wide or in namespaces.
+
+ACCESS_POLICIES = ("AmazonEKSAdminPolicy", "AmazonEKSClusterAdminPolicy", "AmazonEKSAdminViewPolicy", "AmazonEKSEditPolicy", "AmazonEKSViewPolicy")
+PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/.+$")
+
+
+class AccessEntry:
+    def __init__(self, backend, cluster, principal_arn, groups, username, kind, tags):
+        self.cluster_name = cluster.name
+        self.principal_arn = principal_arn
+        self.kubernetes_groups = groups or []
+        self.username = username or (principal_arn if kind == "STANDARD" else "system:node:{{EC2PrivateDNSName}}")
+        self.type = kind
+        self.tags = tags or {}
+        self.created_at = self.modified_at = utcnow()
+        principal = principal_arn.split(":", 5)[5]
+        self.access_entry_arn = f"arn:{backend.partition}:eks:{backend.region_name}:{backend.account_id}:access-entry/{cluster.name}/{principal.split('/')[0]}/{backend.account_id}/{principal.split('/')[-1]}/{uuid.uuid4()}"
+        self.policies = {}
+
+
+def entries_of(cluster):
+    return cluster.__dict__.setdefault("_forge_access_entries", {})
+
+
+def _api_cluster(self):
+    cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+    mode = getattr(cluster, "access_config", DEFAULT_ACCESS_CONFIG).get("authenticationMode")
+    if mode not in ("API", "API_AND_CONFIG_MAP"):
+        raise InvalidRequestException(message="The cluster's authentication mode must be set to one of [API, API_AND_CONFIG_MAP] to perform this operation.")
+    return cluster
+
+
+def _entry(self):
+    cluster = _api_cluster(self)
+    principal = self._get_param("principalArn")
+    entry = entries_of(cluster).get(principal)
+    if entry is None:
+        raise ResourceNotFoundException(clusterName=cluster.name, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"The specified access entry resource is not found: {principal}")
+    return cluster, entry
+
+
+def _entry_view(entry):
+    return {
+        "clusterName": entry.cluster_name, "principalArn": entry.principal_arn, "kubernetesGroups": entry.kubernetes_groups,
+        "accessEntryArn": entry.access_entry_arn, "createdAt": entry.created_at, "modifiedAt": entry.modified_at,
+        "tags": entry.tags, "username": entry.username, "type": entry.type,
+    }
+
+
+def create_access_entry(self):
+    cluster = _api_cluster(self)
+    require_active_cluster(cluster)
+    principal = self._get_param("principalArn") or ""
+    if not PRINCIPAL.match(principal):
+        raise InvalidParameterException(clusterName=cluster.name, nodegroupName=None, addonName=None, message=f"The specified principalArn is invalid: {principal}: an IAM role or user ARN is expected")
+    if principal in entries_of(cluster):
+        raise ResourceInUseException(clusterName=cluster.name, nodegroupName=None, addonName=None, message=f"The specified access entry resource is already in use on this cluster.")
+    kind = self._get_param("type") or "STANDARD"
+    entry = AccessEntry(self.eks_backend, cluster, principal, self._get_param("kubernetesGroups"), self._get_param("username"), kind, self._get_param("tags"))
+    entries_of(cluster)[principal] = entry
+    return ActionResult({"accessEntry": _entry_view(entry)})
+
+
+def describe_access_entry(self):
+    return ActionResult({"accessEntry": _entry_view(_entry(self)[1])})
+
+
+def list_access_entries(self):
+    cluster = _api_cluster(self)
+    names, next_token = paginated_list(list(entries_of(cluster)), self._get_int_param("maxResults", 100), self._get_param("nextToken"))
+    return ActionResult({"accessEntries": names, "nextToken": next_token})
+
+
+def update_access_entry(self):
+    _, entry = _entry(self)
+    groups, username = self._get_param("kubernetesGroups"), self._get_param("username")
+    if groups is not None:
+        entry.kubernetes_groups = groups
+    if username is not None:
+        entry.username = username
+    entry.modified_at = utcnow()
+    return ActionResult({"accessEntry": _entry_view(entry)})
+
+
+def delete_access_entry(self):
+    cluster, entry = _entry(self)
+    del entries_of(cluster)[entry.principal_arn]
+    return ActionResult({})
+
+
+def _policy_name(self, cluster):
+    arn = self._get_param("policyArn") or ""
+    name = arn.rsplit("/", 1)[-1]
+    if not arn.startswith("arn:aws:eks::aws:cluster-access-policy/") or name not in ACCESS_POLICIES:
+        raise ResourceNotFoundException(clusterName=cluster.name, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"The specified policyArn is not found: {arn}")
+    return arn
+
+
+def associate_access_policy(self):
+    cluster, entry = _entry(self)
+    arn = _policy_name(self, cluster)
+    scope = self._get_param("accessScope") or {}
+    kind, namespaces = scope.get("type"), scope.get("namespaces") or []
+    if kind not in ("cluster", "namespace") or (kind == "namespace") != bool(namespaces):
+        raise InvalidParameterException(clusterName=cluster.name, nodegroupName=None, addonName=None, message="accessScope: type must be cluster (no namespaces) or namespace (with namespaces)")
+    now = utcnow()
+    policy = {"policyArn": arn, "accessScope": {"type": kind, "namespaces": namespaces}, "associatedAt": entry.policies.get(arn, {}).get("associatedAt", now), "modifiedAt": now}
+    entry.policies[arn] = policy
+    return ActionResult({"clusterName": cluster.name, "principalArn": entry.principal_arn, "associatedAccessPolicy": policy})
+
+
+def list_associated_access_policies(self):
+    cluster, entry = _entry(self)
+    return ActionResult({"clusterName": cluster.name, "principalArn": entry.principal_arn, "associatedAccessPolicies": list(entry.policies.values()), "nextToken": None})
+
+
+def disassociate_access_policy(self):
+    cluster, entry = _entry(self)
+    arn = self._get_param("policyArn")
+    if entry.policies.pop(arn, None) is None:
+        raise ResourceNotFoundException(clusterName=cluster.name, nodegroupName=None, fargateProfileName=None, addonName=None, message=f"The specified policy is not associated: {arn}")
+    return ActionResult({})
+
+
+for _name in ("create_access_entry", "describe_access_entry", "list_access_entries", "update_access_entry", "delete_access_entry", "associate_access_policy", "list_associated_access_policies", "disassociate_access_policy"):
+    setattr(EKSResponse, _name, globals()[_name])
+eks_urls.url_paths.update({
+    "{0}/clusters/(?P<name>[^/]+)/access-entries$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<principalArn>.+)/access-policies$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<principalArn>.+)/access-policies/(?P<policyArn>.+)$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<principalArn>.+)$": eks_urls.response.dispatch,
+})
+
+
 # --- EKS tags: node groups and add-ons too ---------------------------------------------------
 # moto tags clusters only.
 
@@ -725,6 +865,7 @@ def _taggable(backend):
         yield from ((n.arn, n) for n in cluster.nodegroups.values())
         yield from ((f.fargate_profile_arn, f) for f in cluster.fargate_profiles.values())
         yield from ((a.addon_arn, a) for a in addons_of(cluster).values())
+        yield from ((e.access_entry_arn, e) for e in entries_of(cluster).values())
 
 
 def tagged(backend, arn, operation):

@@ -1,6 +1,7 @@
 //! What the EKS kinds share: their tags, the owner check that lets a retried or resumed create
 //! adopt the object its first try made, and the wait for an EKS update to finish.
 
+pub(super) mod access_entry;
 pub(super) mod addon;
 pub(super) mod cluster;
 pub(super) mod nodegroup;
