@@ -24,8 +24,14 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// The state format this forge writes; it refuses to touch newer ones.
-pub const STATE_VERSION: u32 = 1;
+/// The newest state format this forge reads and writes; it refuses to touch newer ones.
+/// Version 2 holds read records ([`Status::Read`]): a state gets it with its first read
+/// record, so a forge that knows only version 1 refuses that state as too new rather than
+/// misreading it; every other state stays at version 1.
+pub const STATE_VERSION: u32 = 2;
+
+/// The format of a state without read records.
+const PLAIN_VERSION: u32 = 1;
 
 /// The whole state of one stack.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,7 +99,7 @@ impl State {
     /// A fresh, empty state with a new lineage.
     pub fn new(stack: &str) -> Self {
         State {
-            version: STATE_VERSION,
+            version: PLAIN_VERSION,
             lineage: Uuid::new_v4(),
             serial: 0,
             stack: stack.to_owned(),
@@ -108,6 +114,9 @@ impl State {
         self.serial += 1;
         match event {
             Event::Put(record) => {
+                if record.status == Status::Read {
+                    self.version = self.version.max(STATE_VERSION);
+                }
                 self.resources.insert(record.address.clone(), record);
             }
             Event::Remove(address) => {

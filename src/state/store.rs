@@ -334,6 +334,31 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_state_takes_version_2_with_its_first_read_record_and_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path().join("s.json"));
+        let mut state = State::new("s");
+        store.record(&mut state, vec![Event::Put(record("null.a"))]).unwrap();
+        store.compact(&state).unwrap();
+        let version = |store: &LocalStore| {
+            let raw: serde_json::Value = serde_json::from_slice(&fs::read(store.path()).unwrap()).unwrap();
+            raw["version"].clone()
+        };
+        assert_eq!(version(&store), json!(1), "nothing read: the first format");
+        let read = ResourceRecord {
+            status: Status::Read,
+            ..record("aws_vpc.shared")
+        };
+        store.record(&mut state, vec![Event::Put(read)]).unwrap();
+        assert_eq!(store.load("s").unwrap().state.version, 2, "replayed from the journal");
+        store.compact(&state).unwrap();
+        assert_eq!(version(&store), json!(2));
+        store.record(&mut state, vec![Event::Remove("aws_vpc.shared".into())]).unwrap();
+        store.compact(&state).unwrap();
+        assert_eq!(version(&store), json!(2), "a version never goes back");
+    }
+
+    #[test]
     fn refuses_newer_corrupt_and_foreign_states_without_writing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
