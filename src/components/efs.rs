@@ -75,12 +75,14 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
                 "tags": tags,
             }),
             depends_on: vec![],
+            existing: None,
         },
         Part {
             local: "file_system".into(),
             kind: "aws_efs_file_system",
             config: file_system,
             depends_on: vec![],
+            existing: None,
         },
     ];
     for zone in &vpc.zones {
@@ -93,6 +95,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
                 "security_groups": [reference("security_group", "id")],
             }),
             depends_on: vec![],
+            existing: None,
         });
     }
     parts.extend(super::client_rules(

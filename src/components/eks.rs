@@ -6,6 +6,7 @@
 //! then the managed node group in its zone's single private subnet.
 
 use super::{Component, ComponentError, Expansion, Input, NamedVpc, Part, batch, instances, kubernetes, nvidia_dra};
+use crate::provider::Selector;
 use crate::readiness::{Check, NodeGroup};
 use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
@@ -176,7 +177,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let block: Eks = input.block()?;
     let cluster = Cluster::new(input, &block)?;
     let mut parts = match &block.existing {
-        Some(name) => vec![cluster.part("cluster", "aws_eks_cluster", json!({ "existing": name }), vec![])],
+        Some(name) => vec![Part::reading("cluster", "aws_eks_cluster", Selector::Id(name.clone()))],
         None => cluster.control_plane(&block),
     };
     if cluster.existing && cluster.oidc {
@@ -351,6 +352,7 @@ impl<'a> Cluster<'a> {
             kind,
             config,
             depends_on,
+            existing: None,
         }
     }
 
@@ -940,6 +942,7 @@ fn in_cluster(input: &Input, block: &Eks, served: &[ServedGroup], addons: &[Stri
             kind: "k8s_teardown",
             config: json!({ "cluster": cluster_ref }),
             depends_on: teardown_after,
+            existing: None,
         });
     }
     let gpu_groups: Vec<batch::GpuGroup> = served.iter().filter(|g| g.devices > 0).map(ServedGroup::gpu_group).collect();

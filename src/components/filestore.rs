@@ -144,6 +144,7 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
         kind: "google_filestore_instance",
         config,
         depends_on: vec![],
+        existing: None,
     }];
     let reference = |output: &str| json!(format!("${{{address}.instance.{output}}}"));
     let mut outputs = Map::new();

@@ -6,6 +6,7 @@
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
+use crate::provider::Selector;
 use crate::schema::{Block, block};
 use serde_json::{Value, json};
 
@@ -91,8 +92,8 @@ fn existing(input: &Input, block: &GcpVpc, network: &str) -> Result<Expansion, C
     let address = input.address;
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
     let parts = vec![
-        Part::new("network", "google_compute_network", json!({ "existing": network })),
-        Part::new("subnetwork", "google_compute_subnetwork", json!({ "existing": subnetwork })),
+        Part::reading("network", "google_compute_network", Selector::Id(network.to_owned())),
+        Part::reading("subnetwork", "google_compute_subnetwork", Selector::Id(subnetwork.to_owned())),
     ];
     let mut outputs = serde_json::Map::new();
     outputs.insert("network".into(), reference("network", "name"));

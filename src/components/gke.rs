@@ -15,6 +15,7 @@ use super::cidr::Cidr;
 use super::gcp_vpc::{region_of, valid_name};
 use super::gke_rdma::{self, RdmaMachine, Wiring};
 use super::{Component, ComponentError, Expansion, Input, Part, batch, kubernetes, nvidia_dra};
+use crate::provider::Selector;
 use crate::readiness::{Check, NodeGroup};
 use crate::schema::{AttributeType, Block, FieldType, block, did_you_mean};
 use serde_json::{Map, Value, json};
@@ -275,7 +276,7 @@ fn expand_existing(input: &Input, block: &Gke, path: &str) -> Result<Expansion, 
             "let forge make the cluster (drop `existing`), or use a machine type without GPUDirect networks",
         ));
     }
-    let mut parts = vec![Part::new("cluster", "google_container_cluster", json!({ "existing": path }))];
+    let mut parts = vec![Part::reading("cluster", "google_container_cluster", Selector::Id(path.to_owned()))];
     parts.extend(pool_parts(input, block, &pools, &cluster));
     let (in_cluster, ready) = in_cluster(input, block, &pools, &cluster, None)?;
     parts.extend(in_cluster);
@@ -514,6 +515,7 @@ fn in_cluster(
             kind: "k8s_teardown",
             config: json!({ "cluster": cluster_ref }),
             depends_on: pools.iter().map(|p| format!("{address}.node_pools.{}", p.name)).collect(),
+            existing: None,
         });
     }
     let gpu_groups: Vec<batch::GpuGroup> = pools.iter().filter_map(Pool::gpu_group).collect();

@@ -173,6 +173,7 @@ pub fn object(local: String, cluster: &str, manifest: Value, depends_on: Vec<Str
         kind: "k8s_object",
         config: json!({ "cluster": cluster, "manifest": manifest }),
         depends_on,
+        existing: None,
     }
 }
 

@@ -39,6 +39,7 @@ pub mod slurm;
 pub mod vpc;
 
 use crate::facts::Facts;
+use crate::provider::Selector;
 use crate::provider::settings::Providers;
 use crate::schema::{Block, Field, Misfit};
 use crate::template::Address;
@@ -56,6 +57,9 @@ pub struct Part {
     pub config: Value,
     /// Full addresses it must follow besides its references.
     pub depends_on: Vec<String>,
+    /// The object it reads instead of making one (an `eks` block's existing cluster, a `vpc`
+    /// block's subnets): its `config` is then empty.
+    pub existing: Option<Selector>,
 }
 
 impl Part {
@@ -66,6 +70,15 @@ impl Part {
             kind,
             config,
             depends_on: vec![],
+            existing: None,
+        }
+    }
+
+    /// A part that reads the existing object `selector` names, and never writes it.
+    pub fn reading(local: impl Into<String>, kind: &'static str, selector: Selector) -> Part {
+        Part {
+            existing: Some(selector),
+            ..Part::new(local, kind, Value::Object(Map::new()))
         }
     }
 }
@@ -385,22 +398,22 @@ pub fn client_rules(group: &Value, clients: &[&str], ports: &[(u16, u16)]) -> Ve
                 "ingress": tcp_rules(ports, "security_groups", &serde_json::json!([format!("${{{client}.cluster_security_group_id}}")])),
             }),
             depends_on: vec![],
+            existing: None,
         })
         .collect()
 }
 
-/// An `existing = "…"` of a component block, checked: known when the stack loads (no
-/// reference to another block) and not empty.
+/// An `existing = "…"` of a component block, checked as every `existing` is
+/// ([`crate::stack::existing_literal`]).
 pub fn existing_name<'a>(value: &'a str, what: &str) -> Result<&'a str, ComponentError> {
-    let referenced = crate::template::references(&Value::String(value.to_owned())).map_or(true, |r| !r.is_empty());
-    if value.trim().is_empty() || referenced {
-        return Err(ComponentError::at(
+    match crate::stack::existing_literal(&Value::String(value.to_owned())) {
+        Ok(_) => Ok(value),
+        Err(_) => Err(ComponentError::at(
             "existing",
             format!("`existing` must name {what} when the stack loads, not `{value}`"),
             "write the name or id itself, or `${var.…}`: forge reads the object when it plans, before anything is applied",
-        ));
+        )),
     }
-    Ok(value)
 }
 
 /// Expands one component block (see [`Component::expand`]).

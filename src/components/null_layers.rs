@@ -58,6 +58,7 @@ fn layers(address: &str, block: &NullLayers) -> Result<Expansion, String> {
                 kind: "null",
                 config: json!({ "triggers": { "layer": i, "node": j }, "delay_ms": delay }),
                 depends_on,
+                existing: None,
             });
         }
     }

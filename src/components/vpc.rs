@@ -7,6 +7,7 @@
 
 use super::cidr::Cidr;
 use super::{Component, ComponentError, Expansion, Input, Part};
+use crate::provider::Selector;
 use crate::schema::{Block, block};
 use serde_json::{Map, Value, json};
 
@@ -98,13 +99,7 @@ fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Resul
         .map_err(|message| ComponentError::at("zones", message, "list the zones the stack's node groups and file systems use"))?;
     let address = input.address;
     let reference = |local: &str, output: &str| json!(format!("${{{address}.{local}.{output}}}"));
-    let part = |local: String, kind: &'static str, existing: Value| Part {
-        local,
-        kind,
-        config: json!({ "existing": existing }),
-        depends_on: vec![],
-    };
-    let mut parts = vec![part("vpc".into(), "aws_vpc", json!(id))];
+    let mut parts = vec![Part::reading("vpc", "aws_vpc", Selector::Id(id.to_owned()))];
     let mut outputs = Map::new();
     outputs.insert("vpc_id".into(), reference("vpc", "id"));
     outputs.insert("cidr".into(), reference("vpc", "cidr_block"));
@@ -130,7 +125,7 @@ fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Resul
         for zone in &block.zones {
             // The zone's subnet the block names, else its one subnet of the tier.
             let named = match chosen.get(zone) {
-                Some(Value::String(subnet)) => json!(subnet),
+                Some(Value::String(subnet)) => Selector::Id(subnet.clone()),
                 Some(_) => {
                     return Err(ComponentError::at(
                         format!("{key}.{zone}"),
@@ -138,9 +133,13 @@ fn existing(input: &Input, block: &Vpc, id: &str, region: Option<&str>) -> Resul
                         format!("write `{key} = {{ \"{zone}\" = \"subnet-…\" }}`"),
                     ));
                 }
-                None => json!({ "vpc_id": id, "availability_zone": zone, "tier": tier }),
+                None => Selector::Where(
+                    [("vpc_id", id), ("availability_zone", zone.as_str()), ("tier", tier)]
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .into(),
+                ),
             };
-            parts.push(part(format!("{tier}.{zone}"), "aws_subnet", named));
+            parts.push(Part::reading(format!("{tier}.{zone}"), "aws_subnet", named));
         }
         let ids: Vec<Value> = block.zones.iter().map(|z| reference(&format!("{tier}.{z}"), "id")).collect();
         outputs.insert(
@@ -341,6 +340,7 @@ impl Names<'_> {
             kind,
             config,
             depends_on: vec![],
+            existing: None,
         }
     }
 }

@@ -575,14 +575,14 @@ impl Loader<'_> {
                 format!("write {forms}"),
             )
         };
-        let literal = template::evaluate(written, &mut |_| Err(String::new())).map_err(|e| {
-            refuse(
-                format!("must be known when the stack loads, not refer to another block (`{}`)", e.reference),
+        let literal = super::existing_literal(written).map_err(|unnamed| match unnamed {
+            super::Unnamed::Empty => refuse("is empty".into(), "empty"),
+            super::Unnamed::Reference(reference) => refuse(
+                format!("must be known when the stack loads, not refer to another block (`{reference}`)"),
                 "a reference",
-            )
+            ),
         })?;
         let selector = match &literal {
-            Value::String(id) if id.trim().is_empty() => return Err(refuse("is empty".into(), "empty")),
             Value::String(_) if lookups.id.is_none() => {
                 return Err(refuse(format!("cannot name a `{block_type}` by id"), "an id"));
             }
@@ -1342,23 +1342,15 @@ impl Loader<'_> {
             .parts
             .into_iter()
             .map(|part| in_cluster_waits(part, components))
-            .map(|mut part| Block {
+            .map(|part| Block {
                 address: format!("{address}.{}", part.local),
                 kind: part.kind.to_owned(),
                 // A part that reads an existing object (an `eks` block's cluster, a `vpc`
                 // block's subnets) names it by id or by attribute values.
-                // (one that does not parse stays in the config, where `check_generated` says so).
-                existing: part
-                    .config
-                    .get(EXISTING)
-                    .and_then(generated_selector)
-                    .inspect(|_| {
-                        part.config.as_object_mut().map(|c| c.remove(EXISTING));
-                    })
-                    .map(|selector| super::Existing {
-                        selector,
-                        span: header.clone(),
-                    }),
+                existing: part.existing.map(|selector| super::Existing {
+                    selector,
+                    span: header.clone(),
+                }),
                 config: part.config,
                 explicit_deps: part
                     .depends_on
@@ -1619,20 +1611,6 @@ impl Targets<'_> {
     }
 }
 
-/// The selector of a part a component made to read an existing object: an id, or a table of
-/// attribute values.
-fn generated_selector(named: &Value) -> Option<Selector> {
-    match named {
-        Value::String(id) => Some(Selector::Id(id.clone())),
-        Value::Object(values) => values
-            .iter()
-            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect::<Option<_>>()
-            .map(Selector::Where),
-        _ => None,
-    }
-}
-
 /// Parses a `--var` value as TOML (`4`, `true`, `[1, 2]`, `"x"`), or takes it as a string.
 fn parse_var(raw: &str) -> Value {
     toml::from_str::<toml::Table>(&format!("v = {raw}"))
@@ -1681,6 +1659,7 @@ mod tests {
                     kind: "null",
                     config: input.config["made"].clone(),
                     depends_on: vec![],
+                    existing: None,
                 }],
                 outputs: Map::new(),
                 ready: vec![],

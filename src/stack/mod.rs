@@ -80,6 +80,26 @@ pub struct Resource {
     pub existing: Option<Existing>,
 }
 
+/// Why what `existing = …` says cannot name an object when the stack loads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unnamed {
+    /// An empty string.
+    Empty,
+    /// A reference to another block (as written), known only once that block is applied.
+    Reference(String),
+}
+
+/// What `existing = …` says (its variables substituted), checked for what every `existing`
+/// needs — on a resource block or a component block alike: known when the stack loads, since
+/// forge reads the object when it plans, and not empty.
+pub fn existing_literal(written: &Value) -> Result<Value, Unnamed> {
+    let literal = crate::template::evaluate(written, &mut |_| Err(String::new())).map_err(|e| Unnamed::Reference(e.reference))?;
+    match &literal {
+        Value::String(id) if id.trim().is_empty() => Err(Unnamed::Empty),
+        _ => Ok(literal),
+    }
+}
+
 /// The object an `existing` block reads.
 #[derive(Debug, Clone)]
 pub struct Existing {

@@ -21,6 +21,11 @@ attributes! {
 }
 
 /// What a read reports of a subnet.
+/// A live subnet's outputs, as its create gives them.
+fn live_outputs(s: &aws_sdk_ec2::types::Subnet) -> Value {
+    json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() })
+}
+
 fn read_attributes(s: &aws_sdk_ec2::types::Subnet) -> Value {
     json!({
         "vpc_id": s.vpc_id(),
@@ -129,15 +134,7 @@ impl Resource for Subnet {
 
     async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
         let aws = cloud.aws().await;
-        inspect_ec2!(
-            aws,
-            id,
-            describe_subnets,
-            "subnet-id",
-            subnets,
-            |s: &aws_sdk_ec2::types::Subnet| json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() }),
-            read_attributes
-        )
+        inspect_ec2!(aws, id, describe_subnets, "subnet-id", subnets, live_outputs, read_attributes)
     }
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
@@ -172,7 +169,7 @@ impl Resource for Subnet {
         }
         let found: Result<Vec<Found>, ProviderError> = look_up_ec2!(aws, selector, describe_subnets, "subnet-id", subnets, |s| Found {
             id: s.subnet_id().unwrap_or_default().to_owned(),
-            outputs: json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() }),
+            outputs: live_outputs(s),
             attributes: read_attributes(s),
         });
         let mut found = found?;

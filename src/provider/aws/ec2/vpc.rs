@@ -28,6 +28,11 @@ fn outputs(id: &str, cfg: &Config) -> Value {
 }
 
 /// What a read reports of a VPC.
+/// A live VPC's outputs, as its create gives them.
+fn live_outputs(v: &aws_sdk_ec2::types::Vpc) -> Value {
+    json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() })
+}
+
 fn read_attributes(v: &aws_sdk_ec2::types::Vpc) -> Value {
     json!({ "cidr_block": v.cidr_block(), "tags": super::ec2_tags(v.tags()) })
 }
@@ -90,15 +95,8 @@ impl Resource for Vpc {
     /// The VPC with its DNS settings (one DescribeVpcAttribute each).
     async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
         let aws = cloud.aws().await;
-        let found: Result<Option<Inspected>, ProviderError> = inspect_ec2!(
-            aws,
-            id,
-            describe_vpcs,
-            "vpc-id",
-            vpcs,
-            |v: &aws_sdk_ec2::types::Vpc| json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() }),
-            read_attributes
-        );
+        let found: Result<Option<Inspected>, ProviderError> =
+            inspect_ec2!(aws, id, describe_vpcs, "vpc-id", vpcs, live_outputs, read_attributes);
         let Some(mut found) = found? else { return Ok(None) };
         for (key, attribute) in [
             ("enable_dns_support", VpcAttributeName::EnableDnsSupport),
@@ -137,7 +135,7 @@ impl Resource for Vpc {
         let aws = cloud.aws().await;
         look_up_ec2!(aws, selector, describe_vpcs, "vpc-id", vpcs, |v| Found {
             id: v.vpc_id().unwrap_or_default().to_owned(),
-            outputs: json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() }),
+            outputs: live_outputs(v),
             attributes: read_attributes(v),
         })
     }
