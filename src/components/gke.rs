@@ -246,15 +246,15 @@ const CLUSTER_KEYS: &[&str] = &[
     "private_endpoint",
     "authorized_networks",
     "gcs_fuse_csi",
-    "gpu_networks_cidr",
     "labels",
 ];
 
 /// A cluster that exists (`existing = "projects/p/locations/l/clusters/c"`): read when forge
 /// plans, never written; its pools (each a node pool of its own), their in-cluster objects and
 /// readiness are added as for a cluster forge makes, but no teardown: what the cluster's other
-/// workloads made is theirs. Pools that need GPU networks (GPUDirect-TCPX/TCPXO, RDMA) are
-/// refused: those networks and multi-networking are set when a cluster is made.
+/// workloads made is theirs. Pools that need GPU networks (GPUDirect-TCPX/TCPXO, RDMA) get
+/// them as on a cluster forge makes; the cluster must have multi-networking on, which the
+/// plan checks (the pool kind's dry run) once the cluster is read.
 fn expand_existing(input: &Input, block: &Gke, path: &str) -> Result<Expansion, ComponentError> {
     let path = super::existing_name(path, "a GKE cluster")?;
     if let Some(key) = CLUSTER_KEYS.iter().find(|k| input.config.contains_key(**k)) {
@@ -266,25 +266,56 @@ fn expand_existing(input: &Input, block: &Gke, path: &str) -> Result<Expansion, 
     }
     let cluster = Cluster::existing(input, path)?;
     let pools = pools(input, block, &cluster.region)?;
-    if let Some(pool) = pools.iter().find(|p| p.networks > 0 || p.rdma.is_some()) {
-        return Err(ComponentError::at(
-            format!("node_pools.{}.machine_type", pool.name),
-            format!(
-                "`{}` talks GPUDirect over networks of its own, which a cluster gets when it is made (multi-networking), not an existing one",
-                pool.block.machine_type
-            ),
-            "let forge make the cluster (drop `existing`), or use a machine type without GPUDirect networks",
-        ));
-    }
     let mut parts = vec![Part::reading("cluster", "google_container_cluster", Selector::Id(path.to_owned()))];
+    // The cluster's own ranges are read only when forge plans: `gpu_networks_cidr` (by
+    // default a range GKE does not give nodes) must stay clear of them.
+    let gpu = GpuNetworks::of(block, &pools, &cluster, &[])?;
+    parts.extend(gpu.parts);
     parts.extend(pool_parts(input, block, &pools, &cluster));
-    let (in_cluster, ready) = in_cluster(input, block, &pools, &cluster, None)?;
+    let (in_cluster, ready) = in_cluster(input, block, &pools, &cluster, gpu.rdma.as_ref())?;
     parts.extend(in_cluster);
     Ok(Expansion {
         parts,
-        outputs: outputs(&cluster, &pools, 0),
+        outputs: outputs(&cluster, &pools, gpu.tcp_networks),
         ready,
     })
+}
+
+/// The networks a block's GPUDirect pools talk over, with their parts: a VPC, subnetwork and
+/// firewall rule per GPUDirect-TCPX/TCPXO network, the RDMA networks, and the workload
+/// policy of rack-scale RDMA machines.
+struct GpuNetworks {
+    parts: Vec<Part>,
+    rdma: Option<gke_rdma::Networks>,
+    tcp_networks: usize,
+}
+
+impl GpuNetworks {
+    /// The networks `pools` need, cut from `gpu_networks_cidr` clear of the node network's
+    /// ranges `vpc` (as far as they are known when the stack loads).
+    fn of(block: &Gke, pools: &[Pool], cluster: &Cluster, vpc: &[(String, Cidr)]) -> Result<GpuNetworks, ComponentError> {
+        let networks = pools.iter().map(|p| p.networks).max().unwrap_or(0);
+        let rdma = rdma_networks(pools)?;
+        let cidrs = gpu_cidrs(block, networks, rdma.as_ref().map_or(0, |r| r.nics), vpc)?;
+        let mut parts = cluster.gpu_networks(&cidrs.tcp);
+        let reference = |local: &str, output: &str| cluster.reference(local, output);
+        if let (Some(rdma), Some(gvnic)) = (&rdma, cidrs.gvnic) {
+            parts.extend(rdma.parts(&cluster.name, &cluster.region, gvnic, &cidrs.rdma, &reference));
+        }
+        if pools.iter().any(|p| p.rdma.is_some_and(|(m, _)| m.rack)) {
+            parts.push(gke_rdma::workload_policy(&cluster.name, &cluster.region));
+        }
+        Ok(GpuNetworks {
+            parts,
+            rdma,
+            tcp_networks: cidrs.tcp.len(),
+        })
+    }
+
+    /// Whether the cluster needs multi-networking for them.
+    fn any(&self) -> bool {
+        self.tcp_networks > 0 || self.rdma.is_some()
+    }
 }
 
 fn expand(input: &Input) -> Result<Expansion, ComponentError> {
@@ -296,25 +327,17 @@ fn expand(input: &Input) -> Result<Expansion, ComponentError> {
     let cluster = Cluster::new(input, &block)?;
     let network = network(input, &block)?;
     let pools = pools(input, &block, &cluster.region)?;
-    let networks = pools.iter().map(|p| p.networks).max().unwrap_or(0);
-    let rdma = rdma_networks(&pools)?;
-    let cidrs = gpu_cidrs(&block, networks, rdma.as_ref().map_or(0, |r| r.nics), &network.cidrs)?;
-    let mut parts = cluster.gpu_networks(&cidrs.tcp);
-    let reference = |local: &str, output: &str| cluster.reference(local, output);
-    if let (Some(rdma), Some(gvnic)) = (&rdma, cidrs.gvnic) {
-        parts.extend(rdma.parts(&cluster.name, &cluster.region, gvnic, &cidrs.rdma, &reference));
-    }
-    if pools.iter().any(|p| p.rdma.is_some_and(|(m, _)| m.rack)) {
-        parts.push(gke_rdma::workload_policy(&cluster.name, &cluster.region));
-    }
+    let gpu = GpuNetworks::of(&block, &pools, &cluster, &network.cidrs)?;
+    let multi_networking = gpu.any();
+    let mut parts = gpu.parts;
     let pool_parts = pool_parts(input, &block, &pools, &cluster);
-    parts.push(cluster.part(input, &block, &network, &pools, &pool_parts, networks > 0 || rdma.is_some()));
+    parts.push(cluster.part(input, &block, &network, &pools, &pool_parts, multi_networking));
     parts.extend(pool_parts);
-    let (in_cluster, ready) = in_cluster(input, &block, &pools, &cluster, rdma.as_ref())?;
+    let (in_cluster, ready) = in_cluster(input, &block, &pools, &cluster, gpu.rdma.as_ref())?;
     parts.extend(in_cluster);
     Ok(Expansion {
         parts,
-        outputs: outputs(&cluster, &pools, cidrs.tcp.len()),
+        outputs: outputs(&cluster, &pools, gpu.tcp_networks),
         ready,
     })
 }

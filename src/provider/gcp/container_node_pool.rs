@@ -442,6 +442,36 @@ impl Resource for ContainerNodePool {
         }
     }
 
+    /// A pool on additional networks (GPUDirect) needs its cluster's multi-networking, which
+    /// GKE takes only with Dataplane V2: a cluster forge reads (`existing`) may lack it, so the
+    /// plan says so before the networks and the pool are made.
+    async fn dry_run(&self, ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderError> {
+        let cfg: Config = parse(ctx, config)?;
+        if cfg.additional_networks.is_empty() {
+            return Ok(None);
+        }
+        let gcp = ctx.cloud.gcp().await?;
+        let Some(cluster) = super::container_cluster::get(gcp, &cfg.cluster).await? else {
+            return Ok(None);
+        };
+        let network = cluster.network_config.as_ref();
+        if network.is_some_and(|n| n.enable_multi_networking) {
+            return Ok(None);
+        }
+        let (location, name) = cluster_of(&cfg.cluster);
+        let dataplane_v2 = network.and_then(|n| n.datapath_provider.name()) == Some("ADVANCED_DATAPATH");
+        Ok(Some(format!(
+            "node pool `{}` talks GPUDirect over {} additional networks, and cluster `{name}` has multi-networking off{}: turn it on (`gcloud container clusters update {name} --location {location} --enable-multi-networking`), or put the pool on a cluster forge makes",
+            cfg.name,
+            cfg.additional_networks.len(),
+            if dataplane_v2 {
+                ""
+            } else {
+                " (it also needs GKE Dataplane V2, which is set when a cluster is made)"
+            }
+        )))
+    }
+
     /// Creates the pool, or resumes the create that made it (see [`resumable::create`]).
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
         let cfg: Config = parse(ctx, config)?;

@@ -362,7 +362,37 @@ fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
             .await
             .unwrap();
         let fs = fs.file_system().unwrap().file_system_id().unwrap().to_owned();
+        let policy = iam
+            .create_policy()
+            .policy_name("legacy-read")
+            .policy_document(inline)
+            .send()
+            .await
+            .unwrap();
+        let policy = policy.policy().unwrap().arn().unwrap().to_owned();
+        iam.create_instance_profile()
+            .instance_profile_name("legacy-nodes")
+            .send()
+            .await
+            .unwrap();
+        iam.add_role_to_instance_profile()
+            .instance_profile_name("legacy-nodes")
+            .role_name("legacy-cluster")
+            .send()
+            .await
+            .unwrap();
+        let efs = aws_sdk_efs::Client::new(&aws.sdk_config());
+        let home = efs
+            .create_file_system()
+            .creation_token("by-hand")
+            .encrypted(true)
+            .send()
+            .await
+            .unwrap();
+        let home = home.file_system_id().to_owned();
         BTreeMap::from([
+            ("policy", policy),
+            ("home", home),
             ("subnet", subnet),
             ("igw", igw),
             ("eip", eip),
@@ -424,6 +454,18 @@ storage_capacity = 1200
 deployment_type = "PERSISTENT_2"
 per_unit_storage_throughput = 250
 subnet_id = "{subnet}"
+
+[aws_iam_policy.read]
+name = "legacy-read"
+policy = {{ Version = "2012-10-17", Statement = [{{ Effect = "Allow", Action = "s3:GetObject", Resource = "*" }}] }}
+
+[aws_iam_instance_profile.nodes]
+name = "legacy-nodes"
+role = "${{aws_iam_role.cluster.name}}"
+
+[aws_efs_file_system.home]
+encrypted = true
+throughput_mode = "bursting"
 "#,
         subnet = made["subnet"]
     );
@@ -441,6 +483,11 @@ subnet_id = "{subnet}"
         )
         .replace("labels = { pool = \"cpu\" }", "labels = { pool = \"gpu\" }")
         .replace("per_unit_storage_throughput = 250", "per_unit_storage_throughput = 500")
+        .replace("throughput_mode = \"bursting\"", "throughput_mode = \"elastic\"")
+        .replace(
+            "Action = \"s3:GetObject\", Resource = \"*\" }] }\n\n[aws_iam_instance_profile",
+            "Action = \"s3:ListBucket\", Resource = \"*\" }] }\n\n[aws_iam_instance_profile",
+        )
         // Nothing is recorded yet to refer to.
         .replace("${aws_internet_gateway.igw.id}", &made["igw"])
         .replace("${aws_iam_role.cluster.arn}", &made["role"])
@@ -451,6 +498,8 @@ subnet_id = "{subnet}"
         ("aws_iam_role.cluster", "legacy-cluster"),
         ("aws_eks_nodegroup.cpu", "legacy/cpu"),
         ("aws_fsx_lustre.data", made["fs"].as_str()),
+        ("aws_efs_file_system.home", made["home"].as_str()),
+        ("aws_iam_policy.read", made["policy"].as_str()),
     ] {
         let out = aws.ok(&["import", "differing.toml", address, id, "--dry-run"]);
         assert!(out.contains(&format!("~ {address} (")), "{address}: {out}");
@@ -468,6 +517,13 @@ subnet_id = "{subnet}"
         ("aws_eks_cluster.main", "legacy", "eks:POST /tags/"),
         ("aws_eks_nodegroup.cpu", "legacy/cpu", "eks:POST /tags/"),
         ("aws_fsx_lustre.data", made["fs"].as_str(), "fsx:TagResource"),
+        ("aws_iam_policy.read", made["policy"].as_str(), "iam:TagPolicy"),
+        ("aws_iam_instance_profile.nodes", "legacy-nodes", "iam:TagInstanceProfile"),
+        (
+            "aws_efs_file_system.home",
+            made["home"].as_str(),
+            "elasticfilesystem:POST /2015-02-01/resource-tags/",
+        ),
     ];
     for (address, id, marking) in imports {
         aws.calls();

@@ -1408,6 +1408,87 @@ zone = "us-central1-a"
     assert_eq!(names, ["default-pool"]);
 }
 
+/// GPUDirect pools on a cluster forge did not make: with its multi-networking off the plan
+/// says so before anything is made; once it is on, the pool's networks are made as for a
+/// cluster forge makes, and destroy takes them and the pool and leaves the cluster.
+#[test]
+fn a_gpudirect_pool_joins_an_existing_cluster_once_it_has_multi_networking() {
+    let gcp = Gcp::new();
+    let (status, _) = gcp.compute("POST", "global/networks", json!({ "name": "wide", "autoCreateSubnetworks": false }));
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let subnet =
+        json!({ "name": "wide", "network": format!("projects/{}/global/networks/wide", gcp.project), "ipCidrRange": "10.40.0.0/20" });
+    let (status, body) = gcp.compute("POST", "regions/us-central1/subnetworks", subnet);
+    assert_eq!(status, 200, "{body}");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let cluster = json!({ "cluster": {
+        "name": "wide",
+        "network": "wide",
+        "subnetwork": "wide",
+        "ipAllocationPolicy": { "useIpAliases": true },
+        "networkConfig": { "datapathProvider": "ADVANCED_DATAPATH" },
+        "nodePools": [{ "name": "default-pool", "initialNodeCount": 1, "config": { "machineType": "e2-standard-4" } }],
+    }});
+    let (status, body) = gcp.container("POST", "clusters", cluster);
+    assert_eq!(status, 200, "{body}");
+    gcp.settled("clusters/wide");
+    gcp.write(
+        "wide.toml",
+        r#"
+[stack]
+name = "wide"
+
+[gcp]
+project = "PROJECT"
+region = "us-central1"
+
+[gke.wide]
+existing = "projects/PROJECT/locations/us-central1/clusters/wide"
+
+[gke.wide.node_pools.high]
+machine_type = "a3-highgpu-8g"
+size = 1
+zone = "us-central1-b"
+"#,
+    );
+    gcp.calls();
+    let (code, stderr) = gcp.forge(&["plan", "wide.toml"]);
+    assert_eq!(code, 1, "{stderr}");
+    let flat = flat(&stderr);
+    assert!(
+        flat.contains("`gke.wide.node_pools.high`: node pool `high` talks GPUDirect over 4 additional networks, and cluster `wide` has multi-networking off"),
+        "{stderr}"
+    );
+    assert!(flat.contains("--enable-multi-networking"), "{stderr}");
+    assert!(writes(&gcp.calls()).is_empty(), "a plan writes nothing");
+
+    let (status, body) = gcp.container(
+        "PUT",
+        "clusters/wide",
+        json!({ "update": { "desiredEnableMultiNetworking": true } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    gcp.settled("clusters/wide");
+    gcp.ok(&["up", "wide.toml", "--yes"]);
+    let pool = gcp.located("container", "us-central1/clusters/wide/nodePools/high");
+    let networks = pool["networkConfig"]["additionalNodeNetworkConfigs"].as_array().unwrap();
+    assert_eq!(networks.len(), 4, "{pool:#}");
+    let (code, stderr) = gcp.forge(&["plan", "wide.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    gcp.ok(&["destroy", "wide.toml", "--yes"]);
+    let (_, listed) = gcp.compute("GET", "global/networks", Value::Null);
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["wide"], "the GPU networks go, the cluster's stays");
+    assert_eq!(gcp.located("container", "us-central1/clusters/wide")["status"], "RUNNING");
+}
+
 /// A `gcp_vpc` block with `existing` reads a network and subnetwork made outside forge (with
 /// the secondary ranges GKE needs); a cluster forge makes goes on them, and destroy leaves them.
 #[test]

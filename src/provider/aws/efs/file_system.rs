@@ -5,7 +5,7 @@
 
 use super::available;
 use crate::provider::aws::{Clients, create_tags, delete_then_wait, deleted, error, found, parse, wait_for};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, timeout};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource, timeout};
 use crate::schema::attributes;
 use aws_sdk_efs::operation::create_file_system::CreateFileSystemError;
 use aws_sdk_efs::types::{FileSystemDescription, PerformanceMode, Tag, ThroughputMode};
@@ -53,6 +53,20 @@ fn outputs(fs: &FileSystemDescription) -> Value {
     })
 }
 
+/// The file system's tags as a table.
+fn tag_table(fs: &FileSystemDescription) -> Value {
+    crate::provider::aws::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))))
+}
+
+/// What a read compares, with the file system's `tags` as a table.
+fn read_attributes(fs: &FileSystemDescription, tags: Value) -> Value {
+    json!({
+        "performance_mode": fs.performance_mode().as_str(),
+        "throughput_mode": fs.throughput_mode().map(ThroughputMode::as_str),
+        "tags": tags,
+    })
+}
+
 impl Resource for EfsFileSystem {
     fn holds_data(&self) -> bool {
         true
@@ -97,16 +111,47 @@ impl Resource for EfsFileSystem {
         Ok(found
             .iter()
             .filter_map(|fs| {
-                let tags = crate::provider::aws::tag_table(fs.tags().iter().map(|t| (Some(t.key()), Some(t.value()))));
-                crate::provider::aws::listed(stack, ids, fs.file_system_id().to_owned(), tags, |tags| {
-                    json!({
-                        "performance_mode": fs.performance_mode().as_str(),
-                        "throughput_mode": fs.throughput_mode().map(aws_sdk_efs::types::ThroughputMode::as_str),
-                        "tags": tags,
-                    })
+                crate::provider::aws::listed(stack, ids, fs.file_system_id().to_owned(), tag_table(fs), |tags| {
+                    read_attributes(fs, tags)
                 })
             })
             .collect())
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The file system `id` with its encryption, as a block writes them.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        Ok(describe(cloud.aws().await, id).await?.map(|fs| {
+            let mut attributes = read_attributes(&fs, tag_table(&fs));
+            attributes["encrypted"] = json!(fs.encrypted());
+            attributes["kms_key_id"] = json!(fs.kms_key_id());
+            Inspected {
+                outputs: outputs(&fs),
+                attributes,
+                mark: crate::provider::aws::mark_in(|k| fs.tags().iter().find(|t| t.key() == k).map(Tag::value)),
+            }
+        }))
+    }
+
+    /// One TagResource of forge's mark ([`crate::provider::aws::mark_tags`]).
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        let tags = crate::provider::aws::mark_tags(ctx, token).map(|(k, v)| Tag::builder().key(k).value(v).build());
+        aws.efs
+            .tag_resource()
+            .resource_id(id)
+            .set_tags(Some(
+                tags.into_iter()
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| ProviderError::permanent(e.to_string()))?,
+            ))
+            .send()
+            .await
+            .map_err(|e| error(aws, "TagResource", e))?;
+        Ok(())
     }
 
     /// The file system made with this creation token, if any.

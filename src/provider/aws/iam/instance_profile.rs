@@ -2,7 +2,7 @@
 
 use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, remove_role};
 use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use serde_json::{Value, json};
 
@@ -92,6 +92,40 @@ impl Resource for IamInstanceProfile {
             ids,
             profiles.iter().map(aws_sdk_iam::types::InstanceProfile::instance_profile_name),
         ))
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The profile by name, with its role (the first, where someone put several).
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        let answer = aws.iam.get_instance_profile().instance_profile_name(id).send().await;
+        Ok(found(aws, "GetInstanceProfile", answer, NO_SUCH_ENTITY)?
+            .and_then(|out| out.instance_profile().cloned())
+            .map(|p| Inspected {
+                outputs: json!({ "id": p.instance_profile_name(), "name": p.instance_profile_name(), "arn": p.arn() }),
+                attributes: json!({
+                    "name": p.instance_profile_name(),
+                    "path": p.path(),
+                    "role": p.roles().first().map(aws_sdk_iam::types::Role::role_name),
+                    "tags": p.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<serde_json::Map<String, Value>>(),
+                }),
+                mark: super::iam_mark(p.tags()),
+            }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        aws.iam
+            .tag_instance_profile()
+            .instance_profile_name(id)
+            .set_tags(Some(super::mark_tags(ctx, token)))
+            .send()
+            .await
+            .map_err(|e| error(aws, "TagInstanceProfile", e))?;
+        Ok(())
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

@@ -3,7 +3,7 @@
 
 use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, made_or_adopted, own_arn, policy_json};
 use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_iam::operation::create_policy::CreatePolicyOutput;
 use aws_sdk_iam::types::PolicyScopeType;
@@ -68,6 +68,55 @@ impl Resource for IamPolicy {
         let aws = cloud.aws().await;
         let policies = all_pages!(aws, aws.iam.list_policies().scope(PolicyScopeType::Local), policies, "ListPolicies");
         Ok(existing(ids, policies.iter().filter_map(|p| p.arn())))
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The policy by ARN, with its default version's document.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        let answer = aws.iam.get_policy().policy_arn(id).send().await;
+        let Some(policy) = found(aws, "GetPolicy", answer, NO_SUCH_ENTITY)?.and_then(|out| out.policy().cloned()) else {
+            return Ok(None);
+        };
+        let version = aws
+            .iam
+            .get_policy_version()
+            .policy_arn(id)
+            .version_id(policy.default_version_id().unwrap_or("v1"))
+            .send()
+            .await
+            .map_err(|e| error(aws, "GetPolicyVersion", e))?;
+        let document = version
+            .policy_version()
+            .and_then(|v| v.document())
+            .map(super::policy_value)
+            .transpose()?;
+        Ok(Some(Inspected {
+            outputs: json!({ "id": id, "arn": id, "name": policy.policy_name() }),
+            attributes: json!({
+                "name": policy.policy_name(),
+                "path": policy.path(),
+                "description": policy.description(),
+                "policy": document,
+                "tags": policy.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<serde_json::Map<String, Value>>(),
+            }),
+            mark: super::iam_mark(policy.tags()),
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        aws.iam
+            .tag_policy()
+            .policy_arn(id)
+            .set_tags(Some(super::mark_tags(ctx, token)))
+            .send()
+            .await
+            .map_err(|e| error(aws, "TagPolicy", e))?;
+        Ok(())
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
