@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error};
-use crate::provider::{Cloud, Created, Ctx, Declared, Field, FieldType, Inspected, Observed, Output, ProviderError, Resource, Spec};
+use crate::provider::{Cloud, Created, Ctx, Declared, Field, FieldType, Observed, Output, ProviderError, Resource, Spec};
 use aws_sdk_ec2::types::{DomainType, ResourceType};
 use serde_json::{Value, json};
 
@@ -67,22 +67,13 @@ impl Resource for Eip {
         observe_ec2!(once aws, stack, ids, describe_addresses, "allocation-id", addresses, allocation_id, read_attributes)
     }
 
-    fn importable(&self) -> bool {
-        true
-    }
-
-    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
-        let aws = cloud.aws().await;
-        inspect_ec2!(
-            aws,
-            id,
-            describe_addresses,
-            "allocation-id",
-            addresses,
-            |a: &aws_sdk_ec2::types::Address| json!({ "id": a.allocation_id(), "public_ip": a.public_ip() }),
-            read_attributes
-        )
-    }
+    importable_ec2!(
+        describe_addresses,
+        "allocation-id",
+        addresses,
+        |a: &aws_sdk_ec2::types::Address| json!({ "id": a.allocation_id(), "public_ip": a.public_ip() }),
+        read_attributes
+    );
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         super::mark(ctx, ctx.cloud.aws().await, id, token).await

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{InternetGateway as InternetGatewayItem, ResourceType};
 use serde_json::{Value, json};
@@ -111,22 +111,13 @@ impl Resource for InternetGateway {
         )
     }
 
-    fn importable(&self) -> bool {
-        true
-    }
-
-    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
-        let aws = cloud.aws().await;
-        inspect_ec2!(
-            aws,
-            id,
-            describe_internet_gateways,
-            "internet-gateway-id",
-            internet_gateways,
-            |g: &InternetGatewayItem| json!({ "id": g.internet_gateway_id() }),
-            read_attributes
-        )
-    }
+    importable_ec2!(
+        describe_internet_gateways,
+        "internet-gateway-id",
+        internet_gateways,
+        |g: &InternetGatewayItem| json!({ "id": g.internet_gateway_id() }),
+        read_attributes
+    );
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         super::mark(ctx, ctx.cloud.aws().await, id, token).await

@@ -129,6 +129,28 @@ macro_rules! inspect_ec2 {
     }};
 }
 
+/// `importable` and `inspect` of an EC2 kind `forge import` takes whose `inspect` is one
+/// Describe by id: the arguments are [`inspect_ec2!`]'s after `id`:
+/// `importable_ec2!(describe_subnets, "subnet-id", subnets, live_outputs, read_attributes);`
+macro_rules! importable_ec2 {
+    (@methods [$($mode:ident)?] $($rest:tt)*) => {
+        fn importable(&self) -> bool {
+            true
+        }
+
+        async fn inspect(
+            &self,
+            cloud: &$crate::provider::Cloud,
+            id: &str,
+        ) -> Result<Option<$crate::provider::Inspected>, $crate::provider::ProviderError> {
+            let aws = cloud.aws().await;
+            inspect_ec2!($($mode)? aws, id, $($rest)*)
+        }
+    };
+    (filter $($rest:tt)*) => { importable_ec2!(@methods [filter] $($rest)*); };
+    ($($rest:tt)*) => { importable_ec2!(@methods [] $($rest)*); };
+}
+
 /// The stack and address of the forge mark these tags carry, if any.
 pub(super) fn mark_of(tags: &[Tag]) -> Option<(String, String)> {
     super::mark_in(|k| tags.iter().find(|t| t.key() == Some(k)).and_then(|t| t.value()))

@@ -4,7 +4,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, Poll, error, parse, wait_gone, wait_until};
-use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{Filter, NatGatewayState, ResourceType};
 use serde_json::{Value, json};
@@ -115,23 +115,14 @@ impl Resource for NatGateway {
         )
     }
 
-    fn importable(&self) -> bool {
-        true
-    }
-
-    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
-        let aws = cloud.aws().await;
-        inspect_ec2!(
-            filter aws,
-            id,
-            describe_nat_gateways,
-            "nat-gateway-id",
-            nat_gateways,
-            |n: &aws_sdk_ec2::types::NatGateway| json!({ "id": n.nat_gateway_id() }),
-            read_attributes,
-            live_states()
-        )
-    }
+    importable_ec2!(
+        filter describe_nat_gateways,
+        "nat-gateway-id",
+        nat_gateways,
+        |n: &aws_sdk_ec2::types::NatGateway| json!({ "id": n.nat_gateway_id() }),
+        read_attributes,
+        live_states()
+    );
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         super::mark(ctx, ctx.cloud.aws().await, id, token).await

@@ -3,7 +3,7 @@
 
 use super::tag_spec;
 use crate::provider::aws::{Clients, error, found, parse};
-use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{PlacementStrategy, ResourceType};
 use serde_json::{Value, json};
@@ -97,25 +97,15 @@ impl Resource for PlacementGroup {
         observe_ec2!(once aws, stack, ids, describe_placement_groups, "group-name", placement_groups, group_name, read_attributes)
     }
 
-    fn importable(&self) -> bool {
-        true
-    }
+    // The group by name, its id with it.
+    importable_ec2!(
+        describe_placement_groups,
+        "group-name",
+        placement_groups,
+        |g: &aws_sdk_ec2::types::PlacementGroup| json!({ "id": g.group_name(), "name": g.group_name(), "group_id": g.group_id() }),
+        read_attributes
+    );
 
-    /// The group by name, its id with it.
-    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
-        let aws = cloud.aws().await;
-        inspect_ec2!(
-            aws,
-            id,
-            describe_placement_groups,
-            "group-name",
-            placement_groups,
-            |g: &aws_sdk_ec2::types::PlacementGroup| json!({ "id": g.group_name(), "name": g.group_name(), "group_id": g.group_id() }),
-            read_attributes
-        )
-    }
-
-    /// Tags go on the group's id (`pg-…`), not its name.
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
         let (group_id, _) = lookup(ctx, aws, id, None)

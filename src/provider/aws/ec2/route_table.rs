@@ -3,7 +3,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_ec2::operation::describe_route_tables::builders::DescribeRouteTablesFluentBuilder;
 use aws_sdk_ec2::types::{Filter, ResourceType, RouteTable as RouteTableItem};
@@ -226,23 +226,14 @@ impl Resource for RouteTable {
         )
     }
 
-    fn importable(&self) -> bool {
-        true
-    }
-
-    /// The table with its routes through gateways and its subnets, as a block writes them.
-    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
-        let aws = cloud.aws().await;
-        inspect_ec2!(
-            aws,
-            id,
-            describe_route_tables,
-            "route-table-id",
-            route_tables,
-            |t: &RouteTableItem| json!({ "id": t.route_table_id() }),
-            as_written
-        )
-    }
+    // The table with its routes through gateways and its subnets, as a block writes them.
+    importable_ec2!(
+        describe_route_tables,
+        "route-table-id",
+        route_tables,
+        |t: &RouteTableItem| json!({ "id": t.route_table_id() }),
+        as_written
+    );
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         super::mark(ctx, ctx.cloud.aws().await, id, token).await

@@ -2,7 +2,7 @@
 
 use super::{sync_tags, tag_spec};
 use crate::provider::aws::{Clients, error, parse};
-use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Resource, Selector};
+use crate::provider::{Cloud, Created, Ctx, Found, Lookups, Observed, ProviderError, Resource, Selector};
 use crate::schema::attributes;
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType};
 use serde_json::{Value, json};
@@ -128,14 +128,7 @@ impl Resource for Subnet {
         observe_ec2!(aws, stack, ids, describe_subnets, "subnet-id", subnets, subnet_id, read_attributes)
     }
 
-    fn importable(&self) -> bool {
-        true
-    }
-
-    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
-        let aws = cloud.aws().await;
-        inspect_ec2!(aws, id, describe_subnets, "subnet-id", subnets, live_outputs, read_attributes)
-    }
+    importable_ec2!(describe_subnets, "subnet-id", subnets, live_outputs, read_attributes);
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         super::mark(ctx, ctx.cloud.aws().await, id, token).await
