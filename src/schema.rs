@@ -263,7 +263,7 @@ macro_rules! attributes {
         }
     ) => {
         $(#[$meta])*
-        #[derive(serde::Deserialize)]
+        #[derive(serde::Deserialize, serde::Serialize)]
         struct $config {
             $(
                 $(#[doc = $doc])*
@@ -299,6 +299,19 @@ macro_rules! attributes {
         impl $crate::provider::Declared for $kind {
             fn spec(&self) -> &'static $crate::schema::Spec {
                 &SPEC
+            }
+
+            /// The block read as the kind reads it (its serde defaults filled in) and written
+            /// back over it; an attribute left out that has no default stays out.
+            fn with_defaults(&self, config: &serde_json::Value) -> serde_json::Value {
+                let read = serde_json::from_value::<$config>(config.clone()).ok().and_then(|c| serde_json::to_value(c).ok());
+                let mut full = config.clone();
+                if let (Some(serde_json::Value::Object(read)), Some(full)) = (read, full.as_object_mut()) {
+                    for (key, value) in read.into_iter().filter(|(_, v)| !v.is_null()) {
+                        full.entry(key).or_insert(value);
+                    }
+                }
+                full
             }
         }
     };

@@ -133,7 +133,9 @@ pub(super) async fn prepare(session: &Session, stack: &Stack, state: &State, add
         status: Status::Created,
         id: Some(id.to_owned()),
         token: Some(uuid::Uuid::new_v4().to_string()),
-        config: as_it_is(&desired, &inspected.attributes, |config| kind.comparable(id, config)),
+        config: as_it_is(&desired, &held_to(kind.as_ref(), &desired), &inspected.attributes, |config| {
+            kind.comparable(id, config)
+        }),
         outputs: inspected.outputs,
         dependencies: resource.depends_on.clone(),
     })
@@ -227,12 +229,14 @@ pub(super) fn held_to_blocks(plan: &mut Plan, imported: &[ResourceRecord]) -> Re
     Ok(())
 }
 
-/// The block's `desired` attributes with the object's values where the kind reads them (a
-/// table, such as tags, only in the keys the block sets), so the plan goes from the object
-/// as it is to the block; where the two differ only in how they are written (a rule list
-/// grouped or one permission per rule: the same in the kind's `comparable` form), the
-/// block's.
-fn as_it_is(desired: &Value, live: &Value, comparable: impl Fn(&Value) -> Value) -> Value {
+/// The object as it is, in the block's terms: the object's values of the attributes the block
+/// sets (a table, such as tags, only in the keys the block sets; `null` where the object has
+/// none), and of those the block leaves to a default (`defaults`: the block with the kind's
+/// defaults) where the object differs from it — so the plan goes from the object to the block,
+/// defaults included. An attribute the kind does not read is taken as the block has it; where
+/// the two differ only in how they are written (a rule list grouped or one permission per
+/// rule: the same in the kind's `comparable` form; ids in another order), the block's.
+fn as_it_is(desired: &Value, defaults: &Value, live: &Value, comparable: impl Fn(&Value) -> Value) -> Value {
     let Some(wanted) = desired.as_object() else {
         return desired.clone();
     };
@@ -243,7 +247,7 @@ fn as_it_is(desired: &Value, live: &Value, comparable: impl Fn(&Value) -> Value)
                 (Value::Object(keys), Some(Value::Object(have))) if key == "tags" => {
                     Value::Object(keys.keys().filter_map(|k| Some((k.clone(), have.get(k)?.clone()))).collect())
                 }
-                (_, Some(have)) if !have.is_null() => have.clone(),
+                (_, Some(have)) => have.clone(),
                 _ => wanted.clone(),
             };
             (key.clone(), value)
@@ -251,16 +255,46 @@ fn as_it_is(desired: &Value, live: &Value, comparable: impl Fn(&Value) -> Value)
         .collect();
     let (same, seen) = (comparable(desired), comparable(&Value::Object(as_is.clone())));
     for (key, value) in wanted {
-        if same.get(key) == seen.get(key) || same_members(value, &as_is[key]) {
+        if same.get(key) == seen.get(key) || same_members(key, value, &as_is[key]) {
             as_is.insert(key.clone(), value.clone());
+        }
+    }
+    // What the block leaves to a default and the object has otherwise: an update brings it
+    // to the default, so the plan shows it.
+    let left_out = defaults
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !wanted.contains_key(*key) && *key != "tags");
+    for (key, default) in left_out {
+        match live.get(key) {
+            Some(have) if have != default && !same_members(key, default, have) => {
+                as_is.insert(key.clone(), have.clone());
+            }
+            _ => {}
         }
     }
     Value::Object(as_is)
 }
 
-/// Whether two lists of ids hold the same ones in another order: what the cloud returns
-/// unordered (a file system's security groups, a role's policies).
-fn same_members(block: &Value, object: &Value) -> bool {
+/// The block with the kind's defaults for what it leaves out ([`Kind::with_defaults`]), but
+/// for the attributes whose live values an update keeps ([`Kind::kept_when_left_out`]).
+fn held_to(kind: &dyn Kind, desired: &Value) -> Value {
+    let mut defaults = kind.with_defaults(desired);
+    if let Some(table) = defaults.as_object_mut() {
+        for key in kind.kept_when_left_out().iter().filter(|k| desired.get(**k).is_none()) {
+            table.remove(*key);
+        }
+    }
+    defaults
+}
+
+/// Whether `key`, a list of ids or ARNs (`subnet_ids`, `managed_policy_arns`: what the clouds
+/// keep unordered), holds the same ones in the block as on the object, in another order.
+fn same_members(key: &str, block: &Value, object: &Value) -> bool {
+    if !(key.ends_with("_ids") || key.ends_with("_arns")) {
+        return false;
+    }
     let ids = |v: &Value| -> Option<Vec<String>> {
         let mut ids: Vec<String> = v.as_array()?.iter().map(|i| i.as_str().map(str::to_owned)).collect::<Option<_>>()?;
         ids.sort_unstable();
@@ -342,5 +376,53 @@ fn unowned(stack: &Stack, address: &str, id: &str, inspected: &Inspected) -> Res
         )
         .into()),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn as_is(block: Value, defaults: Value, live: Value) -> Value {
+        as_it_is(&block, &defaults, &live, Clone::clone)
+    }
+
+    #[test]
+    fn the_object_is_recorded_in_the_blocks_terms() {
+        // Set by the block: the object's value, `null` where it has none; tags in the block's keys.
+        let recorded = as_is(
+            json!({ "description": "x", "vpc_id": "vpc-1", "tags": { "a": "1" } }),
+            json!({}),
+            json!({ "description": null, "vpc_id": "vpc-2", "tags": { "a": "2", "b": "3" } }),
+        );
+        assert_eq!(recorded, json!({ "description": null, "vpc_id": "vpc-2", "tags": { "a": "2" } }));
+        // Not read by the kind: the block's.
+        assert_eq!(as_is(json!({ "role": "r" }), json!({}), json!({})), json!({ "role": "r" }));
+    }
+
+    #[test]
+    fn what_the_block_leaves_out_is_held_to_its_default() {
+        let block = json!({ "name": "c" });
+        let defaults = json!({ "name": "c", "mode": "API_AND_CONFIG_MAP", "path": "/", "tags": {} });
+        let live = json!({ "name": "c", "mode": "CONFIG_MAP", "path": "/", "tags": { "x": "1" } });
+        // A default the object lacks is recorded as the object has it, so the plan changes it;
+        // one it has, and tags, are not.
+        assert_eq!(as_is(block, defaults, live), json!({ "name": "c", "mode": "CONFIG_MAP" }));
+    }
+
+    #[test]
+    fn only_id_lists_match_in_another_order() {
+        let recorded = as_is(
+            json!({ "subnet_ids": ["s-1", "s-2"], "instance_types": ["p5.48xlarge", "p4d.24xlarge"] }),
+            json!({}),
+            json!({ "subnet_ids": ["s-2", "s-1"], "instance_types": ["p4d.24xlarge", "p5.48xlarge"] }),
+        );
+        assert_eq!(recorded["subnet_ids"], json!(["s-1", "s-2"]));
+        assert_eq!(
+            recorded["instance_types"],
+            json!(["p4d.24xlarge", "p5.48xlarge"]),
+            "order is On-Demand priority"
+        );
     }
 }

@@ -618,6 +618,13 @@ impl Session {
         }
         self.agreed(plan, consent)?;
         let mut state = loaded.state;
+        // Read records make a state version 2: its snapshot says so before its journal holds
+        // one, so a forge that knows only version 1 refuses the state rather than stopping at
+        // a journal line it cannot read and dropping the lines after it.
+        if !plan.reads.is_empty() && state.version < crate::state::STATE_VERSION {
+            state.version = crate::state::STATE_VERSION;
+            store.compact(&state)?;
+        }
         let mut journal = store.journal(&state)?;
         let (tx, rx) = tokio::sync::watch::channel(0u32);
         let progress = Arc::new(self.printer.progress(plan.changes.len() + plan.count(Action::Replace)));

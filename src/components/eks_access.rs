@@ -8,6 +8,7 @@
 //! policies = ["AmazonEKSClusterAdminPolicy"]   # EKS access policies, by name or ARN
 //! # namespaces = ["team-a"]                     # the policies' scope; default: the cluster
 //! # groups = ["ops"]                            # Kubernetes groups, for your own RBAC
+//! # username = "ci"                             # default: EKS's (a role's session ARN)
 //! ```
 
 use super::ComponentError;

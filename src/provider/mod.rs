@@ -329,6 +329,12 @@ pub struct Refusal {
 pub trait Declared {
     /// The kind's declaration: block type, attributes (and which force replacement), outputs.
     fn spec(&self) -> &'static Spec;
+    /// `config` with the values the kind gives the attributes it leaves out (what a create or
+    /// update of it would apply), for `forge import` to compare with the object; as written
+    /// when it cannot tell.
+    fn with_defaults(&self, config: &Value) -> Value {
+        config.clone()
+    }
 }
 
 /// A resource kind, e.g. `null` or `aws_vpc`, as its file writes it: a declaration
@@ -371,6 +377,12 @@ pub trait Resource: Declared + Send + Sync + 'static {
     /// from the cloud, one the read reports that the stack leaves out is the other mode. By
     /// default none: an attribute either side leaves out is not compared.
     fn presence(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Attributes whose live values an update leaves alone when the block leaves the attribute
+    /// out (a security group's rules that forge did not apply): `forge import` does not hold
+    /// the object to their defaults. By default none.
+    fn kept_when_left_out(&self) -> &'static [&'static str] {
         &[]
     }
     /// Why the cloud would refuse to bring the object from `before` to `after` in place (GKE
@@ -470,10 +482,14 @@ pub trait Kind: Send + Sync + 'static {
     fn planned_outputs(&self, config: &Value, prior: Option<&Value>) -> Value;
     /// [`Resource::comparable`].
     fn comparable(&self, id: &str, config: &Value) -> Value;
+    /// [`Declared::with_defaults`].
+    fn with_defaults(&self, config: &Value) -> Value;
     /// [`Resource::ignored_by_default`].
     fn ignored_by_default(&self, config: &Value) -> Vec<String>;
     /// [`Resource::presence`].
     fn presence(&self) -> &'static [&'static str];
+    /// [`Resource::kept_when_left_out`].
+    fn kept_when_left_out(&self) -> &'static [&'static str];
     /// [`Resource::refusal`].
     fn refusal(&self, before: &Value, after: &Value, outputs: &Value) -> Option<Refusal>;
     /// [`Resource::serialization_key`].
@@ -527,8 +543,14 @@ impl<R: Resource> Kind for R {
     fn comparable(&self, id: &str, config: &Value) -> Value {
         Resource::comparable(self, id, config)
     }
+    fn with_defaults(&self, config: &Value) -> Value {
+        Declared::with_defaults(self, config)
+    }
     fn ignored_by_default(&self, config: &Value) -> Vec<String> {
         Resource::ignored_by_default(self, config)
+    }
+    fn kept_when_left_out(&self) -> &'static [&'static str] {
+        Resource::kept_when_left_out(self)
     }
     fn presence(&self) -> &'static [&'static str] {
         Resource::presence(self)

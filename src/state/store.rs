@@ -113,7 +113,11 @@ pub fn parse_snapshot(bytes: &[u8], stack: &str, location: &Path) -> Result<Stat
             found: u32::try_from(version).unwrap_or(u32::MAX),
         });
     }
-    let state: State = serde_json::from_value(raw).map_err(|e| corrupt(e.to_string()))?;
+    let mut state: State = serde_json::from_value(raw).map_err(|e| corrupt(e.to_string()))?;
+    // Read records came before version 2 did: a state that holds one is version 2.
+    if state.resources.values().any(|r| r.status == super::Status::Read) {
+        state.version = state.version.max(STATE_VERSION);
+    }
     if state.stack != stack {
         return Err(StateError::OtherStack {
             path: location.to_owned(),
@@ -356,6 +360,20 @@ pub(crate) mod tests {
         store.record(&mut state, vec![Event::Remove("aws_vpc.shared".into())]).unwrap();
         store.compact(&state).unwrap();
         assert_eq!(version(&store), json!(2), "a version never goes back");
+
+        // A state that an earlier forge wrote as version 1 with a read record is version 2.
+        let mut old = State::new("s");
+        old.resources.insert(
+            "aws_vpc.shared".into(),
+            ResourceRecord {
+                status: Status::Read,
+                ..record("aws_vpc.shared")
+            },
+        );
+        fs::write(store.path(), old.snapshot()).unwrap();
+        fs::write(dir.path().join("s.json.journal"), "").unwrap();
+        assert_eq!(version(&store), json!(1));
+        assert_eq!(store.load("s").unwrap().state.version, 2);
     }
 
     #[test]

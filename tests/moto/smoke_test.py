@@ -334,7 +334,8 @@ class Launcher(Launched):
         self.assertCode("InvalidRequestException", eks.create_access_entry, clusterName="cm", principalArn=ci)
         self.assertCode("InvalidParameterException", eks.create_access_entry, clusterName="api", principalArn="ci")
         entry = eks.create_access_entry(clusterName="api", principalArn=ci, kubernetesGroups=["ops"], tags={"forge:stack": "s"})["accessEntry"]
-        self.assertEqual((entry["principalArn"], entry["type"], entry["username"], entry["kubernetesGroups"]), (ci, "STANDARD", ci, ["ops"]))
+        session = f"arn:aws:sts::{account}:assumed-role/deploy/{{{{SessionName}}}}"
+        self.assertEqual((entry["principalArn"], entry["type"], entry["username"], entry["kubernetesGroups"]), (ci, "STANDARD", session, ["ops"]))
         self.assertTrue(entry["accessEntryArn"].startswith(f"arn:aws:eks:us-west-2:{account}:access-entry/api/role/{account}/deploy/"), entry["accessEntryArn"])
         self.assertEqual(eks.list_tags_for_resource(resourceArn=entry["accessEntryArn"])["tags"], {"forge:stack": "s"})
         self.assertCode("ResourceInUseException", eks.create_access_entry, clusterName="api", principalArn=ci)

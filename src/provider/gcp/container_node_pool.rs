@@ -455,7 +455,10 @@ impl Resource for ContainerNodePool {
             return Ok(None);
         };
         let network = cluster.network_config.as_ref();
-        if network.is_some_and(|n| n.enable_multi_networking) {
+        // A cluster of this stack gets multi-networking from its own block, in the same apply.
+        let (_, mark) = split_description(&cluster.description);
+        let ours = mark.is_some_and(|m| m.get("forge:stack") == Some(&ctx.stack));
+        if ours || network.is_some_and(|n| n.enable_multi_networking) {
             return Ok(None);
         }
         let (location, name) = cluster_of(&cfg.cluster);

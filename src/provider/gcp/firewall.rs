@@ -43,7 +43,7 @@ fn default_priority() -> i64 {
 }
 
 /// `{ protocol = "tcp", ports = ["22", "6000-7000"] }`; `protocol = "all"` for every protocol.
-#[derive(Deserialize, Clone)]
+#[derive(Deserialize, serde::Serialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct Rule {
     protocol: String,

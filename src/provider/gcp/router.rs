@@ -30,7 +30,7 @@ attributes! {
 /// `{ name = "nat", source_subnetwork_ip_ranges_to_nat = "ALL_SUBNETWORKS_ALL_IP_RANGES",
 /// nat_ip_allocate_option = "AUTO_ONLY" }` (the defaults: every range of every subnetwork,
 /// addresses Google allocates).
-#[derive(Deserialize, Clone)]
+#[derive(Deserialize, serde::Serialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct Nat {
     name: String,

@@ -28,7 +28,7 @@ attributes! {
 }
 
 /// `{ range_name = "pods", ip_cidr_range = "10.4.0.0/14" }`
-#[derive(Deserialize, Clone)]
+#[derive(Deserialize, serde::Serialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct SecondaryRange {
     range_name: String,

@@ -733,13 +733,23 @@ class AccessEntry:
         self.cluster_name = cluster.name
         self.principal_arn = principal_arn
         self.kubernetes_groups = groups or []
-        self.username = username or (principal_arn if kind == "STANDARD" else "system:node:{{EC2PrivateDNSName}}")
+        self.username = username or default_username(principal_arn, kind)
         self.type = kind
         self.tags = tags or {}
         self.created_at = self.modified_at = utcnow()
         principal = principal_arn.split(":", 5)[5]
         self.access_entry_arn = f"arn:{backend.partition}:eks:{backend.region_name}:{backend.account_id}:access-entry/{cluster.name}/{principal.split('/')[0]}/{backend.account_id}/{principal.split('/')[-1]}/{uuid.uuid4()}"
         self.policies = {}
+
+
+def default_username(principal_arn, kind):
+    """EKS's user name for an entry given none: a role's assumed-role session, a user's ARN."""
+    if kind != "STANDARD":
+        return "system:node:{{EC2PrivateDNSName}}"
+    partition, account, resource = principal_arn.split(":")[1], principal_arn.split(":")[4], principal_arn.split(":", 5)[5]
+    if resource.startswith("role/"):
+        return f"arn:{partition}:sts::{account}:assumed-role/{resource.rsplit('/', 1)[-1]}/{{{{SessionName}}}}"
+    return principal_arn
 
 
 def entries_of(cluster):

@@ -39,7 +39,7 @@ attributes! {
 }
 
 /// `{ network_card_index = 1, device_index = 1, interface_type = "efa", security_groups = [...] }`
-#[derive(Deserialize)]
+#[derive(Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct Interface {
     #[serde(default)]
@@ -56,7 +56,7 @@ struct Interface {
 }
 
 /// `{ device_name = "/dev/xvda", volume_size = 500, volume_type = "gp3" }`
-#[derive(Deserialize)]
+#[derive(Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct BlockDevice {
     device_name: String,

@@ -24,7 +24,7 @@ attributes! {
 }
 
 /// `{ cidr_block = "0.0.0.0/0", gateway_id = "igw-…" }` or `nat_gateway_id`.
-#[derive(Deserialize, Clone, PartialEq)]
+#[derive(Deserialize, serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Route {
     cidr_block: String,
@@ -32,8 +32,8 @@ struct Route {
     nat_gateway_id: Option<String>,
 }
 
-/// A live table in a block's terms: its VPC, tags, IPv4 routes through an internet or NAT
-/// gateway (not the VPC's own `local` route) and explicitly associated subnets.
+/// A live table in a block's terms: its VPC, tags, IPv4 routes through a gateway (internet,
+/// virtual private, NAT; not the VPC's own `local` route) and explicitly associated subnets.
 fn as_written(t: &RouteTableItem) -> Value {
     let routes: Vec<Value> = t
         .routes()

@@ -31,7 +31,7 @@ fn default_description() -> String {
 }
 
 /// One rule as written: `{ protocol = "tcp", from_port = 988, to_port = 988, cidr_blocks = [...] }`.
-#[derive(Deserialize)]
+#[derive(Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Rule {
     #[serde(default = "all_protocols")]
@@ -435,6 +435,11 @@ impl Resource for SecurityGroup {
 
     fn comparable(&self, id: &str, config: &Value) -> Value {
         comparable_rules(id, config, &["ingress", "egress"])
+    }
+
+    /// Rules forge did not apply stay unless the block lists `ingress` or `egress`.
+    fn kept_when_left_out(&self) -> &'static [&'static str] {
+        &["ingress", "egress"]
     }
 
     fn importable(&self) -> bool {

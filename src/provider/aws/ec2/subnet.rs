@@ -20,12 +20,12 @@ attributes! {
     }
 }
 
-/// What a read reports of a subnet.
 /// A live subnet's outputs, as its create gives them.
 fn live_outputs(s: &aws_sdk_ec2::types::Subnet) -> Value {
     json!({ "id": s.subnet_id(), "availability_zone": s.availability_zone(), "cidr_block": s.cidr_block() })
 }
 
+/// What a read reports of a subnet.
 fn read_attributes(s: &aws_sdk_ec2::types::Subnet) -> Value {
     json!({
         "vpc_id": s.vpc_id(),

@@ -27,12 +27,12 @@ fn outputs(id: &str, cfg: &Config) -> Value {
     json!({ "id": id, "cidr_block": cfg.cidr_block })
 }
 
-/// What a read reports of a VPC.
 /// A live VPC's outputs, as its create gives them.
 fn live_outputs(v: &aws_sdk_ec2::types::Vpc) -> Value {
     json!({ "id": v.vpc_id(), "cidr_block": v.cidr_block() })
 }
 
+/// What a read reports of a VPC.
 fn read_attributes(v: &aws_sdk_ec2::types::Vpc) -> Value {
     json!({ "cidr_block": v.cidr_block(), "tags": super::ec2_tags(v.tags()) })
 }

@@ -18,16 +18,25 @@ pub(crate) struct EfsFileSystem;
 attributes! {
     kind EfsFileSystem, spec "aws_efs_file_system", outputs [id, arn, dns_name], extra [timeouts, tags];
     struct Config {
-        performance_mode: Option<String> [replace],
-        throughput_mode: Option<String>,
+        #[serde(default = "general_purpose")] performance_mode: String [replace],
+        #[serde(default = "elastic")] throughput_mode: String,
         encrypted: Option<bool> [replace],
         kms_key_id: Option<String> [replace],
     }
 }
 
+fn general_purpose() -> String {
+    "generalPurpose".into()
+}
+
+/// Throughput that scales with the load, EFS's recommended mode.
+fn elastic() -> String {
+    "elastic".into()
+}
+
 impl Config {
     fn throughput_mode(&self) -> ThroughputMode {
-        ThroughputMode::from(self.throughput_mode.as_deref().unwrap_or("elastic"))
+        ThroughputMode::from(self.throughput_mode.as_str())
     }
 }
 
@@ -84,7 +93,7 @@ impl Resource for EfsFileSystem {
             .efs
             .create_file_system()
             .creation_token(token)
-            .performance_mode(PerformanceMode::from(cfg.performance_mode.as_deref().unwrap_or("generalPurpose")))
+            .performance_mode(PerformanceMode::from(cfg.performance_mode.as_str()))
             .throughput_mode(cfg.throughput_mode())
             .encrypted(cfg.encrypted.unwrap_or(true))
             .set_kms_key_id(cfg.kms_key_id.clone())

@@ -3,7 +3,7 @@
 //! the EKS access policies associated with it, cluster-wide or in namespaces. Groups, user
 //! name and policies change in place; deleting the entry takes its policies with it.
 
-use super::{NOT_FOUND, Object, create_tags, created_or_own, owned, planned_child_id, sync_tags};
+use super::{NOT_FOUND, Object, create_tags, created_or_own, owned, sync_tags};
 use crate::provider::aws::{Claim, Clients, Status, child_id, error, found, parse, split, tolerate};
 use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource};
 use crate::schema::attributes;
@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 pub(crate) struct EksAccessEntry;
 
 attributes! {
-    kind EksAccessEntry, spec "aws_eks_access_entry", outputs [id = computed planned_child_id, arn, principal_arn = attribute], extra [tags];
+    kind EksAccessEntry, spec "aws_eks_access_entry", outputs [id = computed planned_id, arn, principal_arn = attribute], extra [tags];
     struct Config {
         cluster_name: String [replace],
         principal_arn: String [replace],
@@ -28,12 +28,23 @@ attributes! {
 
 /// `{ arn = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy", namespaces = ["a"] }`:
 /// without namespaces, cluster-wide.
-#[derive(Deserialize, Clone, PartialEq)]
+#[derive(Deserialize, serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Policy {
     arn: String,
     #[serde(default)]
     namespaces: Vec<String>,
+}
+
+/// The entry's id, known at plan time from `cluster_name` and `principal_arn`.
+fn planned_id(config: &Value, _: Option<&Value>) -> Value {
+    match (
+        config.get("cluster_name").and_then(Value::as_str),
+        config.get("principal_arn").and_then(Value::as_str),
+    ) {
+        (Some(cluster), Some(principal)) => Value::String(child_id(cluster, principal)),
+        _ => Value::Null,
+    }
 }
 
 impl crate::schema::AttributeType for Policy {
@@ -101,7 +112,8 @@ async fn associated(aws: &Clients, cluster: &str, principal: &str) -> Result<BTr
         .associated_access_policies()
         .iter()
         .filter_map(|p| {
-            let namespaces = p.access_scope().map(|s| s.namespaces().to_vec()).unwrap_or_default();
+            let mut namespaces = p.access_scope().map(|s| s.namespaces().to_vec()).unwrap_or_default();
+            namespaces.sort_unstable();
             Some((p.policy_arn()?.to_owned(), namespaces))
         })
         .collect())
@@ -111,7 +123,12 @@ async fn associated(aws: &Clients, cluster: &str, principal: &str) -> Result<BTr
 /// old one), and disassociates the others.
 async fn sync_policies(aws: &Clients, cluster: &str, principal: &str, wanted: &[Policy]) -> Result<(), ProviderError> {
     let live = associated(aws, cluster, principal).await?;
-    for policy in wanted.iter().filter(|p| live.get(&p.arn) != Some(&p.namespaces)) {
+    let sorted = |p: &Policy| {
+        let mut namespaces = p.namespaces.clone();
+        namespaces.sort_unstable();
+        namespaces
+    };
+    for policy in wanted.iter().filter(|p| live.get(&p.arn) != Some(&sorted(p))) {
         aws.eks
             .associate_access_policy()
             .cluster_name(cluster)
@@ -191,7 +208,9 @@ impl Resource for EksAccessEntry {
             .map(|_| child_id(&cfg.cluster_name, &cfg.principal_arn)))
     }
 
-    /// Groups and user name with one UpdateAccessEntry; policies against what is associated now.
+    /// Groups and user name with one UpdateAccessEntry (EKS keeps a user name it is not given:
+    /// taking `username` out of the block leaves the one set); policies against what is
+    /// associated now.
     async fn update(&self, ctx: &Ctx, id: &str, old: &Value, new: &Value) -> Result<Value, ProviderError> {
         let (was, cfg): (Config, Config) = (parse(ctx, old)?, parse(ctx, new)?);
         let (cluster, principal) = split(id);

@@ -45,7 +45,7 @@ fn on_demand() -> String {
 }
 
 /// `scaling = { min = 1, max = 4, desired = 2 }`
-#[derive(Deserialize, PartialEq, Clone, Copy)]
+#[derive(Deserialize, serde::Serialize, PartialEq, Clone, Copy)]
 #[serde(deny_unknown_fields)]
 struct Scaling {
     min: i32,
@@ -58,7 +58,7 @@ impl crate::schema::AttributeType for Scaling {
 }
 
 /// `{ key = "nvidia.com/gpu", value = "true", effect = "NO_SCHEDULE" }`
-#[derive(Deserialize, PartialEq, Clone)]
+#[derive(Deserialize, serde::Serialize, PartialEq, Clone)]
 #[serde(deny_unknown_fields)]
 struct TaintConfig {
     key: String,

@@ -23,9 +23,9 @@ attributes! {
     kind FsxLustre, spec "aws_fsx_lustre", outputs [id, arn, dns_name, mount_name, vpc_id], extra [timeouts, tags];
     struct Config {
         storage_capacity: i32,
-        deployment_type: Option<String> [replace],
+        #[serde(default = "default_deployment")] deployment_type: String [replace],
         per_unit_storage_throughput: Option<i32>,
-        data_compression_type: Option<String>,
+        #[serde(default = "lz4")] data_compression_type: String,
         subnet_id: String [replace],
         #[serde(default)] security_group_ids: Vec<String> [replace],
         file_system_type_version: Option<String> [replace],
@@ -35,11 +35,11 @@ attributes! {
 
 impl Config {
     fn deployment_type(&self) -> LustreDeploymentType {
-        LustreDeploymentType::from(self.deployment_type.as_deref().unwrap_or(DEFAULT_DEPLOYMENT))
+        LustreDeploymentType::from(self.deployment_type.as_str())
     }
 
     fn compression(&self) -> DataCompressionType {
-        DataCompressionType::from(self.data_compression_type.as_deref().unwrap_or("LZ4"))
+        DataCompressionType::from(self.data_compression_type.as_str())
     }
 
     fn persistent(&self) -> bool {
@@ -49,6 +49,15 @@ impl Config {
 
 /// The deployment type when the block names none.
 pub const DEFAULT_DEPLOYMENT: &str = "PERSISTENT_2";
+
+fn default_deployment() -> String {
+    DEFAULT_DEPLOYMENT.into()
+}
+
+/// Compression when the block names none: LZ4, as AWS recommends for Lustre.
+fn lz4() -> String {
+    "LZ4".into()
+}
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const UPDATE_TIMEOUT: Duration = Duration::from_secs(60 * 60);

@@ -110,7 +110,7 @@ impl Resource for IamInstanceProfile {
                     "name": p.instance_profile_name(),
                     "path": p.path(),
                     "role": p.roles().first().map(aws_sdk_iam::types::Role::role_name),
-                    "tags": p.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<serde_json::Map<String, Value>>(),
+                    "tags": super::iam_tag_table(p.tags()),
                 }),
                 mark: super::iam_mark(p.tags()),
             }))

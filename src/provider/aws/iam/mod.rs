@@ -115,6 +115,11 @@ pub(super) fn policy_value(encoded: &str) -> Result<Value, ProviderError> {
     serde_json::from_str(&text).map_err(|e| ProviderError::permanent(format!("IAM returned a policy document that is not JSON: {e}")))
 }
 
+/// IAM tags as a table, as a block writes them.
+pub(super) fn iam_tag_table(tags: &[aws_sdk_iam::types::Tag]) -> Value {
+    super::tag_table(tags.iter().map(|t| (Some(t.key()), Some(t.value()))))
+}
+
 /// The stack and address of the forge mark these IAM tags carry, if any.
 pub(super) fn iam_mark(tags: &[aws_sdk_iam::types::Tag]) -> Option<(String, String)> {
     super::mark_in(|k| tags.iter().find(|t| t.key() == k).map(aws_sdk_iam::types::Tag::value))

@@ -101,7 +101,7 @@ impl Resource for IamPolicy {
                 "path": policy.path(),
                 "description": policy.description(),
                 "policy": document,
-                "tags": policy.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<serde_json::Map<String, Value>>(),
+                "tags": super::iam_tag_table(policy.tags()),
             }),
             mark: super::iam_mark(policy.tags()),
         }))

@@ -72,6 +72,18 @@ async fn attached(aws: &Clients, name: &str) -> Result<Option<Vec<String>>, Prov
     }))
 }
 
+/// The names of the role's inline policies.
+async fn inline_names(aws: &Clients, role: &str) -> Result<Vec<String>, ProviderError> {
+    let listed = aws
+        .iam
+        .list_role_policies()
+        .role_name(role)
+        .send()
+        .await
+        .map_err(|e| error(aws, "ListRolePolicies", e))?;
+    Ok(listed.policy_names().to_vec())
+}
+
 fn nothing_attached() -> Config {
     Config {
         name: String::new(),
@@ -147,24 +159,17 @@ impl Resource for IamRole {
             return Ok(None);
         };
         let trust = role.assume_role_policy_document().map(super::policy_value).transpose()?;
-        let names = aws
-            .iam
-            .list_role_policies()
-            .role_name(id)
-            .send()
-            .await
-            .map_err(|e| error(aws, "ListRolePolicies", e))?;
         let mut inline = Map::new();
-        for name in names.policy_names() {
+        for name in inline_names(aws, id).await? {
             let policy = aws
                 .iam
                 .get_role_policy()
                 .role_name(id)
-                .policy_name(name)
+                .policy_name(&name)
                 .send()
                 .await
                 .map_err(|e| error(aws, "GetRolePolicy", e))?;
-            inline.insert(name.clone(), super::policy_value(policy.policy_document())?);
+            inline.insert(name, super::policy_value(policy.policy_document())?);
         }
         Ok(Some(Inspected {
             outputs: outputs(&role),
@@ -175,7 +180,7 @@ impl Resource for IamRole {
                 "assume_role_policy": trust,
                 "managed_policy_arns": attached(aws, id).await?.unwrap_or_default(),
                 "inline_policies": inline,
-                "tags": role.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<Map<String, Value>>(),
+                "tags": super::iam_tag_table(role.tags()),
             }),
             mark: super::iam_mark(role.tags()),
         }))
@@ -220,7 +225,7 @@ impl Resource for IamRole {
                     "name": role.role_name(),
                     "path": role.path(),
                     "description": role.description(),
-                    "tags": role.tags().iter().map(|t| (t.key().to_owned(), Value::from(t.value()))).collect::<Map<String, Value>>(),
+                    "tags": super::iam_tag_table(role.tags()),
                 }),
             })
             .into_iter()
@@ -299,16 +304,10 @@ impl Resource for IamRole {
         for profile in profiles.instance_profiles() {
             remove_role(aws, profile.instance_profile_name(), id).await?;
         }
-        let inline = aws
-            .iam
-            .list_role_policies()
-            .role_name(id)
-            .send()
-            .await
-            .map_err(|e| error(aws, "ListRolePolicies", e))?;
+        let inline = inline_names(aws, id).await?;
         let present = Config {
             managed_policy_arns: attached,
-            inline_policies: inline.policy_names().iter().map(|n| (n.clone(), Value::Null)).collect(),
+            inline_policies: inline.into_iter().map(|n| (n, Value::Null)).collect(),
             ..nothing_attached()
         };
         sync_policies(aws, id, &present, &nothing_attached()).await?;

@@ -43,7 +43,7 @@ fn on_demand() -> String {
 }
 
 /// `scaling = { min = 0, max = 2 }` (min > 0: static nodes).
-#[derive(Deserialize, PartialEq, Clone, Copy)]
+#[derive(Deserialize, serde::Serialize, PartialEq, Clone, Copy)]
 #[serde(deny_unknown_fields)]
 struct Scaling {
     min: i32,
