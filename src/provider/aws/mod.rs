@@ -470,6 +470,12 @@ pub fn mark_tags<'a>(ctx: &'a Ctx, token: &'a str) -> [(&'static str, &'a str); 
     ]
 }
 
+/// The ARN of the object `forge import` marks (`what`, as the error names it), or the error
+/// that it went since it was read.
+pub fn still_there<'a>(what: &str, arn: Option<&'a str>) -> Result<&'a str, ProviderError> {
+    arn.ok_or_else(|| ProviderError::permanent(format!("{what} no longer exists")))
+}
+
 /// The stack and address of the forge mark an object carries, `tag` reading one of its tags.
 pub fn mark_in<'t>(tag: impl Fn(&str) -> Option<&'t str>) -> Option<(String, String)> {
     Some((tag("forge:stack")?.to_owned(), tag("forge:address").unwrap_or_default().to_owned()))

@@ -313,6 +313,11 @@ fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
             .role_arn(&role)
             .version("1.31")
             .resources_vpc_config(vpc_config)
+            .access_config(
+                aws_sdk_eks::types::CreateAccessConfigRequest::builder()
+                    .authentication_mode(aws_sdk_eks::types::AuthenticationMode::Api)
+                    .build(),
+            )
             .send()
             .await
             .unwrap();
@@ -329,6 +334,49 @@ fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
         {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+        eks.create_addon()
+            .cluster_name("legacy")
+            .addon_name("vpc-cni")
+            .send()
+            .await
+            .unwrap();
+        eks.create_access_entry()
+            .cluster_name("legacy")
+            .principal_arn(&role)
+            .send()
+            .await
+            .unwrap();
+        eks.associate_access_policy()
+            .cluster_name("legacy")
+            .principal_arn(&role)
+            .policy_arn("arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy")
+            .access_scope(
+                aws_sdk_eks::types::AccessScope::builder()
+                    .r#type(aws_sdk_eks::types::AccessScopeType::Cluster)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let issuer = eks.describe_cluster().name("legacy").send().await.unwrap();
+        let issuer = issuer
+            .cluster()
+            .unwrap()
+            .identity()
+            .unwrap()
+            .oidc()
+            .unwrap()
+            .issuer()
+            .unwrap()
+            .to_owned();
+        let oidc = iam
+            .create_open_id_connect_provider()
+            .url(&issuer)
+            .client_id_list("sts.amazonaws.com")
+            .send()
+            .await
+            .unwrap();
+        let oidc = oidc.open_id_connect_provider_arn().unwrap().to_owned();
         let scaling = aws_sdk_eks::types::NodegroupScalingConfig::builder()
             .min_size(1)
             .max_size(2)
@@ -391,6 +439,8 @@ fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
             .unwrap();
         let home = home.file_system_id().to_owned();
         BTreeMap::from([
+            ("issuer", issuer),
+            ("oidc", oidc),
             ("policy", policy),
             ("home", home),
             ("subnet", subnet),
@@ -439,7 +489,7 @@ name = "legacy"
 role_arn = "${{aws_iam_role.cluster.arn}}"
 version = "1.31"
 subnet_ids = ["{subnet}"]
-authentication_mode = "CONFIG_MAP"
+authentication_mode = "API"
 
 [aws_eks_nodegroup.cpu]
 cluster_name = "${{aws_eks_cluster.main.name}}"
@@ -467,8 +517,21 @@ role = "${{aws_iam_role.cluster.name}}"
 [aws_efs_file_system.home]
 encrypted = true
 throughput_mode = "bursting"
+
+[aws_eks_addon.cni]
+cluster_name = "${{aws_eks_cluster.main.name}}"
+name = "vpc-cni"
+
+[aws_eks_access_entry.cluster_role]
+cluster_name = "${{aws_eks_cluster.main.name}}"
+principal_arn = "${{aws_iam_role.cluster.arn}}"
+policies = [{{ arn = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy" }}]
+
+[aws_iam_oidc_provider.eks]
+url = "{issuer}"
 "#,
-        subnet = made["subnet"]
+        subnet = made["subnet"],
+        issuer = made["issuer"]
     );
     // Blocks that differ from the objects: the import's plan brings each to its block.
     let differing = stack
@@ -494,7 +557,7 @@ throughput_mode = "bursting"
         .replace("${aws_iam_role.cluster.arn}", &made["role"])
         .replace("${aws_eks_cluster.main.name}", "legacy")
         // Left to its default, which the cluster does not have: the plan changes it.
-        .replace("authentication_mode = \"CONFIG_MAP\"\n", "");
+        .replace("authentication_mode = \"API\"\n", "");
     aws.write("differing.toml", &differing);
     for (address, id) in [
         ("aws_route_table.public", made["table"].as_str()),
@@ -511,6 +574,7 @@ throughput_mode = "bursting"
     assert!(aws.ids("differing.toml").is_empty());
 
     aws.write("all.toml", &stack);
+    let entry = format!("legacy/{}", made["role"]);
     let imports = [
         ("aws_internet_gateway.igw", made["igw"].as_str(), "ec2:CreateTags"),
         ("aws_eip.nat", made["eip"].as_str(), "ec2:CreateTags"),
@@ -528,6 +592,9 @@ throughput_mode = "bursting"
             made["home"].as_str(),
             "elasticfilesystem:POST /2015-02-01/resource-tags/",
         ),
+        ("aws_eks_addon.cni", "legacy/vpc-cni", "eks:POST /tags/"),
+        ("aws_eks_access_entry.cluster_role", &entry, "eks:POST /tags/"),
+        ("aws_iam_oidc_provider.eks", made["oidc"].as_str(), "iam:TagOpenIDConnectProvider"),
     ];
     for (address, id, marking) in imports {
         aws.calls();

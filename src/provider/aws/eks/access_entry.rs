@@ -5,7 +5,7 @@
 
 use super::{NOT_FOUND, Object, create_tags, created_or_own, owned, sync_tags};
 use crate::provider::aws::{Claim, Clients, Status, child_id, error, found, parse, split, tolerate};
-use crate::provider::{Cloud, Created, Ctx, FieldType, Observed, ProviderError, Resource};
+use crate::provider::{Cloud, Created, Ctx, FieldType, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{AccessEntry, AccessScope, AccessScopeType};
 use serde::Deserialize;
@@ -198,6 +198,53 @@ impl Resource for EksAccessEntry {
         }))
         .await?;
         Ok(found.into_iter().flatten().collect())
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The entry `cluster/principal ARN` with its access policies.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let (cluster, principal) = split(id);
+        let aws = cloud.aws().await;
+        let Some(entry) = describe(aws, cluster, principal).await? else {
+            return Ok(None);
+        };
+        let policies: Vec<Value> = associated(aws, cluster, principal)
+            .await?
+            .into_iter()
+            .map(|(arn, namespaces)| {
+                if namespaces.is_empty() {
+                    json!({ "arn": arn })
+                } else {
+                    json!({ "arn": arn, "namespaces": namespaces })
+                }
+            })
+            .collect();
+        Ok(Some(Inspected {
+            outputs: outputs(cluster, &entry),
+            attributes: json!({
+                "cluster_name": entry.cluster_name(),
+                "principal_arn": entry.principal_arn(),
+                "kubernetes_groups": entry.kubernetes_groups(),
+                "username": entry.username(),
+                "policies": policies,
+                "tags": entry.tags(),
+            }),
+            mark: super::mark_of(entry.tags()),
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let (cluster, principal) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let entry = describe(aws, cluster, principal).await?;
+        let arn = crate::provider::aws::still_there(
+            &format!("the access entry `{id}`"),
+            entry.as_ref().and_then(AccessEntry::access_entry_arn),
+        )?;
+        super::mark(ctx, aws, arn, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

@@ -6,7 +6,7 @@
 use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, planned_child_id, sync_tags, wait_update};
 use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, found, parse, wait_for};
 use crate::provider::aws::{child_id, live_children, split};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, prior_output, timeout};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource, prior_output, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{Addon, AddonStatus, ResolveConflicts};
 use serde_json::{Value, json};
@@ -146,6 +146,36 @@ impl Resource for EksAddon {
         live_children(ids, |cluster| async move { members!(eks aws, list_addons, addons, cluster) })
             .await
             .map(Observed::existing)
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The add-on `cluster/name`, in the block's terms.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let (cluster, name) = split(id);
+        let blank = |v: Option<&str>| v.filter(|s| !s.is_empty()).map(str::to_owned);
+        Ok(describe(cloud.aws().await, cluster, name).await?.map(|a| Inspected {
+            outputs: outputs(cluster, &a),
+            attributes: json!({
+                "cluster_name": a.cluster_name(),
+                "name": a.addon_name(),
+                "version": a.addon_version(),
+                "service_account_role_arn": blank(a.service_account_role_arn()),
+                "configuration_values": blank(a.configuration_values()),
+                "tags": a.tags(),
+            }),
+            mark: super::mark_of(a.tags()),
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let (cluster, name) = split(id);
+        let aws = ctx.cloud.aws().await;
+        let addon = describe(aws, cluster, name).await?;
+        let arn = crate::provider::aws::still_there(&format!("the EKS add-on `{id}`"), addon.as_ref().and_then(Addon::addon_arn))?;
+        super::mark(ctx, aws, arn, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

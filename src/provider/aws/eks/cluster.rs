@@ -216,10 +216,9 @@ impl Resource for EksCluster {
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let cluster = describe(aws, id)
-            .await?
-            .ok_or_else(|| ProviderError::permanent(format!("the EKS cluster `{id}` no longer exists")))?;
-        super::mark(ctx, aws, cluster.arn().unwrap_or_default(), token).await
+        let cluster = describe(aws, id).await?;
+        let arn = crate::provider::aws::still_there(&format!("the EKS cluster `{id}`"), cluster.as_ref().and_then(Cluster::arn))?;
+        super::mark(ctx, aws, arn, token).await
     }
 
     fn lookups(&self) -> Lookups {

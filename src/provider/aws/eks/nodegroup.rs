@@ -255,10 +255,12 @@ impl Resource for EksNodegroup {
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         let (cluster, name) = split(id);
         let aws = ctx.cloud.aws().await;
-        let group = describe(aws, cluster, name)
-            .await?
-            .ok_or_else(|| ProviderError::permanent(format!("the EKS node group `{id}` no longer exists")))?;
-        super::mark(ctx, aws, group.nodegroup_arn().unwrap_or_default(), token).await
+        let group = describe(aws, cluster, name).await?;
+        let arn = crate::provider::aws::still_there(
+            &format!("the EKS node group `{id}`"),
+            group.as_ref().and_then(Nodegroup::nodegroup_arn),
+        )?;
+        super::mark(ctx, aws, arn, token).await
     }
 
     /// A size range leaves the desired size to the cluster autoscaler.

@@ -333,10 +333,9 @@ impl Resource for FsxLustre {
 
     async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
         let aws = ctx.cloud.aws().await;
-        let fs = describe(aws, id)
-            .await?
-            .ok_or_else(|| ProviderError::permanent(format!("the file system `{id}` no longer exists")))?;
-        super::mark(ctx, aws, fs.resource_arn().unwrap_or_default(), token).await
+        let fs = describe(aws, id).await?;
+        let arn = crate::provider::aws::still_there(&format!("the file system `{id}`"), fs.as_ref().and_then(FileSystem::resource_arn))?;
+        super::mark(ctx, aws, arn, token).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, _config: &Value) -> Result<Option<String>, ProviderError> {

@@ -1,9 +1,9 @@
 //! `aws_iam_oidc_provider`: an IAM OpenID Connect provider, e.g. an EKS cluster's issuer for
 //! IAM roles for service accounts. Client ids and thumbprints change in place.
 
-use super::{gone_ok, iam_owned, made_or_adopted, own_arn};
-use crate::provider::aws::{Claim, Clients, error, existing, parse};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource};
+use super::{NO_SUCH_ENTITY, gone_ok, iam_owned, made_or_adopted, own_arn};
+use crate::provider::aws::{Claim, Clients, error, existing, found, parse};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource};
 use crate::schema::attributes;
 use aws_sdk_iam::operation::create_open_id_connect_provider::CreateOpenIdConnectProviderOutput;
 use serde_json::{Value, json};
@@ -114,6 +114,47 @@ impl Resource for IamOidcProvider {
     async fn read(&self, cloud: &Cloud, _stack: &str, ids: &[String]) -> Result<Vec<Observed>, ProviderError> {
         let arns = arns(cloud.aws().await).await?;
         Ok(existing(ids, arns.iter().map(String::as_str)))
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The provider by ARN: its URL (IAM keeps it without `https://`), clients and thumbprints.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let aws = cloud.aws().await;
+        let answer = aws.iam.get_open_id_connect_provider().open_id_connect_provider_arn(id).send().await;
+        Ok(found(aws, "GetOpenIDConnectProvider", answer, NO_SUCH_ENTITY)?.map(|p| {
+            let url = p.url().map(|u| {
+                if u.starts_with("https://") {
+                    u.to_owned()
+                } else {
+                    format!("https://{u}")
+                }
+            });
+            Inspected {
+                outputs: json!({ "id": id, "arn": id, "url": url }),
+                attributes: json!({
+                    "url": url,
+                    "client_ids": p.client_id_list(),
+                    "thumbprints": p.thumbprint_list(),
+                    "tags": super::iam_tag_table(p.tags()),
+                }),
+                mark: super::iam_mark(p.tags()),
+            }
+        }))
+    }
+
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let aws = ctx.cloud.aws().await;
+        aws.iam
+            .tag_open_id_connect_provider()
+            .open_id_connect_provider_arn(id)
+            .set_tags(Some(super::mark_tags(ctx, token)))
+            .send()
+            .await
+            .map_err(|e| error(aws, "TagOpenIDConnectProvider", e))?;
+        Ok(())
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {
