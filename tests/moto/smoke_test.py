@@ -320,6 +320,37 @@ class Launcher(Launched):
         with urllib.request.urlopen(request, context=context) as answer:
             return json.loads(answer.read())["items"]
 
+    def test_price_list(self):
+        pricing = boto3.client("pricing", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id="151515151515", aws_secret_access_key="x")
+        exact = {"instanceType": "p5.48xlarge", "regionCode": "us-west-2", "operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
+        term = lambda pairs: [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in pairs.items()]  # noqa: E731
+        found = pricing.get_products(ServiceCode="AmazonEC2", Filters=term(exact))["PriceList"]
+        self.assertEqual(len(found), 1, "only the right filters give one record")
+        item = json.loads(found[0])
+        self.assertEqual(item["product"]["attributes"]["usagetype"], "USW2-BoxUsage:p5.48xlarge")
+        (on_demand,) = item["terms"]["OnDemand"].values()
+        (dimension,) = on_demand["priceDimensions"].values()
+        self.assertEqual((dimension["unit"], dimension["pricePerUnit"]["USD"]), ("Hrs", "55.0400000000"))
+        self.assertIn("Reserved", item["terms"])
+        # A loose filter matches the decoys: Windows, dedicated, SQL Server, the reservation statuses.
+        loose = {k: v for k, v in exact.items() if k in ("instanceType", "regionCode")}
+        self.assertEqual(len(pricing.get_products(ServiceCode="AmazonEC2", Filters=term(loose))["PriceList"]), 6)
+        # Pages of MaxResults, ANY_OF, and EKS's two cluster-hour prices.
+        page = pricing.get_products(ServiceCode="AmazonEC2", Filters=term(loose), MaxResults=4)
+        rest = pricing.get_products(ServiceCode="AmazonEC2", Filters=term(loose), MaxResults=4, NextToken=page["NextToken"])
+        self.assertEqual((len(page["PriceList"]), len(rest["PriceList"]), "NextToken" in rest), (4, 2, False))
+        any_of = [{"Type": "ANY_OF", "Field": "usagetype", "Value": "USW2-AmazonEKS-Hours:perCluster,USW2-AmazonEKS-Hours:extendedSupport"}]
+        eks = [json.loads(p) for p in pricing.get_products(ServiceCode="AmazonEKS", Filters=any_of)["PriceList"]]
+        prices = sorted(next(iter(next(iter(e["terms"]["OnDemand"].values()))["priceDimensions"].values()))["pricePerUnit"]["USD"] for e in eks)
+        self.assertEqual(prices, ["0.1000000000", "0.6000000000"])
+        services = [s["ServiceCode"] for s in pricing.describe_services()["Services"]]
+        self.assertEqual(services, ["AmazonEC2", "AmazonEFS", "AmazonEKS", "AmazonFSx"])
+        # The API is served in three regions only.
+        elsewhere = boto3.client("pricing", endpoint_url=self.url, region_name="us-west-2", aws_access_key_id="151515151515", aws_secret_access_key="x")
+        with self.assertRaises(ClientError) as refused:
+            elsewhere.get_products(ServiceCode="AmazonEC2")
+        self.assertIn("us-east-1", refused.exception.response["Error"]["Message"])
+
     def test_eks_access_entries(self):
         account = "141414141414"
         eks = self.client("eks", account)

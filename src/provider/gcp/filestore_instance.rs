@@ -4,11 +4,11 @@
 //! the data, so the plan marks it and `forge up` refuses it without `--allow-data-loss`.
 //! Description, labels and deletion protection change in place, in one patch.
 
-use super::marker::{made_by, marked_description, observed, remarked_description};
+use super::marker::{made_by, mark_of, marked_description, observed, remarked_description, split_description};
 use super::operation::wait_done;
 use super::resumable::{self, Tracked};
 use super::{Clients, error_in};
-use crate::provider::{Cloud, Created, Ctx, Observed, ProviderError, Resource, parse, timeout};
+use crate::provider::{Cloud, Created, Ctx, Inspected, Observed, ProviderError, Resource, parse, timeout};
 use crate::schema::attributes;
 use google_cloud_filestore_v1::model::{FileShareConfig, Instance, NetworkConfig, instance, network_config};
 use google_cloud_longrunning::model::Operation;
@@ -233,6 +233,48 @@ impl Resource for FilestoreInstance {
             }
         }
         Ok(seen)
+    }
+
+    fn importable(&self) -> bool {
+        true
+    }
+
+    /// The instance by path (`projects/<p>/locations/<zone>/instances/<name>`), its own
+    /// description apart from a forge mark.
+    async fn inspect(&self, cloud: &Cloud, id: &str) -> Result<Option<Inspected>, ProviderError> {
+        let gcp = cloud.gcp().await?;
+        Ok(resumable::get::<Instances>(gcp, id).await?.map(|i| {
+            let (own, _) = split_description(&i.description);
+            let mut attributes = attributes(&i, &own);
+            attributes["location"] = json!(id.split('/').nth(3));
+            Inspected {
+                outputs: outputs(id, &i),
+                attributes,
+                mark: mark_of(&i.description),
+            }
+        }))
+    }
+
+    /// Filestore instances carry forge's mark in their description, after their own: one patch.
+    async fn mark(&self, ctx: &Ctx, id: &str, token: &str) -> Result<(), ProviderError> {
+        let gcp = ctx.cloud.gcp().await?;
+        let live = resumable::get::<Instances>(gcp, id)
+            .await?
+            .ok_or_else(|| ProviderError::permanent(format!("the Filestore instance `{id}` no longer exists")))?;
+        let (own, _) = split_description(&live.description);
+        let op = gcp
+            .filestore
+            .update_instance()
+            .set_instance(
+                Instance::new()
+                    .set_name(id)
+                    .set_description(marked_description(ctx, token, Some(&own))),
+            )
+            .set_update_mask(google_cloud_wkt::FieldMask::default().set_paths(["description"]))
+            .send()
+            .await
+            .map_err(|e| error(gcp, "instances.patch", e))?;
+        wait_operation(ctx, gcp, "instances.patch", op, OPERATION_TIMEOUT).await
     }
 
     async fn find(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Option<String>, ProviderError> {

@@ -71,6 +71,16 @@ pub(super) fn made_by(ctx: &Ctx, token: &str, description: Option<&str>) -> bool
     fields.is_some_and(|f| crate::provider::made_by(ctx, token, |k| f.get(k).map(String::as_str)))
 }
 
+/// The stack and address of the forge mark a description carries, if any (`forge import`).
+pub(super) fn mark_of(description: &str) -> Option<(String, String)> {
+    let (_, fields) = split_description(description);
+    let fields = fields?;
+    Some((
+        fields.get("forge:stack")?.clone(),
+        fields.get("forge:address").cloned().unwrap_or_default(),
+    ))
+}
+
 /// The error for a name taken by an object this resource did not create.
 pub(super) fn name_taken(ctx: &Ctx, what: &str, name: &str) -> ProviderError {
     ProviderError::permanent(format!(

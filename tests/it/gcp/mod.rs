@@ -1408,6 +1408,59 @@ zone = "us-central1-a"
     assert_eq!(names, ["default-pool"]);
 }
 
+/// `forge import` of a Filestore instance made outside forge: its description gains forge's
+/// mark after its own, the next plan has nothing to do, and another stack may not take it.
+#[test]
+fn an_imported_filestore_instance_is_marked_in_its_description() {
+    let gcp = Gcp::new();
+    let (status, _) = gcp.compute(
+        "POST",
+        "global/networks",
+        json!({ "name": "files", "autoCreateSubnetworks": false }),
+    );
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let instance = json!({
+        "tier": "BASIC_SSD",
+        "description": "shared datasets",
+        "fileShares": [{ "name": "data", "capacityGb": 2560 }],
+        "networks": [{ "network": "files", "modes": ["MODE_IPV4"] }],
+    });
+    let path = format!(
+        "/file/v1/projects/{}/locations/us-central1-a/instances?instanceId=datasets",
+        gcp.project
+    );
+    let (status, body) = crate::support::request("POST", &path, &instance.to_string());
+    assert_eq!(status, 200, "{body}");
+    let id = format!("projects/{}/locations/us-central1-a/instances/datasets", gcp.project);
+    while gcp.located("file", "us-central1-a/instances/datasets")["state"] != "READY" {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let stack = |name: &str| {
+        format!(
+            "[stack]\nname = \"{name}\"\n[gcp]\nproject = \"PROJECT\"\nregion = \"us-central1\"\n[google_filestore_instance.data]\nname = \"datasets\"\nlocation = \"us-central1-a\"\ntier = \"BASIC_SSD\"\nnetwork = \"files\"\nshare_name = \"data\"\ncapacity_gib = 2560\ndescription = \"shared datasets\"\n"
+        )
+    };
+    gcp.write("files.toml", &stack("files"));
+    let out = gcp.ok(&["import", "files.toml", "google_filestore_instance.data", &id]);
+    assert!(out.contains("as `google_filestore_instance.data`"), "{out}");
+    let description = gcp.located("file", "us-central1-a/instances/datasets")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        description.starts_with("shared datasets [forge:stack=files forge:address=google_filestore_instance.data forge:token="),
+        "{description}"
+    );
+    let (code, stderr) = gcp.forge(&["plan", "files.toml", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    gcp.write("other.toml", &stack("other"));
+    let (code, stderr) = gcp.forge(&["import", "other.toml", "google_filestore_instance.data", &id]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(flat(&stderr).contains("belongs to the forge stack `files`"), "{stderr}");
+}
+
 /// GPUDirect pools on a cluster forge did not make: with its multi-networking off the plan
 /// says so before anything is made; once it is on, the pool's networks are made as for a
 /// cluster forge makes, and destroy takes them and the pool and leaves the cluster.

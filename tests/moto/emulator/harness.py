@@ -53,7 +53,8 @@
     {"cluster", "mode"} makes its endpoint refuse connections ("refuse"), answer 401
     ("unauthorized") or 403 ("forbidden"), or answer again ("open"); POST /_forge/kubernetes/stall makes
     writes to matching paths answer only after some seconds (they take effect at once);
-  * sends the SigV4 service `pcs` (AWS Parallel Computing Service, which moto lacks) to pcs.py;
+  * sends the SigV4 service `pcs` (AWS Parallel Computing Service, which moto lacks) to pcs.py,
+    and `pricing` (the Price List Query API, which moto also lacks) to pricing.py;
     POST /_forge/pcs/failures makes matching compute node groups fail their create;
   * mirrors the release hosts of Kubernetes bundles (bundles.py): GET /_forge/bundles/<host>/<path>,
     as forge's FORGE_BUNDLE_MIRROR reaches them; POST /_forge/bundles {"path", "text"} serves a
@@ -87,14 +88,14 @@ from .gcp_compute import Compute
 from .gcp_container import Container
 from .gcp_filestore import Filestore
 from .gcs import Storage
-from . import aws_model, bundles, capacity, google_model, kubernetes, pcs
+from . import aws_model, bundles, capacity, google_model, kubernetes, pcs, pricing
 from .phases import set_phase_seconds
 
 
 DEFAULT_ACCOUNT = "123456789012"
 COMPUTE = Compute()
 GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE), Storage()]  # served instead of moto below their path prefix
-PCS = pcs.Pcs()  # served instead of moto for the SigV4 service `pcs`, which moto lacks
+OWN_AWS = {"pcs": pcs.Pcs(), "pricing": pricing.Pricing()}  # served instead of moto: the AWS services it lacks, by SigV4 service
 
 
 # --- the middleware: accounts, request counter, faults, latency ------------------------------
@@ -109,6 +110,7 @@ THROTTLE = {
     "elasticfilesystem": (429, "application/json", '{"ErrorCode":"ThrottlingException","Message":"Rate exceeded"}'),
     "s3": (503, "application/xml", "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"),
     "pcs": (400, "application/x-amz-json-1.0", '{"__type":"ThrottlingException","message":"Rate exceeded"}'),
+    "pricing": (400, "application/x-amz-json-1.1", '{"__type":"ThrottlingException","Message":"Rate exceeded"}'),
 }
 SERVER_ERROR = {
     "ec2": (500, "text/xml", "<Response><Errors><Error><Code>InternalError</Code><Message>An internal error has occurred.</Message></Error></Errors><RequestID>forge-fault</RequestID></Response>"),
@@ -120,6 +122,7 @@ SERVER_ERROR = {
     "elasticfilesystem": (500, "application/json", '{"ErrorCode":"InternalServerError","Message":"Internal server error"}'),
     "s3": (500, "application/xml", "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>"),
     "pcs": (500, "application/x-amz-json-1.0", '{"__type":"InternalServerException","message":"Internal server error"}'),
+    "pricing": (500, "application/x-amz-json-1.1", '{"__type":"InternalErrorException","Message":"An internal error occurred"}'),
 }
 # REST-JSON services name the error in a header.
 ERROR_TYPE_HEADERS = {"eks": {429: "ThrottlingException", 500: "ServerException"}, "elasticfilesystem": {429: "ThrottlingException", 500: "InternalServerError"}}
@@ -188,7 +191,7 @@ class Harness:
             key, service = match.groups() if match else ("", "")
             account = key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT
             environ["HTTP_X_MOTO_ACCOUNT_ID"] = account
-            name, mutation, app = f"{service}:{operation(service, environ, body)}", False, PCS if service == "pcs" else self.app
+            name, mutation, app = f"{service}:{operation(service, environ, body)}", False, OWN_AWS.get(service, self.app)
         rejected = self.check(google, service, environ, body, account, name)
         if google is None and any(self.applies(r, account, name) for r in self.ignore_filters):
             body = without_filters(body)
