@@ -456,16 +456,41 @@ pub trait Resource: Declared + Send + Sync + 'static {
     fn mark(&self, _ctx: &Ctx, _id: &str, _token: &str) -> impl Future<Output = Result<(), ProviderError>> + Send {
         async { Err(ProviderError::permanent("this kind cannot be imported")) }
     }
-    /// Which forms of `existing` the kind reads with [`Resource::look_up`]; by default none:
-    /// a block of the kind cannot name an existing object.
+    /// Which forms of `existing` the kind reads with [`Resource::look_up`]; by default the id
+    /// `forge import` takes, for a kind it imports, else none: a block of the kind cannot name
+    /// an existing object.
     fn lookups(&self) -> Lookups {
-        Lookups::NONE
+        if self.importable() {
+            Lookups {
+                id: Some("its id, as `forge import` takes it"),
+                tags: false,
+                attributes: &[],
+            }
+        } else {
+            Lookups::NONE
+        }
     }
     /// Reads the objects `selector` names, for a block that forge reads and never writes
     /// (`existing = …`): every match (the caller wants exactly one), in as few calls as the
-    /// API allows, and nothing else — no tag, no change.
-    fn look_up(&self, _cloud: &Cloud, _selector: &Selector) -> impl Future<Output = Result<Vec<Found>, ProviderError>> + Send {
-        async { Ok(Vec::new()) }
+    /// API allows, and nothing else — no tag, no change. By default, an id is read as
+    /// `forge import` reads it ([`Resource::inspect`]).
+    fn look_up(&self, cloud: &Cloud, selector: &Selector) -> impl Future<Output = Result<Vec<Found>, ProviderError>> + Send {
+        async move {
+            let Selector::Id(id) = selector else { return Ok(Vec::new()) };
+            if !self.importable() {
+                return Ok(Vec::new());
+            }
+            Ok(self
+                .inspect(cloud, id)
+                .await?
+                .into_iter()
+                .map(|found| Found {
+                    id: id.clone(),
+                    outputs: found.outputs,
+                    attributes: found.attributes,
+                })
+                .collect())
+        }
     }
 }
 

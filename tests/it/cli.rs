@@ -1043,7 +1043,7 @@ fn existing_errors() {
     let d = Dir::new();
     let stack = |body: &str| format!("[stack]\nname = \"e\"\n[aws]\nregion = \"us-west-2\"\n{body}\n");
     let cases = [
-        ("existing_unsupported_kind", "[aws_eks_addon.cni]\nexisting = \"vpc-cni\"\n"),
+        ("existing_unsupported_kind", "[aws_launch_template.gpu]\nexisting = \"lt-0abc\"\n"),
         (
             "existing_with_attributes",
             "[aws_vpc.shared]\nexisting = \"vpc-0abc\"\ncidr_block = \"10.0.0.0/16\"\n",

@@ -230,3 +230,48 @@ fn existing_must_match_exactly_one_object() {
     );
     assert!(flat(&err).contains("forge state rm aws_vpc.mine"), "{err}");
 }
+
+/// Every kind forge imports takes `existing` by the id `forge import` takes: here a customer
+/// managed policy, by ARN, attached to a role forge makes, and left in place by destroy.
+#[test]
+fn an_existing_policy_is_read_by_arn_and_attached_to_a_role_forge_makes() {
+    let aws = Aws::new();
+    let document = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]}"#;
+    let policy = runtime()
+        .block_on(aws.iam().create_policy().policy_name("team-read").policy_document(document).send())
+        .unwrap();
+    let arn = policy.policy().unwrap().arn().unwrap().to_owned();
+    aws.write(
+        "uses.toml",
+        &format!(
+            r#"
+[stack]
+name = "uses"
+
+[aws]
+region = "us-west-2"
+
+[aws_iam_policy.shared]
+existing = "{arn}"
+
+[aws_iam_role.reader]
+name = "uses-team-read"
+assume_role_policy = {{ Version = "2012-10-17", Statement = [{{ Effect = "Allow", Principal = {{ Service = "ec2.amazonaws.com" }}, Action = "sts:AssumeRole" }}] }}
+managed_policy_arns = ["${{aws_iam_policy.shared.arn}}"]
+"#
+        ),
+    );
+    let out = aws.ok(&["up", "uses.toml", "--yes"]);
+    assert!(out.contains(&format!("<= aws_iam_policy.shared (aws_iam_policy, {arn})")), "{out}");
+    let attached = runtime()
+        .block_on(aws.iam().list_attached_role_policies().role_name("uses-team-read").send())
+        .unwrap();
+    assert_eq!(attached.attached_policies()[0].policy_arn(), Some(arn.as_str()));
+    let tags = runtime().block_on(aws.iam().list_policy_tags().policy_arn(&arn).send()).unwrap();
+    assert!(tags.tags().is_empty(), "a read leaves no mark: {tags:?}");
+
+    aws.ok(&["destroy", "uses.toml", "--yes"]);
+    runtime()
+        .block_on(aws.iam().get_policy().policy_arn(&arn).send())
+        .expect("the policy stays");
+}
