@@ -313,6 +313,10 @@ macro_rules! attributes {
                 }
                 full
             }
+
+            fn accepts(&self, config: &serde_json::Value) -> bool {
+                serde_json::from_value::<$config>(config.clone()).is_ok()
+            }
         }
     };
     (@source $output:ident) => { $crate::schema::Source::Cloud };

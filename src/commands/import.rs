@@ -133,9 +133,13 @@ pub(super) async fn prepare(session: &Session, stack: &Stack, state: &State, add
         status: Status::Created,
         id: Some(id.to_owned()),
         token: Some(uuid::Uuid::new_v4().to_string()),
-        config: as_it_is(&desired, &held_to(kind.as_ref(), &desired), &inspected.attributes, |config| {
-            kind.comparable(id, config)
-        }),
+        config: readable(
+            kind.as_ref(),
+            &desired,
+            as_it_is(&desired, &held_to(kind.as_ref(), &desired), &inspected.attributes, |config| {
+                kind.comparable(id, config)
+            }),
+        ),
         outputs: inspected.outputs,
         dependencies: resource.depends_on.clone(),
     })
@@ -202,15 +206,18 @@ pub(super) fn held_to_blocks(plan: &mut Plan, imported: &[ResourceRecord]) -> Re
             continue;
         };
         if change.action == Action::Replace {
-            let shown = |side: &Option<Value>, key: &str| {
+            let shown = |side: &Option<Value>, key: &str, absent: &str| {
                 side.as_ref()
                     .and_then(|v| v.get(key))
-                    .map_or_else(|| "(none)".to_owned(), crate::plan::render::value)
+                    .map_or_else(|| absent.to_owned(), crate::plan::render::value)
             };
             let differences: Vec<String> = change
                 .replace_because
                 .iter()
-                .map(|key| format!("  {key}: {} -> {}", shown(&change.after, key), shown(&change.before, key)))
+                .map(|key| {
+                    let block = shown(&change.after, key, "(left out: the kind's default)");
+                    format!("  {key}: {block} -> {}", shown(&change.before, key, "(none)"))
+                })
                 .collect();
             return Err(CommandError::new(
                 format!(
@@ -275,6 +282,31 @@ fn as_it_is(desired: &Value, defaults: &Value, live: &Value, comparable: impl Fn
         }
     }
     Value::Object(as_is)
+}
+
+/// `recorded` with each `null` the kind cannot read (an attribute it holds as a value, which
+/// the object lacks) taken as the block has it, or left out: a record the kind can always
+/// parse.
+fn readable(kind: &dyn Kind, desired: &Value, mut recorded: Value) -> Value {
+    let nulls: Vec<String> = recorded
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| v.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in nulls {
+        if kind.accepts(&recorded) {
+            break;
+        }
+        match desired.get(&key) {
+            Some(wanted) => recorded[&key] = wanted.clone(),
+            None => {
+                recorded.as_object_mut().map(|r| r.remove(&key));
+            }
+        }
+    }
+    recorded
 }
 
 /// The block with the kind's defaults for what it leaves out ([`Kind::with_defaults`]), but

@@ -335,6 +335,23 @@ pub trait Declared {
     fn with_defaults(&self, config: &Value) -> Value {
         config.clone()
     }
+    /// Whether the kind reads `config` (the attributes it holds, of the types it takes); by
+    /// default it takes anything.
+    fn accepts(&self, _config: &Value) -> bool {
+        true
+    }
+}
+
+/// `config` with the string lists at `keys` sorted: for [`Resource::comparable`], where the
+/// cloud keeps a list in no order.
+pub fn sorted_lists(config: &Value, keys: &[&str]) -> Value {
+    let mut config = config.clone();
+    for key in keys {
+        if let Some(list) = config.get_mut(*key).and_then(Value::as_array_mut) {
+            list.sort_by_key(Value::to_string);
+        }
+    }
+    config
 }
 
 /// A resource kind, e.g. `null` or `aws_vpc`, as its file writes it: a declaration
@@ -509,6 +526,8 @@ pub trait Kind: Send + Sync + 'static {
     fn comparable(&self, id: &str, config: &Value) -> Value;
     /// [`Declared::with_defaults`].
     fn with_defaults(&self, config: &Value) -> Value;
+    /// [`Declared::accepts`].
+    fn accepts(&self, config: &Value) -> bool;
     /// [`Resource::ignored_by_default`].
     fn ignored_by_default(&self, config: &Value) -> Vec<String>;
     /// [`Resource::presence`].
@@ -570,6 +589,9 @@ impl<R: Resource> Kind for R {
     }
     fn with_defaults(&self, config: &Value) -> Value {
         Declared::with_defaults(self, config)
+    }
+    fn accepts(&self, config: &Value) -> bool {
+        Declared::accepts(self, config)
     }
     fn ignored_by_default(&self, config: &Value) -> Vec<String> {
         Resource::ignored_by_default(self, config)

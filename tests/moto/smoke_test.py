@@ -343,6 +343,8 @@ class Launcher(Launched):
         eks = [json.loads(p) for p in pricing.get_products(ServiceCode="AmazonEKS", Filters=any_of)["PriceList"]]
         prices = sorted(next(iter(next(iter(e["terms"]["OnDemand"].values()))["priceDimensions"].values()))["pricePerUnit"]["USD"] for e in eks)
         self.assertEqual(prices, ["0.1000000000", "0.6000000000"])
+        by_code = [{"Type": "TERM_MATCH", "Field": "ServiceCode", "Value": "AmazonEKS"}]
+        self.assertEqual(len(pricing.get_products(ServiceCode="AmazonEKS", Filters=by_code)["PriceList"]), 9)
         services = [s["ServiceCode"] for s in pricing.describe_services()["Services"]]
         self.assertEqual(services, ["AmazonEC2", "AmazonEFS", "AmazonEKS", "AmazonFSx"])
         # The API is served in three regions only.

@@ -315,7 +315,17 @@ fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
             .resources_vpc_config(vpc_config)
             .access_config(
                 aws_sdk_eks::types::CreateAccessConfigRequest::builder()
-                    .authentication_mode(aws_sdk_eks::types::AuthenticationMode::Api)
+                    .authentication_mode(aws_sdk_eks::types::AuthenticationMode::ApiAndConfigMap)
+                    .build(),
+            )
+            .logging(
+                aws_sdk_eks::types::Logging::builder()
+                    .cluster_logging(
+                        aws_sdk_eks::types::LogSetup::builder()
+                            .types(aws_sdk_eks::types::LogType::Api)
+                            .enabled(true)
+                            .build(),
+                    )
                     .build(),
             )
             .send()
@@ -489,7 +499,7 @@ name = "legacy"
 role_arn = "${{aws_iam_role.cluster.arn}}"
 version = "1.31"
 subnet_ids = ["{subnet}"]
-authentication_mode = "API"
+logging = ["api"]
 
 [aws_eks_nodegroup.cpu]
 cluster_name = "${{aws_eks_cluster.main.name}}"
@@ -557,7 +567,7 @@ url = "{issuer}"
         .replace("${aws_iam_role.cluster.arn}", &made["role"])
         .replace("${aws_eks_cluster.main.name}", "legacy")
         // Left to its default, which the cluster does not have: the plan changes it.
-        .replace("authentication_mode = \"API\"\n", "");
+        .replace("logging = [\"api\"]\n", "");
     aws.write("differing.toml", &differing);
     for (address, id) in [
         ("aws_route_table.public", made["table"].as_str()),
@@ -572,6 +582,15 @@ url = "{issuer}"
         assert!(out.contains(&format!("~ {address} (")), "{address}: {out}");
     }
     assert!(aws.ids("differing.toml").is_empty());
+    // A mode EKS cannot go back to: the import's plan is refused, and nothing recorded.
+    aws.write(
+        "back.toml",
+        &differing.replace("version = \"1.31\"\n", "version = \"1.31\"\nauthentication_mode = \"CONFIG_MAP\"\n"),
+    );
+    let (code, err) = aws.forge(&["import", "back.toml", "aws_eks_cluster.main", "legacy", "--dry-run"]);
+    assert_eq!(code, 1, "{err}");
+    let flat = err.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("authentication mode only onwards"), "{err}");
 
     aws.write("all.toml", &stack);
     let entry = format!("legacy/{}", made["role"]);

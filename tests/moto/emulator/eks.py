@@ -9,7 +9,8 @@
     Describe/ListUpdates, UpdateClusterVersion, UpdateNodegroupVersion, UpdateNodegroupConfig registered, and
     UpdateClusterConfig answering with an update and merging resourcesVpcConfig (moto answers
     with the cluster and replaces the whole dict);
-  * CreateCluster's accessConfig, which moto drops (default CONFIG_MAP, as the API's), and the
+  * CreateCluster's accessConfig, which moto drops (default CONFIG_MAP, as the API's), its
+    authentication mode changed one way only, CONFIG_MAP -> API_AND_CONFIG_MAP -> API, and the
     endpoint-access defaults in resourcesVpcConfig;
   * EKS add-ons, which moto lacks: Create/Describe/List/Update/DeleteAddon, and
     DescribeAddonVersions over a small built-in catalogue (ADDON_CATALOGUE);
@@ -550,6 +551,13 @@ def update_cluster_config(self):
     cluster = self.eks_backend.describe_cluster(name=name)
     require_active_cluster(cluster)
     vpc, logging_, access = (self._get_param(p) for p in ("resourcesVpcConfig", "logging", "accessConfig"))
+    if access and "authenticationMode" in access:
+        modes = ("CONFIG_MAP", "API_AND_CONFIG_MAP", "API")
+        now = getattr(cluster, "access_config", DEFAULT_ACCESS_CONFIG)["authenticationMode"]
+        wanted = access["authenticationMode"]
+        if modes.index(wanted) < modes.index(now):
+            raise InvalidParameterException(clusterName=name, nodegroupName=None, addonName=None,
+                                            message=f"Unsupported authentication mode update from {now} to {wanted}")
     self.eks_backend.update_cluster_config(
         name=name,
         resources_vpc_config={**cluster.resources_vpc_config, **vpc} if vpc else None,

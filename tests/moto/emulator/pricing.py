@@ -4,10 +4,11 @@ ships (`pricing/2017-10-15/service-2.json`) by the harness (aws_model.py).
 
   * GetProducts over a built-in catalogue, filtered as the API filters (TERM_MATCH and EQUALS:
     the whole value, any case; CONTAINS; ANY_OF and NONE_OF: comma-separated values) on the
-    product's attributes, `productFamily` or `sku`, in pages of at most MaxResults (100) with
+    product's attributes (`ServiceCode` among them), `productFamily` or `sku`, field names in
+    any case, in pages of at most MaxResults (100) with
     an opaque NextToken; each PriceList item a JSON string in the API's shape: `product`
-    (`productFamily`, `attributes`, `sku`), `serviceCode`, `terms` with `OnDemand` and
-    `Reserved` offer terms whose `priceDimensions` carry `pricePerUnit.USD`, `version` and
+    (`productFamily`, `attributes`, `sku`), `serviceCode`, `terms` with `OnDemand` and a
+    one-year no-upfront `Reserved` offer term whose `priceDimensions` carry `pricePerUnit.USD`, `version` and
     `publicationDate`. DescribeServices lists the catalogue's services.
   * The catalogue (CATALOGUE): EC2 instances (Linux, shared tenancy, no pre-installed
     software, capacity status `Used`) of the GPU and CPU types forge's stacks use, in three
@@ -58,9 +59,9 @@ INSTANCES = {
 # The records that share an instance's type and region and differ in one attribute, with the
 # price factor of each: what a filter that leaves that attribute out would also match.
 DECOYS = [
-    ({"operatingSystem": "Windows", "licenseModel": "License included"}, Decimal("1.06")),
+    ({"operatingSystem": "Windows", "licenseModel": "License included", "operation": "RunInstances:0002"}, Decimal("1.06")),
     ({"tenancy": "Dedicated"}, Decimal("1.1")),
-    ({"preInstalledSw": "SQL Std"}, Decimal("1.25")),
+    ({"preInstalledSw": "SQL Std", "operation": "RunInstances:0004"}, Decimal("1.25")),
     ({"capacitystatus": "AllocatedCapacityReservation"}, Decimal("1")),
     ({"capacitystatus": "UnusedCapacityReservation"}, Decimal("1")),
 ]
@@ -73,14 +74,14 @@ def sku(*parts):
 def record(service, family, attributes, usd, unit, description):
     """One PriceList item as the API returns it, before it is made a string."""
     code = sku(service, json.dumps(attributes, sort_keys=True))
-    on_demand, reserved = "JRTCKXETXF", "6QCMYABX3D"
+    on_demand, reserved = "JRTCKXETXF", "4NA7Y494T4"  # On-Demand; 1-year standard No Upfront
     dimension = lambda term, price, what: {  # noqa: E731
         f"{code}.{term}.6YS6EN2CT7": {
             "unit": unit, "endRange": "Inf", "description": what, "appliesTo": [],
             "rateCode": f"{code}.{term}.6YS6EN2CT7", "beginRange": "0", "pricePerUnit": {"USD": f"{price:.10f}"},
         }
     }
-    # A one-year, all-upfront reservation: the term a parser that takes the first term it meets
+    # A one-year, no-upfront reservation: the term a parser that takes the first term it meets
     # could take instead of On-Demand.
     yearly = (Decimal(usd) * Decimal("0.6")).quantize(Decimal("0.0000000001"))
     return {
@@ -120,7 +121,8 @@ def ec2_instances():
                 if "capacitystatus" in changes:
                     attributes["usagetype"] = f"{prefix}{'Reservation' if 'Allocated' in changes['capacitystatus'] else 'UnusedBox'}:{instance_type}"
                 decoy = price * more
-                yield record("AmazonEC2", "Compute Instance", attributes, decoy, "Hrs", f"${decoy:.4f} per {' '.join(changes.values())} {instance_type} Instance Hour")
+                what = " ".join(v for k, v in changes.items() if k != "operation")
+                yield record("AmazonEC2", "Compute Instance", attributes, decoy, "Hrs", f"${decoy:.4f} per {what} {instance_type} Instance Hour")
 
 
 def per_region(service, family, usd, unit, description, **attributes):
@@ -167,13 +169,11 @@ class PriceListError(Exception):
 
 
 def matches(product, condition):
-    kind, field, value = condition["Type"], condition["Field"], condition["Value"]
-    if field == "productFamily":
-        have = product["productFamily"]
-    elif field == "sku":
-        have = product["sku"]
-    else:
-        have = product["attributes"].get(field)
+    """Field names are matched in any case (`ServiceCode`, `servicecode`), as the API does."""
+    kind, field, value = condition["Type"], condition["Field"].lower(), condition["Value"]
+    fields = {k.lower(): v for k, v in product["attributes"].items()}
+    fields.update(productfamily=product["productFamily"], sku=product["sku"])
+    have = fields.get(field)
     if have is None:
         return kind == "NONE_OF"
     have = have.lower()
@@ -196,30 +196,40 @@ def get_products(request):
     version = request.get("FormatVersion", "aws_v1")
     if version != "aws_v1":
         raise PriceListError("InvalidParameterException", f"Unsupported FormatVersion {version}; the only one is aws_v1.")
-    size = request.get("MaxResults", 100)
     filters = request.get("Filters") or []
     found = [r for r in CATALOGUE if r["serviceCode"] == service and all(matches(r["product"], f) for f in filters)]
+    page, following = page_of(found, request, 100)
+    answer = {"FormatVersion": "aws_v1", "PriceList": [json.dumps(r) for r in page]}
+    if following:
+        answer["NextToken"] = following
+    return answer
+
+
+def page_of(items, request, size):
+    """One page of `items` for MaxResults / NextToken, and the next page's token."""
     start = 0
     if request.get("NextToken"):
         try:
             start = int(base64.b64decode(request["NextToken"]).decode().removeprefix("offset:"))
         except (ValueError, UnicodeDecodeError):
             raise PriceListError("InvalidNextTokenException", "The NextToken is not valid.")
-    page = found[start:start + size]
-    answer = {"FormatVersion": "aws_v1", "PriceList": [json.dumps(r) for r in page]}
-    if start + size < len(found):
-        answer["NextToken"] = base64.b64encode(f"offset:{start + size}".encode()).decode()
-    return answer
+    size = request.get("MaxResults", size)
+    following = base64.b64encode(f"offset:{start + size}".encode()).decode() if start + size < len(items) else None
+    return items[start:start + size], following
 
 
 def describe_services(request):
     wanted = request.get("ServiceCode")
     codes = sorted({r["serviceCode"] for r in CATALOGUE if wanted in (None, r["serviceCode"])})
     if wanted and not codes:
-        raise PriceListError("NotFoundException", f"Service {wanted} was not found.", status=404)
+        raise PriceListError("NotFoundException", f"Service {wanted} was not found.")
     services = [{"ServiceCode": code, "AttributeNames": sorted({k for r in CATALOGUE if r["serviceCode"] == code for k in r["product"]["attributes"]})}
                 for code in codes]
-    return {"FormatVersion": "aws_v1", "Services": services}
+    page, following = page_of(services, request, 100)
+    answer = {"FormatVersion": "aws_v1", "Services": page}
+    if following:
+        answer["NextToken"] = following
+    return answer
 
 
 OPERATIONS = {"GetProducts": get_products, "DescribeServices": describe_services}

@@ -154,6 +154,18 @@ async fn sync_policies(aws: &Clients, cluster: &str, principal: &str, wanted: &[
 }
 
 impl Resource for EksAccessEntry {
+    /// Groups, policies and each policy's namespaces in no order, as EKS keeps them.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        let mut config = crate::provider::sorted_lists(config, &["kubernetes_groups"]);
+        if let Some(policies) = config.get_mut("policies").and_then(Value::as_array_mut) {
+            for policy in policies.iter_mut() {
+                *policy = crate::provider::sorted_lists(policy, &["namespaces"]);
+            }
+            policies.sort_by(|a, b| a.get("arn").map(Value::to_string).cmp(&b.get("arn").map(Value::to_string)));
+        }
+        config
+    }
+
     /// Passes the create's token as `clientRequestToken`; an entry an earlier try of this
     /// create made (its `forge:token` tag) is adopted, anyone else's refused.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
@@ -193,7 +205,10 @@ impl Resource for EksAccessEntry {
             Ok::<_, ProviderError>(describe(aws, cluster, principal).await?.map(|e| Observed {
                 id: id.clone(),
                 address: None,
-                attributes: json!({ "kubernetes_groups": e.kubernetes_groups(), "tags": e.tags() }),
+                attributes: crate::provider::sorted_lists(
+                    &json!({ "kubernetes_groups": e.kubernetes_groups(), "tags": e.tags() }),
+                    &["kubernetes_groups"],
+                ),
             }))
         }))
         .await?;

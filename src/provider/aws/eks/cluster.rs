@@ -6,7 +6,7 @@
 
 use super::{IN_USE, NOT_FOUND, Object, Scope, create_tags, created_or_own, owned, sync_tags, wait_update};
 use crate::provider::aws::{Claim, Clients, Poll, delete_then_wait, deleted, error, existing, found, parse, wait_for};
-use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Resource, Selector, timeout};
+use crate::provider::{Cloud, Created, Ctx, Found, Inspected, Lookups, Observed, ProviderError, Refusal, Resource, Selector, timeout};
 use crate::schema::attributes;
 use aws_sdk_eks::types::{
     AuthenticationMode, Cluster, ClusterStatus, CreateAccessConfigRequest, LogSetup, LogType, Logging, Update, UpdateAccessConfigRequest,
@@ -41,6 +41,9 @@ fn yes() -> bool {
 fn default_authentication_mode() -> String {
     "API_AND_CONFIG_MAP".into()
 }
+
+/// The authentication modes in the one order EKS changes them: a cluster goes on, never back.
+const MODES: [&str; 3] = ["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"];
 
 /// A control plane takes 10–15 minutes, sometimes more; eksctl waits 25.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -158,6 +161,29 @@ fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> 
 }
 
 impl Resource for EksCluster {
+    /// Log types in no order, as EKS keeps them.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        crate::provider::sorted_lists(config, &["logging"])
+    }
+
+    /// A change of `authentication_mode` back towards `CONFIG_MAP`, which EKS refuses.
+    fn refusal(&self, before: &Value, after: &Value, _outputs: &Value) -> Option<Refusal> {
+        let mode = |config: &Value| {
+            config
+                .get("authentication_mode")
+                .and_then(Value::as_str)
+                .unwrap_or("API_AND_CONFIG_MAP")
+                .to_owned()
+        };
+        let (from, to) = (mode(before), mode(after));
+        let rank = |m: &str| MODES.iter().position(|x| *x == m);
+        (rank(&to)? < rank(&from)?).then(|| Refusal {
+            attribute: "authentication_mode",
+            message: format!("EKS changes a cluster's authentication mode only onwards (CONFIG_MAP, then API_AND_CONFIG_MAP, then API): this one is {from}, the stack asks for {to}"),
+            hint: format!("write `authentication_mode = \"{from}\"`, or let forge make a new cluster"),
+        })
+    }
+
     /// Passes the create's token as `clientRequestToken`; a cluster of that name made by an
     /// earlier try of this create (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {

@@ -87,6 +87,16 @@ impl Resource for IamOidcProvider {
         })
     }
 
+    /// Client ids and thumbprints in no order, as IAM keeps them.
+    fn comparable(&self, _id: &str, config: &Value) -> Value {
+        crate::provider::sorted_lists(config, &["client_ids", "thumbprints"])
+    }
+
+    /// Thumbprints the block leaves out are IAM's own (it fills them in at create).
+    fn kept_when_left_out(&self) -> &'static [&'static str] {
+        &["thumbprints"]
+    }
+
     /// IAM has one provider per issuer URL: one that is not this block's (another tool's,
     /// another stack's) would fail the create, so the plan says so first.
     async fn dry_run(&self, ctx: &Ctx, config: &Value) -> Result<Option<String>, ProviderError> {
@@ -183,7 +193,8 @@ impl Resource for IamOidcProvider {
                 .await
                 .map_err(|e| error(aws, "AddClientIDToOpenIDConnectProvider", e))?;
         }
-        if before.thumbprints != after.thumbprints {
+        // Without `thumbprints` IAM keeps its own: forge sets them only when the block does.
+        if new.get("thumbprints").is_some() && before.thumbprints != after.thumbprints {
             aws.iam
                 .update_open_id_connect_provider_thumbprint()
                 .open_id_connect_provider_arn(id)
