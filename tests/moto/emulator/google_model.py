@@ -1,5 +1,5 @@
 """Every request to the Google emulators checked against its API's discovery document, the ones
-google-api-python-client ships (compute.v1, container.v1, file.v1, storage.v1), as Google's own
+google-api-python-client ships (compute.v1, container.v1, file.v1, storage.v1, cloudbilling.v1), as Google's own
 front end checks it before the service sees it: `check(api, environ, body)` answers None for a
 request the API accepts, else the answer Google gives and a line saying what was wrong.
 
@@ -50,10 +50,11 @@ from .gcp import GoogleError, error_body, snake
 from .gcs import Storage
 
 
-DOCUMENTS = {"compute": "compute.v1.json", "container": "container.v1.json", "file": "file.v1.json", "storage": "storage.v1.json"}
-MOUNTS = {"compute": "", "container": "/container", "file": "/file", "storage": ""}
+DOCUMENTS = {"compute": "compute.v1.json", "container": "container.v1.json", "file": "file.v1.json", "storage": "storage.v1.json",
+             "cloudbilling": "cloudbilling.v1.json"}
+MOUNTS = {"compute": "", "container": "/container", "file": "/file", "storage": "", "cloudbilling": "/cloudbilling"}
 PACKAGES = {"compute": "google.cloud.compute.v1", "container": "google.container.v1", "file": "google.cloud.filestore.v1",
-            "storage": "google.storage.v1"}
+            "storage": "google.storage.v1", "cloudbilling": "google.cloud.billing.v1"}
 # System parameters Google documents that the discovery documents leave out (Compute's Rust client
 # sends `$apiVersion`).
 SYSTEM = {"$apiVersion", "$apiFormat", "$ct", "$httpMethod"}

@@ -86,6 +86,7 @@ from collections import Counter
 
 from .gcp_compute import Compute
 from .gcp_container import Container
+from .gcp_billing import Billing
 from .gcp_filestore import Filestore
 from .gcs import Storage
 from . import aws_model, bundles, capacity, google_model, kubernetes, pcs, pricing
@@ -94,7 +95,7 @@ from .phases import set_phase_seconds
 
 DEFAULT_ACCOUNT = "123456789012"
 COMPUTE = Compute()
-GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE), Storage()]  # served instead of moto below their path prefix
+GOOGLE_APIS = [COMPUTE, Container(COMPUTE), Filestore(COMPUTE), Storage(), Billing()]  # served instead of moto below their path prefix
 OWN_AWS = {"pcs": pcs.Pcs(), "pricing": pricing.Pricing()}  # served instead of moto: the AWS services it lacks, by SigV4 service
 
 
