@@ -1327,28 +1327,34 @@ mtu = "${google_compute_network.shared.mtu}"
     assert_eq!(network["description"], "the platform team's", "no mark was added");
 }
 
+/// A network, its subnetwork (`cidr`) and a RUNNING GKE cluster on them, all named `name`, made
+/// through the REST APIs as gcloud would, the cluster with `extra` fields besides.
+fn made_by_hand(gcp: &Gcp, name: &str, cidr: &str, extra: Value) {
+    let (status, _) = gcp.compute("POST", "global/networks", json!({ "name": name, "autoCreateSubnetworks": false }));
+    assert_eq!(status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let subnet = json!({ "name": name, "network": format!("projects/{}/global/networks/{name}", gcp.project), "ipCidrRange": cidr });
+    let (status, body) = gcp.compute("POST", "regions/us-central1/subnetworks", subnet);
+    assert_eq!(status, 200, "{body}");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let mut cluster = json!({
+        "name": name,
+        "network": name,
+        "subnetwork": name,
+        "nodePools": [{ "name": "default-pool", "initialNodeCount": 1, "config": { "machineType": "e2-standard-4" } }],
+    });
+    cluster.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let (status, body) = gcp.container("POST", "clusters", json!({ "cluster": cluster }));
+    assert_eq!(status, 200, "{body}");
+    gcp.settled(&format!("clusters/{name}"));
+}
+
 /// A GKE cluster made outside forge (here through the REST API, as gcloud would) gains a GPU
 /// pool and its in-cluster objects, is never written, and keeps running after destroy.
 #[test]
 fn an_existing_gke_cluster_gains_a_pool_and_is_left_running() {
     let gcp = Gcp::new();
-    let (status, _) = gcp.compute("POST", "global/networks", json!({ "name": "hand", "autoCreateSubnetworks": false }));
-    assert_eq!(status, 200);
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let subnet =
-        json!({ "name": "hand", "network": format!("projects/{}/global/networks/hand", gcp.project), "ipCidrRange": "10.30.0.0/20" });
-    let (status, body) = gcp.compute("POST", "regions/us-central1/subnetworks", subnet);
-    assert_eq!(status, 200, "{body}");
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let cluster = json!({ "cluster": {
-        "name": "hand",
-        "network": "hand",
-        "subnetwork": "hand",
-        "nodePools": [{ "name": "default-pool", "initialNodeCount": 1, "config": { "machineType": "e2-standard-4" } }],
-    }});
-    let (status, body) = gcp.container("POST", "clusters", cluster);
-    assert_eq!(status, 200, "{body}");
-    gcp.settled("clusters/hand");
+    made_by_hand(&gcp, "hand", "10.30.0.0/20", json!({}));
     gcp.calls();
     gcp.write(
         "hand.toml",
@@ -1467,25 +1473,9 @@ fn an_imported_filestore_instance_is_marked_in_its_description() {
 #[test]
 fn a_gpudirect_pool_joins_an_existing_cluster_once_it_has_multi_networking() {
     let gcp = Gcp::new();
-    let (status, _) = gcp.compute("POST", "global/networks", json!({ "name": "wide", "autoCreateSubnetworks": false }));
-    assert_eq!(status, 200);
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let subnet =
-        json!({ "name": "wide", "network": format!("projects/{}/global/networks/wide", gcp.project), "ipCidrRange": "10.40.0.0/20" });
-    let (status, body) = gcp.compute("POST", "regions/us-central1/subnetworks", subnet);
-    assert_eq!(status, 200, "{body}");
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let cluster = json!({ "cluster": {
-        "name": "wide",
-        "network": "wide",
-        "subnetwork": "wide",
-        "ipAllocationPolicy": { "useIpAliases": true },
-        "networkConfig": { "datapathProvider": "ADVANCED_DATAPATH" },
-        "nodePools": [{ "name": "default-pool", "initialNodeCount": 1, "config": { "machineType": "e2-standard-4" } }],
-    }});
-    let (status, body) = gcp.container("POST", "clusters", cluster);
-    assert_eq!(status, 200, "{body}");
-    gcp.settled("clusters/wide");
+    let dataplane_v2 =
+        json!({ "ipAllocationPolicy": { "useIpAliases": true }, "networkConfig": { "datapathProvider": "ADVANCED_DATAPATH" } });
+    made_by_hand(&gcp, "wide", "10.40.0.0/20", dataplane_v2);
     gcp.write(
         "wide.toml",
         r#"
