@@ -373,6 +373,9 @@ timeouts = {{ create = "{timeout}" }}
 "#
         )
     };
+    // This account's clusters take 5 s to become ACTIVE, not the emulator's 0.3 s, so the
+    // first look after the create sees CREATING however slowly a loaded machine runs forge.
+    aws.control("POST", &format!("/_forge/phases?account={}", aws.account), r#"{"seconds": 5}"#);
     aws.write("wait.toml", &stack("0s"));
     let (code, stderr) = aws.forge(&["up", "wait.toml", "--yes"]);
     assert_eq!(code, 1, "{stderr}");

@@ -39,7 +39,8 @@
     "UpfrontFee", ...}], "extensions": [{"CapacityReservationId",
     "CapacityBlockExtensionOfferingId", "UpfrontFee", ...}], "total_fee",
     "visible_after_seconds"}; every account's without `account`);
-  * sets how long phases last (POST /_forge/phases {"seconds": s}), and how long the operations
+  * sets how long phases last (POST /_forge/phases[?account=ID] {"seconds": s}: with `account`,
+    only the phases that account's requests start), and how long the operations
     of matching Google calls last (POST /_forge/operation_seconds[?account=] [{"match",
     "account", "seconds"}], e.g. GPU node pools slower than the rest; with `account`, the
     rules of that account are replaced and other tests' kept);
@@ -90,7 +91,7 @@ from .gcp_billing import Billing
 from .gcp_filestore import Filestore
 from .gcs import Storage
 from . import aws_model, bundles, capacity, google_model, kubernetes, pcs, pricing
-from .phases import set_phase_seconds
+from .phases import serving, set_phase_seconds
 
 
 DEFAULT_ACCOUNT = "123456789012"
@@ -277,6 +278,7 @@ class Harness:
             statuses.append(status)
             return start_response(status, headers, exc_info)
 
+        serving(account)
         try:
             answer = app(environ, start)
             parts = list(answer)
@@ -389,7 +391,7 @@ class Harness:
                 bundles.put(payload["path"], payload["text"])
                 result = {}
             elif path == "/_forge/phases":
-                set_phase_seconds(float(payload.get("seconds", 0)))
+                set_phase_seconds(float(payload.get("seconds", 0)), account)
                 result = {}
             elif path == "/_forge/clock":  # POST sets the account's clock (none: every other account's), GET reads it
                 result = capacity.set_clock(account, payload) if payload is not None else capacity.clock(account)

@@ -5,10 +5,13 @@ sets a label and the one it turns into; a delete phase ends in GONE, which is ne
 resource is dropped instead, the next time its account's backend is used. Every phase's model
 name is in PHASE_MODELS, with GCP_OPERATION, how long Google operations last (gcp.py);
 `set_phase_seconds` (`--phase-seconds`, POST /_forge/phases) sets how long they all last, 0
-making them immediate.
+making them immediate; with an account (POST /_forge/phases?account=ID), how long the phases
+that account's requests start last, so one test can hold its objects in a phase without
+slowing the others.
 """
 
 import threading
+from datetime import datetime, timedelta
 
 from moto.moto_api import state_manager
 from moto.moto_api._internal.managed_state_model import ManagedState
@@ -31,7 +34,19 @@ PHASE_MODELS = (
 GCP_OPERATION = PHASE_MODELS[-1]  # not a moto model: how long Google operations last (gcp.py)
 
 
-def set_phase_seconds(seconds):
+_serving = threading.local()  # the account of the request this thread serves (harness.py)
+_account_seconds = {}  # account -> how long the phases its requests start last
+
+
+def serving(account):
+    """Marks this thread as serving a request of `account` (its phases take its length)."""
+    _serving.account = account
+
+
+def set_phase_seconds(seconds, account=None):
+    if account is not None:
+        _account_seconds[account] = seconds
+        return
     transition = {"progression": "time", "seconds": seconds} if seconds > 0 else {"progression": "immediate"}
     for model in PHASE_MODELS:
         state_manager.register_default_transition(model_name=model, transition=transition)
@@ -56,9 +71,29 @@ def _phased_set(self, value):
 phased_status = property(_phased_get, _phased_set)
 
 
+class _AccountPhase(ManagedState):
+    """A phase of fixed length, its account's, whatever the default transition says."""
+
+    def __init__(self, model, transitions, seconds):
+        super().__init__(model, transitions)
+        self._seconds = seconds
+
+    @property
+    def status(self):
+        if datetime.now() > self._time_progressed + timedelta(seconds=self._seconds):
+            self._status = self._get_last_status(previous=self._status)
+        return self._status
+
+    @status.setter
+    def status(self, value):
+        self._status = value
+
+
 def start_phase(obj, model, start, end):
     obj._forge_status = start
-    obj._forge_phase = ManagedState(model, [(start, end)])
+    seconds = _account_seconds.get(getattr(_serving, "account", None))
+    transitions = [(start, end)]
+    obj._forge_phase = ManagedState(model, transitions) if seconds is None else _AccountPhase(model, transitions, seconds)
 
 
 def is_gone(obj):
