@@ -115,6 +115,10 @@ pub enum Command {
         /// a runner inside the VPC.
         #[arg(long)]
         skip_in_cluster: bool,
+        /// Leave out the cost section: what the stack costs an hour at the clouds' list prices
+        /// (AWS Price List, Google Cloud Billing Catalog; cached a week) and what the plan changes.
+        #[arg(long)]
+        no_cost: bool,
     },
     /// Delete every resource the state holds, dependents first.
     Destroy {
@@ -154,6 +158,25 @@ pub enum Command {
         /// (`aws_vpc.main.tags.team`, `eks.train.nodegroup.gpu.scaling.desired`); repeatable.
         #[arg(long, value_name = "ADDR[.ATTR]")]
         ignore: Vec<String>,
+    },
+    /// What each stack's recorded resources cost to run now, at the clouds' list prices.
+    ///
+    /// Per resource: what it is billed for (`2 × p5.48xlarge at $55.04/hour`) and its $/hour
+    /// (an autoscaled group: as sized, with its min–max; spot: the on-demand price, the most it
+    /// costs); a price unknown is listed, never counted as zero. Prices come from the AWS Price
+    /// List Query API and the Google Cloud Billing Catalog API, cached a week under
+    /// `$XDG_CACHE_HOME/forge` (`FORGE_PRICES_MAX_AGE` changes that). Read-only; prices that
+    /// cannot be read are said to be unavailable, and why. See docs/cost.md.
+    Cost {
+        /// Stack files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print the report as JSON on stdout (`format_version` 1, see docs/cost.md).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the report as Markdown, ready for a pull request or issue comment.
+        #[arg(long)]
+        markdown: bool,
     },
     /// Print the stack's dependency graph.
     Graph {
@@ -260,6 +283,10 @@ pub struct PlanOptions {
     /// objects are shown as pending and not read.
     #[arg(long, conflicts_with = "destroy")]
     pub skip_in_cluster: bool,
+    /// Leave out the cost section: what the stack costs an hour at the clouds' list prices
+    /// (AWS Price List, Google Cloud Billing Catalog; cached a week) and what the plan changes.
+    #[arg(long)]
+    pub no_cost: bool,
 }
 
 /// `forge state …`

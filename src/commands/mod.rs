@@ -3,6 +3,7 @@
 
 mod capacity;
 mod completions;
+mod cost;
 mod destroy;
 mod drift;
 mod graph;
@@ -33,6 +34,16 @@ use miette::Result;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+/// The region of the stack's AWS kinds: `[aws] region`, else the standard chain's
+/// environment (`AWS_REGION`, `AWS_DEFAULT_REGION`).
+pub(crate) fn aws_region(providers: &crate::provider::settings::Providers) -> Option<String> {
+    providers.aws_region().map(str::to_owned).or_else(|| {
+        ["AWS_REGION", "AWS_DEFAULT_REGION"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|r| !r.is_empty()))
+    })
+}
 
 /// The context a kind is asked in at plan time (a dry run, a quote): no status, no resume.
 fn planning_ctx(plan: &Plan, address: &str, cloud: &Arc<Cloud>) -> crate::provider::Ctx {
@@ -93,6 +104,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
             refresh,
             no_wait_ready,
             skip_in_cluster,
+            no_cost,
         } => {
             let consent = Consent {
                 yes,
@@ -103,10 +115,19 @@ pub async fn run(cli: Cli) -> Result<Exit> {
                 refresh,
                 wait_ready: !no_wait_ready,
                 in_cluster: !skip_in_cluster,
+                cost: !no_cost,
             };
             up::run(&session, &file, consent, steps).await
         }
         Command::Destroy { file, yes } => destroy::run(&session, &file, yes).await,
+        Command::Cost { files, json, markdown } => {
+            let format = match (json, markdown) {
+                (true, _) => cost::Format::Json,
+                (_, true) => cost::Format::Markdown,
+                _ => cost::Format::Text,
+            };
+            cost::run(&session, &files, format).await
+        }
         Command::Drift {
             files,
             json,
@@ -307,6 +328,23 @@ impl Session {
             "fix them in the stack; nothing was applied",
         )
         .into())
+    }
+
+    /// Puts the cost section in `plan`: what the state runs, what the stack will run once the
+    /// plan is applied, at the clouds' list prices ([`crate::provider::prices`]), and what its
+    /// purchases charge up front. Never fails: prices that cannot be read are said to be
+    /// unavailable, and why.
+    pub async fn cost(&self, plan: &mut Plan, state: &crate::state::State) {
+        let region = aws_region(&plan.providers);
+        let before = crate::cost::view::of_state(state, &self.registry, region.as_deref());
+        let after = crate::cost::view::of_plan(plan, state, &self.registry, region.as_deref());
+        let upfront: f64 = plan.purchases().map(|(_, purchase)| purchase.upfront).sum();
+        if before.is_empty() && after.is_empty() && upfront == 0.0 {
+            return;
+        }
+        let rates = crate::cost::rates(before.iter().chain(&after).map(|(_, _, meter)| meter));
+        let prices = crate::provider::prices::prices(&self.cloud(&plan.providers), &rates).await;
+        plan.cost = Some(crate::cost::PlanCost::new(&before, &after, &prices, upfront));
     }
 
     /// Prices what the plan's creates and updates buy (see [`crate::provider::Resource::quote`]),

@@ -17,6 +17,7 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
         destroy,
         refresh,
         skip_in_cluster,
+        no_cost,
     } = options;
     let (stack, graph) = match destroy {
         true => session.load(file)?,
@@ -43,6 +44,9 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
         plan.skip_in_cluster();
     }
     session.quote(&mut plan, &loaded.state).await?;
+    if !no_cost {
+        session.cost(&mut plan, &loaded.state).await;
+    }
     if *json {
         println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));
     } else {

@@ -15,6 +15,8 @@ pub(super) struct Steps {
     pub wait_ready: bool,
     /// Apply (and read) the in-cluster objects; `false` is `--skip-in-cluster`.
     pub in_cluster: bool,
+    /// Show what the plan costs; `false` is `--no-cost`.
+    pub cost: bool,
 }
 
 /// Runs `forge up`.
@@ -23,6 +25,7 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
         refresh,
         wait_ready,
         in_cluster,
+        cost,
     } = steps;
     if let Some(plan) = read_saved_plan(file)? {
         if !in_cluster {
@@ -65,6 +68,9 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
         plan.skip_in_cluster();
     }
     session.quote(&mut plan, &loaded.state).await?;
+    if cost {
+        session.cost(&mut plan, &loaded.state).await;
+    }
     if refresh {
         session.dry_run(&plan).await?;
     }

@@ -147,6 +147,10 @@ pub struct Plan {
     /// planned from them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imports: Vec<ResourceRecord>,
+    /// What the stack costs to run once applied and what the plan changes, at the clouds' list
+    /// prices (`None`: not priced, `--no-cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::PlanCost>,
 }
 
 impl Plan {
@@ -282,6 +286,7 @@ pub fn plan(
         reads,
         forgets,
         imports: Vec::new(),
+        cost: None,
     })
 }
 

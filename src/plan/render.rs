@@ -280,6 +280,9 @@ pub fn render(plan: &Plan) -> String {
     for note in &plan.notes {
         out.push_str(&format!("\nNote: {note}\n"));
     }
+    if let Some(cost) = &plan.cost {
+        out.push_str(&crate::cost::render::plan(cost));
+    }
     out
 }
 

@@ -10,6 +10,7 @@ pub mod gcp;
 #[cfg(any(feature = "aws", feature = "gcp"))]
 pub mod k8s;
 pub mod null;
+pub mod prices;
 pub mod retry;
 pub mod settings;
 pub mod wait;
@@ -458,6 +459,11 @@ pub trait Resource: Declared + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Purchase>, ProviderError>> + Send {
         async { Ok(None) }
     }
+    /// What an object of the kind is billed for, read from its attributes ([`crate::cost`]):
+    /// by default nothing (it costs nothing of its own, as a VPC or a role).
+    fn meter(&self, _sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        None
+    }
     /// Whether `forge import` can take over an object of the kind ([`Resource::inspect`] and
     /// [`Resource::mark`]); by default not.
     fn importable(&self) -> bool {
@@ -559,6 +565,8 @@ pub trait Kind: Send + Sync + 'static {
         config: &'a Value,
         existing: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Purchase>, ProviderError>>;
+    /// [`Resource::meter`].
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter>;
     /// [`Resource::importable`].
     fn importable(&self) -> bool;
     /// [`Resource::inspect`].
@@ -628,6 +636,9 @@ impl<R: Resource> Kind for R {
     }
     fn paid_for(&self) -> bool {
         Resource::paid_for(self)
+    }
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        Resource::meter(self, sight)
     }
     fn quote<'a>(
         &'a self,

@@ -1,6 +1,6 @@
 //! AWS: the SDK clients made from `[aws]` and the standard AWS chain (credentials, region,
 //! `AWS_ENDPOINT_URL`), error mapping and tagging, here; the rate budgets' pacing (`pacing`,
-//! `rates`) and the instance-type facts (`instance_types`) beside them; and one folder per
+//! `rates`), the instance-type facts (`instance_types`) and the list prices (`pricing`) beside them; and one folder per
 //! service (`ec2/`, `iam/`, `eks/`, `autoscaling/`, `fsx/`, `efs/`, `pcs/`, `cloudformation/`), its `mod.rs`
 //! holding the service's own helpers and one file per resource kind.
 
@@ -78,6 +78,7 @@ mod fsx;
 mod iam;
 pub mod capacity;
 pub mod instance_types;
+pub mod pricing;
 mod pacing;
 mod pcs;
 mod rates;

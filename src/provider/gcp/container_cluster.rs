@@ -231,6 +231,25 @@ fn attributes(c: &Cluster, own: &str) -> Value {
 }
 
 impl Resource for ContainerCluster {
+    /// GKE's cluster management fee, by the hour.
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        let Some(location) = sight.text("location") else {
+            return Some(crate::cost::Meter::Unpriced {
+                reason: "its location is known only after apply".into(),
+            });
+        };
+        Some(crate::cost::Meter::Hourly {
+            what: "GKE cluster".into(),
+            parts: vec![(
+                crate::cost::Rate::GkeCluster {
+                    region: crate::cost::google_region(location),
+                },
+                1.0,
+            )],
+            count: crate::cost::Count::ONE,
+            upper_bound: None,
+        })
+    }
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = super::collection::network_by_name(config);
         if let Some(subnetwork) = config.get("subnetwork").and_then(Value::as_str) {

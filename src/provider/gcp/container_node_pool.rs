@@ -390,6 +390,58 @@ fn attributes(p: &NodePool) -> Value {
 }
 
 impl Resource for ContainerNodePool {
+    /// Its machines' vCPUs, memory and GPUs, as many as the pool runs in each of its zones
+    /// (autoscaled: min–max); spot and flex-start capacity priced on demand as the most it
+    /// costs; nothing an hour on a specific reservation, which bills the machines itself.
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        use crate::cost::{Count, Meter};
+        if sight.text("reservation").is_some() {
+            return Some(Meter::Prepaid {
+                by: "its reservation".into(),
+            });
+        }
+        let location = sight
+            .text("cluster")
+            .and_then(|path| path.split("/locations/").nth(1)?.split('/').next().map(str::to_owned))
+            .or_else(|| (sight.follow)("cluster", "location")?.as_str().map(str::to_owned));
+        let (Some(location), Some(machine_type)) = (location, sight.text("machine_type")) else {
+            return Some(Meter::Unpriced {
+                reason: "its location or machine type is known only after apply".into(),
+            });
+        };
+        let parts = match crate::cost::gce::machine(&crate::cost::google_region(&location), machine_type) {
+            Ok(parts) => parts,
+            Err(reason) => return Some(Meter::Unpriced { reason }),
+        };
+        if sight.text("accelerator_type").is_some() && !parts.iter().any(|(rate, _)| matches!(rate, crate::cost::Rate::GceGpu { .. })) {
+            return Some(Meter::Unpriced {
+                reason: "forge does not price GPUs attached to a pool's machines yet".into(),
+            });
+        }
+        let zones = sight.get("node_locations").and_then(Value::as_array).map_or(1, |z| z.len().max(1)) as u32;
+        let per_zone = |key: &str| sight.number(key).and_then(|n| u32::try_from(n).ok());
+        let (min, max) = (per_zone("min_node_count"), per_zone("max_node_count"));
+        let planned = per_zone("node_count").or(min).unwrap_or(0);
+        let count = Count {
+            min: min.unwrap_or(planned) * zones,
+            planned: planned * zones,
+            max: max.unwrap_or(planned) * zones,
+        };
+        let upper_bound = match (
+            sight.get("spot") == Some(&Value::Bool(true)),
+            sight.get("flex_start") == Some(&Value::Bool(true)) || sight.get("queued_provisioning") == Some(&Value::Bool(true)),
+        ) {
+            (true, _) => Some("spot, priced on demand".to_owned()),
+            (_, true) => Some("flex-start, priced on demand".to_owned()),
+            _ => None,
+        };
+        Some(Meter::Hourly {
+            what: machine_type.to_owned(),
+            parts,
+            count,
+            upper_bound,
+        })
+    }
     /// Networks and subnetworks as GKE reports them: by name.
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = config.clone();

@@ -177,6 +177,27 @@ fn instance_id(gcp: &Clients, cfg: &Config) -> String {
 }
 
 impl Resource for FilestoreInstance {
+    /// Its capacity by the GiB-month at its tier, as an hourly share of the month.
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        use crate::cost::{Count, HOURS_PER_MONTH, Meter, Rate};
+        let (Some(location), Some(tier), Some(gib)) = (sight.text("location"), sight.text("tier"), sight.number("capacity_gib")) else {
+            return Some(Meter::Unpriced {
+                reason: "its location, tier or capacity is known only after apply".into(),
+            });
+        };
+        Some(Meter::Hourly {
+            what: format!("{gib} GiB {tier}"),
+            parts: vec![(
+                Rate::Filestore {
+                    region: crate::cost::google_region(location),
+                    tier: tier.to_owned(),
+                },
+                gib as f64 / HOURS_PER_MONTH,
+            )],
+            count: Count::ONE,
+            upper_bound: None,
+        })
+    }
     /// Capacity grows in place; a shrink needs a new instance.
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {
         match attribute {

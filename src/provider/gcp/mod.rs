@@ -2,8 +2,10 @@
 //! environment (project, region, endpoint overrides, credentials) and error mapping, here;
 //! Compute operations (`operation`), forge's mark on the objects it makes (`marker`), what every
 //! Compute kind does the same way (`collection`), GKE's operations and shared rules (`gke`),
-//! what the objects made by a long operation share (`resumable`), and one file per resource kind.
+//! what the objects made by a long operation share (`resumable`), the list prices (`billing`),
+//! and one file per resource kind.
 
+pub mod billing;
 #[macro_use]
 mod collection;
 mod container_cluster;

@@ -18,9 +18,11 @@ cloudbilling.googleapis.com) and held to its discovery document by the harness.
     in the Americas, with the SKUs a loose match would also take: Spot (usage type
     `Preemptible`), commitments (`Commit1Yr`), Dynamic Workload Scheduler's "DWS Defined
     Duration" prices, and the same machines in EMEA; Kubernetes Engine (`CCD8-9BF1-090E`) —
-    the regional and zonal cluster fee beside Autopilot's. The descriptions follow Google's
-    own; the prices are near its published list of November 2026: a fixture of this emulator,
-    not a price source.
+    the regional and zonal cluster fee beside Autopilot's; Filestore (`D97E-AB26-5D95`) — each
+    tier's capacity by the GiB-month (`GiBy.mo`) beside its one-year commitment. The Compute
+    and GKE descriptions follow Google's own (Filestore's are modelled on them, not
+    confirmed); the prices are near Google's published list of November 2026: a fixture of
+    this emulator, not a price source.
 """
 
 import base64
@@ -28,14 +30,15 @@ import hashlib
 
 from .gcp import GoogleApi, GoogleError
 
-COMPUTE, GKE = "6F81-5844-456A", "CCD8-9BF1-090E"
-SERVICES = {COMPUTE: "Compute Engine", GKE: "Kubernetes Engine"}
+COMPUTE, GKE, FILESTORE = "6F81-5844-456A", "CCD8-9BF1-090E", "D97E-AB26-5D95"
+SERVICES = {COMPUTE: "Compute Engine", GKE: "Kubernetes Engine", FILESTORE: "Cloud Filestore"}
 AMERICAS = ["us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west4"]
 EMEA = ["europe-west1", "europe-west4"]
 EFFECTIVE = "2026-11-01T08:00:00.000Z"
 UNITS = {
     "h": ("hour", "s", "second", 3600),
     "GiBy.h": ("gibibyte hour", "By.s", "byte second", 3865470566400),
+    "GiBy.mo": ("gibibyte month", "By.s", "byte second", 2823940095590400),
 }
 
 
@@ -110,7 +113,22 @@ def gke_skus():
     ]
 
 
-CATALOGUE = {COMPUTE: compute_skus(), GKE: gke_skus()}
+# Filestore capacity, USD a GiB-month in the Americas, by tier as the SKUs name it.
+FILESTORE_TIERS = [("Basic HDD", "0.16"), ("Basic SSD", "0.30"), ("Zonal", "0.25"), ("Regional", "0.45"), ("Enterprise", "0.45")]
+
+
+def filestore_skus():
+    skus = []
+    for tier, usd in FILESTORE_TIERS:
+        group = tier.replace(" ", "")
+        for where, regions, factor in (("Americas", AMERICAS, 1.0), ("EMEA", EMEA, 1.1)):
+            skus.append(sku(FILESTORE, f"Filestore {tier} Capacity in {where}", "Storage", group, "OnDemand", regions, float(usd) * factor, "GiBy.mo"))
+        # What a loose match would also take: a one-year commitment's price.
+        skus.append(sku(FILESTORE, f"Commitment v1: Filestore {tier} Capacity in Americas for 1 Year", "Storage", group, "Commit1Yr", AMERICAS, float(usd) * 0.8, "GiBy.mo"))
+    return skus
+
+
+CATALOGUE = {COMPUTE: compute_skus(), GKE: gke_skus(), FILESTORE: filestore_skus()}
 
 
 def page(items, call, key):
@@ -151,7 +169,7 @@ class Billing(GoogleApi):
         service = call.params["service"]
         if service not in CATALOGUE:
             raise GoogleError(404, f"Service services/{service} not found.", "notFound", status="NOT_FOUND")
-        if call.query.get("currencyCode", "USD") != "USD":
+        if (call.query.get("currencyCode") or "USD") != "USD":  # empty: the default, USD
             raise GoogleError(400, "This catalogue holds USD prices only.", "badRequest", status="INVALID_ARGUMENT")
         return page(CATALOGUE[service], call, "skus")
 

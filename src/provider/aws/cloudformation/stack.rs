@@ -186,6 +186,12 @@ fn tag_list(tags: BTreeMap<String, String>) -> Vec<Tag> {
 }
 
 impl Resource for CloudFormationStack {
+    /// What a template makes is its own: forge does not price it.
+    fn meter(&self, _sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        Some(crate::cost::Meter::Unpriced {
+            reason: "forge does not price what a CloudFormation template makes".into(),
+        })
+    }
     /// Passes the create's token as `ClientRequestToken` and tags the stack with it, so a
     /// retried create adopts the stack its first try made. A stack that rolls back is deleted
     /// again (it can never be updated) and the error names the resource that failed.

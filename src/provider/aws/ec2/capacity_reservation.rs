@@ -125,6 +125,22 @@ async fn placement_group_arn(aws: &Clients, group: &str) -> Result<String, Provi
 }
 
 impl Resource for CapacityReservationKind {
+    /// A reservation bills its instances at the on-demand rate whether they run or not (node
+    /// groups on it are not billed again).
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        let region = match sight.aws_region() {
+            Ok(region) => region,
+            Err(unpriced) => return Some(unpriced),
+        };
+        let types: Vec<String> = sight.text("instance_type").map(str::to_owned).into_iter().collect();
+        let count = u32::try_from(sight.number("count").unwrap_or(0)).unwrap_or(0);
+        let count = crate::cost::Count {
+            min: count,
+            planned: count,
+            max: count,
+        };
+        Some(crate::cost::ec2_instances(region, &types, count, false))
+    }
     /// `end_date` as EC2 reads it back: a date is its midnight, UTC; `placement_group` by name.
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         let mut config = config.clone();

@@ -160,7 +160,52 @@ fn authentication_mode(mode: &str) -> Result<AuthenticationMode, ProviderError> 
     }
 }
 
+/// When EKS's standard support of each version ends (14 months after its release; then 12
+/// months of extended support at a higher cluster-hour rate), from the EKS user guide's release
+/// calendar (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html).
+const STANDARD_SUPPORT_ENDS: &[(&str, &str)] = &[
+    ("1.28", "2024-11-26"),
+    ("1.29", "2025-03-23"),
+    ("1.30", "2025-07-23"),
+    ("1.31", "2025-11-26"),
+    ("1.32", "2026-03-23"),
+    ("1.33", "2026-07-29"),
+    ("1.34", "2026-12-02"),
+    ("1.35", "2027-03-27"),
+];
+
+/// Whether `version` is past EKS's standard support at `now`: a version older than the
+/// calendar's first is; one newer than its last is not.
+fn past_standard_support(version: &str, now: std::time::SystemTime) -> bool {
+    let minor = |v: &str| v.split('.').nth(1).and_then(|m| m.parse::<u32>().ok());
+    match STANDARD_SUPPORT_ENDS.iter().find(|(v, _)| *v == version) {
+        Some((_, ends)) => humantime::parse_rfc3339(&format!("{ends}T00:00:00Z")).is_ok_and(|end| now >= end),
+        None => matches!((minor(version), minor(STANDARD_SUPPORT_ENDS[0].0)), (Some(v), Some(first)) if v < first),
+    }
+}
+
 impl Resource for EksCluster {
+    /// Its hours at EKS's standard rate, or the extended-support rate once its version is past
+    /// standard support ([`STANDARD_SUPPORT_ENDS`]).
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        let region = match sight.aws_region() {
+            Ok(region) => region,
+            Err(unpriced) => return Some(unpriced),
+        };
+        let version = sight.text("version");
+        let extended_support = version.is_some_and(|v| past_standard_support(v, std::time::SystemTime::now()));
+        let what = match (version, extended_support) {
+            (Some(v), true) => format!("EKS cluster, {v} in extended support"),
+            (Some(v), false) => format!("EKS cluster, {v}"),
+            (None, _) => "EKS cluster".into(),
+        };
+        Some(crate::cost::Meter::Hourly {
+            what,
+            parts: vec![(crate::cost::Rate::EksCluster { region, extended_support }, 1.0)],
+            count: crate::cost::Count::ONE,
+            upper_bound: None,
+        })
+    }
     /// Log types in no order, as EKS keeps them.
     fn comparable(&self, _id: &str, config: &Value) -> Value {
         crate::provider::sorted_lists(config, &["logging"])

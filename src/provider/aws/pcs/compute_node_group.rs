@@ -110,6 +110,22 @@ fn launch_template(cfg: &Config) -> Result<CustomLaunchTemplate, ProviderError> 
 }
 
 impl Resource for PcsComputeNodeGroup {
+    /// Its instances: Slurm scales the group from `min` (as planned) to `max`; spot when its
+    /// purchase option says so.
+    fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        let region = match sight.aws_region() {
+            Ok(region) => region,
+            Err(unpriced) => return Some(unpriced),
+        };
+        let types: Vec<String> = sight
+            .get("instance_types")
+            .and_then(Value::as_array)
+            .map(|types| types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let count = crate::cost::scaling(sight.get("scaling")).unwrap_or(crate::cost::Count::ONE);
+        let spot = sight.text("purchase_option") == Some("SPOT");
+        Some(crate::cost::ec2_instances(region, &types, count, spot))
+    }
     /// Passes the create's token as `clientToken`; a group of this name that an earlier try
     /// made (its `forge:token` tag) is adopted and waited for.
     async fn create(&self, ctx: &Ctx, token: &str, config: &Value) -> Result<Created, ProviderError> {
