@@ -249,6 +249,10 @@ fn a_capacity_block_is_priced_in_the_plan_and_bought_only_with_allow_purchase() 
     assert!(plan.contains(&format!("(BUYS: {price} upfront, not refundable)")), "{plan}");
     assert!(plan.contains(&format!("offering {offering}")), "{plan}");
     assert!(plan.contains(&format!("Purchases: {price} upfront, not refundable")), "{plan}");
+    assert!(
+        plan.contains(&format!("; Capacity Block: {price} upfront, non-refundable")),
+        "{plan}"
+    );
 
     let (code, stderr) = aws.forge(&["up", "blocks.toml", "--yes"]);
     assert_eq!(code, 1, "{stderr}");

@@ -12,6 +12,7 @@ mod pcs;
 mod capacity;
 mod existing;
 mod import;
+mod cost;
 
 use assert_cmd::Command;
 use aws_sdk_ec2::types::Filter;

@@ -4,6 +4,7 @@
 //! through gcloud's endpoint override and a bearer token in the environment.
 mod rdma;
 mod reservations;
+mod cost;
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -40,7 +41,8 @@ impl Gcp {
     }
 
     /// `forge ARGS` pointed at the emulator through Google's standard environment only, with
-    /// the emulator's mirror of the Kubernetes bundles' release hosts.
+    /// the emulator's mirror of the Kubernetes bundles' release hosts and a price cache of its
+    /// own.
     fn command(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
         cmd.current_dir(self.dir.path())
@@ -61,6 +63,11 @@ impl Gcp {
                 "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
                 format!("{}/storage/v1/", crate::support::launcher_url()),
             )
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBILLING",
+                format!("{}/cloudbilling/v1/", crate::support::launcher_url()),
+            )
+            .env("XDG_CACHE_HOME", self.dir.path().join(".cache"))
             .env_remove("STORAGE_EMULATOR_HOST")
             .env("GOOGLE_OAUTH_ACCESS_TOKEN", "emulator-token")
             .env("FORGE_BUNDLE_MIRROR", format!("{}/_forge/bundles", crate::support::launcher_url()))
@@ -635,7 +642,7 @@ fn the_nemo_gke_stack_comes_up_wired_for_gpudirect_and_goes() {
     gcp.write("nemo.toml", &seed_stack(&gcp));
     let (code, plan) = gcp.forge(&["plan", "nemo.toml"]);
     assert_eq!(code, 0, "{plan}");
-    insta::assert_snapshot!("nemo_gke_a3_plan", plan.replace(&gcp.project, "PROJECT"));
+    insta::assert_snapshot!("nemo_gke_a3_plan", crate::support::undated(&plan.replace(&gcp.project, "PROJECT")));
     gcp.ok(&["up", "nemo.toml", "--yes"]);
     let made = gcp.calls();
     assert_eq!(made.get("container:clusters.create"), Some(&1), "{made:?}");

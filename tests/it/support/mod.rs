@@ -89,7 +89,7 @@ pub(crate) fn request(method: &str, path: &str, body: &str) -> (u16, String) {
 
 /// `forge ARGS` run in `dir`, pointed at the emulator through the standard AWS environment
 /// only, as the 12-digit `account` (the launcher keeps each account's objects apart), with the
-/// emulator's mirror of the Kubernetes bundles' release hosts.
+/// emulator's mirror of the Kubernetes bundles' release hosts and a price cache of its own.
 pub(crate) fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("forge"));
     cmd.current_dir(dir)
@@ -103,6 +103,7 @@ pub(crate) fn aws_forge(dir: &Path, account: &str, args: &[&str]) -> std::proces
         .env("AWS_CONFIG_FILE", "/dev/null")
         .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
         .env_remove("AWS_PROFILE")
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
         .args(args);
     cmd
 }
@@ -159,4 +160,29 @@ pub(crate) fn kill_after(mut child: Child, after: std::time::Duration) {
 /// `command` started with its output discarded, for [`kill_after`].
 pub(crate) fn quiet(command: &mut std::process::Command) -> Child {
     command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+}
+
+/// `text` with the date its prices were fetched (`fetched 2026-11-27`) as `fetched <date>`, for
+/// snapshots of a plan's cost section.
+pub(crate) fn undated(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("fetched ") {
+        let (before, after) = rest.split_at(at + "fetched ".len());
+        out.push_str(before);
+        let date = after.get(..10).filter(|d| {
+            d.chars()
+                .enumerate()
+                .all(|(i, c)| if i == 4 || i == 7 { c == '-' } else { c.is_ascii_digit() })
+        });
+        match date {
+            Some(_) => {
+                out.push_str("<date>");
+                rest = &after[10..];
+            }
+            None => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
 }
