@@ -59,7 +59,8 @@ pub(super) async fn run(session: &Session, files: &[PathBuf], format: Format) ->
     for file in files {
         let (stack, _graph) = session.load(file)?;
         let loaded = super::open_store(&stack.state)?.load(&stack.name)?;
-        let region = super::aws_region(&stack.providers);
+        let aws = loaded.state.resources.values().any(|r| r.kind.starts_with("aws_"));
+        let region = session.aws_region(&stack.providers, aws).await;
         let metered = crate::cost::view::of_state(&loaded.state, &session.registry, region.as_deref());
         let rates = crate::cost::rates(metered.iter().map(|(_, _, meter)| meter));
         let prices = crate::provider::prices::prices(&session.cloud(&stack.providers), &rates).await;

@@ -35,16 +35,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The region of the stack's AWS kinds: `[aws] region`, else the standard chain's
-/// environment (`AWS_REGION`, `AWS_DEFAULT_REGION`).
-pub(crate) fn aws_region(providers: &crate::provider::settings::Providers) -> Option<String> {
-    providers.aws_region().map(str::to_owned).or_else(|| {
-        ["AWS_REGION", "AWS_DEFAULT_REGION"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|r| !r.is_empty()))
-    })
-}
-
 /// The context a kind is asked in at plan time (a dry run, a quote): no status, no resume.
 fn planning_ctx(plan: &Plan, address: &str, cloud: &Arc<Cloud>) -> crate::provider::Ctx {
     crate::provider::Ctx {
@@ -335,7 +325,12 @@ impl Session {
     /// purchases charge up front. Never fails: prices that cannot be read are said to be
     /// unavailable, and why.
     pub async fn cost(&self, plan: &mut Plan, state: &crate::state::State) {
-        let region = aws_region(&plan.providers);
+        let kinds = state
+            .resources
+            .values()
+            .map(|r| &r.kind)
+            .chain(plan.changes.iter().map(|c| &c.kind));
+        let region = self.aws_region(&plan.providers, kinds.clone().any(|k| k.starts_with("aws_"))).await;
         let before = crate::cost::view::of_state(state, &self.registry, region.as_deref());
         let after = crate::cost::view::of_plan(plan, state, &self.registry, region.as_deref());
         let upfront: f64 = plan.purchases().map(|(_, purchase)| purchase.upfront).sum();
@@ -345,6 +340,20 @@ impl Session {
         let rates = crate::cost::rates(before.iter().chain(&after).map(|(_, _, meter)| meter));
         let prices = crate::provider::prices::prices(&self.cloud(&plan.providers), &rates).await;
         plan.cost = Some(crate::cost::PlanCost::new(&before, &after, &prices, upfront));
+    }
+
+    /// The region of the stack's AWS kinds, when it has some (`aws`): `[aws] region`, else the
+    /// standard chain's (`AWS_REGION`, the profile's `region`).
+    #[cfg_attr(not(feature = "aws"), allow(unused_variables))]
+    pub async fn aws_region(&self, providers: &Providers, aws: bool) -> Option<String> {
+        if let Some(region) = providers.aws_region() {
+            return Some(region.to_owned());
+        }
+        #[cfg(feature = "aws")]
+        if aws {
+            return self.cloud(providers).aws().await.sdk.region().map(ToString::to_string);
+        }
+        None
     }
 
     /// Prices what the plan's creates and updates buy (see [`crate::provider::Resource::quote`]),

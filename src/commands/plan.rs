@@ -45,7 +45,7 @@ pub(super) async fn run(session: &Session, file: &Path, options: &PlanOptions) -
     }
     session.quote(&mut plan, &loaded.state).await?;
     if !no_cost {
-        session.cost(&mut plan, &loaded.state).await;
+        session.cost(&mut plan, &state).await;
     }
     if *json {
         println!("{}", serde_json::to_string_pretty(&plan).expect("plans serialize"));

@@ -69,7 +69,7 @@ pub(super) async fn run(session: &Session, file: &Path, consent: Consent, steps:
     }
     session.quote(&mut plan, &loaded.state).await?;
     if cost {
-        session.cost(&mut plan, &loaded.state).await;
+        session.cost(&mut plan, &state).await;
     }
     if refresh {
         session.dry_run(&plan).await?;

@@ -1,7 +1,9 @@
-//! The price cache: every price read from a price list, with when it was read, in
+//! The price cache: every price read from a price list, with when it was read and the
+//! endpoint it came from (an emulator's prices never stand for the cloud's), in
 //! `$XDG_CACHE_HOME/forge/prices.json` (else `~/.cache/forge/prices.json`). A price younger than
 //! the cache's life (a week; `FORGE_PRICES_MAX_AGE`, e.g. `1d`) is used without a call; a price
-//! the list does not hold is cached too, so it is not asked for again on every plan.
+//! the list does not hold is cached too, so it is not asked for again on every plan; older
+//! entries are dropped when the cache is written.
 
 use super::{Prices, Rate};
 use serde::{Deserialize, Serialize};
@@ -17,6 +19,8 @@ pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 struct Entry {
     /// The rate it answers.
     rate: Rate,
+    /// The endpoint of the price list that answered.
+    source: String,
     /// USD per the rate's unit; `None`: the price list holds none.
     usd: Option<f64>,
     /// What was asked, for a price the list does not hold.
@@ -31,7 +35,7 @@ struct Entry {
 struct File {
     /// The cache format.
     version: u32,
-    /// By rate key.
+    /// By endpoint and rate key.
     prices: BTreeMap<String, Entry>,
 }
 
@@ -69,14 +73,13 @@ impl PriceCache {
         Ok(PriceCache { path, file, max_age })
     }
 
-    /// The cached prices of `rates` that are still fresh at `now`, and the rates to ask for.
-    pub fn fresh(&self, rates: &BTreeSet<Rate>, now: SystemTime) -> (Prices, BTreeSet<Rate>) {
+    /// The cached prices of `rates` that are still fresh at `now`, each from the endpoint
+    /// `source` names for it, and the rates to ask for.
+    pub fn fresh(&self, rates: &BTreeSet<Rate>, now: SystemTime, source: &dyn Fn(&Rate) -> String) -> (Prices, BTreeSet<Rate>) {
         let mut prices = Prices::default();
         let mut stale = BTreeSet::new();
         for rate in rates {
-            let entry = self.file.prices.get(&rate.key()).filter(|e| {
-                humantime::parse_rfc3339(&e.fetched).is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age <= self.max_age))
-            });
+            let entry = self.file.prices.get(&key(&source(rate), rate)).filter(|e| self.young(e, now));
             match entry {
                 Some(entry) => {
                     match entry.usd {
@@ -97,28 +100,30 @@ impl PriceCache {
         (prices, stale)
     }
 
-    /// Records what the price lists answered at `now` and writes the cache (atomically: a
-    /// reader sees the old file or the new one). A cache that cannot be written is skipped.
-    pub fn record(&mut self, answered: &Prices, now: SystemTime) {
+    /// Whether `entry` is within the cache's life at `now`.
+    fn young(&self, entry: &Entry, now: SystemTime) -> bool {
+        humantime::parse_rfc3339(&entry.fetched).is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age <= self.max_age))
+    }
+
+    /// Records what the price lists answered at `now` (each rate from the endpoint `source`
+    /// names), drops what is past the cache's life, and writes the cache (atomically: a reader
+    /// sees the old file or the new one). A cache that cannot be written is skipped.
+    pub fn record(&mut self, answered: &Prices, now: SystemTime, source: &dyn Fn(&Rate) -> String) {
         let fetched = humantime::format_rfc3339_seconds(now).to_string();
-        for (rate, usd) in &answered.found {
+        let found = answered.found.iter().map(|(rate, usd)| (rate, Some(*usd), None));
+        let missing = answered.missing.iter().map(|(rate, asked)| (rate, None, Some(asked.clone())));
+        for (rate, usd, asked) in found.chain(missing) {
             let entry = Entry {
                 rate: rate.clone(),
-                usd: Some(*usd),
-                asked: None,
+                source: source(rate),
+                usd,
+                asked,
                 fetched: fetched.clone(),
             };
-            self.file.prices.insert(rate.key(), entry);
+            self.file.prices.insert(key(&entry.source, rate), entry);
         }
-        for (rate, asked) in &answered.missing {
-            let entry = Entry {
-                rate: rate.clone(),
-                usd: None,
-                asked: Some(asked.clone()),
-                fetched: fetched.clone(),
-            };
-            self.file.prices.insert(rate.key(), entry);
-        }
+        let file = std::mem::take(&mut self.file.prices);
+        self.file.prices = file.into_iter().filter(|(_, e)| self.young(e, now)).collect();
         let Some(path) = &self.path else { return };
         self.file.version = 1;
         let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
@@ -131,6 +136,11 @@ impl PriceCache {
             let _ = std::fs::remove_file(&tmp);
         }
     }
+}
+
+/// An entry's key: the endpoint and the rate.
+fn key(source: &str, rate: &Rate) -> String {
+    format!("{source} {}", rate.key())
 }
 
 #[cfg(test)]
@@ -155,13 +165,17 @@ mod tests {
             found: BTreeMap::from([(rate(), 0.045)]),
             ..Default::default()
         };
-        cache.record(&answered, then);
+        let aws = |_: &Rate| "https://aws".to_owned();
+        cache.record(&answered, then, &aws);
         let rates = BTreeSet::from([rate()]);
-        let (prices, stale) = cache.fresh(&rates, then + Duration::from_secs(6 * 24 * 3600));
+        let (prices, stale) = cache.fresh(&rates, then + Duration::from_secs(6 * 24 * 3600), &aws);
         assert_eq!(prices.found.get(&rate()), Some(&0.045));
         assert_eq!(prices.fetched.as_deref(), Some("2026-11-20"));
         assert!(stale.is_empty());
-        let (prices, stale) = cache.fresh(&rates, then + Duration::from_secs(8 * 24 * 3600));
+        // Another endpoint's prices (an emulator's) are not the cloud's.
+        let emulator = |_: &Rate| "http://127.0.0.1:5000".to_owned();
+        assert_eq!(cache.fresh(&rates, then, &emulator).1, rates);
+        let (prices, stale) = cache.fresh(&rates, then + Duration::from_secs(8 * 24 * 3600), &aws);
         assert!(prices.found.is_empty());
         assert_eq!(stale, rates);
     }

@@ -26,11 +26,12 @@ pub enum Rate {
         /// `p5.48xlarge`.
         instance_type: String,
     },
-    /// USD an EKS cluster hour, under standard or extended support.
+    /// USD an EKS cluster hour; with `extended_support`, the surcharge AWS bills on top of it
+    /// for a version past standard support.
     EksCluster {
         /// The AWS region.
         region: String,
-        /// The cluster's version is past EKS's standard support.
+        /// The extended-support surcharge, not the cluster hour.
         extended_support: bool,
     },
     /// USD a NAT gateway hour (the data it processes is billed apart, by the GB).
@@ -182,11 +183,13 @@ pub enum Meter {
     },
 }
 
-/// What a kind may read to meter one resource: its attributes, the stack's AWS region, and
-/// attributes of the resources its own refer to.
+/// What a kind may read to meter one resource: its attributes (and outputs, once made), the
+/// stack's AWS region, and attributes of the resources its own refer to.
 pub struct Sight<'a> {
     /// The attributes as known (`null`: known after apply).
     pub config: &'a Value,
+    /// What the cloud returned, for a resource already made.
+    pub outputs: Option<&'a Value>,
     /// The region of the stack's AWS kinds (`[aws] region`, else the standard chain's).
     pub aws_region: Option<&'a str>,
     /// `follow(key, attribute)`: `attribute` of the resource this one's `key` refers to.
@@ -209,10 +212,27 @@ impl Sight<'_> {
         self.get(key).and_then(Value::as_i64)
     }
 
+    /// The text output `key`, for a resource already made.
+    pub fn output(&self, key: &str) -> Option<&str> {
+        self.outputs?.get(key)?.as_str()
+    }
+
+    /// Whether any of `keys` is known only after apply (`null`), as opposed to left out.
+    pub fn unknown(&self, keys: &[&str]) -> bool {
+        keys.iter().any(|k| self.config.get(*k).is_some_and(Value::is_null))
+    }
+
+    /// The meter of what cannot be priced before apply.
+    pub fn after_apply(what: &str) -> Meter {
+        Meter::Unpriced {
+            reason: format!("its {what} is known only after apply"),
+        }
+    }
+
     /// The stack's AWS region, or why the resource cannot be priced without it.
     pub fn aws_region(&self) -> Result<String, Meter> {
         self.aws_region.map(str::to_owned).ok_or_else(|| Meter::Unpriced {
-            reason: "no AWS region: set `region` in `[aws]`, or AWS_REGION".into(),
+            reason: "no AWS region: set `region` in `[aws]`, AWS_REGION or the profile's region".into(),
         })
     }
 }
@@ -371,7 +391,7 @@ impl PlanCost {
         let before = Estimate::of(before, prices);
         let after = Estimate::of(after, prices);
         PlanCost {
-            change_hourly: after.hourly - before.hourly,
+            change_hourly: change(&before, &after),
             before_hourly: before.hourly,
             after,
             upfront,
@@ -379,6 +399,29 @@ impl PlanCost {
             unavailable: prices.unavailable.clone(),
         }
     }
+}
+
+/// What going from `before` to `after` changes an hour, resource by resource: one that is
+/// added or removed counts whole, one whose price is unknown on either side not at all (it is
+/// listed as unknown), so an unknown price never shows as a saving or a cost.
+fn change(before: &Estimate, after: &Estimate) -> f64 {
+    let priced = |estimate: &Estimate| -> BTreeMap<String, Option<f64>> {
+        estimate
+            .resources
+            .iter()
+            .filter(|l| l.hourly.is_some() || l.not_counted.as_deref().is_some_and(|why| why.starts_with("price unknown")))
+            .map(|l| (l.address.clone(), l.hourly))
+            .collect()
+    };
+    let (before, after) = (priced(before), priced(after));
+    let addresses: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    addresses
+        .into_iter()
+        .map(|a| match (before.get(a), after.get(a)) {
+            (Some(None), _) | (_, Some(None)) => 0.0,
+            (b, a) => a.copied().flatten().unwrap_or(0.0) - b.copied().flatten().unwrap_or(0.0),
+        })
+        .sum()
 }
 
 /// `$55.04`, `$0.045`, `$0.3452`: cents, or up to four places under a dollar.

@@ -93,7 +93,7 @@ pub fn stack(name: &str, file: &str, estimate: &Estimate, fetched: Option<&str>)
     out
 }
 
-/// `forge cost --format markdown` for one stack: a table a nightly job can post.
+/// `forge cost --markdown` for one stack: a table a nightly job can post.
 pub fn markdown(name: &str, file: &str, estimate: &Estimate) -> String {
     let mut out = format!("### {name} (`{file}`)\n\n| resource | kind | what | $/hour | $/month |\n|---|---|---|---:|---:|\n");
     for line in &estimate.resources {

@@ -342,7 +342,7 @@ class Launcher(Launched):
         any_of = [{"Type": "ANY_OF", "Field": "usagetype", "Value": "USW2-AmazonEKS-Hours:perCluster,USW2-AmazonEKS-Hours:extendedSupport"}]
         eks = [json.loads(p) for p in pricing.get_products(ServiceCode="AmazonEKS", Filters=any_of)["PriceList"]]
         prices = sorted(next(iter(next(iter(e["terms"]["OnDemand"].values()))["priceDimensions"].values()))["pricePerUnit"]["USD"] for e in eks)
-        self.assertEqual(prices, ["0.1000000000", "0.6000000000"])
+        self.assertEqual(prices, ["0.1000000000", "0.5000000000"])
         by_code = [{"Type": "TERM_MATCH", "Field": "ServiceCode", "Value": "AmazonEKS"}]
         self.assertEqual(len(pricing.get_products(ServiceCode="AmazonEKS", Filters=by_code)["PriceList"]), 9)
         services = [s["ServiceCode"] for s in pricing.describe_services()["Services"]]

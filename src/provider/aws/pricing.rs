@@ -193,7 +193,7 @@ fn price_of(rate: &Rate, record: &Value) -> Option<f64> {
                 && attribute(record, "throughputCapacity") == Some(throughput.to_string().as_str())
                 && attribute(record, "storageType") == Some("SSD")
         }
-        Rate::EfsStorage { .. } => true,
+        Rate::EfsStorage { .. } => usage == "TimedStorage-ByteHrs" || usage.ends_with("-TimedStorage-ByteHrs"),
         _ => false,
     };
     if !matches {
@@ -201,7 +201,9 @@ fn price_of(rate: &Rate, record: &Value) -> Option<f64> {
     }
     let term = record.pointer("/terms/OnDemand")?.as_object()?.values().next()?;
     let dimension = term.get("priceDimensions")?.as_object()?.values().next()?;
-    dimension.pointer("/pricePerUnit/USD")?.as_str()?.parse().ok()
+    // A record at $0 (a type sold only reserved) or not a number is no price.
+    let usd: f64 = dimension.pointer("/pricePerUnit/USD")?.as_str()?.parse().ok()?;
+    (usd.is_finite() && usd > 0.0).then_some(usd)
 }
 
 /// What was asked, for a price the list does not hold.

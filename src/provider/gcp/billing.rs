@@ -31,11 +31,28 @@ pub async fn prices(settings: Option<&crate::provider::settings::GcpSettings>, r
     if services.is_empty() {
         return prices;
     }
+    if tokio::time::timeout(LISTING_TIMEOUT, read(settings, services, &mut prices))
+        .await
+        .is_err()
+    {
+        prices.unavailable.push(format!(
+            "the Cloud Billing Catalog API did not answer within {}s",
+            LISTING_TIMEOUT.as_secs()
+        ));
+    }
+    prices
+}
+
+/// How long listing the SKUs may take before the plan goes on without them.
+const LISTING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Reads the prices of each service's rates into `prices`.
+async fn read(settings: Option<&crate::provider::settings::GcpSettings>, services: BTreeMap<&str, Vec<&Rate>>, prices: &mut Prices) {
     let catalog = match catalog(settings).await {
         Ok(catalog) => catalog,
         Err(why) => {
             prices.unavailable.push(why);
-            return prices;
+            return;
         }
     };
     for (service, wanted) in services {
@@ -57,7 +74,6 @@ pub async fn prices(settings: Option<&crate::provider::settings::GcpSettings>, r
             }
         }
     }
-    prices
 }
 
 /// The Catalog client: the endpoint `[gcp] endpoints.cloudbilling` or
@@ -100,21 +116,27 @@ fn is_for(sku: &Sku, rate: &Rate) -> bool {
             Rate::GceCore { region, family } => serves(region) && text.starts_with(&format!("{family} Instance Core running in ")),
             Rate::GceRam { region, family } => serves(region) && text.starts_with(&format!("{family} Instance Ram running in ")),
             Rate::GceGpu { region, gpu } => serves(region) && text.starts_with(&format!("{gpu} running in ")),
-            Rate::GkeCluster { region } => serves(region) && matches!(text, "Regional Kubernetes Clusters" | "Zonal Kubernetes Clusters"),
-            Rate::Filestore { region, tier } => serves(region) && text.starts_with(&format!("Filestore {} Capacity", tier_name(tier))),
+            // The cluster fee is the same everywhere: its SKUs serve `global`.
+            Rate::GkeCluster { region } => {
+                (serves(region) || serves("global")) && matches!(text, "Regional Kubernetes Clusters" | "Zonal Kubernetes Clusters")
+            }
+            Rate::Filestore { region, tier } => {
+                serves(region) && tier_name(tier).is_some_and(|name| text.starts_with(&format!("Filestore Capacity {name}")))
+            }
             _ => false,
         }
 }
 
-/// A Filestore tier as SKU descriptions name it (`BASIC_HDD` → `Basic HDD`).
-fn tier_name(tier: &str) -> String {
-    tier.split('_')
-        .map(|word| match word {
-            "HDD" | "SSD" => word.to_owned(),
-            _ => word[..1].to_owned() + &word[1..].to_lowercase(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+/// A Filestore tier as its capacity SKUs name it: Basic HDD is `Standard`, Basic SSD
+/// `Premium`, Regional and Enterprise share one (https://cloud.google.com/filestore/pricing).
+fn tier_name(tier: &str) -> Option<&'static str> {
+    match tier {
+        "BASIC_HDD" | "STANDARD" => Some("Standard"),
+        "BASIC_SSD" | "PREMIUM" => Some("Premium"),
+        "ZONAL" | "HIGH_SCALE_SSD" => Some("Zonal and High Scale"),
+        "REGIONAL" | "ENTERPRISE" => Some("Regional and Enterprise"),
+        _ => None,
+    }
 }
 
 /// The SKU's first tier's unit price in USD (`units` + `nanos`) per the rate's unit: a
@@ -122,7 +144,11 @@ fn tier_name(tier: &str) -> String {
 /// not expect for the rate has no price.
 fn unit_price(sku: &Sku, rate: &Rate) -> Option<f64> {
     let expression = sku.pricing_info.first()?.pricing_expression.as_ref()?;
-    let tier = expression.tiered_rates.iter().find(|t| t.start_usage_amount == 0.0)?;
+    // The first tier that costs anything (a free first tier is not the rate).
+    let tier = expression
+        .tiered_rates
+        .iter()
+        .find(|t| t.unit_price.as_ref().is_some_and(|m| m.units > 0 || m.nanos > 0))?;
     let money = tier.unit_price.as_ref().filter(|m| m.currency_code == "USD")?;
     let usd = money.units as f64 + f64::from(money.nanos) / 1e9;
     let per = match (rate, expression.usage_unit.as_str()) {
@@ -141,7 +167,7 @@ fn asked(rate: &Rate) -> String {
         Rate::GceRam { region, family } => format!("on-demand {family} RAM SKU in {region}"),
         Rate::GceGpu { region, gpu } => format!("on-demand {gpu} SKU in {region}"),
         Rate::GkeCluster { region } => format!("GKE cluster fee in {region}"),
-        Rate::Filestore { region, tier } => format!("Filestore {} capacity SKU in {region}", tier_name(tier)),
+        Rate::Filestore { region, tier } => format!("Filestore {tier} capacity SKU in {region}"),
         other => other.key(),
     }
 }
@@ -152,7 +178,8 @@ mod tests {
 
     #[test]
     fn tiers_read_as_the_catalogue_names_them() {
-        assert_eq!(tier_name("BASIC_HDD"), "Basic HDD");
-        assert_eq!(tier_name("ZONAL"), "Zonal");
+        assert_eq!(tier_name("BASIC_HDD"), Some("Standard"));
+        assert_eq!(tier_name("ENTERPRISE"), Some("Regional and Enterprise"));
+        assert_eq!(tier_name(""), None);
     }
 }

@@ -394,7 +394,7 @@ impl Resource for ContainerNodePool {
     /// (autoscaled: min–max); spot and flex-start capacity priced on demand as the most it
     /// costs; nothing an hour on a specific reservation, which bills the machines itself.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::{Count, Meter};
+        use crate::cost::{Count, Meter, Sight};
         if sight.text("reservation").is_some() {
             return Some(Meter::Prepaid {
                 by: "its reservation".into(),
@@ -405,11 +405,13 @@ impl Resource for ContainerNodePool {
             .and_then(|path| path.split("/locations/").nth(1)?.split('/').next().map(str::to_owned))
             .or_else(|| (sight.follow)("cluster", "location")?.as_str().map(str::to_owned));
         let (Some(location), Some(machine_type)) = (location, sight.text("machine_type")) else {
-            return Some(Meter::Unpriced {
-                reason: "its location or machine type is known only after apply".into(),
-            });
+            return Some(Sight::after_apply("location or machine type"));
         };
-        let parts = match crate::cost::gce::machine(&crate::cost::google_region(&location), machine_type) {
+        if sight.unknown(&["node_count", "min_node_count", "max_node_count", "node_locations"]) {
+            return Some(Sight::after_apply("size"));
+        }
+        let region = crate::cost::google_region(&location);
+        let parts = match crate::cost::gce::machine(&region, machine_type) {
             Ok(parts) => parts,
             Err(reason) => return Some(Meter::Unpriced { reason }),
         };
@@ -418,7 +420,13 @@ impl Resource for ContainerNodePool {
                 reason: "forge does not price GPUs attached to a pool's machines yet".into(),
             });
         }
-        let zones = sight.get("node_locations").and_then(Value::as_array).map_or(1, |z| z.len().max(1)) as u32;
+        // Its nodes are per zone: its own zones, else its cluster's — one for a zonal cluster,
+        // GKE's default of three for a regional one.
+        let zones = match sight.get("node_locations").and_then(Value::as_array) {
+            Some(zones) if !zones.is_empty() => zones.len() as u32,
+            _ if region == location => 3,
+            _ => 1,
+        };
         let per_zone = |key: &str| sight.number(key).and_then(|n| u32::try_from(n).ok());
         let (min, max) = (per_zone("min_node_count"), per_zone("max_node_count"));
         let planned = per_zone("node_count").or(min).unwrap_or(0);
@@ -427,16 +435,19 @@ impl Resource for ContainerNodePool {
             planned: planned * zones,
             max: max.unwrap_or(planned) * zones,
         };
-        let upper_bound = match (
-            sight.get("spot") == Some(&Value::Bool(true)),
-            sight.get("flex_start") == Some(&Value::Bool(true)) || sight.get("queued_provisioning") == Some(&Value::Bool(true)),
-        ) {
-            (true, _) => Some("spot, priced on demand".to_owned()),
-            (_, true) => Some("flex-start, priced on demand".to_owned()),
-            _ => None,
+        let flag = |key: &str| sight.get(key) == Some(&Value::Bool(true));
+        let upper_bound = if flag("spot") {
+            Some("spot, priced on demand".to_owned())
+        } else if flag("flex_start") || flag("queued_provisioning") {
+            Some("flex-start, priced on demand".to_owned())
+        } else {
+            None
         };
         Some(Meter::Hourly {
-            what: machine_type.to_owned(),
+            what: match zones {
+                1 => machine_type.to_owned(),
+                n => format!("{machine_type} in {n} zones"),
+            },
             parts,
             count,
             upper_bound,

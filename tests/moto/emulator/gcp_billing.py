@@ -18,8 +18,9 @@ cloudbilling.googleapis.com) and held to its discovery document by the harness.
     in the Americas, with the SKUs a loose match would also take: Spot (usage type
     `Preemptible`), commitments (`Commit1Yr`), Dynamic Workload Scheduler's "DWS Defined
     Duration" prices, and the same machines in EMEA; Kubernetes Engine (`CCD8-9BF1-090E`) —
-    the regional and zonal cluster fee beside Autopilot's; Filestore (`D97E-AB26-5D95`) — each
-    tier's capacity by the GiB-month (`GiBy.mo`) beside its one-year commitment. The Compute
+    the regional and zonal cluster fee beside Autopilot's, served in the region `global`;
+    Filestore (`D97E-AB26-5D95`) — each tier's capacity by the GiB-month (`GiBy.mo`) beside its
+    one-year commitment. The Compute
     and GKE descriptions follow Google's own (Filestore's are modelled on them, not
     confirmed); the prices are near Google's published list of November 2026: a fixture of
     this emulator, not a price source.
@@ -104,27 +105,28 @@ def compute_skus():
 
 
 def gke_skus():
-    regions = AMERICAS + EMEA
+    # The cluster fee is the same everywhere: its SKUs serve the region `global`.
     return [
-        sku(GKE, "Regional Kubernetes Clusters", "Compute", "Kubernetes Clusters", "OnDemand", regions, "0.10", "h"),
-        sku(GKE, "Zonal Kubernetes Clusters", "Compute", "Kubernetes Clusters", "OnDemand", regions, "0.10", "h"),
-        sku(GKE, "Autopilot Kubernetes Clusters", "Compute", "Kubernetes Clusters", "OnDemand", regions, "0.10", "h"),
+        sku(GKE, "Regional Kubernetes Clusters", "Compute", "Kubernetes Clusters", "OnDemand", ["global"], "0.10", "h"),
+        sku(GKE, "Zonal Kubernetes Clusters", "Compute", "Kubernetes Clusters", "OnDemand", ["global"], "0.10", "h"),
+        sku(GKE, "Autopilot Kubernetes Clusters", "Compute", "Kubernetes Clusters", "OnDemand", ["global"], "0.10", "h"),
         sku(GKE, "Autopilot Pod mCPU Requests (us-central1)", "Compute", "CPU", "OnDemand", ["us-central1"], "0.0445", "h"),
     ]
 
 
-# Filestore capacity, USD a GiB-month in the Americas, by tier as the SKUs name it.
-FILESTORE_TIERS = [("Basic HDD", "0.16"), ("Basic SSD", "0.30"), ("Zonal", "0.25"), ("Regional", "0.45"), ("Enterprise", "0.45")]
+# Filestore capacity, USD a GiB-month in the Americas, by the name the SKUs give each tier:
+# Standard (Basic HDD), Premium (Basic SSD), Zonal, Regional and Enterprise (one SKU).
+FILESTORE_TIERS = [("Standard", "0.16"), ("Premium", "0.30"), ("Zonal and High Scale", "0.25"), ("Regional and Enterprise", "0.45")]
 
 
 def filestore_skus():
     skus = []
     for tier, usd in FILESTORE_TIERS:
-        group = tier.replace(" ", "")
+        group = tier.split()[0]
         for where, regions, factor in (("Americas", AMERICAS, 1.0), ("EMEA", EMEA, 1.1)):
-            skus.append(sku(FILESTORE, f"Filestore {tier} Capacity in {where}", "Storage", group, "OnDemand", regions, float(usd) * factor, "GiBy.mo"))
+            skus.append(sku(FILESTORE, f"Filestore Capacity {tier} ({where})", "Storage", group, "OnDemand", regions, float(usd) * factor, "GiBy.mo"))
         # What a loose match would also take: a one-year commitment's price.
-        skus.append(sku(FILESTORE, f"Commitment v1: Filestore {tier} Capacity in Americas for 1 Year", "Storage", group, "Commit1Yr", AMERICAS, float(usd) * 0.8, "GiBy.mo"))
+        skus.append(sku(FILESTORE, f"Commitment v1: Filestore Capacity {tier} in Americas for 1 Year", "Storage", group, "Commit1Yr", AMERICAS, float(usd) * 0.8, "GiBy.mo"))
     return skus
 
 

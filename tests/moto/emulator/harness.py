@@ -40,7 +40,7 @@
     "CapacityBlockExtensionOfferingId", "UpfrontFee", ...}], "total_fee",
     "visible_after_seconds"}; every account's without `account`);
   * sets how long phases last (POST /_forge/phases[?account=ID] {"seconds": s}: with `account`,
-    only the phases that account's requests start), and how long the operations
+    only the phases that account's requests start; null: the default again), and how long the operations
     of matching Google calls last (POST /_forge/operation_seconds[?account=] [{"match",
     "account", "seconds"}], e.g. GPU node pools slower than the rest; with `account`, the
     rules of that account are replaced and other tests' kept);
@@ -391,7 +391,8 @@ class Harness:
                 bundles.put(payload["path"], payload["text"])
                 result = {}
             elif path == "/_forge/phases":
-                set_phase_seconds(float(payload.get("seconds", 0)), account)
+                seconds = payload.get("seconds", 0)
+                set_phase_seconds(None if seconds is None else float(seconds), account)
                 result = {}
             elif path == "/_forge/clock":  # POST sets the account's clock (none: every other account's), GET reads it
                 result = capacity.set_clock(account, payload) if payload is not None else capacity.clock(account)

@@ -44,8 +44,13 @@ def serving(account):
 
 
 def set_phase_seconds(seconds, account=None):
+    """How long phases last: every account's, or with `account` that account's (`None`: the
+    default again)."""
     if account is not None:
-        _account_seconds[account] = seconds
+        if seconds is None:
+            _account_seconds.pop(account, None)
+        else:
+            _account_seconds[account] = seconds
         return
     transition = {"progression": "time", "seconds": seconds} if seconds > 0 else {"progression": "immediate"}
     for model in PHASE_MODELS:

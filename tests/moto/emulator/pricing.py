@@ -14,9 +14,10 @@ ships (`pricing/2017-10-15/service-2.json`) by the harness (aws_model.py).
     software, capacity status `Used`) of the GPU and CPU types forge's stacks use, in three
     regions, with the records a loose filter would also match — Windows, dedicated tenancy,
     SQL Server pre-installed, the two capacity-reservation statuses, other regions; EKS
-    cluster-hours (standard and extended support) beside Fargate's; NAT gateway hours beside
+    cluster-hours and the extended-support surcharge billed on top of them, beside Fargate's; NAT gateway hours beside
     its per-GB processing; FSx for Lustre per GB-month by deployment type and throughput tier
-    (and FSx for Windows); EFS per GB-month by storage class. Prices are near AWS's published
+    (and FSx for Windows); EFS per GB-month by storage class (and a General Purpose record
+    that is not storage). Prices are near AWS's published
     On-Demand list of November 2026: a fixture of this emulator, not a price source.
   * The endpoint is in us-east-1, eu-central-1 and ap-south-1 only: a request signed for
     another region is refused (there is no such endpoint to answer it).
@@ -136,7 +137,8 @@ def catalogue():
     records = list(ec2_instances())
     records += per_region("AmazonEKS", "Compute", "0.10", "Hours", "Amazon EKS cluster usage ${price:.2f} per hour",
                           usagetype="{prefix}AmazonEKS-Hours:perCluster", operation="CreateOperation", tiertype="HAStandard")
-    records += per_region("AmazonEKS", "Compute", "0.60", "Hours", "Amazon EKS cluster extended support ${price:.2f} per hour",
+    # Extended support is billed on top of the cluster hour: a surcharge record of its own.
+    records += per_region("AmazonEKS", "Compute", "0.50", "Hours", "Amazon EKS cluster extended support ${price:.2f} per hour",
                           usagetype="{prefix}AmazonEKS-Hours:extendedSupport", operation="ExtendedSupport", tiertype="HAExtended")
     records += per_region("AmazonEKS", "Compute", "0.04048", "hours", "AWS Fargate vCPU ${price:.5f} per vCPU-hour",
                           usagetype="{prefix}Fargate-vCPU-Hours:perCPU", operation="FargateTask", tiertype="Fargate")
@@ -153,9 +155,10 @@ def catalogue():
                               usagetype=f"{{prefix}}{deployment}-{throughput}-Storage")
     records += per_region("AmazonFSx", "Storage", "0.13", "GB-Mo", "Windows File Server SSD storage, ${price:.3f} per GB-month",
                           fileSystemType="Windows", deploymentOption="Multi-AZ", storageType="SSD", usagetype="{prefix}Windows-SSD-Storage")
-    for storage_class, usd in (("General Purpose", "0.30"), ("Infrequent Access", "0.016"), ("Archive", "0.008")):
-        records += per_region("AmazonEFS", "Storage", usd, "GB-Mo", f"EFS {storage_class} storage ${{price:.3f}} per GB-month",
-                              storageClass=storage_class, usagetype=f"{{prefix}}TimedStorage-{storage_class.replace(' ', '')}-ByteHrs")
+    for storage_class, usage, usd in (("General Purpose", "TimedStorage-ByteHrs", "0.30"), ("General Purpose", "TimedStorage-IO-Bytes", "0.03"),
+                                      ("Infrequent Access", "IATimedStorage-ByteHrs", "0.016"), ("Archive", "ArchiveTimedStorage-ByteHrs", "0.008")):
+        records += per_region("AmazonEFS", "Storage", usd, "GB-Mo", f"EFS {storage_class} {usage} ${{price:.3f}} per GB-month",
+                              storageClass=storage_class, usagetype=f"{{prefix}}{usage}")
     return records
 
 

@@ -185,14 +185,14 @@ fn past_standard_support(version: &str, now: std::time::SystemTime) -> bool {
 }
 
 impl Resource for EksCluster {
-    /// Its hours at EKS's standard rate, or the extended-support rate once its version is past
-    /// standard support ([`STANDARD_SUPPORT_ENDS`]).
+    /// Its hours, and once its version (as written, else as EKS reports it) is past standard
+    /// support ([`STANDARD_SUPPORT_ENDS`]) the extended-support surcharge on top of them.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
         let region = match sight.aws_region() {
             Ok(region) => region,
             Err(unpriced) => return Some(unpriced),
         };
-        let version = sight.text("version");
+        let version = sight.text("version").or_else(|| sight.output("version"));
         let extended_support = version.is_some_and(|v| past_standard_support(v, std::time::SystemTime::now()));
         let what = match (version, extended_support) {
             (Some(v), true) => format!("EKS cluster, {v} in extended support"),
@@ -201,7 +201,20 @@ impl Resource for EksCluster {
         };
         Some(crate::cost::Meter::Hourly {
             what,
-            parts: vec![(crate::cost::Rate::EksCluster { region, extended_support }, 1.0)],
+            parts: [false, extended_support]
+                .into_iter()
+                .enumerate()
+                .filter(|(i, extended)| *i == 0 || *extended)
+                .map(|(_, extended)| {
+                    (
+                        crate::cost::Rate::EksCluster {
+                            region: region.clone(),
+                            extended_support: extended,
+                        },
+                        1.0,
+                    )
+                })
+                .collect(),
             count: crate::cost::Count::ONE,
             upper_bound: None,
         })

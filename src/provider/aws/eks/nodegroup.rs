@@ -165,7 +165,7 @@ impl Resource for EksNodegroup {
     /// in its launch template; nothing an hour on a Capacity Block or a capacity reservation,
     /// which bill the instances themselves.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::Meter;
+        use crate::cost::{Meter, Sight};
         let region = match sight.aws_region() {
             Ok(region) => region,
             Err(unpriced) => return Some(unpriced),
@@ -188,10 +188,11 @@ impl Resource for EksNodegroup {
                 .into_iter()
                 .collect(),
         };
+        if sight.unknown(&["instance_types"]) || types.iter().any(|t| t.contains("${")) {
+            return Some(Sight::after_apply("instance type"));
+        }
         let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
-            return Some(Meter::Unpriced {
-                reason: "its size is known only after apply".into(),
-            });
+            return Some(Sight::after_apply("size"));
         };
         Some(crate::cost::ec2_instances(region, &types, count, capacity == "SPOT"))
     }

@@ -252,6 +252,11 @@ impl Resource for FsxLustre {
         let throughput = sight
             .number("per_unit_storage_throughput")
             .or((deployment == "SCRATCH_2").then_some(200));
+        if deployment == "SCRATCH_1" {
+            return Some(Meter::Unpriced {
+                reason: "forge does not price SCRATCH_1 file systems".into(),
+            });
+        }
         let (Some(gb), Some(throughput)) = (sight.number("storage_capacity"), throughput) else {
             return Some(Meter::Unpriced {
                 reason: "its capacity or throughput is known only after apply".into(),

@@ -111,20 +111,37 @@ fn launch_template(cfg: &Config) -> Result<CustomLaunchTemplate, ProviderError> 
 
 impl Resource for PcsComputeNodeGroup {
     /// Its instances: Slurm scales the group from `min` (as planned) to `max`; spot when its
-    /// purchase option says so.
+    /// purchase option says so; nothing an hour on a Capacity Block or a capacity reservation,
+    /// which bill the instances themselves.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
+        use crate::cost::{Meter, Sight};
         let region = match sight.aws_region() {
             Ok(region) => region,
             Err(unpriced) => return Some(unpriced),
         };
+        let purchase = sight.text("purchase_option").unwrap_or("ONDEMAND");
+        if purchase == "CAPACITY_BLOCK" {
+            return Some(Meter::Prepaid {
+                by: "its Capacity Block".into(),
+            });
+        }
+        if (sight.follow)("launch_template_id", "capacity_reservation_id").is_some() {
+            return Some(Meter::Prepaid {
+                by: "its capacity reservation".into(),
+            });
+        }
+        if sight.unknown(&["instance_types", "scaling"]) {
+            return Some(Sight::after_apply("instance type or size"));
+        }
         let types: Vec<String> = sight
             .get("instance_types")
             .and_then(Value::as_array)
             .map(|types| types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
             .unwrap_or_default();
-        let count = crate::cost::scaling(sight.get("scaling")).unwrap_or(crate::cost::Count::ONE);
-        let spot = sight.text("purchase_option") == Some("SPOT");
-        Some(crate::cost::ec2_instances(region, &types, count, spot))
+        let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
+            return Some(Sight::after_apply("size"));
+        };
+        Some(crate::cost::ec2_instances(region, &types, count, purchase == "SPOT"))
     }
     /// Passes the create's token as `clientToken`; a group of this name that an earlier try
     /// made (its `forge:token` tag) is adopted and waited for.
