@@ -7,7 +7,8 @@ use serde_json::Value;
 
 /// The emulator's us-west-2 list prices, USD: an hour of p5.48xlarge and c5.2xlarge (Linux,
 /// shared, on demand), of an EKS cluster in extended support (1.31 is past standard support
-/// since 2025-11-26), of a NAT gateway; a GB-month of FSx for Lustre PERSISTENT_2 at 250 MB/s/TiB.
+/// since 2025-11-26: the $0.10 cluster hour and the $0.50 surcharge), of a NAT gateway; a
+/// GB-month of FSx for Lustre PERSISTENT_2 at 250 MB/s/TiB.
 const P5: f64 = 55.04;
 const C5: f64 = 0.34;
 const EKS_EXTENDED: f64 = 0.60;
@@ -74,6 +75,47 @@ fn the_seed_stacks_plan_costs_the_sum_of_its_resources_list_prices() {
     let expected = format!("Cost: +${total:.2}/h (+${}/month at 730 h)", thousands(total * 730.0));
     assert!(text.contains(&expected), "{expected}\n{text}");
     assert!(text.find("Plan: 35 to add").unwrap() < text.find("Cost: +").unwrap(), "{text}");
+}
+
+/// The other AWS seed stacks, each plan's total against its resources' list prices by hand.
+#[test]
+fn every_aws_seed_stack_plans_the_sum_of_its_list_prices() {
+    const P4DE: f64 = 27.447;
+    const TRN1: f64 = 21.50;
+    const C6I: f64 = 0.34;
+    const FSX_PERSISTENT_2_125: f64 = 0.145;
+    let fsx = |per_gb_month: f64| 1200.0 * per_gb_month / 730.0;
+    let seeds = [
+        // The cluster, 2 × p4de, 2 × c5 system nodes, a NAT gateway, 1.2 TB of FSx at 250 MB/s/TiB.
+        (
+            "nemo-eks-p4de.toml",
+            include_str!("../../../stacks/nemo-eks-p4de.toml"),
+            EKS_EXTENDED + 2.0 * P4DE + 2.0 * C5 + NAT + fsx(FSX_PERSISTENT_2_250),
+            0,
+        ),
+        // The cluster, 2 × trn1, one c5 system node, a NAT gateway, 1.2 TB of FSx at 125 MB/s/TiB.
+        (
+            "bert-eks-trn1.toml",
+            include_str!("../../../stacks/bert-eks-trn1.toml"),
+            EKS_EXTENDED + 2.0 * TRN1 + C5 + NAT + fsx(FSX_PERSISTENT_2_125),
+            0,
+        ),
+        // The login node, a p5 queue of 0–2 (none as planned), a NAT gateway, FSx; PCS's own
+        // controller fee is not priced, so listed as unknown.
+        (
+            "nemo-slurm-p5.toml",
+            include_str!("../../../stacks/nemo-slurm-p5.toml"),
+            C6I + NAT + fsx(FSX_PERSISTENT_2_250),
+            1,
+        ),
+    ];
+    for (file, text, expected, unknown) in seeds {
+        let aws = Aws::new();
+        aws.write(file, text);
+        let cost = aws.plan_cost(file);
+        assert!(close(cost["after"]["hourly"].as_f64().unwrap(), expected), "{file}: {cost}");
+        assert_eq!(cost["after"]["unknown"], unknown, "{file}: {cost}");
+    }
 }
 
 /// `81578.3` → `81,578`.
