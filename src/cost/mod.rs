@@ -222,6 +222,18 @@ impl Sight<'_> {
         keys.iter().any(|k| self.config.get(*k).is_some_and(Value::is_null))
     }
 
+    /// An instance group's meter when something else bills its instances: the Capacity Block
+    /// it runs on (`on_block`), or the capacity reservation its launch template targets.
+    pub fn prepaid(&self, on_block: bool) -> Option<Meter> {
+        let by = if on_block {
+            "its Capacity Block"
+        } else {
+            (self.follow)("launch_template_id", "capacity_reservation_id")?;
+            "its capacity reservation"
+        };
+        Some(Meter::Prepaid { by: by.into() })
+    }
+
     /// The meter of what cannot be priced before apply.
     pub fn after_apply(what: &str) -> Meter {
         Meter::Unpriced {
@@ -229,11 +241,14 @@ impl Sight<'_> {
         }
     }
 
-    /// The stack's AWS region, or why the resource cannot be priced without it.
-    pub fn aws_region(&self) -> Result<String, Meter> {
-        self.aws_region.map(str::to_owned).ok_or_else(|| Meter::Unpriced {
-            reason: "no AWS region: set `region` in `[aws]`, AWS_REGION or the profile's region".into(),
-        })
+    /// `meter(region)` in the stack's AWS region, or why nothing is priced without one.
+    pub fn in_aws_region(&self, meter: impl FnOnce(String) -> Meter) -> Meter {
+        match self.aws_region {
+            Some(region) => meter(region.to_owned()),
+            None => Meter::Unpriced {
+                reason: "no AWS region: set `region` in `[aws]`, AWS_REGION or the profile's region".into(),
+            },
+        }
     }
 }
 

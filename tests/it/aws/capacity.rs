@@ -19,12 +19,7 @@ impl Aws {
     fn search(&self, args: &[&str]) -> (i32, String, String) {
         let mut all = vec!["capacity", "search"];
         all.extend_from_slice(args);
-        let out = self.command(&all).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        self.run(&all)
     }
 }
 

@@ -22,16 +22,6 @@ fn seed_hourly(gpu_nodes: f64) -> f64 {
 }
 
 impl Aws {
-    /// `forge ARGS`: the exit code, stdout and stderr.
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.command(args).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
     /// `forge plan FILE --json`'s cost section.
     fn plan_cost(&self, file: &str) -> Value {
         let (code, stdout, stderr) = self.run(&["plan", file, "--json"]);

@@ -47,6 +47,16 @@ impl Aws {
         crate::support::aws_forge(self.dir.path(), &self.account, args)
     }
 
+    /// `forge ARGS`: the exit code, stdout and stderr.
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     fn forge(&self, args: &[&str]) -> (i32, String) {
         let out = Command::from_std(self.command(args)).output().unwrap();
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())

@@ -129,25 +129,23 @@ impl Resource for CapacityReservationKind {
     /// groups on it are not billed again); forge reads Linux prices only.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
         use crate::cost::{Count, Meter, Sight};
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        if sight.text("instance_platform").is_some_and(|p| p != linux()) {
-            return Some(Meter::Unpriced {
-                reason: "forge reads Linux prices only".into(),
-            });
-        }
-        let count = sight.number("count").and_then(|n| u32::try_from(n).ok());
-        let (Some(instance_type), Some(count)) = (sight.text("instance_type"), count) else {
-            return Some(Sight::after_apply("instance type or count"));
-        };
-        let count = Count {
-            min: count,
-            planned: count,
-            max: count,
-        };
-        Some(crate::cost::ec2_instances(region, &[instance_type.to_owned()], count, false))
+        Some(sight.in_aws_region(|region| {
+            if sight.text("instance_platform").is_some_and(|p| p != linux()) {
+                return Meter::Unpriced {
+                    reason: "forge reads Linux prices only".into(),
+                };
+            }
+            let count = sight.number("count").and_then(|n| u32::try_from(n).ok());
+            let (Some(instance_type), Some(count)) = (sight.text("instance_type"), count) else {
+                return Sight::after_apply("instance type or count");
+            };
+            let count = Count {
+                min: count,
+                planned: count,
+                max: count,
+            };
+            crate::cost::ec2_instances(region, &[instance_type.to_owned()], count, false)
+        }))
     }
     /// `end_date` as EC2 reads it back: a date is its midnight, UTC; `placement_group` by name.
     fn comparable(&self, _id: &str, config: &Value) -> Value {

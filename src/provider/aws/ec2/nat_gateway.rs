@@ -61,16 +61,12 @@ fn live_states() -> Filter {
 impl Resource for NatGateway {
     /// Its hours (the data it processes is billed apart, by the GB, and not counted).
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        Some(crate::cost::Meter::Hourly {
+        Some(sight.in_aws_region(|region| crate::cost::Meter::Hourly {
             what: "NAT gateway".into(),
             parts: vec![(crate::cost::Rate::NatGateway { region }, 1.0)],
             count: crate::cost::Count::ONE,
             upper_bound: None,
-        })
+        }))
     }
     /// Passes the create's token as `ClientToken`, and first looks for a gateway an earlier
     /// attempt tagged.

@@ -79,14 +79,10 @@ fn read_attributes(fs: &FileSystemDescription, tags: Value) -> Value {
 impl Resource for EfsFileSystem {
     /// Billed by the data it holds, which a plan cannot know: its rate is shown, not counted.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        Some(crate::cost::Meter::ByUse {
+        Some(sight.in_aws_region(|region| crate::cost::Meter::ByUse {
             what: "data stored".into(),
             rate: crate::cost::Rate::EfsStorage { region },
-        })
+        }))
     }
     fn holds_data(&self) -> bool {
         true

@@ -188,36 +188,34 @@ impl Resource for EksCluster {
     /// Its hours, and once its version (as written, else as EKS reports it) is past standard
     /// support ([`STANDARD_SUPPORT_ENDS`]) the extended-support surcharge on top of them.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        let version = sight.text("version").or_else(|| sight.output("version"));
-        let extended_support = version.is_some_and(|v| past_standard_support(v, std::time::SystemTime::now()));
-        let what = match (version, extended_support) {
-            (Some(v), true) => format!("EKS cluster, {v} in extended support"),
-            (Some(v), false) => format!("EKS cluster, {v}"),
-            (None, _) => "EKS cluster".into(),
-        };
-        Some(crate::cost::Meter::Hourly {
-            what,
-            parts: [false, extended_support]
-                .into_iter()
-                .enumerate()
-                .filter(|(i, extended)| *i == 0 || *extended)
-                .map(|(_, extended)| {
-                    (
-                        crate::cost::Rate::EksCluster {
-                            region: region.clone(),
-                            extended_support: extended,
-                        },
-                        1.0,
-                    )
-                })
-                .collect(),
-            count: crate::cost::Count::ONE,
-            upper_bound: None,
-        })
+        Some(sight.in_aws_region(|region| {
+            let version = sight.text("version").or_else(|| sight.output("version"));
+            let extended_support = version.is_some_and(|v| past_standard_support(v, std::time::SystemTime::now()));
+            let what = match (version, extended_support) {
+                (Some(v), true) => format!("EKS cluster, {v} in extended support"),
+                (Some(v), false) => format!("EKS cluster, {v}"),
+                (None, _) => "EKS cluster".into(),
+            };
+            crate::cost::Meter::Hourly {
+                what,
+                parts: [false, extended_support]
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, extended)| *i == 0 || *extended)
+                    .map(|(_, extended)| {
+                        (
+                            crate::cost::Rate::EksCluster {
+                                region: region.clone(),
+                                extended_support: extended,
+                            },
+                            1.0,
+                        )
+                    })
+                    .collect(),
+                count: crate::cost::Count::ONE,
+                upper_bound: None,
+            }
+        }))
     }
     /// Log types in no order, as EKS keeps them.
     fn comparable(&self, _id: &str, config: &Value) -> Value {

@@ -165,36 +165,27 @@ impl Resource for EksNodegroup {
     /// in its launch template; nothing an hour on a Capacity Block or a capacity reservation,
     /// which bill the instances themselves.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::{Meter, Sight};
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        let capacity = sight.text("capacity_type").unwrap_or("ON_DEMAND");
-        if capacity == "CAPACITY_BLOCK" {
-            return Some(Meter::Prepaid {
-                by: "its Capacity Block".into(),
-            });
-        }
-        if (sight.follow)("launch_template_id", "capacity_reservation_id").is_some() {
-            return Some(Meter::Prepaid {
-                by: "its capacity reservation".into(),
-            });
-        }
-        let types: Vec<String> = match sight.get("instance_types").and_then(Value::as_array) {
-            Some(types) => types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect(),
-            None => (sight.follow)("launch_template_id", "instance_type")
-                .and_then(|t| t.as_str().map(str::to_owned))
-                .into_iter()
-                .collect(),
-        };
-        if sight.unknown(&["instance_types"]) || types.iter().any(|t| t.contains("${")) {
-            return Some(Sight::after_apply("instance type"));
-        }
-        let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
-            return Some(Sight::after_apply("size"));
-        };
-        Some(crate::cost::ec2_instances(region, &types, count, capacity == "SPOT"))
+        use crate::cost::Sight;
+        Some(sight.in_aws_region(|region| {
+            let capacity = sight.text("capacity_type").unwrap_or("ON_DEMAND");
+            if let Some(prepaid) = sight.prepaid(capacity == "CAPACITY_BLOCK") {
+                return prepaid;
+            }
+            let types: Vec<String> = match sight.get("instance_types").and_then(Value::as_array) {
+                Some(types) => types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect(),
+                None => (sight.follow)("launch_template_id", "instance_type")
+                    .and_then(|t| t.as_str().map(str::to_owned))
+                    .into_iter()
+                    .collect(),
+            };
+            if sight.unknown(&["instance_types"]) || types.iter().any(|t| t.contains("${")) {
+                return Sight::after_apply("instance type");
+            }
+            let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
+                return Sight::after_apply("size");
+            };
+            crate::cost::ec2_instances(region, &types, count, capacity == "SPOT")
+        }))
     }
     /// Passes the create's token as `clientRequestToken`; a group of that name that an earlier
     /// try of this create made (its `forge:token` tag) is adopted and waited for.

@@ -244,37 +244,35 @@ impl Resource for FsxLustre {
     /// system's is 200 MB/s/TiB), as an hourly share of the month.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
         use crate::cost::{Count, HOURS_PER_MONTH, Meter, Rate};
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        let deployment = sight.text("deployment_type").map_or_else(default_deployment, str::to_owned);
-        let throughput = sight
-            .number("per_unit_storage_throughput")
-            .or((deployment == "SCRATCH_2").then_some(200));
-        if deployment == "SCRATCH_1" {
-            return Some(Meter::Unpriced {
-                reason: "forge does not price SCRATCH_1 file systems".into(),
-            });
-        }
-        let (Some(gb), Some(throughput)) = (sight.number("storage_capacity"), throughput) else {
-            return Some(Meter::Unpriced {
-                reason: "its capacity or throughput is known only after apply".into(),
-            });
-        };
-        Some(Meter::Hourly {
-            what: format!("{gb} GB {deployment} at {throughput} MB/s/TiB"),
-            parts: vec![(
-                Rate::FsxLustre {
-                    region,
-                    deployment,
-                    throughput,
-                },
-                gb as f64 / HOURS_PER_MONTH,
-            )],
-            count: Count::ONE,
-            upper_bound: None,
-        })
+        Some(sight.in_aws_region(|region| {
+            let deployment = sight.text("deployment_type").map_or_else(default_deployment, str::to_owned);
+            let throughput = sight
+                .number("per_unit_storage_throughput")
+                .or((deployment == "SCRATCH_2").then_some(200));
+            if deployment == "SCRATCH_1" {
+                return Meter::Unpriced {
+                    reason: "forge does not price SCRATCH_1 file systems".into(),
+                };
+            }
+            let (Some(gb), Some(throughput)) = (sight.number("storage_capacity"), throughput) else {
+                return Meter::Unpriced {
+                    reason: "its capacity or throughput is known only after apply".into(),
+                };
+            };
+            Meter::Hourly {
+                what: format!("{gb} GB {deployment} at {throughput} MB/s/TiB"),
+                parts: vec![(
+                    Rate::FsxLustre {
+                        region,
+                        deployment,
+                        throughput,
+                    },
+                    gb as f64 / HOURS_PER_MONTH,
+                )],
+                count: Count::ONE,
+                upper_bound: None,
+            }
+        }))
     }
     /// Capacity only grows in place: a smaller one needs a new file system.
     fn forces_replacement(&self, attribute: &str, before: Option<&Value>, after: Option<&Value>) -> bool {

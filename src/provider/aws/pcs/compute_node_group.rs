@@ -114,34 +114,25 @@ impl Resource for PcsComputeNodeGroup {
     /// purchase option says so; nothing an hour on a Capacity Block or a capacity reservation,
     /// which bill the instances themselves.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::{Meter, Sight};
-        let region = match sight.aws_region() {
-            Ok(region) => region,
-            Err(unpriced) => return Some(unpriced),
-        };
-        let purchase = sight.text("purchase_option").unwrap_or("ONDEMAND");
-        if purchase == "CAPACITY_BLOCK" {
-            return Some(Meter::Prepaid {
-                by: "its Capacity Block".into(),
-            });
-        }
-        if (sight.follow)("launch_template_id", "capacity_reservation_id").is_some() {
-            return Some(Meter::Prepaid {
-                by: "its capacity reservation".into(),
-            });
-        }
-        if sight.unknown(&["instance_types", "scaling"]) {
-            return Some(Sight::after_apply("instance type or size"));
-        }
-        let types: Vec<String> = sight
-            .get("instance_types")
-            .and_then(Value::as_array)
-            .map(|types| types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default();
-        let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
-            return Some(Sight::after_apply("size"));
-        };
-        Some(crate::cost::ec2_instances(region, &types, count, purchase == "SPOT"))
+        use crate::cost::Sight;
+        Some(sight.in_aws_region(|region| {
+            let purchase = sight.text("purchase_option").unwrap_or("ONDEMAND");
+            if let Some(prepaid) = sight.prepaid(purchase == "CAPACITY_BLOCK") {
+                return prepaid;
+            }
+            if sight.unknown(&["instance_types", "scaling"]) {
+                return Sight::after_apply("instance type or size");
+            }
+            let types: Vec<String> = sight
+                .get("instance_types")
+                .and_then(Value::as_array)
+                .map(|types| types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
+                return Sight::after_apply("size");
+            };
+            crate::cost::ec2_instances(region, &types, count, purchase == "SPOT")
+        }))
     }
     /// Passes the create's token as `clientToken`; a group of this name that an earlier try
     /// made (its `forge:token` tag) is adopted and waited for.
