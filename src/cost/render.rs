@@ -30,7 +30,16 @@ fn cost_column(line: &Line) -> String {
     }
 }
 
-/// The estimate's lines, aligned, each with its note; then its total.
+/// A counted line's share of the total (`99%`), to see where the money goes; blank otherwise.
+fn share(line: &Line, total: f64) -> String {
+    match line.hourly {
+        Some(hourly) if total > 0.0 => format!("{:>3.0}%", hourly / total * 100.0),
+        _ => String::new(),
+    }
+}
+
+/// The estimate's lines, aligned, each with its share of the total and its note; then the
+/// total.
 fn lines(out: &mut String, estimate: &Estimate) {
     let width = estimate.resources.iter().map(|l| l.address.len()).max().unwrap_or(0);
     let what_width = estimate.resources.iter().map(|l| l.what.chars().count()).max().unwrap_or(0);
@@ -42,9 +51,10 @@ fn lines(out: &mut String, estimate: &Estimate) {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {:width$}  {:what_width$}  {}{bound}",
+            "  {:width$}  {:what_width$}  {:>4}  {}{bound}",
             line.address,
             line.what,
+            share(line, estimate.hourly),
             cost_column(line)
         );
     }
@@ -95,17 +105,25 @@ pub fn stack(name: &str, file: &str, estimate: &Estimate, fetched: Option<&str>)
 
 /// `forge cost --markdown` for one stack: a table a nightly job can post.
 pub fn markdown(name: &str, file: &str, estimate: &Estimate) -> String {
-    let mut out = format!("### {name} (`{file}`)\n\n| resource | kind | what | $/hour | $/month |\n|---|---|---|---:|---:|\n");
+    let mut out = format!("### {name} (`{file}`)\n\n| resource | kind | what | share | $/hour | $/month |\n|---|---|---|---:|---:|---:|\n");
     for line in &estimate.resources {
         let (hourly, monthly) = match line.hourly {
             Some(h) => (dollars(h), format!("${}", thousands(h * HOURS_PER_MONTH, 0))),
             None => (line.not_counted.clone().unwrap_or_else(|| "unknown".into()), String::new()),
         };
-        let _ = writeln!(out, "| `{}` | {} | {} | {hourly} | {monthly} |", line.address, line.kind, line.what);
+        let share = share(line, estimate.hourly);
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {hourly} | {monthly} |",
+            line.address,
+            line.kind,
+            line.what,
+            share.trim()
+        );
     }
     let _ = writeln!(
         out,
-        "| **total** | | | **{}** | **${}** |",
+        "| **total** | | | | **{}** | **${}** |",
         dollars(estimate.hourly),
         thousands(estimate.hourly * HOURS_PER_MONTH, 0)
     );
