@@ -1,5 +1,5 @@
 //! AWS list prices from the Price List Query API (`GetProducts`, its endpoint in us-east-1
-//! whatever the stack's region): one call per service and region the rates need, each
+//! whatever the stack's region): one call per service and region the rates need, all at once, each
 //! filtered so that only the records forge prices by match — EC2 instances Linux, shared
 //! tenancy, no pre-installed software, capacity status `Used` (not a reservation's), all the
 //! stack's instance types in one `ANY_OF` — and each record's On-Demand term read (never a
@@ -30,8 +30,13 @@ pub async fn prices(sdk: &aws_config::SdkConfig, rates: &BTreeSet<Rate>) -> Pric
         .build();
     let client = aws_sdk_pricing::Client::from_conf(config);
     let mut prices = Prices::default();
-    for (query, wanted) in queries(rates) {
-        match products(&client, &query).await {
+    // The questions at once: a plan waits for one round of calls, not one per service.
+    let questions = queries(rates).into_iter().map(|(query, wanted)| {
+        let client = &client;
+        async move { (products(client, &query).await, wanted) }
+    });
+    for (answer, wanted) in futures::future::join_all(questions).await {
+        match answer {
             Ok(records) => {
                 for rate in wanted {
                     match records.iter().find_map(|record| price_of(&rate, record)) {
@@ -45,10 +50,9 @@ pub async fn prices(sdk: &aws_config::SdkConfig, rates: &BTreeSet<Rate>) -> Pric
                     }
                 }
             }
-            Err(why) => {
-                prices.unavailable.push(format!("the AWS Price List API answered {why}"));
-                break;
-            }
+            // One line for the list, however many of its questions failed.
+            Err(why) if prices.unavailable.is_empty() => prices.unavailable.push(format!("the AWS Price List API answered {why}")),
+            Err(_) => {}
         }
     }
     prices

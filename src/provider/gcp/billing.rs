@@ -1,5 +1,5 @@
 //! Google Cloud list prices from the Cloud Billing Catalog API: the SKUs of each service the
-//! rates need (Compute Engine, Kubernetes Engine, Filestore), listed once, and the rates read
+//! rates need (Compute Engine, Kubernetes Engine, Filestore), listed once and all at once, and the rates read
 //! from them — the on-demand SKU of the rate's machine family, GPU or tier that serves its
 //! region, never a Spot, commitment or Dynamic Workload Scheduler one.
 
@@ -55,12 +55,19 @@ async fn read(settings: Option<&crate::provider::settings::GcpSettings>, service
             return;
         }
     };
-    for (service, wanted) in services {
-        let skus = match skus(&catalog, service).await {
+    // Every service's SKUs at once: a plan waits for the longest listing, not their sum.
+    let listings = services.into_iter().map(|(service, wanted)| {
+        let catalog = &catalog;
+        async move { (skus(catalog, service).await, wanted) }
+    });
+    for (listed, wanted) in futures::future::join_all(listings).await {
+        let skus = match listed {
             Ok(skus) => skus,
             Err(why) => {
-                prices.unavailable.push(format!("the Cloud Billing Catalog API answered {why}"));
-                break;
+                if prices.unavailable.is_empty() {
+                    prices.unavailable.push(format!("the Cloud Billing Catalog API answered {why}"));
+                }
+                continue;
             }
         };
         for rate in wanted {
