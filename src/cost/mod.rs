@@ -183,6 +183,15 @@ pub enum Meter {
     },
 }
 
+impl Meter {
+    /// The meter of what cannot be priced before apply: its `what` is known only then.
+    pub fn after_apply(what: &str) -> Meter {
+        Meter::Unpriced {
+            reason: format!("its {what} is known only after apply"),
+        }
+    }
+}
+
 /// What a kind may read to meter one resource: its attributes (and outputs, once made), the
 /// stack's AWS region, and attributes of the resources its own refer to.
 pub struct Sight<'a> {
@@ -232,13 +241,6 @@ impl Sight<'_> {
             "its capacity reservation"
         };
         Some(Meter::Prepaid { by: by.into() })
-    }
-
-    /// The meter of what cannot be priced before apply.
-    pub fn after_apply(what: &str) -> Meter {
-        Meter::Unpriced {
-            reason: format!("its {what} is known only after apply"),
-        }
     }
 
     /// `meter(region)` in the stack's AWS region, or why nothing is priced without one.
@@ -345,6 +347,17 @@ pub struct Line {
     pub not_counted: Option<String>,
 }
 
+/// How a line whose price is unknown says why it is not counted (`price unknown: …`).
+const UNKNOWN: &str = "price unknown";
+
+impl Line {
+    /// Whether its price is unknown (listed, never counted as zero), as opposed to counted,
+    /// billed by use or prepaid.
+    pub fn is_unknown(&self) -> bool {
+        self.hourly.is_none() && self.not_counted.as_deref().is_some_and(|why| why.starts_with(UNKNOWN))
+    }
+}
+
 /// What a set of resources costs an hour: each one's line and their total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
@@ -360,7 +373,7 @@ pub struct Estimate {
 
 impl Estimate {
     /// Prices each metered resource (`(address, kind, meter)`) with `prices`.
-    pub fn of(metered: &[(String, String, Meter)], prices: &Prices) -> Estimate {
+    pub fn of(metered: &[view::Metered], prices: &Prices) -> Estimate {
         let mut estimate = Estimate::default();
         for (address, kind, meter) in metered {
             let line = priced(address, kind, meter, prices);
@@ -371,7 +384,7 @@ impl Estimate {
                     estimate.range.0 += low;
                     estimate.range.1 += high;
                 }
-                None if matches!(meter, Meter::Unpriced { .. } | Meter::Hourly { .. }) => estimate.unknown += 1,
+                None if line.is_unknown() => estimate.unknown += 1,
                 None => {}
             }
             estimate.resources.push(line);
@@ -424,7 +437,7 @@ fn change(before: &Estimate, after: &Estimate) -> f64 {
         estimate
             .resources
             .iter()
-            .filter(|l| l.hourly.is_some() || l.not_counted.as_deref().is_some_and(|why| why.starts_with("price unknown")))
+            .filter(|l| l.hourly.is_some() || l.is_unknown())
             .map(|l| (l.address.clone(), l.hourly))
             .collect()
     };
@@ -451,9 +464,11 @@ pub fn dollars(amount: f64) -> String {
     }
 }
 
-/// `80358.4` → `80,358.40` with `places` decimals.
+/// `80358.4` → `80,358.40` with `places` decimals, rounded half away from zero (a fee of
+/// $0.125 is `0.13`).
 pub fn thousands(amount: f64, places: usize) -> String {
-    let text = format!("{:.*}", places, amount.abs());
+    let scale = 10f64.powi(i32::try_from(places).unwrap_or(i32::MAX));
+    let text = format!("{:.*}", places, (amount.abs() * scale).round() / scale);
     let (whole, fraction) = text.split_once('.').map_or((text.as_str(), None), |(w, f)| (w, Some(f)));
     let mut grouped = String::new();
     for (i, digit) in whole.chars().enumerate() {
@@ -513,7 +528,7 @@ fn priced(address: &str, kind: &str, meter: &Meter, prices: &Prices) -> Line {
             if !unknown.is_empty() {
                 let mut why: Vec<String> = unknown.iter().map(|r| why_unknown(r, prices)).collect();
                 why.dedup();
-                line.not_counted = Some(format!("price unknown: {}", why.join("; ")));
+                line.not_counted = Some(format!("{UNKNOWN}: {}", why.join("; ")));
                 return line;
             }
             let one: f64 = parts.iter().map(|(rate, units)| prices.found[rate] * units).sum();
@@ -536,7 +551,7 @@ fn priced(address: &str, kind: &str, meter: &Meter, prices: &Prices) -> Line {
         }
         Meter::Unpriced { reason } => {
             line.what = "not priced".into();
-            line.not_counted = Some(format!("price unknown: {reason}"));
+            line.not_counted = Some(format!("{UNKNOWN}: {reason}"));
         }
     }
     line
@@ -630,6 +645,7 @@ mod tests {
         assert_eq!(dollars(0.045), "$0.045");
         assert_eq!(dollars(0.6), "$0.60");
         assert_eq!(thousands(-1234.5, 2), "-1,234.50");
+        assert_eq!(thousands(0.125, 2), "0.13");
         assert_eq!(google_region("us-central1-a"), "us-central1");
         assert_eq!(google_region("us-central1"), "us-central1");
     }

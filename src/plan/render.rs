@@ -208,18 +208,10 @@ pub fn money(amount: f64, currency: &str) -> String {
     if !amount.is_finite() {
         return "unknown".into();
     }
-    let cents = (amount * 100.0).round() as u64;
-    let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
+    let grouped = crate::cost::thousands(amount, 2);
     match currency {
-        "USD" => format!("${grouped}.{:02}", cents % 100),
-        other => format!("{grouped}.{:02} {other}", cents % 100),
+        "USD" => format!("${grouped}"),
+        other => format!("{grouped} {other}"),
     }
 }
 

@@ -394,7 +394,7 @@ impl Resource for ContainerNodePool {
     /// (autoscaled: min–max); spot and flex-start capacity priced on demand as the most it
     /// costs; nothing an hour on a specific reservation, which bills the machines itself.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::{Count, Meter, Sight};
+        use crate::cost::{Count, Meter};
         if sight.text("reservation").is_some() {
             return Some(Meter::Prepaid {
                 by: "its reservation".into(),
@@ -405,10 +405,10 @@ impl Resource for ContainerNodePool {
             .and_then(|path| path.split("/locations/").nth(1)?.split('/').next().map(str::to_owned))
             .or_else(|| (sight.follow)("cluster", "location")?.as_str().map(str::to_owned));
         let (Some(location), Some(machine_type)) = (location, sight.text("machine_type")) else {
-            return Some(Sight::after_apply("location or machine type"));
+            return Some(Meter::after_apply("location or machine type"));
         };
         if sight.unknown(&["node_count", "min_node_count", "max_node_count", "node_locations"]) {
-            return Some(Sight::after_apply("size"));
+            return Some(Meter::after_apply("size"));
         }
         let region = crate::cost::google_region(&location);
         let parts = match crate::cost::gce::machine(&region, machine_type) {

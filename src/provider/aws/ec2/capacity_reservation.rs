@@ -128,7 +128,7 @@ impl Resource for CapacityReservationKind {
     /// A reservation bills its instances at the on-demand rate whether they run or not (node
     /// groups on it are not billed again); forge reads Linux prices only.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::{Count, Meter, Sight};
+        use crate::cost::{Count, Meter};
         Some(sight.in_aws_region(|region| {
             if sight.text("instance_platform").is_some_and(|p| p != linux()) {
                 return Meter::Unpriced {
@@ -137,7 +137,7 @@ impl Resource for CapacityReservationKind {
             }
             let count = sight.number("count").and_then(|n| u32::try_from(n).ok());
             let (Some(instance_type), Some(count)) = (sight.text("instance_type"), count) else {
-                return Sight::after_apply("instance type or count");
+                return Meter::after_apply("instance type or count");
             };
             let count = Count {
                 min: count,

@@ -165,7 +165,7 @@ impl Resource for EksNodegroup {
     /// in its launch template; nothing an hour on a Capacity Block or a capacity reservation,
     /// which bill the instances themselves.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::Sight;
+        use crate::cost::Meter;
         Some(sight.in_aws_region(|region| {
             let capacity = sight.text("capacity_type").unwrap_or("ON_DEMAND");
             if let Some(prepaid) = sight.prepaid(capacity == "CAPACITY_BLOCK") {
@@ -179,10 +179,10 @@ impl Resource for EksNodegroup {
                     .collect(),
             };
             if sight.unknown(&["instance_types"]) || types.iter().any(|t| t.contains("${")) {
-                return Sight::after_apply("instance type");
+                return Meter::after_apply("instance type");
             }
             let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
-                return Sight::after_apply("size");
+                return Meter::after_apply("size");
             };
             crate::cost::ec2_instances(region, &types, count, capacity == "SPOT")
         }))

@@ -114,14 +114,14 @@ impl Resource for PcsComputeNodeGroup {
     /// purchase option says so; nothing an hour on a Capacity Block or a capacity reservation,
     /// which bill the instances themselves.
     fn meter(&self, sight: &crate::cost::Sight) -> Option<crate::cost::Meter> {
-        use crate::cost::Sight;
+        use crate::cost::Meter;
         Some(sight.in_aws_region(|region| {
             let purchase = sight.text("purchase_option").unwrap_or("ONDEMAND");
             if let Some(prepaid) = sight.prepaid(purchase == "CAPACITY_BLOCK") {
                 return prepaid;
             }
             if sight.unknown(&["instance_types", "scaling"]) {
-                return Sight::after_apply("instance type or size");
+                return Meter::after_apply("instance type or size");
             }
             let types: Vec<String> = sight
                 .get("instance_types")
@@ -129,7 +129,7 @@ impl Resource for PcsComputeNodeGroup {
                 .map(|types| types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
                 .unwrap_or_default();
             let Some(count) = crate::cost::scaling(sight.get("scaling")) else {
-                return Sight::after_apply("size");
+                return Meter::after_apply("size");
             };
             crate::cost::ec2_instances(region, &types, count, purchase == "SPOT")
         }))
