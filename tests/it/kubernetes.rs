@@ -1133,17 +1133,7 @@ fn nemo_on_an_existing_cluster_adds_its_node_group_fsx_and_plugins_and_leaves_th
     let entries = runtime().block_on(eks.list_access_entries().cluster_name("nemo").send()).unwrap();
     assert!(entries.access_entries().is_empty(), "{entries:?}");
     // One made elsewhere for the issuer: IAM takes one per issuer, so the plan refuses a second.
-    let issuer = runtime().block_on(eks.describe_cluster().name("nemo").send()).unwrap();
-    let issuer = issuer
-        .cluster()
-        .unwrap()
-        .identity()
-        .unwrap()
-        .oidc()
-        .unwrap()
-        .issuer()
-        .unwrap()
-        .to_owned();
+    let issuer = runtime().block_on(crate::support::oidc_issuer(&eks, "nemo"));
     runtime()
         .block_on(
             iam.create_open_id_connect_provider()

@@ -217,15 +217,7 @@ impl Aws {
 
 /// The fee written as the plan writes it (`$10,571.90`).
 fn dollars(fee: f64) -> String {
-    let cents = (fee * 100.0).round() as u64;
-    let whole = (cents / 100).to_string();
-    let grouped: Vec<String> = whole
-        .as_bytes()
-        .rchunks(3)
-        .rev()
-        .map(|c| String::from_utf8(c.to_vec()).unwrap())
-        .collect();
-    format!("${}.{:02}", grouped.join(","), cents % 100)
+    format!("${}", super::grouped(fee, 2))
 }
 
 /// A Capacity Block is priced in the plan at the cheapest offering on sale; `up` refuses to

@@ -62,7 +62,7 @@ fn the_seed_stacks_plan_costs_the_sum_of_its_resources_list_prices() {
     // The text says the same, after the resource list.
     let (_, _, text) = aws.run(&["plan", "p5.toml"]);
     let total = seed_hourly(2.0);
-    let expected = format!("Cost: +${total:.2}/h (+${}/month at 730 h)", thousands(total * 730.0));
+    let expected = format!("Cost: +${total:.2}/h (+${}/month at 730 h)", super::grouped(total * 730.0, 0));
     assert!(text.contains(&expected), "{expected}\n{text}");
     assert!(text.find("Plan: 35 to add").unwrap() < text.find("Cost: +").unwrap(), "{text}");
 }
@@ -106,19 +106,6 @@ fn every_aws_seed_stack_plans_the_sum_of_its_list_prices() {
         assert!(close(cost["after"]["hourly"].as_f64().unwrap(), expected), "{file}: {cost}");
         assert_eq!(cost["after"]["unknown"], unknown, "{file}: {cost}");
     }
-}
-
-/// `81578.3` → `81,578`.
-fn thousands(amount: f64) -> String {
-    let whole = format!("{amount:.0}");
-    let mut out = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 #[test]

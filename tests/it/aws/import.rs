@@ -368,17 +368,7 @@ fn every_importable_kind_is_read_marked_and_then_planned_to_nothing() {
             .send()
             .await
             .unwrap();
-        let issuer = eks.describe_cluster().name("legacy").send().await.unwrap();
-        let issuer = issuer
-            .cluster()
-            .unwrap()
-            .identity()
-            .unwrap()
-            .oidc()
-            .unwrap()
-            .issuer()
-            .unwrap()
-            .to_owned();
+        let issuer = crate::support::oidc_issuer(&eks, "legacy").await;
         let oidc = iam
             .create_open_id_connect_provider()
             .url(&issuer)

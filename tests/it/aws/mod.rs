@@ -22,6 +22,20 @@ use std::process::Stdio;
 
 use crate::support::launcher_url as moto_url;
 
+/// A non-negative amount as forge writes money, computed here on its own: rounded to `places`
+/// decimals, its whole part grouped by thousands (`10571.9`, 2 → `10,571.90`; `81577.65`, 0 →
+/// `81,578`).
+fn grouped(amount: f64, places: usize) -> String {
+    let scale = 10u64.pow(places as u32);
+    let scaled = (amount * scale as f64).round() as u64;
+    let whole = (scaled / scale).to_string();
+    let groups: Vec<&str> = whole.as_bytes().rchunks(3).rev().map(|c| std::str::from_utf8(c).unwrap()).collect();
+    match places {
+        0 => groups.join(","),
+        _ => format!("{}.{:0places$}", groups.join(","), scaled % scale),
+    }
+}
+
 /// One test's world: a fresh account on the emulator and a working directory.
 struct Aws {
     account: String,

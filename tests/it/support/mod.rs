@@ -123,6 +123,14 @@ pub(crate) async fn s3_bucket(s3: &aws_sdk_s3::Client, name: &str) {
         .unwrap();
 }
 
+/// The OIDC issuer URL of the EKS cluster `name`, as EKS reports it.
+#[cfg(feature = "aws")]
+pub(crate) async fn oidc_issuer(eks: &aws_sdk_eks::Client, name: &str) -> String {
+    let described = eks.describe_cluster().name(name).send().await.unwrap();
+    let cluster = described.cluster().unwrap();
+    cluster.identity().unwrap().oidc().unwrap().issuer().unwrap().to_owned()
+}
+
 /// Asks the emulator's Cloud Storage for the bucket `name` in `project`: the HTTP status (409
 /// when it exists) and the answer.
 pub(crate) fn gcs_bucket(project: &str, name: &str) -> (u16, String) {
